@@ -1,0 +1,134 @@
+# preflight — see README.md. `make` builds bin/preflight; `make test` runs every test.
+CC      ?= cc
+VERSION := 0.1.0
+GIT     := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+
+WARN    := -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes \
+           -Wwrite-strings -Wvla
+CSTD    := -std=c11
+OPT     ?= -O2 -g
+DEFS    := -DPF_VERSION='"$(VERSION)"' -DPF_GIT='"$(GIT)"' -D_FORTIFY_SOURCE=2
+CFLAGS_ALL = $(CSTD) $(OPT) $(WARN) $(DEFS) -fno-strict-aliasing -MMD -MP
+LDLIBS_ALL = -Wl,-Bstatic -lyaml -Wl,-Bdynamic -ldl -lpthread -lm
+
+ifeq ($(ASAN),1)
+  CFLAGS_ALL += -fsanitize=address -fno-omit-frame-pointer
+  LDFLAGS    += -fsanitize=address
+endif
+ifeq ($(UBSAN),1)
+  CFLAGS_ALL += -fsanitize=undefined -fno-sanitize-recover=all
+  LDFLAGS    += -fsanitize=undefined
+endif
+ifeq ($(WERROR),1)
+  CFLAGS_ALL += -Werror
+endif
+ifneq ($(CI),)
+  CFLAGS_ALL += -Werror
+endif
+
+# Build folder per variant, so sanitizer objects never mix with release ones.
+VARIANT := $(if $(filter 1,$(ASAN) $(UBSAN)),san,rel)
+B       := build/$(VARIANT)
+
+PKG_SRCS  := $(sort $(wildcard pkg/*/*.c))
+PKG_OBJS  := $(PKG_SRCS:%.c=$(B)/%.o)
+MAIN_OBJ  := $(B)/cmd/preflight/main.o
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
+UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
+UNIT_HELPER_OBJS := $(UNIT_HELPER_SRCS:%.c=$(B)/%.o)
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+.PHONY: all static test unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
+        deps-test help
+all: bin/preflight
+
+help:
+	@echo "make            build bin/preflight"
+	@echo "make static     build bin/preflight-static (musl, no dlopen)"
+	@echo "make demo       install build deps, build, run a local multi-pod preflight"
+	@echo "make test       install test deps, build with ASan/UBSan, run every test"
+	@echo "make bench      benchmarks (wall time, peak RSS, bandwidth tables)"
+	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS (default 30)"
+	@echo "make format     clang-format the tree"
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(CFLAGS) -c $< -o $@
+
+# the explain module embeds docs/checks.md
+$(B)/pkg/explain/explain.o: docs/checks.md
+
+$(B)/preflight: $(MAIN_OBJ) $(PKG_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+bin/preflight: $(B)/preflight
+	@mkdir -p bin
+	cp $< $@
+
+$(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(CFLAGS) -D_GNU_SOURCE -Wno-missing-prototypes $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lcmocka
+
+# ---- fully static variant (musl; libyaml built for musl from Debian's source package)
+static: bin/preflight-static
+bin/preflight-static: $(PKG_SRCS) cmd/preflight/main.c docs/checks.md scripts/build-static.sh
+	scripts/build-static.sh
+
+# ---- tests
+deps:
+	scripts/deps.sh build
+deps-test:
+	scripts/deps.sh test
+
+test: deps-test
+	$(MAKE) ASAN=1 UBSAN=1 unit-build
+	$(MAKE) bin/preflight
+	$(MAKE) static
+	tests/run.sh
+
+unit-build: $(B)/preflight $(UNIT_BINS) $(UNIT_HELPER_OBJS)
+
+unit: 
+	$(MAKE) ASAN=1 UBSAN=1 unit-build
+	tests/run.sh unit
+
+e2e:
+	$(MAKE) ASAN=1 UBSAN=1 unit-build
+	tests/run.sh e2e
+
+demo: deps
+	$(MAKE) bin/preflight
+	scripts/demo.sh
+
+bench: deps-test
+	$(MAKE) bin/preflight
+	tests/bench/run.sh
+
+# ---- fuzzing (clang libFuzzer); fuzz-regress replays the seed corpora only
+FUZZ_SECONDS ?= 30
+FUZZ_B := build/fuzz
+FUZZ_CFLAGS := $(CSTD) -g -O1 $(DEFS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+$(FUZZ_B)/%: tests/fuzz/%.c $(PKG_SRCS)
+	@mkdir -p $(FUZZ_B)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(PKG_SRCS) $(LDLIBS_ALL)
+fuzz-build: $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/%)
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+fuzz-regress: fuzz-build
+	tests/fuzz/run.sh 0
+
+# ---- style
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+format-check:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build bin
+
+-include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---- docs: docs/checks.md is generated from docs/checks/*.md (and committed)
+docs/checks.md: $(sort $(wildcard docs/checks/*.md))
+	scripts/gen-checks-md.sh $^ > $@.tmp && mv $@.tmp $@

@@ -1,0 +1,287 @@
+#define _GNU_SOURCE
+#include "app.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../explain/explain.h"
+
+#ifndef PF_VERSION
+#define PF_VERSION "0.0.0-dev"
+#endif
+#ifndef PF_GIT
+#define PF_GIT "unknown"
+#endif
+
+#define DEFAULT_VERDICT "/run/preflight/verdict.yaml"
+
+void pf_options_init(struct pf_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->rdv.rank = -1;
+    o->rdv.world_size = -1;
+    o->out = stdout;
+    o->err = stderr;
+}
+
+static int policy_fn(void *arg, const char *check_id, const char *code, enum pf_status status)
+{
+    const struct pf_config *c = arg;
+    (void)check_id;
+    int st = pf_config_policy(c, code, (int)status);
+    return st == PF_POLICY_IGNORE ? -1 : st;
+}
+
+static int exit_code(const struct pf_options *o, const struct pf_config *c,
+                     const struct pf_verdict *v)
+{
+    if (v->verdict == PF_FAIL)
+        return PF_EXIT_FAIL;
+    if (v->verdict == PF_WARN && (o->strict || c->fail_on == PF_WARN))
+        return PF_EXIT_FAIL;
+    return PF_EXIT_PASS;
+}
+
+static const char *env_or(const struct pf_env *e, const char *name, const char *dflt)
+{
+    const char *s = pf_env_get(e, name);
+    return s && *s ? s : dflt;
+}
+
+struct session {
+    struct pf_config config;
+    struct pf_verdict verdict;
+    struct pf_ctx ctx;
+    double t0;
+};
+
+static int session_open(struct session *s, const struct pf_options *o)
+{
+    s->t0 = pf_now();
+    pf_config_defaults(&s->config);
+    pf_verdict_init(&s->verdict);
+    pf_ctx_init(&s->ctx, &s->config, &s->verdict);
+    if (o->config_path) {
+        int r = pf_config_load(&s->config, o->config_path);
+        if (r < 0)
+            return r;
+    }
+    int r = pf_host_init(&s->ctx.host, o->root ? o->root : "/");
+    if (r < 0)
+        return r;
+    pf_env_from_environ(&s->ctx.env, o->environ_);
+    return 0;
+}
+
+static void session_close(struct session *s)
+{
+    pf_ctx_free(&s->ctx);
+    pf_verdict_free(&s->verdict);
+    pf_config_free(&s->config);
+}
+
+static void record_pod(struct session *s)
+{
+    const struct pf_env *e = &s->ctx.env;
+    char host[256] = "";
+    if (gethostname(host, sizeof(host)) != 0)
+        host[0] = '\0';
+    host[sizeof(host) - 1] = '\0';
+    pf_node_set_str(s->verdict.pod, "name", env_or(e, "POD_NAME", host));
+    const char *ns = env_or(e, "POD_NAMESPACE", NULL);
+    if (ns)
+        pf_node_set_str(s->verdict.pod, "namespace", ns);
+    const char *node = env_or(e, "NODE_NAME", NULL);
+    if (node)
+        pf_node_set_str(s->verdict.pod, "node", node);
+}
+
+static bool use_human(const struct pf_options *o)
+{
+    return o->format == PF_FORMAT_HUMAN || (o->format == PF_FORMAT_AUTO && o->out_is_tty);
+}
+
+static bool want_color(const struct pf_options *o)
+{
+    const char *nc = getenv("NO_COLOR");
+    return o->out_is_tty && !(nc && *nc);
+}
+
+/* Prints the verdict on stdout in the chosen format and writes the file when asked. */
+static int deliver(struct session *s, const struct pf_options *o, const char *path)
+{
+    s->verdict.duration_seconds = pf_now() - s->t0;
+    pf_verdict_finalize(&s->verdict, policy_fn, &s->config);
+    int r = 0;
+    if (path) {
+        r = pf_verdict_write_file(&s->verdict, path);
+        if (r < 0)
+            fprintf(o->err, "preflight: %s\n", pf_err_msg());
+    }
+    if (path && strcmp(path, "-") == 0)
+        return r;
+    if (use_human(o)) {
+        pf_verdict_render_human(o->out, &s->verdict, want_color(o));
+        if (path && r == 0)
+            fprintf(o->out, "\nverdict written to %s\n", path);
+    } else {
+        char *yaml = NULL;
+        size_t len = 0;
+        if (pf_verdict_to_yaml(&yaml, &len, &s->verdict) == 0) {
+            fwrite(yaml, 1, len, o->out);
+            free(yaml);
+        }
+    }
+    fflush(o->out);
+    return r;
+}
+
+static int usage_error(const struct pf_options *o)
+{
+    fprintf(o->err, "preflight: %s\n", pf_err_msg());
+    return PF_EXIT_USAGE;
+}
+
+static int local_checks(struct session *s, const struct pf_options *o, const char *verdict_path,
+                        bool guard)
+{
+    pf_env_load_nccl_conf(&s->ctx.env, &s->ctx.host);
+    record_pod(s);
+    if (guard) {
+        int r = pf_verdict_guard_install(verdict_path, o->timeout_s, policy_fn, &s->config);
+        if (r < 0)
+            return r;
+        pf_verdict_guard_update(&s->verdict, "preflight", "starting");
+    }
+    pf_checks_inventory(&s->ctx);
+    pf_checks_environment(&s->ctx);
+    if (guard)
+        pf_verdict_guard_update(&s->verdict, "preflight", "running the local checks");
+    pf_checks_run(&s->ctx, PF_MODE_LOCAL);
+    return 0;
+}
+
+int pf_app_check(const struct pf_options *o)
+{
+    struct session s;
+    int code;
+    int r = session_open(&s, o);
+    if (r < 0) {
+        code = usage_error(o);
+        goto out;
+    }
+    bool guard = o->timeout_s > 0 || o->verdict_path;
+    const char *path = o->verdict_path;
+    r = local_checks(&s, o, path ? path : "-", guard);
+    if (r < 0) {
+        code = usage_error(o);
+        goto out;
+    }
+    if (guard)
+        pf_verdict_guard_disarm();
+    r = deliver(&s, o, path);
+    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+out:
+    session_close(&s);
+    return code;
+}
+
+int pf_app_run(const struct pf_options *o)
+{
+    struct session s;
+    int code;
+    int r = session_open(&s, o);
+    if (r < 0) {
+        code = usage_error(o);
+        goto out;
+    }
+    const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
+    r = local_checks(&s, o, path, true);
+    if (r < 0) {
+        code = usage_error(o);
+        goto out;
+    }
+    pf_verdict_guard_update(&s.verdict, "rendezvous", "meeting the other pods");
+    pf_rendezvous_stage(&s.ctx, &o->rdv);
+    pf_verdict_guard_disarm();
+    r = deliver(&s, o, path);
+    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+out:
+    session_close(&s);
+    return code;
+}
+
+int pf_app_env(const struct pf_options *o)
+{
+    struct session s;
+    int code;
+    int r = session_open(&s, o);
+    if (r < 0) {
+        code = usage_error(o);
+        goto out;
+    }
+    s.ctx.in_env_mode = true;
+    if (o->env_file) {
+        pf_env_free(&s.ctx.env);
+        r = pf_env_load_file(&s.ctx.env, o->env_file);
+        if (r < 0) {
+            code = usage_error(o);
+            goto out;
+        }
+    } else {
+        pf_env_load_nccl_conf(&s.ctx.env, &s.ctx.host);
+    }
+    pf_checks_inventory(&s.ctx);
+    pf_checks_run(&s.ctx, PF_MODE_ENV);
+    r = deliver(&s, o, o->verdict_path);
+    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+out:
+    session_close(&s);
+    return code;
+}
+
+int pf_app_explain(const struct pf_options *o, const char *what)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 20);
+    int r = pf_explain(&b, what);
+    if (r < 0) {
+        pf_buf_free(&b);
+        fprintf(o->err, "preflight: %s\n", pf_err_msg());
+        return PF_EXIT_USAGE;
+    }
+    fputs(b.data, o->out);
+    pf_buf_free(&b);
+    return PF_EXIT_PASS;
+}
+
+int pf_app_version(const struct pf_options *o)
+{
+    fprintf(o->out, "preflight %s (git %s)\n", PF_VERSION, PF_GIT);
+    fprintf(o->out, "built %s with %s, verdict schema preflight/v1\n", __DATE__,
+#ifdef __clang__
+            "clang " __clang_version__
+#else
+            "gcc " __VERSION__
+#endif
+    );
+    static const char *const libs[] = {"libcuda.so.1", "libnccl.so.2", "libibverbs.so.1",
+                                       "libcurl.so.4"};
+    for (size_t i = 0; i < PF_ARRAY_LEN(libs); i++) {
+#ifdef PF_STATIC
+        fprintf(o->out, "  %-16s not in this build (static binary: no dlopen)\n", libs[i]);
+#else
+        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_LOCAL);
+        if (h) {
+            fprintf(o->out, "  %-16s loads\n", libs[i]);
+            dlclose(h);
+        } else {
+            const char *e = dlerror();
+            fprintf(o->out, "  %-16s missing (%s)\n", libs[i], e ? e : "not found");
+        }
+#endif
+    }
+    return PF_EXIT_PASS;
+}

@@ -1,0 +1,206 @@
+/* The environment that checks read: own environ, an env file, NCCL's config files. */
+#define _GNU_SOURCE
+#include "checks.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ENV_FILE_MAX (1u << 20)
+#define ENV_MAX_VARS 4096
+
+static ssize_t find(const struct pf_env *e, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < e->vars.n; i++)
+        if (strncmp(e->vars.v[i], name, len) == 0 && e->vars.v[i][len] == '=')
+            return (ssize_t)i;
+    return -1;
+}
+
+const char *pf_env_get(const struct pf_env *e, const char *name)
+{
+    ssize_t i = find(e, name);
+    return i < 0 ? NULL : strchr(e->vars.v[i], '=') + 1;
+}
+
+const char *pf_env_origin(const struct pf_env *e, const char *name)
+{
+    ssize_t i = find(e, name);
+    return i < 0 ? NULL : e->origin.v[i];
+}
+
+void pf_env_set(struct pf_env *e, const char *name, const char *value, const char *origin)
+{
+    ssize_t i = find(e, name);
+    if (i >= 0) {
+        free(e->vars.v[i]);
+        e->vars.v[i] = pf_xasprintf("%s=%s", name, value);
+        free(e->origin.v[i]);
+        e->origin.v[i] = pf_xstrdup(origin);
+        return;
+    }
+    pf_strlist_addf(&e->vars, "%s=%s", name, value);
+    pf_strlist_add(&e->origin, origin);
+}
+
+void pf_env_free(struct pf_env *e)
+{
+    pf_strlist_free(&e->vars);
+    pf_strlist_free(&e->origin);
+}
+
+void pf_env_from_environ(struct pf_env *e, char **env)
+{
+    for (size_t i = 0; env && env[i] && i < ENV_MAX_VARS; i++) {
+        const char *eq = strchr(env[i], '=');
+        if (!eq || eq == env[i])
+            continue;
+        pf_strlist_add(&e->vars, env[i]);
+        pf_strlist_add(&e->origin, "environment");
+    }
+}
+
+static bool valid_name(const char *s, size_t n)
+{
+    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size_t len)
+{
+    size_t lineno = 0;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *le = nl ? nl : end;
+        lineno++;
+        char line[8192];
+        size_t ll = (size_t)(le - p);
+        if (ll >= sizeof(line))
+            return pf_err_set(PF_EUSAGE, "%s:%zu: line longer than %zu bytes", name, lineno,
+                              sizeof(line) - 1);
+        memcpy(line, p, ll);
+        line[ll] = '\0';
+        p = nl ? nl + 1 : end;
+        if (memchr(line, '\0', ll))
+            return pf_err_set(PF_EUSAGE, "%s:%zu: NUL byte in line", name, lineno);
+        if (ll && line[ll - 1] == '\r')
+            line[--ll] = '\0';
+        char *s = line;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '\0' || *s == '#')
+            continue;
+        if (strncmp(s, "export ", 7) == 0) {
+            s += 7;
+            while (*s == ' ' || *s == '\t')
+                s++;
+        }
+        char *eq = strchr(s, '=');
+        if (!eq)
+            return pf_err_set(PF_EUSAGE, "%s:%zu: expected KEY=VALUE, found \"%.60s\"", name,
+                              lineno, s);
+        size_t nl_ = (size_t)(eq - s);
+        while (nl_ && (s[nl_ - 1] == ' ' || s[nl_ - 1] == '\t'))
+            nl_--;
+        if (!valid_name(s, nl_))
+            return pf_err_set(PF_EUSAGE, "%s:%zu: \"%.*s\" is not a variable name", name, lineno,
+                              (int)(nl_ > 60 ? 60 : nl_), s);
+        s[nl_] = '\0';
+        char *v = eq + 1;
+        size_t vl = strlen(v);
+        if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+            v[vl - 1] = '\0';
+            v++;
+        } else if (vl >= 1 && (v[0] == '"' || v[0] == '\'') &&
+                   (vl == 1 || v[vl - 1] != v[0])) {
+            return pf_err_set(PF_EUSAGE, "%s:%zu: %s: unterminated quote", name, lineno, s);
+        }
+        if (e->vars.n >= ENV_MAX_VARS)
+            return pf_err_set(PF_EUSAGE, "%s:%zu: more than %d variables", name, lineno,
+                              ENV_MAX_VARS);
+        char origin[1100];
+        snprintf(origin, sizeof(origin), "%s:%zu", name, lineno);
+        pf_env_set(e, s, v, origin);
+    }
+    return 0;
+}
+
+int pf_env_load_file(struct pf_env *e, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pf_err_set(PF_EUSAGE, "--env-file %s: %s", path, strerror(errno));
+    struct pf_buf b;
+    pf_buf_init(&b, ENV_FILE_MAX);
+    char chunk[4096];
+    size_t got;
+    int r = 0;
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        if ((r = pf_buf_add(&b, chunk, got)) < 0) {
+            r = pf_err_set(PF_EUSAGE, "--env-file %s: larger than %u bytes", path,
+                           ENV_FILE_MAX);
+            break;
+        }
+    fclose(f);
+    if (r == 0)
+        r = pf_env_parse_file(e, path, b.data ? b.data : "", b.len);
+    pf_buf_free(&b);
+    return r;
+}
+
+/* NCCL reads "VAR=value" lines with '#' comments and applies them with setenv(..., 0). */
+static void apply_conf(struct pf_env *e, const char *label, const char *text)
+{
+    size_t lineno = 0;
+    char *copy = pf_xstrdup(text), *save = NULL;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *eq = strchr(line, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        char *k = pf_trim(line), *v = pf_trim(eq + 1);
+        if (!*k || pf_env_get(e, k))
+            continue;
+        char origin[1100];
+        snprintf(origin, sizeof(origin), "%s", label);
+        pf_env_set(e, k, v, origin);
+    }
+    free(copy);
+}
+
+void pf_env_load_nccl_conf(struct pf_env *e, const struct pf_host *h)
+{
+    char *text = NULL;
+    const char *conf = pf_env_get(e, "NCCL_CONF_FILE");
+    if (conf && *conf) {
+        if (pf_host_read_all(&text, NULL, ENV_FILE_MAX, h, "%s", conf) == 0)
+            apply_conf(e, conf, text);
+        free(text);
+    } else {
+        const char *home = pf_env_get(e, "HOME");
+        if (home && home[0] == '/') {
+            if (pf_host_read_all(&text, NULL, ENV_FILE_MAX, h, "%s/.nccl.conf", home) == 0) {
+                char label[1100];
+                snprintf(label, sizeof(label), "%s/.nccl.conf", home);
+                apply_conf(e, label, text);
+            }
+            free(text);
+            text = NULL;
+        }
+    }
+    if (pf_host_read_all(&text, NULL, ENV_FILE_MAX, h, "/etc/nccl.conf") == 0)
+        apply_conf(e, "/etc/nccl.conf", text);
+    free(text);
+}

@@ -1,0 +1,8 @@
+#include "checks.h"
+
+void pf_check_nccl_library(struct pf_check *out, struct pf_ctx *ctx)
+{
+    (void)ctx;
+    pf_check_skip(out, "not built yet");
+}
+

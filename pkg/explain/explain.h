@@ -1,0 +1,26 @@
+/* explain: the text of docs/checks.md, built into the binary, looked up by check id or
+ * finding code. docs/checks.md is the one source for `preflight explain` and for the remedy
+ * a finding carries when its check gives none. */
+#ifndef PF_EXPLAIN_H
+#define PF_EXPLAIN_H
+
+#include <stddef.h>
+
+#include "../base/base.h"
+
+/* The whole document. */
+const char *pf_explain_document(void);
+
+/* Appends the explanation of a check id ("nccl.env"), a finding code ("p2p-disabled"; every
+ * check that has it), or "id/code" to out. PF_ENOENT with a did-you-mean message when
+ * unknown. */
+int pf_explain(struct pf_buf *out, const char *what);
+
+/* The one-paragraph remedy of code under check_id (or any check, when check_id is NULL),
+ * joined into one line. PF_ENOENT when the docs have none. */
+int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *code);
+
+/* Every check id ("## `id`") and every "id/code" ("### `code`" under it) in the document. */
+void pf_explain_list(struct pf_strlist *ids, struct pf_strlist *codes);
+
+#endif

@@ -1,0 +1,376 @@
+/* YAML output through libyaml's emitter, and atomic writes of the verdict file. */
+#define _GNU_SOURCE
+#include "verdict.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define MAX_YAML (64u << 20)
+
+struct out {
+    yaml_emitter_t em;
+    struct pf_buf buf;
+    int failed;
+};
+
+static int write_handler(void *data, unsigned char *buffer, size_t size)
+{
+    struct out *o = data;
+    if (pf_buf_add(&o->buf, buffer, size) < 0) {
+        o->failed = 1;
+        return 0;
+    }
+    return 1;
+}
+
+static void emit(struct out *o, yaml_event_t *ev)
+{
+    if (o->failed) {
+        yaml_event_delete(ev);
+        return;
+    }
+    if (!yaml_emitter_emit(&o->em, ev))
+        o->failed = 1;
+}
+
+/* Strings that a YAML reader would take for something else are double-quoted. */
+static bool needs_quotes(const char *s)
+{
+    if (!*s)
+        return true;
+    static const char *const words[] = {"true", "false", "yes", "no", "on", "off", "null",
+                                        "~", "y", "n", "True", "False", "TRUE", "FALSE",
+                                        "Yes", "No", "YES", "NO", "On", "Off", "ON", "OFF",
+                                        "Null", "NULL", "Y", "N"};
+    for (size_t i = 0; i < PF_ARRAY_LEN(words); i++)
+        if (strcmp(s, words[i]) == 0)
+            return true;
+    char *end;
+    errno = 0;
+    (void)strtod(s, &end);
+    if (*end == '\0')
+        return true;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o'))
+        return true;
+    /* leading/trailing blanks, or characters that start YAML syntax */
+    size_t n = strlen(s);
+    if (s[0] == ' ' || s[n - 1] == ' ' || strchr("!&*-?{}[],#|>@`\"'%:", s[0]))
+        return true;
+    if (strstr(s, ": ") || strstr(s, " #") || s[n - 1] == ':')
+        return true;
+    if (s[0] == '.' && (strcasecmp(s, ".inf") == 0 || strcasecmp(s, ".nan") == 0))
+        return true;
+    return false;
+}
+
+static void scalar(struct out *o, const char *s, bool is_string)
+{
+    yaml_event_t ev;
+    yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
+    if (is_string && needs_quotes(s))
+        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    if (is_string && strchr(s, '\n'))
+        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, style);
+    emit(o, &ev);
+}
+
+static void fmt_double(char *out, size_t n, double d)
+{
+    if (isnan(d) || isinf(d)) {
+        snprintf(out, n, "%s", isnan(d) ? ".nan" : d > 0 ? ".inf" : "-.inf");
+        return;
+    }
+    if (d != 0 && fabs(d) < 0.001) {
+        snprintf(out, n, "%.4g", d);
+        return;
+    }
+    snprintf(out, n, "%.3f", d);
+    char *dot = strchr(out, '.');
+    if (dot) {
+        char *e = out + strlen(out) - 1;
+        while (e > dot + 1 && *e == '0')
+            *e-- = '\0';
+    }
+}
+
+static void map_start(struct out *o, bool flow)
+{
+    yaml_event_t ev;
+    yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+                                        flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+    emit(o, &ev);
+}
+
+static void map_end(struct out *o)
+{
+    yaml_event_t ev;
+    yaml_mapping_end_event_initialize(&ev);
+    emit(o, &ev);
+}
+
+static void seq_start(struct out *o, bool flow)
+{
+    yaml_event_t ev;
+    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+                                         flow ? YAML_FLOW_SEQUENCE_STYLE
+                                              : YAML_BLOCK_SEQUENCE_STYLE);
+    emit(o, &ev);
+}
+
+static void seq_end(struct out *o)
+{
+    yaml_event_t ev;
+    yaml_sequence_end_event_initialize(&ev);
+    emit(o, &ev);
+}
+
+/* A sequence of plain scalars is written in flow style: [a, b, c]. */
+static bool all_scalars(const struct pf_node *n)
+{
+    for (const struct pf_node *c = n->first; c; c = c->next)
+        if (c->kind == PF_NODE_MAP || c->kind == PF_NODE_SEQ)
+            return false;
+    return true;
+}
+
+static void node(struct out *o, const struct pf_node *n, bool mask)
+{
+    char num[64];
+    switch (n->kind) {
+    case PF_NODE_STR:
+        scalar(o, mask ? "***" : n->str, true);
+        break;
+    case PF_NODE_INT:
+        snprintf(num, sizeof(num), "%lld", n->i);
+        scalar(o, num, false);
+        break;
+    case PF_NODE_DBL:
+        fmt_double(num, sizeof(num), n->d);
+        scalar(o, num, false);
+        break;
+    case PF_NODE_BOOL:
+        scalar(o, n->b ? "true" : "false", false);
+        break;
+    case PF_NODE_NULL:
+        scalar(o, "null", false);
+        break;
+    case PF_NODE_MAP:
+        map_start(o, n->count == 0);
+        for (const struct pf_node *c = n->first; c; c = c->next) {
+            scalar(o, c->key ? c->key : "", true);
+            node(o, c, c->kind == PF_NODE_STR && pf_verdict_is_secret_name(c->key ? c->key : ""));
+        }
+        map_end(o);
+        break;
+    case PF_NODE_SEQ:
+        seq_start(o, n->count == 0 || all_scalars(n));
+        for (const struct pf_node *c = n->first; c; c = c->next)
+            node(o, c, false);
+        seq_end(o);
+        break;
+    }
+}
+
+static void kv(struct out *o, const char *k, const char *v)
+{
+    scalar(o, k, true);
+    scalar(o, v, true);
+}
+
+static int begin(struct out *o)
+{
+    memset(o, 0, sizeof(*o));
+    pf_buf_init(&o->buf, MAX_YAML);
+    if (!yaml_emitter_initialize(&o->em))
+        return pf_err_set(PF_ERR, "libyaml: cannot initialise the emitter");
+    yaml_emitter_set_output(&o->em, write_handler, o);
+    yaml_emitter_set_unicode(&o->em, 1);
+    yaml_emitter_set_width(&o->em, 100);
+    yaml_emitter_set_indent(&o->em, 2);
+    yaml_event_t ev;
+    yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+    emit(o, &ev);
+    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1);
+    emit(o, &ev);
+    return 0;
+}
+
+static int finish(struct out *o, char **out, size_t *out_len)
+{
+    yaml_event_t ev;
+    yaml_document_end_event_initialize(&ev, 1);
+    emit(o, &ev);
+    yaml_stream_end_event_initialize(&ev);
+    emit(o, &ev);
+    yaml_emitter_flush(&o->em);
+    int failed = o->failed;
+    const char *problem = o->em.problem;
+    yaml_emitter_delete(&o->em);
+    if (failed) {
+        pf_buf_free(&o->buf);
+        return pf_err_set(PF_ERR, "libyaml emitter: %s", problem ? problem : "output too large");
+    }
+    *out = o->buf.data ? o->buf.data : pf_xstrdup("");
+    if (out_len)
+        *out_len = o->buf.len;
+    return 0;
+}
+
+int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n)
+{
+    struct out o;
+    int r = begin(&o);
+    if (r < 0)
+        return r;
+    node(&o, n, false);
+    return finish(&o, out, out_len);
+}
+
+int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
+{
+    struct out o;
+    char num[64];
+    int r = begin(&o);
+    if (r < 0)
+        return r;
+    map_start(&o, false);
+    kv(&o, "apiVersion", "preflight/v1");
+    kv(&o, "kind", "Verdict");
+    kv(&o, "verdict", pf_status_name(v->verdict));
+    kv(&o, "summary", v->summary);
+    kv(&o, "generatedAt", v->generated_at);
+    scalar(&o, "durationSeconds", true);
+    fmt_double(num, sizeof(num), v->duration_seconds);
+    scalar(&o, num, false);
+    scalar(&o, "pod", true);
+    node(&o, v->pod, false);
+    scalar(&o, "environment", true);
+    node(&o, v->environment, false);
+
+    scalar(&o, "checks", true);
+    seq_start(&o, v->nchecks == 0);
+    for (size_t i = 0; i < v->nchecks; i++) {
+        const struct pf_check *c = &v->checks[i];
+        map_start(&o, false);
+        kv(&o, "id", c->id);
+        kv(&o, "status", pf_status_name(c->status));
+        kv(&o, "message", c->message ? c->message : "");
+        if (c->nfindings) {
+            scalar(&o, "findings", true);
+            seq_start(&o, false);
+            for (size_t j = 0; j < c->nfindings; j++) {
+                const struct pf_finding *f = &c->findings[j];
+                map_start(&o, false);
+                kv(&o, "code", f->code);
+                kv(&o, "status", pf_status_name(f->status));
+                kv(&o, "message", f->message ? f->message : "");
+                if (f->remedy)
+                    kv(&o, "remedy", f->remedy);
+                map_end(&o);
+            }
+            seq_end(&o);
+        }
+        if (c->evidence && c->evidence->count) {
+            scalar(&o, "evidence", true);
+            node(&o, c->evidence, false);
+        }
+        map_end(&o);
+    }
+    seq_end(&o);
+
+    scalar(&o, "collectives", true);
+    node(&o, v->collectives, false);
+    scalar(&o, "culprits", true);
+    node(&o, v->culprits, false);
+    if (v->ranks->count) {
+        scalar(&o, "ranks", true);
+        node(&o, v->ranks, false);
+    }
+    for (const struct pf_node *c = v->extra->first; c; c = c->next) {
+        scalar(&o, c->key, true);
+        node(&o, c, false);
+    }
+    map_end(&o);
+    return finish(&o, out, out_len);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int mkdir_parents(const char *path)
+{
+    char tmp[4096];
+    if (pf_strcpy(tmp, sizeof(tmp), path) < 0)
+        return -1;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return 0;
+}
+
+int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
+{
+    char *yaml = NULL;
+    size_t len = 0;
+    int r = pf_verdict_to_yaml(&yaml, &len, v);
+    if (r < 0)
+        return r;
+    if (strcmp(path, "-") == 0) {
+        r = write_all(STDOUT_FILENO, yaml, len) == 0 ? 0
+                                                     : pf_err_set(PF_ERR, "stdout: %s",
+                                                                  strerror(errno));
+        free(yaml);
+        return r;
+    }
+    char tmp[4200];
+    if (pf_snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < 0) {
+        free(yaml);
+        return pf_err_set(PF_EUSAGE, "--verdict %s: path too long", path);
+    }
+    mkdir_parents(path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        r = pf_err_set(PF_ERR, "cannot write verdict %s: %s", tmp, strerror(errno));
+        free(yaml);
+        return r;
+    }
+    if (write_all(fd, yaml, len) != 0 || fsync(fd) != 0) {
+        r = pf_err_set(PF_ERR, "cannot write verdict %s: %s", tmp, strerror(errno));
+        close(fd);
+        unlink(tmp);
+        free(yaml);
+        return r;
+    }
+    close(fd);
+    free(yaml);
+    if (rename(tmp, path) != 0) {
+        r = pf_err_set(PF_ERR, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+        unlink(tmp);
+        return r;
+    }
+    return 0;
+}

@@ -1,0 +1,162 @@
+/* verdict: the in-memory result of a run (checks, findings, evidence, environment), its YAML
+ * form (schema preflight/v1, written with libyaml's emitter) and its human form. */
+#ifndef PF_VERDICT_H
+#define PF_VERDICT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../base/base.h"
+
+/* Ordered so that the worst status is the largest. */
+enum pf_status {
+    PF_SKIP = 0,
+    PF_PASS = 1,
+    PF_WARN = 2,
+    PF_FAIL = 3,
+};
+const char *pf_status_name(enum pf_status s);
+/* "pass" -> PF_PASS ...; returns -1 for an unknown name. */
+int pf_status_parse(const char *s);
+
+/* ---- A small tree of scalars, maps and sequences (evidence, environment, collectives). */
+enum pf_node_kind { PF_NODE_STR, PF_NODE_INT, PF_NODE_DBL, PF_NODE_BOOL, PF_NODE_NULL,
+                    PF_NODE_MAP, PF_NODE_SEQ };
+struct pf_node {
+    enum pf_node_kind kind;
+    char *key;               /* set when the node is a map member */
+    char *str;
+    long long i;
+    double d;
+    bool b;
+    struct pf_node *first;   /* children of a map or sequence */
+    struct pf_node *last;
+    struct pf_node *next;
+    size_t count;
+};
+struct pf_node *pf_node_new_map(void);
+struct pf_node *pf_node_new_seq(void);
+void pf_node_free(struct pf_node *n);
+/* Map setters replace an existing key; each returns the child. */
+struct pf_node *pf_node_set_str(struct pf_node *map, const char *key, const char *value);
+struct pf_node *pf_node_set_strf(struct pf_node *map, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+struct pf_node *pf_node_set_int(struct pf_node *map, const char *key, long long v);
+struct pf_node *pf_node_set_dbl(struct pf_node *map, const char *key, double v);
+struct pf_node *pf_node_set_bool(struct pf_node *map, const char *key, bool v);
+struct pf_node *pf_node_set_null(struct pf_node *map, const char *key);
+struct pf_node *pf_node_set_map(struct pf_node *map, const char *key);
+struct pf_node *pf_node_set_seq(struct pf_node *map, const char *key);
+/* Sequence appenders; each returns the new element. */
+struct pf_node *pf_node_add_str(struct pf_node *seq, const char *value);
+struct pf_node *pf_node_add_strf(struct pf_node *seq, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+struct pf_node *pf_node_add_int(struct pf_node *seq, long long v);
+struct pf_node *pf_node_add_dbl(struct pf_node *seq, double v);
+struct pf_node *pf_node_add_map(struct pf_node *seq);
+struct pf_node *pf_node_add_seq(struct pf_node *seq);
+/* Moves child (an unattached node) into map under key, or onto the end of a sequence. */
+void pf_node_put(struct pf_node *map, const char *key, struct pf_node *child);
+void pf_node_append(struct pf_node *seq, struct pf_node *child);
+/* Lookup in a map; NULL when absent. */
+struct pf_node *pf_node_get(const struct pf_node *map, const char *key);
+const char *pf_node_get_str(const struct pf_node *map, const char *key);
+struct pf_node *pf_node_clone(const struct pf_node *n);
+
+/* ---- Checks and findings. */
+#define PF_CODE_MAX 48
+struct pf_finding {
+    char code[PF_CODE_MAX];
+    enum pf_status status;
+    char *message;
+    char *remedy;
+};
+
+struct pf_check {
+    char id[PF_CODE_MAX];
+    enum pf_status status;   /* PF_SKIP when the check set it; otherwise derived */
+    char *message;
+    struct pf_finding *findings;
+    size_t nfindings;
+    struct pf_node *evidence; /* a map, never NULL */
+    double seconds;
+};
+
+/* Adds a finding. remedy may be NULL: the remedy from docs/checks.md is used then. */
+struct pf_finding *pf_check_add_finding(struct pf_check *c, const char *code,
+                                        enum pf_status status, const char *remedy,
+                                        const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Sets the one line a human reads first. */
+void pf_check_set_message(struct pf_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Marks the check skipped with a reason. */
+void pf_check_skip(struct pf_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool pf_check_has_finding(const struct pf_check *c, const char *code);
+
+/* ---- The verdict. */
+struct pf_verdict {
+    enum pf_status verdict;
+    char summary[512];
+    char generated_at[32];
+    double duration_seconds;
+    struct pf_node *pod;          /* map: name, namespace, node, rank, worldSize */
+    struct pf_node *environment;  /* map */
+    struct pf_check *checks;
+    size_t nchecks;
+    struct pf_node *collectives;  /* seq of maps */
+    struct pf_node *culprits;     /* seq of maps: rank, pod, node, reason */
+    struct pf_node *ranks;        /* seq of maps (rank 0): every rank's check statuses */
+    struct pf_node *extra;        /* map: other top-level keys (e.g. logs) */
+};
+
+void pf_verdict_init(struct pf_verdict *v);
+void pf_verdict_free(struct pf_verdict *v);
+/* Adds (or returns the existing) check with this id. The pointer stays valid until the next
+ * pf_verdict_add_check call. */
+struct pf_check *pf_verdict_add_check(struct pf_verdict *v, const char *id);
+struct pf_check *pf_verdict_find_check(struct pf_verdict *v, const char *id);
+void pf_verdict_add_culprit(struct pf_verdict *v, int rank, const char *pod, const char *node,
+                            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* How findings are re-graded: return the new status, or -1 to drop the finding (ignore),
+ * or the given status to keep it. */
+typedef int (*pf_policy_fn)(void *arg, const char *check_id, const char *code,
+                            enum pf_status status);
+
+/* Applies the policy, derives each check's status from its findings, fills remedies from the
+ * docs where a check gave none, computes verdict and summary. Call once, before output. */
+void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg);
+
+/* True for variable names whose values must never appear (TOKEN, SECRET, PASSWORD, KEY). */
+bool pf_verdict_is_secret_name(const char *name);
+
+/* YAML form into a fresh string (caller frees). */
+int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v);
+/* Human form: aligned table, one line per finding with its remedy. color: ANSI colours. */
+void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color);
+/* Writes the YAML form to path atomically (temp file in the same folder + rename), creating
+ * the parent folder when missing. "-" writes to stdout. */
+int pf_verdict_write_file(const struct pf_verdict *v, const char *path);
+/* Emits any node tree as a YAML document (used for sub-documents and tests). */
+int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n);
+
+#endif
+
+/* Deep copy (for snapshots). */
+void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v);
+
+/* ---- The guard: a verdict is never lost. After pf_verdict_guard_install, SIGTERM, SIGINT
+ * and the deadline (SIGALRM) write the last snapshot, with the stage in progress marked
+ * failed, atomically to the verdict path and end the process with exit code 1. The handler
+ * only writes bytes rendered beforehand (async-signal-safe). */
+int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg);
+/* Renders a new snapshot: v as it is now, plus check stage_id failed with code "timeout"
+ * (deadline) or "interrupted" (signal) and a message saying what was under way. */
+void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id,
+                             const char *doing);
+/* Seconds left before the deadline (a large number when there is none). */
+double pf_verdict_guard_remaining(void);
+/* Stops the guard (before the final verdict is written). */
+void pf_verdict_guard_disarm(void);

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs what `make` (build) or `make test` (test) needs and this machine lacks.
+# Debian 12; needs root for apt-get. Prints nothing when everything is present.
+set -eu
+build_pkgs="gcc make libc6-dev libyaml-dev pkg-config git ca-certificates"
+test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute2 dnsmasq-base
+  iperf3 openmpi-bin libopenmpi-dev libsodium-dev libjansson-dev util-linux procps psmisc
+  curl openssl python3 python3-yaml unzip nodejs npm clang-format dpkg-dev xz-utils"
+case "${1:-build}" in
+    build) want=$build_pkgs ;;
+    test) want=$test_pkgs ;;
+    *) echo "usage: $0 build|test" >&2; exit 2 ;;
+esac
+missing=""
+for p in $want; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "deps.sh: need root to install:$missing" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

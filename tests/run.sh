@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Runs the unit tests (cmocka binaries), the end-to-end scripts and the fuzz regression,
+# and ends with one line: "tests: N passed, M failed, K skipped".
+#   tests/run.sh [unit|e2e|fuzz|all] [name-filter]
+set -u
+cd "$(dirname "$0")/.."
+what=${1:-all}
+filter=${2:-}
+B=build/san
+export PREFLIGHT="$PWD/$B/preflight"          # sanitizer build: what the tests exercise
+export PREFLIGHT_REL="$PWD/bin/preflight"       # release build (ldd, bench)
+export PREFLIGHT_STATIC="$PWD/bin/preflight-static"
+export PREFLIGHT_SRC="$PWD"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export NO_COLOR=1
+passed=0 failed=0 skipped=0
+failures=()
+log=$(mktemp -d /tmp/preflight-tests.XXXXXX)
+
+count_tap() { # file name
+    local p f s
+    p=$(grep -cE '^ok ' "$1" || true)
+    f=$(grep -cE '^not ok ' "$1" || true)
+    s=$(grep -cE '^skip ' "$1" || true)
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    if [ "$f" -gt 0 ]; then
+        while read -r line; do failures+=("$2: $line"); done < <(grep -E '^not ok ' "$1")
+    fi
+}
+
+if [ "$what" = unit ] || [ "$what" = all ]; then
+    for t in $B/tests/test_*; do
+        [ -x "$t" ] || continue
+        name=$(basename "$t")
+        [ -n "$filter" ] && [[ "$name" != *"$filter"* ]] && continue
+        echo "== unit $name"
+        out="$log/$name.log"
+        (cd tests && CMOCKA_MESSAGE_OUTPUT=stdout "../$t") >"$out" 2>&1
+        rc=$?
+        p=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) test.*/\1/p' "$out" | tail -1)
+        f=$(sed -nE 's/^\[  FAILED  \] ([0-9]+) test.*/\1/p' "$out" | tail -1)
+        p=${p:-0}; f=${f:-0}
+        if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+        passed=$((passed + p)); failed=$((failed + f))
+        if [ "$f" -gt 0 ]; then failures+=("$name"); cat "$out"; else echo "   $p passed"; fi
+    done
+fi
+
+if [ "$what" = e2e ] || [ "$what" = all ]; then
+    for t in tests/e2e/test_*.sh; do
+        [ -f "$t" ] || continue
+        name=$(basename "$t" .sh)
+        [ -n "$filter" ] && [[ "$name" != *"$filter"* ]] && continue
+        echo "== e2e $name"
+        out="$log/$name.log"
+        start=$(date +%s)
+        timeout 900 bash "$t" >"$out" 2>&1
+        rc=$?
+        count_tap "$out" "$name"
+        if [ $rc -ne 0 ] && ! grep -qE '^not ok ' "$out"; then
+            failed=$((failed + 1)); failures+=("$name: exited $rc")
+        fi
+        if [ $rc -ne 0 ] || grep -qE '^not ok ' "$out"; then cat "$out"; else
+            echo "   $(grep -cE '^ok ' "$out") passed, $(grep -cE '^skip ' "$out") skipped ($(( $(date +%s) - start )) s)"
+            grep -E '^skip ' "$out" | sed 's/^/   /'
+        fi
+    done
+fi
+
+if [ "$what" = fuzz ] || [ "$what" = all ]; then
+    if ls tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
+        echo "== fuzz regression (seed corpora)"
+        if make -s fuzz-regress >"$log/fuzz.log" 2>&1; then
+            n=$(grep -c '^ok ' "$log/fuzz.log" || true); passed=$((passed + n)); echo "   $n passed"
+        else
+            failed=$((failed + 1)); failures+=("fuzz regression"); cat "$log/fuzz.log"
+        fi
+    fi
+fi
+
+echo
+if [ ${#failures[@]} -gt 0 ]; then
+    echo "failures:"; printf '  %s\n' "${failures[@]}"
+fi
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
