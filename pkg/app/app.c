@@ -26,6 +26,15 @@ void pf_options_init(struct pf_options *o)
     o->err = stderr;
 }
 
+static void progress_line(void *arg, const char *line)
+{
+    FILE *f = arg;
+    char ts[32];
+    pf_utc_timestamp(ts, sizeof(ts));
+    fprintf(f, "%s preflight: %s\n", ts, line);
+    fflush(f);
+}
+
 static int policy_fn(void *arg, const char *check_id, const char *code, enum pf_status status)
 {
     const struct pf_config *c = arg;
@@ -72,6 +81,8 @@ static int session_open(struct session *s, const struct pf_options *o)
     if (r < 0)
         return r;
     pf_env_from_environ(&s->ctx.env, o->environ_);
+    s->ctx.progress = progress_line;
+    s->ctx.progress_arg = o->err;
     return 0;
 }
 

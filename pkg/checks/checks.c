@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "checks.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,18 @@ void pf_ctx_free(struct pf_ctx *ctx)
     pf_env_free(&ctx->env);
     pf_strlist_free(&ctx->hcas);
     pf_strlist_free(&ctx->gpus);
+}
+
+void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx->progress)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    ctx->progress(ctx->progress_arg, line);
 }
 
 void pf_checks_inventory(struct pf_ctx *ctx)

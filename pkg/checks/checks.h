@@ -41,7 +41,14 @@ struct pf_ctx {
     struct pf_strlist hcas;        /* /sys/class/infiniband/<name> */
     struct pf_strlist gpus;        /* PCI bus ids from /proc/driver/nvidia/gpus */
     bool in_env_mode;              /* `preflight env`: only the environment is looked at */
+    /* Progress lines for a human watching `kubectl logs` (set by the command line; pkg/
+     * never prints itself). NULL: silent. */
+    void (*progress)(void *arg, const char *line);
+    void *progress_arg;
 };
+
+/* Reports one progress line ("waiting for 3 of 16 ranks: 5, 11, 12") through ctx->progress. */
+void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 typedef void (*pf_check_fn)(struct pf_check *out, struct pf_ctx *ctx);
 
