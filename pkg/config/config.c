@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <yaml.h>
 
 #include "../explain/explain.h"
@@ -236,6 +237,11 @@ static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix,
             int best_d = 3;
             for (size_t i = 0; i < nfields; i++) {
                 int d = pf_edit_distance(name, fields[i].name, 2);
+                /* a shortened or lengthened key ("minPortRate") is a near miss too */
+                size_t ln = strlen(name), lf = strlen(fields[i].name);
+                if (ln >= 3 && lf >= 3 &&
+                    strncasecmp(name, fields[i].name, ln < lf ? ln : lf) == 0)
+                    d = d < 1 ? d : 1;
                 if (d < best_d) {
                     best_d = d;
                     best = fields[i].name;
