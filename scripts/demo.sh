@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# `make demo`: preflight at work on this machine.
+#  1. `preflight check` on a fixture tree that looks like an 8-GPU, 8-HCA (NDR InfiniBand)
+#     node, in the human form and as the YAML verdict;
+#  2. the same node with a broken port and a stray NCCL_P2P_DISABLE=1, to show a failing verdict;
+#  3. a real multi-pod `preflight run` on this machine (network namespaces when root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=bin/preflight
+tmp=$(mktemp -d /tmp/preflight-demo.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+tests/fixtures/materialize.sh tests/fixtures/node-8gpu-ndr "$tmp/node" >/dev/null
+bold "preflight check on an 8-GPU, 8-HCA NDR node (fixture tree: --root $tmp/node)"
+env NCCL_SOCKET_IFNAME=lo NCCL_IB_HCA='=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7' \
+    POD_NAME=trainer-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-01 \
+    $bin check --root "$tmp/node" --format human --verdict "$tmp/verdict.yaml" || true
+bold "the YAML verdict ($tmp/verdict.yaml)"
+cat "$tmp/verdict.yaml"
+
+tests/fixtures/materialize.sh tests/fixtures/node-ports-bad "$tmp/bad" >/dev/null
+bold "the same check on a node with broken ports and NCCL_P2P_DISABLE=1 left in the pod spec"
+set +e
+env NCCL_SOCKET_IFNAME=lo NCCL_P2P_DISABLE=1 POD_NAME=trainer-5 POD_NAMESPACE=ml \
+    NODE_NAME=gpu-node-22 $bin check --root "$tmp/bad" --format human
+echo "exit code: $? (1 = fail: the training container would not start)"
+set -e
+
+if [ -x scripts/demo-pods.sh ]; then
+    bold "a real 4-pod preflight run on this machine"
+    scripts/demo-pods.sh
+fi

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Wall time and peak RSS of `preflight check` on the big fixture: 8 GPUs, 8 HCAs, and 16 real
+# interfaces (dummy links in a network namespace when root). Targets: < 20 ms, < 8 MiB.
+set -u
+cd "$(dirname "$0")/../.."
+bin=${PREFLIGHT_REL:-bin/preflight}
+runs=${BENCH_RUNS:-50}
+tmp=$(mktemp -d /tmp/preflight-bench.XXXXXX)
+ns=pfbench-$$
+cleanup() { ip netns del "$ns" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+tests/fixtures/materialize.sh tests/fixtures/node-8gpu-ndr "$tmp/node" >/dev/null
+prefix=()
+ifaces="(host interfaces)"
+if [ "$(id -u)" -eq 0 ] && ip netns add "$ns" 2>/dev/null; then
+    ip -n "$ns" link set lo up
+    for i in $(seq 1 16); do
+        ip -n "$ns" link add "net$i" type dummy
+        ip -n "$ns" addr add "10.205.$i.2/24" dev "net$i"
+        ip -n "$ns" link set "net$i" mtu 9000 up
+    done
+    prefix=(ip netns exec "$ns")
+    ifaces="16 dummy interfaces + lo"
+fi
+"${prefix[@]}" python3 - "$runs" "$bin" "$tmp/node" "$ifaces" <<'PY'
+import os, statistics, subprocess, sys, time
+runs, binary, root, ifaces = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+env = dict(os.environ, NCCL_SOCKET_IFNAME="net", NCCL_IB_HCA="mlx5", POD_NAME="bench-0")
+cmd = [binary, "check", "--root", root, "--format", "yaml", "--verdict", root + "/v.yaml"]
+# warm the page cache once
+subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+walls, rss = [], []
+for _ in range(runs):
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    walls.append((time.perf_counter() - t0) * 1000)
+# peak RSS of one run
+p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, status, ru = os.wait4(p.pid, 0)
+peak_kib = ru.ru_maxrss
+walls.sort()
+p50 = statistics.median(walls)
+p95 = walls[int(len(walls) * 0.95) - 1]
+print(f"{'benchmark':<34} {'value':>10} {'target':>10}  note")
+print(f"{'check wall time, median (ms)':<34} {p50:>10.2f} {'< 20':>10}  {runs} runs; {ifaces}")
+print(f"{'check wall time, p95 (ms)':<34} {p95:>10.2f} {'< 20':>10}")
+print(f"{'check peak RSS (MiB)':<34} {peak_kib/1024:>10.2f} {'< 8':>10}  ru_maxrss of the process")
+PY
