@@ -20,6 +20,8 @@ static const char usage_text[] =
     "  env        NCCL environment lint only (own environment, or --env-file FILE)\n"
     "  explain    ID|CODE: what a check or finding means and how to fix it\n"
     "  version    version, build info, which optional libraries load here\n"
+    "  install    DIR: copy this binary to DIR/preflight (mode 0755), for an initContainer\n"
+    "             that runs it inside the training image\n"
     "\n"
     "options (environment variable in brackets):\n"
     "  --config FILE         config file (PREFLIGHT_CONFIG)\n"
@@ -122,7 +124,8 @@ int main(int argc, char **argv)
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (!cmd)
                 cmd = a;
-            else if (strcmp(cmd, "explain") == 0 && !explain_what)
+            else if ((strcmp(cmd, "explain") == 0 || strcmp(cmd, "install") == 0) &&
+                     !explain_what)
                 explain_what = a;
             else
                 return usage_error("unexpected argument '%s'", a);
@@ -206,6 +209,11 @@ int main(int argc, char **argv)
         return pf_app_env(&o);
     if (strcmp(cmd, "version") == 0)
         return pf_app_version(&o);
+    if (strcmp(cmd, "install") == 0) {
+        if (!explain_what)
+            return usage_error("install needs a folder (preflight install DIR)");
+        return pf_app_install(&o, explain_what);
+    }
     if (strcmp(cmd, "explain") == 0) {
         if (!explain_what)
             return usage_error("explain needs a check id or finding code");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "../explain/explain.h"
+#include "../report/report.h"
 
 #ifndef PF_VERSION
 #define PF_VERSION "0.0.0-dev"
@@ -216,6 +217,8 @@ int pf_app_run(const struct pf_options *o)
     }
     pf_verdict_guard_update(&s.verdict, "rendezvous", "meeting the other pods");
     pf_rendezvous_stage(&s.ctx, &o->rdv);
+    pf_verdict_guard_update(&s.verdict, "preflight", "reporting the verdict");
+    pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
     pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
@@ -251,6 +254,17 @@ int pf_app_env(const struct pf_options *o)
 out:
     session_close(&s);
     return code;
+}
+
+int pf_app_install(const struct pf_options *o, const char *dir)
+{
+    char path[PF_HOST_PATH_MAX];
+    if (pf_report_install_self(path, sizeof(path), dir) < 0) {
+        fprintf(o->err, "preflight: %s\n", pf_err_msg());
+        return PF_EXIT_FAIL;
+    }
+    fprintf(o->out, "installed %s\n", path);
+    return PF_EXIT_PASS;
 }
 
 int pf_app_explain(const struct pf_options *o, const char *what)

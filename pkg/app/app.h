@@ -33,5 +33,7 @@ int pf_app_run(const struct pf_options *o);
 int pf_app_env(const struct pf_options *o);
 int pf_app_explain(const struct pf_options *o, const char *what);
 int pf_app_version(const struct pf_options *o);
+/* `preflight install DIR`: copies this binary to DIR/preflight (mode 0755, atomically). */
+int pf_app_install(const struct pf_options *o, const char *dir);
 
 #endif

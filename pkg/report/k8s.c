@@ -1,0 +1,385 @@
+/* Kubernetes reporting: an Event on the pod (core/v1 events API) and the annotation
+ * preflight.dev/verdict (JSON merge patch), with the pod's service-account token, through
+ * libcurl loaded at run time. Bounded in time; every failure is a warn, never a gate
+ * failure. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#ifndef PF_VERSION
+#define PF_VERSION "0.0.0-dev"
+#endif
+
+#ifndef PF_STATIC
+typedef void CURL;
+struct curl_slist;
+typedef int CURLcode;
+typedef size_t (*pf_curl_write_fn)(char *ptr, size_t size, size_t nmemb, void *userdata);
+
+struct curl_api {
+    bool tried;
+    bool ok;
+    char error[512];
+    int (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, int option, ...);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_getinfo)(CURL *, int info, ...);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+};
+static struct curl_api curl;
+
+/* Loads libcurl once: PREFLIGHT_LIBCURL when set (a path or soname), else libcurl.so.4.
+ * Never dlclosed after success. */
+static bool curl_load(const char *override)
+{
+    if (curl.tried) return curl.ok;
+    curl.tried = true;
+    const char *name = override && *override ? override : "libcurl.so.4";
+    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(curl.error, sizeof(curl.error), "%s", e ? e : name);
+        return false;
+    }
+    struct {
+        const char *sym;
+        void **slot;
+    } syms[] = {
+        {"curl_global_init", (void **)&curl.global_init},
+        {"curl_easy_init", (void **)&curl.easy_init},
+        {"curl_easy_setopt", (void **)&curl.easy_setopt},
+        {"curl_easy_perform", (void **)&curl.easy_perform},
+        {"curl_easy_getinfo", (void **)&curl.easy_getinfo},
+        {"curl_easy_cleanup", (void **)&curl.easy_cleanup},
+        {"curl_easy_strerror", (void **)&curl.easy_strerror},
+        {"curl_slist_append", (void **)&curl.slist_append},
+        {"curl_slist_free_all", (void **)&curl.slist_free_all},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(syms); i++) {
+        *syms[i].slot = dlsym(h, syms[i].sym);
+        if (!*syms[i].slot) {
+            snprintf(curl.error, sizeof(curl.error), "%s: %s missing", name, syms[i].sym);
+            memset(&curl.global_init, 0, sizeof(curl) - offsetof(struct curl_api, global_init));
+            dlclose(h);
+            return false;
+        }
+    }
+    if (curl.global_init(PF_CURL_GLOBAL_DEFAULT) != PF_CURLE_OK) {
+        snprintf(curl.error, sizeof(curl.error), "%s: curl_global_init failed", name);
+        return false;
+    }
+    curl.ok = true;
+    return true;
+}
+
+/* ---- one HTTP exchange */
+struct http {
+    long status;   /* HTTP status, 0 when none came */
+    int curl_code; /* CURLE_* */
+    char error[PF_CURL_ERROR_SIZE + 64];
+    struct pf_buf body; /* the response, at most 64 KiB kept */
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct pf_buf *b = userdata;
+    size_t n = size * nmemb;
+    size_t room = b->max - b->len;
+    (void)pf_buf_add(b, ptr, n < room ? n : room); /* the rest is dropped, not an error */
+    return n;
+}
+
+struct api {
+    char base[600];                /* https://host:port */
+    char cafile[PF_HOST_PATH_MAX]; /* "" when the service account has no ca.crt */
+    char *token;
+};
+
+static void http_do(struct http *res, const struct api *a, const char *method, const char *path,
+                    const char *content_type, const char *body, double deadline)
+{
+    memset(res, 0, sizeof(*res));
+    pf_buf_init(&res->body, 64 << 10);
+    double left = deadline - pf_now();
+    if (left < 0.05) {
+        res->curl_code = PF_CURLE_OPERATION_TIMEDOUT;
+        snprintf(res->error, sizeof(res->error), "no time left of the %.0f s budget",
+                 PF_REPORT_K8S_BUDGET_S);
+        return;
+    }
+    CURL *h = curl.easy_init();
+    if (!h) {
+        res->curl_code = -1;
+        snprintf(res->error, sizeof(res->error), "curl_easy_init failed");
+        return;
+    }
+    char url[1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
+    snprintf(url, sizeof(url), "%s%s", a->base, path);
+    snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
+    struct curl_slist *hdr = NULL;
+    if (a->token && pf_snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a->token) == 0)
+        hdr = curl.slist_append(hdr, auth);
+    hdr = curl.slist_append(hdr, ctype);
+    hdr = curl.slist_append(hdr, "Accept: application/json");
+    long ms = (long)(left * 1000);
+    curl.easy_setopt(h, PF_CURLOPT_URL, url);
+    curl.easy_setopt(h, PF_CURLOPT_CUSTOMREQUEST, method);
+    curl.easy_setopt(h, PF_CURLOPT_POSTFIELDS, body);
+    curl.easy_setopt(h, PF_CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl.easy_setopt(h, PF_CURLOPT_HTTPHEADER, hdr);
+    curl.easy_setopt(h, PF_CURLOPT_USERAGENT, "preflight/" PF_VERSION);
+    curl.easy_setopt(h, PF_CURLOPT_NOSIGNAL, 1L); /* the verdict guard owns SIGALRM */
+    curl.easy_setopt(h, PF_CURLOPT_TIMEOUT_MS, ms);
+    curl.easy_setopt(h, PF_CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl.easy_setopt(h, PF_CURLOPT_ERRORBUFFER, errbuf);
+    curl.easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
+    curl.easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
+    if (a->cafile[0]) curl.easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
+    res->curl_code = curl.easy_perform(h);
+    if (res->curl_code == PF_CURLE_OK)
+        curl.easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);
+    else
+        snprintf(res->error, sizeof(res->error), "%s",
+                 errbuf[0] ? errbuf : curl.easy_strerror(res->curl_code));
+    curl.easy_cleanup(h);
+    curl.slist_free_all(hdr);
+    /* the token must not outlive the request on the stack */
+    memset(auth, 0, sizeof(auth));
+}
+
+/* The "message" of a Kubernetes Status body (unescaped, cut to n), or "" when none. */
+static void status_message(char *out, size_t n, const char *body)
+{
+    out[0] = '\0';
+    const char *p = body ? strstr(body, "\"message\"") : NULL;
+    if (!p) return;
+    p += strlen("\"message\"");
+    while (*p == ' ' || *p == ':')
+        p++;
+    if (*p != '"') return;
+    p++;
+    size_t o = 0;
+    while (*p && *p != '"' && o + 1 < n) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            char c = *p == 'n' ? ' ' : *p == 't' ? ' ' : *p;
+            if (*p == 'u') { /* \uXXXX: keep the text readable, not exact */
+                c = '?';
+                for (int i = 0; i < 4 && p[1]; i++)
+                    p++;
+            }
+            out[o++] = c;
+        } else {
+            out[o++] = *p;
+        }
+        p++;
+    }
+    out[o] = '\0';
+}
+
+/* Adds the finding for a failed exchange; what is "posting the Event" or "patching the pod". */
+static void finding_for(struct pf_check *out, const struct http *res, const char *what,
+                        const char *forbidden_code, const struct api *a, const char *ns,
+                        const char *pod)
+{
+    char detail[600];
+    status_message(detail, sizeof(detail), res->body.data);
+    if (res->curl_code == PF_CURLE_OPERATION_TIMEDOUT) {
+        pf_check_add_finding(out, "api-timeout", PF_WARN, NULL,
+                             "%s: the API server at %s did not answer within the %.0f s budget "
+                             "(%s)",
+                             what, a->base, PF_REPORT_K8S_BUDGET_S, res->error);
+    } else if (res->curl_code != PF_CURLE_OK) {
+        pf_check_add_finding(out, "api-unreachable", PF_WARN, NULL, "%s: cannot reach %s: %s", what,
+                             a->base, res->error);
+    } else if (res->status == 401 || res->status == 403) {
+        char remedy[512];
+        if (strcmp(forbidden_code, "events-forbidden") == 0)
+            snprintf(remedy, sizeof(remedy),
+                     "give the pod's ServiceAccount a Role with verbs [create] on resource "
+                     "events in namespace %s (manifests/rbac.yaml), or set report.events: false",
+                     ns);
+        else
+            snprintf(remedy, sizeof(remedy),
+                     "give the pod's ServiceAccount a Role with verbs [get, patch] on resource "
+                     "pods in namespace %s (manifests/rbac.yaml), or set report.annotate: false",
+                     ns);
+        pf_check_add_finding(out, forbidden_code, PF_WARN, res->status == 401 ? NULL : remedy,
+                             "%s %s/%s: HTTP %ld%s%s", what, ns, pod, res->status,
+                             detail[0] ? ": " : "", detail);
+    } else {
+        pf_check_add_finding(out, "api-error", PF_WARN, NULL, "%s %s/%s: HTTP %ld%s%s", what, ns,
+                             pod, res->status, detail[0] ? ": " : "", detail);
+    }
+}
+
+static bool http_ok(const struct http *res)
+{
+    return res->curl_code == PF_CURLE_OK && res->status >= 200 && res->status < 300;
+}
+#endif /* !PF_STATIC */
+
+void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budget_s)
+{
+    const struct pf_config *cfg = ctx->config;
+    const struct pf_verdict *v = ctx->verdict;
+    if (!cfg->report_events && !cfg->report_annotate) {
+        pf_check_skip(out, "report.events and report.annotate are off");
+        return;
+    }
+#ifdef PF_STATIC
+    (void)v;
+    (void)budget_s;
+    pf_check_skip(out, "static build: no dlopen, so no libcurl; use the glibc build of "
+                       "preflight to post Events");
+    return;
+#else
+    const char *host = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_HOST");
+    if (!host || !*host) {
+        pf_check_skip(out, "KUBERNETES_SERVICE_HOST is unset: not running in a Kubernetes pod");
+        return;
+    }
+    if (!curl_load(pf_env_get(&ctx->env, "PREFLIGHT_LIBCURL"))) {
+        pf_check_skip(out,
+                      "libcurl cannot be loaded (%s); install libcurl4 in the image or "
+                      "run preflight's own image",
+                      curl.error);
+        return;
+    }
+    if (budget_s <= 0.1) {
+        pf_check_add_finding(out, "api-timeout", PF_WARN, NULL,
+                             "no time left before the run's deadline to report to Kubernetes");
+        return;
+    }
+    double deadline = pf_now() + budget_s;
+    const char *port = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_PORT");
+    struct api a;
+    memset(&a, 0, sizeof(a));
+    snprintf(a.base, sizeof(a.base), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+             port && *port ? port : "443");
+    pf_node_set_str(out->evidence, "apiServer", a.base);
+
+    size_t tlen = 0;
+    int r = pf_host_read_all(&a.token, &tlen, 64 << 10, &ctx->host, "%s/token", PF_REPORT_SA_DIR);
+    if (r < 0 || tlen == 0) {
+        pf_check_add_finding(out, "no-service-account", PF_WARN, NULL,
+                             "no service-account token at %s/token: the pod cannot authenticate "
+                             "to the API server",
+                             PF_REPORT_SA_DIR);
+        free(a.token);
+        return;
+    }
+    pf_trim(a.token);
+    if (pf_host_exists(&ctx->host, "%s/ca.crt", PF_REPORT_SA_DIR))
+        pf_host_path(a.cafile, sizeof(a.cafile), &ctx->host, "%s/ca.crt", PF_REPORT_SA_DIR);
+
+    /* the pod: POD_NAME / POD_NAMESPACE as recorded in the verdict, else the namespace the
+     * service account lives in */
+    char ns_file[256] = "";
+    const char *pod = pf_node_get_str(v->pod, "name");
+    const char *ns = pf_node_get_str(v->pod, "namespace");
+    if (!ns || !*ns) {
+        if (pf_host_read(ns_file, sizeof(ns_file), &ctx->host, "%s/namespace", PF_REPORT_SA_DIR) >
+            0)
+            ns = pf_trim(ns_file);
+        else
+            ns = "default";
+    }
+    if (!pod || !*pod) {
+        pf_check_skip(out, "the pod's name is unknown (set POD_NAME from metadata.name)");
+        free(a.token);
+        return;
+    }
+    struct pf_report_pod who = {
+        .name = pod,
+        .ns = ns,
+        .uid = pf_env_get(&ctx->env, "POD_UID"),
+        .node = pf_node_get_str(v->pod, "node"),
+    };
+    char path[800], ts[32];
+    struct pf_buf body;
+    struct http res;
+    pf_buf_init(&body, 64 << 10);
+    pf_utc_timestamp(ts, sizeof(ts));
+    bool posted = false, patched = false;
+
+    if (cfg->report_events) {
+        pf_report_event_body(&body, v, &who, ts);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
+        double t = pf_now();
+        http_do(&res, &a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
+        pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
+        if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
+        if (http_ok(&res)) {
+            posted = true;
+            pf_node_set_str(out->evidence, "eventReason", pf_report_event_reason(v->verdict));
+        } else {
+            finding_for(out, &res, "posting the Event on pod", "events-forbidden", &a, ns, pod);
+        }
+        pf_buf_free(&res.body);
+    }
+    if (cfg->report_annotate) {
+        pf_buf_reset(&body);
+        pf_report_annotation_patch(&body, v);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+        double t = pf_now();
+        http_do(&res, &a, "PATCH", path, "application/merge-patch+json",
+                body.data ? body.data : "{}", deadline);
+        pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
+        if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
+        if (http_ok(&res))
+            patched = true;
+        else
+            finding_for(out, &res, "annotating pod", "annotate-forbidden", &a, ns, pod);
+        pf_buf_free(&res.body);
+    }
+    pf_buf_free(&body);
+    free(a.token);
+
+    char msg[600] = "";
+    if (posted)
+        snprintf(msg, sizeof(msg), "Event %s posted on pod %s/%s",
+                 pf_report_event_reason(v->verdict), ns, pod);
+    if (patched) {
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof(msg) - l, "%sannotation %s set on pod %s/%s", l ? "; " : "",
+                 PF_REPORT_ANNOTATION, ns, pod);
+    }
+    if (msg[0]) pf_check_set_message(out, "%s", msg);
+#endif
+}
+
+void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0)
+{
+    const struct pf_config *cfg = ctx->config;
+    struct pf_verdict *v = ctx->verdict;
+    v->duration_seconds = pf_now() - t0;
+    pf_verdict_finalize(v, policy, policy_arg);
+    if (cfg->report_events || cfg->report_annotate) {
+        /* leave a second of the run's deadline for writing the verdict */
+        double budget = pf_verdict_guard_remaining() - 1.0;
+        if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
+        double t = pf_now();
+        struct pf_check *c = pf_verdict_add_check(v, "report.kubernetes");
+        pf_report_kubernetes(c, ctx, budget);
+        c->seconds = pf_now() - t;
+        pf_verdict_finalize(v, policy, policy_arg);
+    }
+    if (cfg->report_metrics_file[0]) {
+        v->duration_seconds = pf_now() - t0;
+        if (pf_report_metrics_write(v, cfg->report_metrics_file) < 0) {
+            struct pf_check *c = pf_verdict_add_check(v, "report.metrics");
+            pf_check_add_finding(c, "metrics-write-failed", PF_WARN, NULL, "%s", pf_err_msg());
+            pf_verdict_finalize(v, policy, policy_arg);
+        }
+    }
+}

@@ -1,0 +1,107 @@
+/* report: what a run tells the world outside the pod once its verdict is known: a Kubernetes
+ * Event on the pod and a pod annotation (through the API server, with libcurl loaded at run
+ * time), and a Prometheus textfile. Also `preflight install`: hands this binary to another
+ * container through a shared volume. */
+#ifndef PF_REPORT_H
+#define PF_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../base/base.h"
+#include "../checks/checks.h"
+#include "../verdict/verdict.h"
+
+/* Total time the Kubernetes reporting may take (both requests together), seconds. */
+#define PF_REPORT_K8S_BUDGET_S 5.0
+/* Longest Event message, bytes (cut at a UTF-8 boundary, "..." appended). */
+#define PF_REPORT_EVENT_MSG_MAX 1024
+#define PF_REPORT_ANNOTATION "preflight.dev/verdict"
+#define PF_REPORT_ANNOTATION_SUMMARY "preflight.dev/summary"
+
+/* The service-account folder every pod gets (read under the root prefix). */
+#define PF_REPORT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+
+/* The report stage of `preflight run`, between the rendezvous and the verdict file: finalizes
+ * the verdict, posts the Event and the annotation when the config asks (adding the check
+ * `report.kubernetes`), finalizes again, and writes the metrics file when
+ * report.metricsFile is set (a write error adds the check `report.metrics`). t0 is the
+ * run's start (pf_now()). Never fails the gate by itself: every problem is a warn. */
+void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0);
+
+/* The check `report.kubernetes` (the shape of the local checks plus a time budget; run by
+ * pf_report_stage after the verdict is finalized, because the Event carries the verdict).
+ * Skips when the config asks for neither the Event nor the annotation, outside a pod, in the
+ * static build and when libcurl does not load (PREFLIGHT_LIBCURL names another library).
+ * budget_s bounds the whole exchange with the API server. */
+void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budget_s);
+
+/* ---- The few libcurl constants used (libcurl is dlopened: no curl headers are needed to
+ * build). Values from curl/curl.h; tests/unit/test_report.c compares them with the real
+ * header where it is installed. */
+enum {
+    PF_CURLE_OK = 0,
+    PF_CURLE_OPERATION_TIMEDOUT = 28,
+    PF_CURL_GLOBAL_DEFAULT = 3,
+    PF_CURL_ERROR_SIZE = 256,
+    PF_CURLOPT_WRITEDATA = 10001,
+    PF_CURLOPT_URL = 10002,
+    PF_CURLOPT_ERRORBUFFER = 10010,
+    PF_CURLOPT_POSTFIELDS = 10015,
+    PF_CURLOPT_USERAGENT = 10018,
+    PF_CURLOPT_HTTPHEADER = 10023,
+    PF_CURLOPT_CUSTOMREQUEST = 10036,
+    PF_CURLOPT_CAINFO = 10065,
+    PF_CURLOPT_WRITEFUNCTION = 20011,
+    PF_CURLOPT_POSTFIELDSIZE = 60,
+    PF_CURLOPT_NOSIGNAL = 99,
+    PF_CURLOPT_TIMEOUT_MS = 155,
+    PF_CURLOPT_CONNECTTIMEOUT_MS = 156,
+    PF_CURLINFO_RESPONSE_CODE = 0x200000 + 2,
+};
+
+/* ---- pieces, public for tests */
+
+/* Appends s to out as a JSON string literal (with the quotes); control bytes as \uXXXX,
+ * invalid UTF-8 replaced by U+FFFD so the API server never rejects the body. */
+int pf_report_json_str(struct pf_buf *out, const char *s);
+
+/* The line an Event carries: "fail: 2 of 14 checks failed: nccl.env, rdma.ports;
+ * culprits: rank 5 (trainer-5 on gpu-node-22): never joined the rendezvous", cut to max
+ * bytes at a UTF-8 boundary with "..." appended. */
+void pf_report_event_message(char *out, size_t max, const struct pf_verdict *v);
+
+/* Event reason and type for a verdict: PreflightPassed/Normal, PreflightWarning/Warning,
+ * PreflightFailed/Warning. */
+const char *pf_report_event_reason(enum pf_status verdict);
+const char *pf_report_event_type(enum pf_status verdict);
+
+struct pf_report_pod {
+    const char *name; /* the pod (POD_NAME, else the hostname) */
+    const char *ns;   /* its namespace */
+    const char *uid;  /* POD_UID when given (metadata.uid), else NULL */
+    const char *node; /* NODE_NAME, or NULL */
+};
+
+/* The core/v1 Event JSON for the verdict, involvedObject the pod; timestamp is RFC 3339. */
+int pf_report_event_body(struct pf_buf *out, const struct pf_verdict *v,
+                         const struct pf_report_pod *pod, const char *timestamp);
+
+/* The JSON merge patch that sets the annotations preflight.dev/verdict and
+ * preflight.dev/summary on the pod. */
+int pf_report_annotation_patch(struct pf_buf *out, const struct pf_verdict *v);
+
+/* The Prometheus text exposition of the verdict (HELP/TYPE lines, label values escaped). */
+int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v);
+/* Writes it atomically (temp file in the same folder, fsync, rename; mode 0644), creating
+ * the parent folder when missing. */
+int pf_report_metrics_write(const struct pf_verdict *v, const char *path);
+
+/* Appends a label value escaped per the exposition format (\\, \", \n). */
+int pf_report_prom_escape(struct pf_buf *out, const char *s);
+
+/* `preflight install DIR`: copies the running binary (/proc/self/exe) to DIR/preflight,
+ * atomically (temp file + rename) with mode 0755. out gets the path written. */
+int pf_report_install_self(char *out, size_t n, const char *dir);
+
+#endif

@@ -1,0 +1,443 @@
+/* pkg/report: JSON escaping, the Event body and message, the annotation patch, the
+ * Prometheus text (golden), the atomic metrics write, and the libcurl constants. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../pkg/report/report.h"
+
+#if defined(__has_include)
+#if __has_include(<curl/curl.h>)
+#include <curl/curl.h>
+#define HAVE_CURL_H 1
+#endif
+#endif
+
+#define GOLDEN_METRICS "k8s/golden/metrics.prom"
+
+static char *json(const char *s)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    assert_int_equal(pf_report_json_str(&b, s), 0);
+    return b.data; /* caller frees */
+}
+
+static void test_json_escapes(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        {"", "\"\""},
+        {"plain", "\"plain\""},
+        {"say \"hi\"", "\"say \\\"hi\\\"\""},
+        {"C:\\path", "\"C:\\\\path\""},
+        {"a\nb\tc\rd", "\"a\\nb\\tc\\rd\""},
+        {"bell\x07"
+         "del\x7f",
+         "\"bell\\u0007del\\u007f\""},
+        {"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80",
+         "\"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80\""},
+        {"bad\xff", "\"bad\\ufffd\""},
+        {"overlong\xc0\xaf", "\"overlong\\ufffd\\ufffd\""},
+        {"surrogate\xed\xa0\x80", "\"surrogate\\ufffd\\ufffd\\ufffd\""},
+        {"cut\xe2\x9c", "\"cut\\ufffd\\ufffd\""},
+        {"</script>", "\"</script>\""},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
+        char *got = json(cases[i].in);
+        assert_string_equal(got, cases[i].want);
+        free(got);
+    }
+    char *got = json(NULL);
+    assert_string_equal(got, "\"\"");
+    free(got);
+}
+
+static void sample(struct pf_verdict *v, enum pf_status worst)
+{
+    pf_verdict_init(v);
+    strcpy(v->generated_at, "2026-11-21T14:00:00Z");
+    v->duration_seconds = 3.25;
+    pf_node_set_str(v->pod, "name", "trainer-3");
+    pf_node_set_str(v->pod, "namespace", "ml");
+    pf_node_set_str(v->pod, "node", "gpu-node-17");
+    pf_node_set_int(v->pod, "rank", 3);
+    struct pf_check *c = pf_verdict_add_check(v, "sys.shm");
+    pf_check_set_message(c, "/dev/shm is 64 GiB");
+    c = pf_verdict_add_check(v, "nccl.env");
+    if (worst >= PF_WARN)
+        pf_check_add_finding(c, "debug-verbose", PF_WARN, NULL, "NCCL_DEBUG=TRACE is set");
+    if (worst == PF_FAIL) {
+        c = pf_verdict_add_check(v, "rdma.ports");
+        pf_check_add_finding(c, "port-down", PF_FAIL, "replug it",
+                             "mlx5_1 port 1 is 1: DOWN (want 4: ACTIVE)");
+        pf_verdict_add_culprit(v, 5, "trainer-5", "gpu-node-22", "never joined the rendezvous");
+    }
+    c = pf_verdict_add_check(v, "rdma.verbs");
+    pf_check_skip(c, "no RDMA devices");
+    c = pf_verdict_add_check(v, "rendezvous");
+    pf_node_set_dbl(c->evidence, "seconds", 1.5);
+    struct pf_node *coll = pf_node_add_map(v->collectives);
+    pf_node_set_str(coll, "backend", "tcp");
+    pf_node_set_str(coll, "op", "allreduce");
+    pf_node_set_int(coll, "bytes", 8388608);
+    pf_node_set_dbl(coll, "algbwGBps", 1.25);
+    pf_node_set_dbl(coll, "busbwGBps", 2.5);
+    coll = pf_node_add_map(v->collectives);
+    pf_node_set_str(coll, "backend", "nccl");
+    pf_node_set_str(coll, "op", "allreduce");
+    pf_node_set_int(coll, "bytes", 268435456);
+    pf_node_set_dbl(coll, "algbwGBps", 180.1);
+    pf_node_set_dbl(coll, "busbwGBps", 337.7);
+    pf_verdict_finalize(v, NULL, NULL);
+}
+
+static void test_event_reason_and_type(void **state)
+{
+    (void)state;
+    assert_string_equal(pf_report_event_reason(PF_PASS), "PreflightPassed");
+    assert_string_equal(pf_report_event_reason(PF_WARN), "PreflightWarning");
+    assert_string_equal(pf_report_event_reason(PF_FAIL), "PreflightFailed");
+    assert_string_equal(pf_report_event_type(PF_PASS), "Normal");
+    assert_string_equal(pf_report_event_type(PF_SKIP), "Normal");
+    assert_string_equal(pf_report_event_type(PF_WARN), "Warning");
+    assert_string_equal(pf_report_event_type(PF_FAIL), "Warning");
+}
+
+static void test_event_message_names_culprits_and_checks(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    sample(&v, PF_FAIL);
+    char msg[PF_REPORT_EVENT_MSG_MAX + 1];
+    pf_report_event_message(msg, sizeof(msg), &v);
+    assert_string_equal(
+        msg, "fail: 1 of 5 checks failed: rdma.ports; warnings: nccl.env; culprits: rank 5 "
+             "(trainer-5 on gpu-node-22): never joined the rendezvous; "
+             "rdma.ports: mlx5_1 port 1 is 1: DOWN (want 4: ACTIVE); "
+             "nccl.env: NCCL_DEBUG=TRACE is set");
+    pf_verdict_free(&v);
+
+    sample(&v, PF_PASS);
+    pf_report_event_message(msg, sizeof(msg), &v);
+    assert_int_equal(strncmp(msg, "pass: ", 6), 0);
+    assert_null(strstr(msg, "culprits"));
+    pf_verdict_free(&v);
+}
+
+static void test_event_message_bounded_at_utf8_boundary(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    sample(&v, PF_FAIL);
+    /* 600 two-byte characters: the message is far over 1 KiB */
+    char reason[1300];
+    for (int i = 0; i < 600; i++)
+        memcpy(reason + 2 * i, "\xc3\xa9", 2);
+    reason[1200] = '\0';
+    pf_verdict_add_culprit(&v, 7, "trainer-7", "gpu-node-9", "%s", reason);
+    char msg[PF_REPORT_EVENT_MSG_MAX + 1];
+    for (size_t max = sizeof(msg); max > sizeof(msg) - 3; max--) {
+        pf_report_event_message(msg, max, &v);
+        size_t len = strlen(msg);
+        assert_true(len < max);
+        assert_true(len >= max - 6);
+        assert_string_equal(msg + len - 3, "...");
+        /* the text before "..." ends on a whole character */
+        char *esc = json(msg);
+        assert_null(strstr(esc, "\\ufffd"));
+        free(esc);
+    }
+    pf_verdict_free(&v);
+}
+
+static void test_event_body(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    sample(&v, PF_WARN);
+    struct pf_report_pod pod = {
+        .name = "trainer-3", .ns = "ml", .uid = "1f0e-42", .node = "gpu-node-17"};
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    assert_int_equal(pf_report_event_body(&b, &v, &pod, "2026-11-21T14:00:03Z"), 0);
+    assert_string_equal(
+        b.data,
+        "{\"apiVersion\":\"v1\",\"kind\":\"Event\","
+        "\"metadata\":{\"generateName\":\"trainer-3.preflight-\",\"namespace\":\"ml\"},"
+        "\"involvedObject\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"trainer-3\","
+        "\"namespace\":\"ml\",\"uid\":\"1f0e-42\"},"
+        "\"reason\":\"PreflightWarning\","
+        "\"message\":\"warn: 1 of 4 checks warn: nccl.env; nccl.env: NCCL_DEBUG=TRACE is set\","
+        "\"type\":\"Warning\",\"source\":{\"component\":\"preflight\",\"host\":\"gpu-node-17\"},"
+        "\"firstTimestamp\":\"2026-11-21T14:00:03Z\",\"lastTimestamp\":\"2026-11-21T14:00:03Z\","
+        "\"count\":1}");
+    pf_buf_free(&b);
+
+    /* no uid, no node: those members are left out; hostile text stays inside its string */
+    struct pf_check *c = pf_verdict_add_check(&v, "net.multus");
+    pf_check_add_finding(c, "network-missing", PF_FAIL, NULL, "\"},\"type\":\"Normal\n");
+    pf_verdict_finalize(&v, NULL, NULL);
+    struct pf_report_pod bare = {.name = "p", .ns = "n"};
+    pf_buf_init(&b, 1 << 16);
+    assert_int_equal(pf_report_event_body(&b, &v, &bare, "t"), 0);
+    assert_null(strstr(b.data, "\"uid\""));
+    assert_null(strstr(b.data, "\"host\""));
+    assert_non_null(strstr(b.data, "net.multus: \\\"},\\\"type\\\":\\\"Normal\\n; "));
+    assert_non_null(strstr(b.data, "\"type\":\"Warning\""));
+    assert_null(strstr(b.data, "\"type\":\"Normal\""));
+    pf_buf_free(&b);
+    pf_verdict_free(&v);
+}
+
+static void test_annotation_patch(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    sample(&v, PF_PASS);
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    assert_int_equal(pf_report_annotation_patch(&b, &v), 0);
+    assert_string_equal(b.data,
+                        "{\"metadata\":{\"annotations\":{\"preflight.dev/verdict\":\"pass\","
+                        "\"preflight.dev/summary\":\"pass: all 3 checks passed (1 skipped)\"}}}");
+    pf_buf_free(&b);
+    pf_verdict_free(&v);
+}
+
+static void test_prom_escape(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    pf_buf_init(&b, 1024);
+    assert_int_equal(pf_report_prom_escape(&b, "a\\b\"c\nd"), 0);
+    assert_string_equal(b.data, "a\\\\b\\\"c\\nd");
+    pf_buf_free(&b);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *s = malloc(1 << 20);
+    size_t n = fread(s, 1, (1 << 20) - 1, f);
+    fclose(f);
+    s[n] = '\0';
+    if (len) *len = n;
+    return s;
+}
+
+static void test_metrics_golden(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    sample(&v, PF_FAIL);
+    /* a hostile label value */
+    pf_node_set_str(v.pod, "node", "node \"7\"\\\n");
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 20);
+    assert_int_equal(pf_report_metrics_text(&b, &v), 0);
+    const char *update = getenv("PF_UPDATE_GOLDEN");
+    if (update && strcmp(update, "1") == 0) {
+        FILE *f = fopen(GOLDEN_METRICS, "wb");
+        assert_non_null(f);
+        const char *ver = strstr(b.data, "version=\"" PF_VERSION "\"");
+        assert_non_null(ver);
+        ver += strlen("version=\"");
+        fprintf(f, "%.*s@VERSION@%s", (int)(ver - b.data), b.data, ver + strlen(PF_VERSION));
+        fclose(f);
+    }
+    char *want = slurp(GOLDEN_METRICS, NULL);
+    assert_non_null(want);
+    /* the golden file says @VERSION@ where the build's version goes */
+    char *at = strstr(want, "@VERSION@");
+    assert_non_null(at);
+    char *fixed = pf_xasprintf("%.*s%s%s", (int)(at - want), want, PF_VERSION, at + 9);
+    free(want);
+    want = fixed;
+    assert_string_equal(b.data, want);
+    /* every sample line belongs to a family declared with HELP and TYPE just before */
+    char *copy = strdup(b.data), *save = NULL;
+    char family[128] = "";
+    int samples = 0;
+    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "# TYPE ", 7) == 0) {
+            sscanf(line + 7, "%127s", family);
+            continue;
+        }
+        if (line[0] == '#') continue;
+        assert_int_equal(strncmp(line, family, strlen(family)), 0);
+        samples++;
+    }
+    /* 1 info + 3 verdict + 5 checks x 4 + 2 busbw + 2 algbw + rendezvous + duration */
+    assert_int_equal(samples, 1 + 3 + 20 + 2 + 2 + 1 + 1);
+    assert_non_null(strstr(b.data, "preflight_verdict{verdict=\"fail\"} 1\n"));
+    assert_non_null(strstr(b.data, "preflight_verdict{verdict=\"pass\"} 0\n"));
+    assert_non_null(
+        strstr(b.data, "preflight_check_status{check=\"rdma.ports\",status=\"fail\"} 1\n"));
+    assert_non_null(strstr(b.data,
+                           "preflight_collective_busbw_gbps{backend=\"nccl\",op=\"allreduce\","
+                           "bytes=\"268435456\"} 337.7\n"));
+    assert_non_null(strstr(b.data, "node=\"node \\\"7\\\"\\\\\\n\""));
+    assert_non_null(strstr(b.data, "preflight_rendezvous_seconds 1.5\n"));
+    assert_non_null(strstr(b.data, "preflight_duration_seconds 3.25\n"));
+    free(copy);
+    free(want);
+    pf_buf_free(&b);
+    pf_verdict_free(&v);
+}
+
+static void test_metrics_write_atomic(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pf-report-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256], bad[512];
+    snprintf(path, sizeof(path), "%s/a/b/metrics.prom", dir);
+    struct pf_verdict v;
+    sample(&v, PF_PASS);
+    mode_t old = umask(077);
+    assert_int_equal(pf_report_metrics_write(&v, path), 0);
+    umask(old);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    size_t len = 0;
+    char *got = slurp(path, &len);
+    assert_non_null(got);
+    assert_non_null(strstr(got, "preflight_verdict{verdict=\"pass\"} 1\n"));
+    free(got);
+    /* no temp file left beside it */
+    char sub[256];
+    snprintf(sub, sizeof(sub), "%s/a/b", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) -eq 1", sub);
+    assert_int_equal(system(cmd), 0);
+    /* a path under a regular file cannot be written, and says where */
+    snprintf(bad, sizeof(bad), "%s/x/metrics.prom", path);
+    assert_true(pf_report_metrics_write(&v, bad) < 0);
+    assert_non_null(strstr(pf_err_msg(), path));
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    pf_verdict_free(&v);
+}
+
+static void test_install_self(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/pf-install-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char out[4200];
+    mode_t old = umask(077);
+    assert_int_equal(pf_report_install_self(out, sizeof(out), dir), 0);
+    umask(old);
+    char want[300];
+    snprintf(want, sizeof(want), "%s/preflight", dir);
+    assert_string_equal(out, want);
+    struct stat a, b;
+    assert_int_equal(stat(out, &a), 0);
+    assert_int_equal(stat("/proc/self/exe", &b), 0);
+    assert_int_equal(a.st_mode & 0777, 0755);
+    assert_int_equal(a.st_size, b.st_size);
+    /* again over the existing one (rename replaces it) */
+    assert_int_equal(pf_report_install_self(out, sizeof(out), dir), 0);
+    assert_int_equal(pf_report_install_self(out, sizeof(out), "/nonexistent/pf"), PF_ERR);
+    assert_non_null(strstr(pf_err_msg(), "/nonexistent/pf"));
+    assert_int_equal(pf_report_install_self(out, sizeof(out), want), PF_ERR);
+    assert_non_null(strstr(pf_err_msg(), "not a folder"));
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_kubernetes_skips(void **state)
+{
+    (void)state;
+    struct pf_config cfg;
+    pf_config_defaults(&cfg);
+    struct pf_verdict v;
+    sample(&v, PF_PASS);
+    struct pf_ctx ctx;
+    pf_ctx_init(&ctx, &cfg, &v);
+    struct pf_check c = {0};
+    c.evidence = pf_node_new_map();
+    pf_report_kubernetes(&c, &ctx, 5);
+    assert_int_equal(c.status, PF_SKIP);
+    assert_non_null(strstr(c.message, "report.events"));
+    free(c.message);
+    c.message = NULL;
+    cfg.report_events = true;
+    pf_report_kubernetes(&c, &ctx, 5); /* no KUBERNETES_SERVICE_HOST in ctx->env */
+    assert_int_equal(c.status, PF_SKIP);
+    assert_non_null(strstr(c.message, "KUBERNETES_SERVICE_HOST"));
+    free(c.message);
+    c.message = NULL;
+    pf_env_set(&ctx.env, "KUBERNETES_SERVICE_HOST", "127.0.0.1", "test");
+    pf_env_set(&ctx.env, "PREFLIGHT_LIBCURL", "libcurl-that-is-not-here.so.4", "test");
+    pf_report_kubernetes(&c, &ctx, 5);
+    assert_int_equal(c.status, PF_SKIP);
+    assert_non_null(strstr(c.message, "libcurl"));
+    assert_int_equal(c.nfindings, 0);
+    free(c.message);
+    pf_node_free(c.evidence);
+    pf_ctx_free(&ctx);
+    pf_verdict_free(&v);
+    pf_config_free(&cfg);
+}
+
+static void test_curl_constants_match_header(void **state)
+{
+    (void)state;
+#ifdef HAVE_CURL_H
+    assert_int_equal(PF_CURLE_OK, CURLE_OK);
+    assert_int_equal(PF_CURLE_OPERATION_TIMEDOUT, CURLE_OPERATION_TIMEDOUT);
+    assert_int_equal(PF_CURL_GLOBAL_DEFAULT, CURL_GLOBAL_DEFAULT);
+    assert_int_equal(PF_CURL_ERROR_SIZE, CURL_ERROR_SIZE);
+    assert_int_equal(PF_CURLOPT_WRITEDATA, CURLOPT_WRITEDATA);
+    assert_int_equal(PF_CURLOPT_URL, CURLOPT_URL);
+    assert_int_equal(PF_CURLOPT_ERRORBUFFER, CURLOPT_ERRORBUFFER);
+    assert_int_equal(PF_CURLOPT_POSTFIELDS, CURLOPT_POSTFIELDS);
+    assert_int_equal(PF_CURLOPT_USERAGENT, CURLOPT_USERAGENT);
+    assert_int_equal(PF_CURLOPT_HTTPHEADER, CURLOPT_HTTPHEADER);
+    assert_int_equal(PF_CURLOPT_CUSTOMREQUEST, CURLOPT_CUSTOMREQUEST);
+    assert_int_equal(PF_CURLOPT_CAINFO, CURLOPT_CAINFO);
+    assert_int_equal(PF_CURLOPT_WRITEFUNCTION, CURLOPT_WRITEFUNCTION);
+    assert_int_equal(PF_CURLOPT_POSTFIELDSIZE, CURLOPT_POSTFIELDSIZE);
+    assert_int_equal(PF_CURLOPT_NOSIGNAL, CURLOPT_NOSIGNAL);
+    assert_int_equal(PF_CURLOPT_TIMEOUT_MS, CURLOPT_TIMEOUT_MS);
+    assert_int_equal(PF_CURLOPT_CONNECTTIMEOUT_MS, CURLOPT_CONNECTTIMEOUT_MS);
+    assert_int_equal(PF_CURLINFO_RESPONSE_CODE, CURLINFO_RESPONSE_CODE);
+#else
+    skip();
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_json_escapes),
+        cmocka_unit_test(test_event_reason_and_type),
+        cmocka_unit_test(test_event_message_names_culprits_and_checks),
+        cmocka_unit_test(test_event_message_bounded_at_utf8_boundary),
+        cmocka_unit_test(test_event_body),
+        cmocka_unit_test(test_annotation_patch),
+        cmocka_unit_test(test_prom_escape),
+        cmocka_unit_test(test_metrics_golden),
+        cmocka_unit_test(test_metrics_write_atomic),
+        cmocka_unit_test(test_install_self),
+        cmocka_unit_test(test_kubernetes_skips),
+        cmocka_unit_test(test_curl_constants_match_header),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
