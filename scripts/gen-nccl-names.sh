@@ -58,7 +58,8 @@ else
 fi
 if [ -n "$src" ]; then
     grep -rhzoE 'NCCL_PARAM\(\s*\w+\s*,\s*"[A-Z0-9_]+"' "$src/src" | tr '\0' '\n' |
-        grep -oE '"[A-Z0-9_]+"$' | tr -d '"' | sed 's/^/NCCL_/' >>"$tmp/names"
+        grep -oE '"[A-Z0-9_]+"$' | tr -d '"' | sed 's/^/NCCL_/' | LC_ALL=C sort -u >"$tmp/ints"
+    cat "$tmp/ints" >>"$tmp/names"
     grep -rhzoE 'DEFINE_NCCL_PARAM\(\s*\w+\s*,\s*[^,]+,\s*NCCL_[A-Z0-9_]+' "$src/src" |
         tr '\0' '\n' | grep -oE 'NCCL_[A-Z0-9_]+$' >>"$tmp/names"
     grep -rhoE '(ncclGetEnv|getenv|ncclGetLevel)\([^)]*"NCCL_[A-Z0-9_]+"' "$src/src" |
@@ -89,4 +90,16 @@ sed 's/.*/    "&",/' "$tmp/final"
 cat <<EOF
 };
 const size_t pf_ncclenv_names_count = sizeof(pf_ncclenv_names) / sizeof(pf_ncclenv_names[0]);
+
+/* The integer parameters (NCCL_PARAM: read with strtoll(s, NULL, 0) by ncclLoadParam), sorted.
+ * Empty when no NCCL source tree was given. */
+const char *const pf_ncclenv_int_names[] = {
+EOF
+touch "$tmp/ints"
+sed 's/.*/    "&",/' "$tmp/ints"
+cat <<EOF
+    NULL,
+};
+const size_t pf_ncclenv_int_names_count =
+    sizeof(pf_ncclenv_int_names) / sizeof(pf_ncclenv_int_names[0]) - 1;
 EOF

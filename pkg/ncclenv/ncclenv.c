@@ -252,6 +252,36 @@ const char *pf_ncclenv_suggest(const char *name)
     return best_d <= limit ? best : NULL;
 }
 
+bool pf_ncclenv_is_int_param(const char *name)
+{
+    if (!name) return false;
+    return bsearch(&name, pf_ncclenv_int_names, pf_ncclenv_int_names_count,
+                   sizeof(pf_ncclenv_int_names[0]), cmp_name) != NULL;
+}
+
+struct note {
+    const char *name;
+    const char *note;
+};
+
+/* env.rst documents these, but NCCL 2.28/2.30 read none of them. */
+static const struct note obsolete_names[] = {
+    {"NCCL_CHECKS_DISABLE", "deprecated in NCCL 2.2.12 and no longer read"},
+    {"NCCL_IB_CUDA_SUPPORT", "removed in NCCL 2.4.0: use NCCL_NET_GDR_LEVEL"},
+    {"NCCL_IB_GDR_LEVEL", "renamed NCCL_NET_GDR_LEVEL in NCCL 2.4.0 and no longer read"},
+    {"NCCL_LL_THRESHOLD", "removed in NCCL 2.5: use NCCL_PROTO"},
+    {"NCCL_SINGLE_RING_THRESHOLD", "removed in NCCL 2.3"},
+    {"NCCL_TREE_THRESHOLD", "removed in NCCL 2.5: use NCCL_ALGO"},
+};
+
+const char *pf_ncclenv_obsolete(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; i < PF_ARRAY_LEN(obsolete_names); i++)
+        if (strcmp(name, obsolete_names[i].name) == 0) return obsolete_names[i].note;
+    return NULL;
+}
+
 struct foreign {
     const char *name;
     const char *note;

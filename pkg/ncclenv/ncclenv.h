@@ -52,6 +52,14 @@ int pf_ncclenv_socket_ifaces(struct pf_strlist *out, const struct pf_netif_list 
  * scripts/gen-nccl-names.sh). */
 extern const char *const pf_ncclenv_names[];
 extern const size_t pf_ncclenv_names_count;
+/* The integer parameters among them (NCCL_PARAM), sorted, NULL-terminated. */
+extern const char *const pf_ncclenv_int_names[];
+extern const size_t pf_ncclenv_int_names_count;
+/* Whether NCCL reads this variable as an integer parameter (strtoll base 0). */
+bool pf_ncclenv_is_int_param(const char *name);
+/* For a name NCCL documents but no longer reads (NCCL_IB_GDR_LEVEL, NCCL_LL_THRESHOLD, ...),
+ * what became of it; NULL otherwise. */
+const char *pf_ncclenv_obsolete(const char *name);
 
 /* How NCCL's integer loader (ncclLoadParam) treats a value. */
 enum pf_ncclenv_int_kind {

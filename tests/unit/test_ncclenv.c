@@ -247,6 +247,26 @@ static void test_suggest_near_misses_only(void **state)
     assert_null(pf_ncclenv_suggest(""));
 }
 
+static void test_int_params_and_obsolete(void **state)
+{
+    (void)state;
+    assert_true(pf_ncclenv_int_names_count > 100);
+    for (size_t i = 1; i < pf_ncclenv_int_names_count; i++)
+        assert_true(strcmp(pf_ncclenv_int_names[i - 1], pf_ncclenv_int_names[i]) < 0);
+    assert_null(pf_ncclenv_int_names[pf_ncclenv_int_names_count]);
+    assert_true(pf_ncclenv_is_int_param("NCCL_IB_DISABLE"));
+    assert_true(pf_ncclenv_is_int_param("NCCL_SOCKET_NTHREADS"));
+    assert_true(pf_ncclenv_is_int_param("NCCL_IB_TIMEOUT"));
+    assert_false(pf_ncclenv_is_int_param("NCCL_DEBUG"));
+    assert_false(pf_ncclenv_is_int_param("NCCL_IB_HCA"));
+    assert_false(pf_ncclenv_is_int_param("NCCL_P2P_LEVEL"));
+    for (size_t i = 0; i < pf_ncclenv_int_names_count; i++)
+        assert_true(pf_ncclenv_known(pf_ncclenv_int_names[i]));
+    assert_non_null(strstr(pf_ncclenv_obsolete("NCCL_IB_GDR_LEVEL"), "NCCL_NET_GDR_LEVEL"));
+    assert_true(pf_ncclenv_known("NCCL_IB_GDR_LEVEL")); /* documented: not a typo */
+    assert_null(pf_ncclenv_obsolete("NCCL_NET_GDR_LEVEL"));
+}
+
 static void test_foreign_names(void **state)
 {
     (void)state;
@@ -392,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_names_table_sorted_unique),
         cmocka_unit_test(test_known_names),
         cmocka_unit_test(test_suggest_near_misses_only),
+        cmocka_unit_test(test_int_params_and_obsolete),
         cmocka_unit_test(test_foreign_names),
         cmocka_unit_test(test_socket_auto_order),
         cmocka_unit_test(test_socket_user_list),
