@@ -107,6 +107,13 @@ static void list_dev_nodes(struct pf_strlist *out, const struct pf_host *h)
     pf_strlist_free(&all);
 }
 
+/* PCI bus ids are fixed-width hex: byte order is bus order (natural order is not: it puts
+ * 0000:2a:00.0 before 0000:18:00.0). */
+static int gpu_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct gpu *)a)->bus_id, ((const struct gpu *)b)->bus_id);
+}
+
 static struct gpu *gpu_by_minor(struct gpu *g, size_t n, int minor)
 {
     for (size_t i = 0; i < n; i++)
@@ -129,6 +136,8 @@ void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
         if (gpus[i].minor >= 0)
             gpus[i].has_node = pf_host_exists(h, "/dev/nvidia%d", gpus[i].minor);
     }
+
+    if (ngpus > 1) qsort(gpus, ngpus, sizeof(*gpus), gpu_cmp);
 
     char version[64] = "";
     bool have_version = driver_version(version, sizeof(version), h);

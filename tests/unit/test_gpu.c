@@ -1,0 +1,205 @@
+/* gpu.devices on materialized fixture trees (tests/fixtures/node-*, cpu-node), table-driven,
+ * with mutations made at test time: nodes missing from /dev, extra nodes, a /proc without
+ * GPUs, an unreadable information file. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../pkg/checks/checks.h"
+
+struct env {
+    char dir[64];
+    char root[128];
+    struct pf_config cfg;
+    struct pf_verdict v;
+    struct pf_ctx ctx;
+    bool ran;
+};
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    if (rc != 0) fail_msg("command failed (%d): %s", rc, cmd);
+}
+
+static void env_open(struct env *e, const char *fixture)
+{
+    memset(e, 0, sizeof(*e));
+    snprintf(e->dir, sizeof(e->dir), "/tmp/pf-gpu-XXXXXX");
+    assert_non_null(mkdtemp(e->dir));
+    snprintf(e->root, sizeof(e->root), "%s/root", e->dir);
+    sh("fixtures/materialize.sh fixtures/%s %s 2>/dev/null", fixture, e->root);
+    pf_config_defaults(&e->cfg);
+}
+
+static struct pf_check *env_run(struct env *e)
+{
+    assert_false(e->ran);
+    e->ran = true;
+    pf_verdict_init(&e->v);
+    pf_ctx_init(&e->ctx, &e->cfg, &e->v);
+    assert_int_equal(pf_host_init(&e->ctx.host, e->root), 0);
+    pf_checks_inventory(&e->ctx);
+    struct pf_check *c = pf_verdict_add_check(&e->v, "gpu.devices");
+    pf_check_gpu_devices(c, &e->ctx);
+    pf_verdict_finalize(&e->v, NULL, NULL);
+    return pf_verdict_find_check(&e->v, "gpu.devices");
+}
+
+static void env_close(struct env *e)
+{
+    if (e->ran) {
+        pf_ctx_free(&e->ctx);
+        pf_verdict_free(&e->v);
+    }
+    pf_config_free(&e->cfg);
+    sh("rm -rf '%s'", e->dir);
+}
+
+static void codes_of(char *out, size_t n, const struct pf_check *c)
+{
+    struct pf_strlist l = {0};
+    for (size_t i = 0; i < c->nfindings; i++)
+        if (!pf_strlist_has(&l, c->findings[i].code)) pf_strlist_add(&l, c->findings[i].code);
+    pf_strlist_sort(&l);
+    pf_strlist_join(out, n, &l, ",");
+    pf_strlist_free(&l);
+}
+
+struct row {
+    const char *name;
+    const char *fixture;
+    const char *mutate; /* shell run in the root, or NULL */
+    int expect;         /* expect.gpusPerPod, -1 unset */
+    enum pf_status status;
+    const char *codes;
+    const char *needle; /* in the check's message */
+    long long count;    /* evidence count, -1: not checked */
+};
+
+static const struct row rows[] = {
+    {"8 GPUs", "node-8gpu-ndr", NULL, -1, PF_PASS, "",
+     "8 x NVIDIA H100 80GB HBM3, driver 550.90.07", 8},
+    {"8 GPUs, 8 expected", "node-8gpu-ndr", NULL, 8, PF_PASS, "", NULL, 8},
+    {"8 GPUs, 4 expected", "node-8gpu-ndr", NULL, 4, PF_FAIL, "gpu-count",
+     "8 GPUs usable in the pod, expect.gpusPerPod is 4", 8},
+    {"open kernel module version", "node-roce", NULL, 2, PF_PASS, "",
+     "2 x NVIDIA L40S, driver 570.124.06", 2},
+    {"cpu node", "cpu-node", NULL, -1, PF_SKIP, "", "no NVIDIA GPUs visible", -1},
+    {"cpu node, 8 expected", "cpu-node", NULL, 8, PF_FAIL, "no-gpus", "expect.gpusPerPod is 8", 0},
+    {"garbage information", "node-garbage", NULL, -1, PF_FAIL, "gpu-count",
+     "Device Minor is \"zero\", not a number", 1},
+    /* a node missing: without expectation a warning, with one a failure; an expectation that
+     * matches the nodes is the unmasked-/proc (CDI) case and passes */
+    {"node 5 missing", "node-8gpu-ndr", "rm dev/nvidia5", -1, PF_WARN, "gpu-count",
+     "/dev/nvidia5 (0000:ab:00.0)", 7},
+    {"node 5 missing, 8 expected", "node-8gpu-ndr", "rm dev/nvidia5", 8, PF_FAIL, "gpu-count",
+     "7 GPUs usable in the pod, expect.gpusPerPod is 8 (listed by the driver but not in the pod: "
+     "/dev/nvidia5 (0000:ab:00.0))",
+     7},
+    {"node 5 missing, 7 expected", "node-8gpu-ndr", "rm dev/nvidia5", 7, PF_PASS, "", NULL, 7},
+    {"no nodes", "node-8gpu-ndr", "rm dev/nvidia[0-7]", -1, PF_WARN, "no-gpus",
+     "did the pod request nvidia.com/gpu?", 0},
+    {"no nodes, 8 expected", "node-8gpu-ndr", "rm dev/nvidia[0-7]", 8, PF_FAIL, "no-gpus",
+     "the driver lists 8 GPUs but no /dev/nvidiaN node is in the pod", 0},
+    {"extra node", "node-8gpu-ndr", "mknod dev/nvidia9 c 195 9 2>/dev/null || : > dev/nvidia9", -1,
+     PF_FAIL, "gpu-count", "/dev/nvidia9 is in the pod but no GPU in /proc/driver/nvidia/gpus", 9},
+    {"proc empty", "node-8gpu-ndr", "rm -rf proc/driver/nvidia/gpus", -1, PF_WARN, "gpu-count",
+     "8 /dev/nvidiaN nodes in the pod but /proc/driver/nvidia/gpus lists no GPU", 8},
+    {"information unreadable", "node-8gpu-ndr",
+     "rm proc/driver/nvidia/gpus/0000:3a:00.0/information", -1, PF_FAIL, "gpu-count",
+     "GPU 0000:3a:00.0: /", 8},
+    {"no version file", "node-8gpu-ndr", "rm proc/driver/nvidia/version", -1, PF_PASS, "",
+     "driver version unknown", 8},
+    {"nvidiactl and nvidia-uvm are not GPUs", "cpu-node",
+     "mkdir -p dev && : > dev/nvidiactl && : > dev/nvidia-uvm && : > dev/nvidia-modeset", -1,
+     PF_SKIP, "", NULL, -1},
+};
+
+static void test_table(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < PF_ARRAY_LEN(rows); i++) {
+        const struct row *r = &rows[i];
+        struct env e;
+        env_open(&e, r->fixture);
+        if (r->mutate) sh("cd '%s' && %s", e.root, r->mutate);
+        e.cfg.expect_gpus_per_pod = r->expect;
+        struct pf_check *c = env_run(&e);
+        char codes[256];
+        codes_of(codes, sizeof(codes), c);
+        const struct pf_node *count = pf_node_get(c->evidence, "count");
+        if (c->status != r->status || strcmp(codes, r->codes) != 0 ||
+            (r->needle && !strstr(c->message, r->needle)) ||
+            (r->count >= 0 && (!count || count->i != r->count))) {
+            for (size_t j = 0; j < c->nfindings; j++)
+                print_message("  %s %s: %s\n", pf_status_name(c->findings[j].status),
+                              c->findings[j].code, c->findings[j].message);
+            fail_msg("%s: got %s [%s] \"%s\" count %lld, want %s [%s] \"%s\" count %lld", r->name,
+                     pf_status_name(c->status), codes, c->message, count ? count->i : -1,
+                     pf_status_name(r->status), r->codes, r->needle ? r->needle : "", r->count);
+        }
+        env_close(&e);
+    }
+}
+
+static void test_evidence(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e, "node-8gpu-ndr");
+    struct pf_check *c = env_run(&e);
+    assert_int_equal(c->status, PF_PASS);
+    assert_string_equal(pf_node_get_str(c->evidence, "driverVersion"), "550.90.07");
+    assert_int_equal(pf_node_get(c->evidence, "driverGpus")->i, 8);
+    struct pf_node *gpus = pf_node_get(c->evidence, "gpus");
+    assert_non_null(gpus);
+    assert_int_equal(gpus->count, 8);
+    const struct pf_node *g0 = gpus->first;
+    assert_string_equal(pf_node_get_str(g0, "busId"), "0000:18:00.0");
+    assert_string_equal(pf_node_get_str(g0, "model"), "NVIDIA H100 80GB HBM3");
+    assert_string_equal(pf_node_get_str(g0, "uuid"), "GPU-5a2d9b5c-6f1e-4c2b-9d3a-0c1e2f3a4b50");
+    assert_string_equal(pf_node_get_str(g0, "devNode"), "/dev/nvidia0");
+    assert_true(pf_node_get(g0, "inPod")->b);
+    const struct pf_node *g7 = gpus->last;
+    assert_string_equal(pf_node_get_str(g7, "busId"), "0000:db:00.0");
+    assert_string_equal(pf_node_get_str(g7, "devNode"), "/dev/nvidia7");
+    env_close(&e);
+
+    /* minors need not follow bus order: the node is matched by Device Minor */
+    env_open(&e, "node-8gpu-ndr");
+    sh("cd '%s' && sed -i 's/^Device Minor: \\t 0$/Device Minor: \\t 9/' "
+       "proc/driver/nvidia/gpus/0000:18:00.0/information && rm dev/nvidia0",
+       e.root);
+    c = env_run(&e);
+    char codes[128];
+    codes_of(codes, sizeof(codes), c);
+    assert_string_equal(codes, "gpu-count");
+    assert_non_null(strstr(c->findings[0].message, "/dev/nvidia9 (0000:18:00.0)"));
+    assert_string_equal(pf_node_get_str(pf_node_get(c->evidence, "gpus")->first, "devNode"),
+                        "/dev/nvidia9");
+    assert_false(pf_node_get(pf_node_get(c->evidence, "gpus")->first, "inPod")->b);
+    env_close(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_evidence),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
