@@ -1,20 +1,24 @@
 #!/bin/sh
 # Builds bin/preflight-static: fully static, against musl (Debian's musl-tools), so that it
 # runs in a scratch image. No dlopen there: NCCL, verbs and Kubernetes reporting say skip.
-# libyaml comes from Debian's libyaml.a (built for glibc; scripts/static-compat.c supplies
-# the one fortify symbol it needs that musl lacks).
+# libyaml and jansson come from Debian's libyaml.a and libjansson.a (built for glibc;
+# scripts/static-compat.c supplies the fortify symbols they need that musl lacks).
 set -eu
 cd "$(dirname "$0")/.."
 command -v musl-gcc >/dev/null || { echo "build-static: musl-gcc missing (apt-get install musl-tools)" >&2; exit 1; }
 yaml=$(gcc -print-file-name=libyaml.a)
 [ -f "$yaml" ] || yaml=/usr/lib/x86_64-linux-gnu/libyaml.a
 [ -f "$yaml" ] || { echo "build-static: libyaml.a missing (apt-get install libyaml-dev)" >&2; exit 1; }
+jansson=$(gcc -print-file-name=libjansson.a)
+[ -f "$jansson" ] || jansson=/usr/lib/x86_64-linux-gnu/libjansson.a
+[ -f "$jansson" ] || { echo "build-static: libjansson.a missing (apt-get install libjansson-dev)" >&2; exit 1; }
 version=$(sed -n 's/^VERSION *:= *//p' Makefile)
 git=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 mkdir -p build/static bin
 # libyaml's header lives with glibc's; give musl-gcc only that one header
 mkdir -p build/static/include
 cp /usr/include/yaml.h build/static/include/
+cp /usr/include/jansson.h /usr/include/jansson_config.h build/static/include/
 werror=""
 [ -n "${CI:-}" ] && werror="-Werror"
 # shellcheck disable=SC2046
@@ -22,5 +26,5 @@ musl-gcc -std=c11 -O2 -static -DPF_STATIC -DPF_VERSION="\"$version\"" -DPF_GIT="
     -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings \
     -Wvla $werror -fno-strict-aliasing -Ibuild/static/include \
     -o bin/preflight-static cmd/preflight/main.c $(ls pkg/*/*.c) scripts/static-compat.c \
-    "$yaml" -lm
+    "$yaml" "$jansson" -lm
 echo "built bin/preflight-static"

@@ -2,7 +2,7 @@
 # Installs what `make` (build) or `make test` (test) needs and this machine lacks.
 # Debian 12; needs root for apt-get. Prints nothing when everything is present.
 set -eu
-build_pkgs="gcc make libc6-dev libyaml-dev pkg-config git ca-certificates"
+build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev pkg-config git ca-certificates"
 test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute2 dnsmasq-base
   iperf3 openmpi-bin libopenmpi-dev libsodium-dev libjansson-dev util-linux procps psmisc
   curl openssl python3 python3-yaml unzip nodejs npm clang-format dpkg-dev xz-utils"

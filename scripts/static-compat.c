@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 int __sprintf_chk(char *s, int flag, size_t slen, const char *fmt, ...);
 
@@ -14,4 +15,33 @@ int __sprintf_chk(char *s, int flag, size_t slen, const char *fmt, ...)
     int n = vsnprintf(s, slen, fmt, ap);
     va_end(ap);
     return n;
+}
+
+/* Debian's libjansson.a (glibc, _FORTIFY_SOURCE) calls these three. */
+int __snprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, ...);
+int __vsnprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, va_list ap);
+char *__strncpy_chk(char *dest, const char *src, size_t n, size_t destlen);
+
+int __snprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, ...)
+{
+    va_list ap;
+    (void)flag;
+    (void)slen;
+    va_start(ap, fmt);
+    int n = vsnprintf(s, maxlen, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+int __vsnprintf_chk(char *s, size_t maxlen, int flag, size_t slen, const char *fmt, va_list ap)
+{
+    (void)flag;
+    (void)slen;
+    return vsnprintf(s, maxlen, fmt, ap);
+}
+
+char *__strncpy_chk(char *dest, const char *src, size_t n, size_t destlen)
+{
+    (void)destlen;
+    return strncpy(dest, src, n);
 }
