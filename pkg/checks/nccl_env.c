@@ -1,8 +1,535 @@
+/* nccl.env: the NCCL_* variables (environment and NCCL's config files), read the way NCCL
+ * reads them (pkg/ncclenv), against the RDMA devices of the pod. */
+#define _GNU_SOURCE
 #include "checks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "../ncclenv/ncclenv.h"
+
+#define SOCKET_MAX_THREADS 16 /* net_socket.cc MAX_THREADS */
+#define SOCKET_MAX_SOCKETS 64 /* net_socket.cc MAX_SOCKETS */
+
+struct envcheck {
+    struct pf_check *out;
+    struct pf_ctx *ctx;
+    char where[1200];
+    char remedy[1600];
+    char shown[256];
+};
+
+/* "the environment" or the config file (with line) a value came from. */
+static const char *from(struct envcheck *e, const char *name)
+{
+    const char *o = pf_env_origin(&e->ctx->env, name);
+    if (!o || strcmp(o, "environment") == 0)
+        snprintf(e->where, sizeof(e->where), "from the environment");
+    else
+        snprintf(e->where, sizeof(e->where), "from %s", o);
+    return e->where;
+}
+
+/* The value as it may appear in a message (secrets masked, long values cut). */
+static const char *shown(struct envcheck *e, const char *name, const char *value)
+{
+    if (pf_verdict_is_secret_name(name))
+        snprintf(e->shown, sizeof(e->shown), "***");
+    else if (strlen(value) > 80)
+        snprintf(e->shown, sizeof(e->shown), "%.77s...", value);
+    else
+        snprintf(e->shown, sizeof(e->shown), "%s", value);
+    return e->shown;
+}
+
+/* Where to change the variable: the pod spec's env, or the config file it came from. */
+static const char *fix(struct envcheck *e, const char *name, const char *what)
+{
+    const char *o = pf_env_origin(&e->ctx->env, name);
+    if (!o || strcmp(o, "environment") == 0) {
+        snprintf(e->remedy, sizeof(e->remedy),
+                 "%s (it is set in the container's environment: the pod spec's env or envFrom, "
+                 "or the image's ENV)",
+                 what);
+    } else {
+        char file[1100];
+        snprintf(file, sizeof(file), "%s", o);
+        char *colon = strrchr(file, ':');
+        if (colon && colon[1] >= '0' && colon[1] <= '9') *colon = '\0';
+        snprintf(e->remedy, sizeof(e->remedy),
+                 "%s: NCCL reads it from %s (fix the image, or the ConfigMap mounted there)", what,
+                 file);
+    }
+    return e->remedy;
+}
+
+static const char *get(struct envcheck *e, const char *name)
+{
+    return pf_env_get(&e->ctx->env, name);
+}
+
+/* ---- names */
+
+static void check_names(struct envcheck *e, struct pf_strlist *names)
+{
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        if (pf_ncclenv_known(n)) {
+            const char *obs = pf_ncclenv_obsolete(n);
+            if (obs) {
+                char what[256];
+                snprintf(what, sizeof(what), "remove %s", n);
+                pf_check_add_finding(e->out, "obsolete-variable", PF_WARN, fix(e, n, what),
+                                     "%s (%s) has no effect: %s", n, from(e, n), obs);
+            }
+            continue;
+        }
+        const char *foreign = pf_ncclenv_foreign(n);
+        if (foreign) continue; /* recorded in the evidence; not a mistake */
+        const char *sug = pf_ncclenv_suggest(n);
+        char what[256];
+        if (sug) {
+            snprintf(what, sizeof(what), "rename %s to %s", n, sug);
+            pf_check_add_finding(e->out, "unknown-variable", PF_WARN, fix(e, n, what),
+                                 "%s (%s) is not a variable NCCL reads: did you mean %s?", n,
+                                 from(e, n), sug);
+        } else {
+            snprintf(what, sizeof(what), "remove %s or correct its name", n);
+            pf_check_add_finding(e->out, "unknown-variable", PF_WARN, fix(e, n, what),
+                                 "%s (%s) is not a variable NCCL reads: NCCL ignores it", n,
+                                 from(e, n));
+        }
+    }
+}
+
+/* ---- integers */
+
+static void check_ints(struct envcheck *e, struct pf_strlist *names)
+{
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        if (!pf_ncclenv_is_int_param(n)) continue;
+        const char *s = get(e, n);
+        long long v;
+        enum pf_ncclenv_int_kind k = pf_ncclenv_param(s, 0, &v);
+        char what[256];
+        snprintf(what, sizeof(what), "set %s to a decimal number", n);
+        if (k == PF_NCCLENV_INT_PARTIAL) {
+            const char *effect = "";
+            if (strcmp(n, "NCCL_IB_DISABLE") == 0 && v == 0)
+                effect = ", so IB is NOT disabled";
+            else if (strcmp(n, "NCCL_SHM_DISABLE") == 0 && v != 1)
+                effect = ", so SHM is NOT disabled";
+            if (pf_ncclenv_is_octal(s))
+                pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+                                     "%s=%s (%s) is read as octal (a leading 0) and stops at "
+                                     "the first digit that is not octal: NCCL uses %lld%s",
+                                     n, shown(e, n, s), from(e, n), v, effect);
+            else
+                pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+                                     "%s=%s (%s) is not a number: NCCL silently uses %lld%s", n,
+                                     shown(e, n, s), from(e, n), v, effect);
+        } else if (k == PF_NCCLENV_INT_RANGE) {
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+                                 "%s=%s (%s) is out of range: NCCL ignores it and uses its "
+                                 "default",
+                                 n, shown(e, n, s), from(e, n));
+        } else if (k == PF_NCCLENV_INT_CLEAN && pf_ncclenv_is_octal(s) && v != 0) {
+            pf_check_add_finding(e->out, "octal-value", PF_WARN, fix(e, n, what),
+                                 "%s=%s (%s) has a leading 0, so NCCL reads it as octal: %lld, "
+                                 "not %s",
+                                 n, shown(e, n, s), from(e, n), v, s);
+        }
+    }
+}
+
+/* ---- transports */
+
+static void check_p2p(struct envcheck *e)
+{
+    const char *s = get(e, "NCCL_P2P_DISABLE");
+    if (s) {
+        bool clean;
+        /* ncclGetLevel: int disable = strtol(str, NULL, 0); only 1 disables */
+        int v = (int)pf_ncclenv_int(s, &clean);
+        char what[256];
+        snprintf(what, sizeof(what), "remove NCCL_P2P_DISABLE");
+        if (v == 1) {
+            pf_check_add_finding(e->out, "p2p-disabled", PF_FAIL, fix(e, "NCCL_P2P_DISABLE", what),
+                                 "NCCL_P2P_DISABLE=%s (%s) turns off GPU peer-to-peer (NVLink "
+                                 "and PCIe): traffic between GPUs of this pod goes through host "
+                                 "memory",
+                                 s, from(e, "NCCL_P2P_DISABLE"));
+            return; /* NCCL_P2P_LEVEL is not read then */
+        }
+        if (*s && !clean)
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                                 fix(e, "NCCL_P2P_DISABLE", "set NCCL_P2P_DISABLE to 0 or 1"),
+                                 "NCCL_P2P_DISABLE=%s (%s) is not a number: NCCL reads %d and "
+                                 "leaves P2P enabled",
+                                 s, from(e, "NCCL_P2P_DISABLE"), v);
+        else if (*s && v != 0)
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                                 fix(e, "NCCL_P2P_DISABLE", "set NCCL_P2P_DISABLE to 0 or 1"),
+                                 "NCCL_P2P_DISABLE=%s (%s): NCCL disables P2P only for exactly 1, "
+                                 "so P2P stays enabled",
+                                 s, from(e, "NCCL_P2P_DISABLE"));
+    }
+    static const char *const levels[] = {"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"};
+    for (size_t i = 0; i < PF_ARRAY_LEN(levels); i++) {
+        const char *n = levels[i];
+        const char *lv = get(e, n);
+        if (!lv) continue;
+        const char *l = pf_ncclenv_level(lv);
+        char what[256];
+        if (!l) {
+            snprintf(what, sizeof(what),
+                     "set %s to one of %s (case-sensitive), or remove it to let NCCL choose", n,
+                     pf_ncclenv_level_names());
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+                                 "%s=%s (%s) is not a level NCCL knows (%s, or 0-4): NCCL "
+                                 "ignores it and picks the level itself",
+                                 n, shown(e, n, lv), from(e, n), pf_ncclenv_level_names());
+            continue;
+        }
+        if (strcmp(l, "LOC") != 0) continue;
+        snprintf(what, sizeof(what), "remove %s", n);
+        if (i == 0)
+            pf_check_add_finding(e->out, "p2p-disabled", PF_FAIL, fix(e, n, what),
+                                 "NCCL_P2P_LEVEL=%s (%s) means LOC: NCCL never uses "
+                                 "peer-to-peer between GPUs, as if NCCL_P2P_DISABLE=1",
+                                 lv, from(e, n));
+        else if (e->ctx->hcas.n > 0)
+            pf_check_add_finding(e->out, "gdr-disabled", PF_WARN, fix(e, n, what),
+                                 "NCCL_NET_GDR_LEVEL=%s (%s) means LOC: GPUDirect RDMA is never "
+                                 "used, every network transfer is staged through host memory",
+                                 lv, from(e, n));
+    }
+}
+
+static void check_shm(struct envcheck *e)
+{
+    const char *s = get(e, "NCCL_SHM_DISABLE");
+    long long v;
+    if (pf_ncclenv_param(s, 0, &v) == PF_NCCLENV_INT_UNSET || v != 1) return;
+    pf_check_add_finding(e->out, "shm-disabled", PF_FAIL,
+                         fix(e, "NCCL_SHM_DISABLE", "remove NCCL_SHM_DISABLE"),
+                         "NCCL_SHM_DISABLE=%s (%s) turns off the shared-memory transport: GPUs "
+                         "without P2P in this pod fall back to the network",
+                         s, from(e, "NCCL_SHM_DISABLE"));
+}
+
+static void check_ib(struct envcheck *e)
+{
+    const struct pf_strlist *hcas = &e->ctx->hcas;
+    char have[512];
+    pf_strlist_join(have, sizeof(have), hcas, ", ");
+    const char *s = get(e, "NCCL_IB_DISABLE");
+    long long v;
+    if (pf_ncclenv_param(s, 0, &v) != PF_NCCLENV_INT_UNSET && v != 0) {
+        if (hcas->n > 0)
+            pf_check_add_finding(e->out, "ib-disabled", PF_FAIL,
+                                 fix(e, "NCCL_IB_DISABLE", "remove NCCL_IB_DISABLE"),
+                                 "NCCL_IB_DISABLE=%s (%s) turns off the IB/RoCE transport while "
+                                 "%zu RDMA device%s %s present (%s): NCCL falls back to TCP "
+                                 "sockets",
+                                 s, from(e, "NCCL_IB_DISABLE"), hcas->n, hcas->n == 1 ? "" : "s",
+                                 hcas->n == 1 ? "is" : "are", have);
+        else
+            pf_check_add_finding(
+                e->out, "ib-disabled", PF_WARN,
+                fix(e, "NCCL_IB_DISABLE", "remove NCCL_IB_DISABLE once the pod has RDMA devices"),
+                "NCCL_IB_DISABLE=%s (%s) turns off the IB/RoCE transport (no "
+                "RDMA devices are visible here either): NCCL uses TCP sockets",
+                s, from(e, "NCCL_IB_DISABLE"));
+    }
+    const char *net = get(e, "NCCL_NET");
+    if (net && strcasecmp(net, "Socket") == 0 && hcas->n > 0)
+        pf_check_add_finding(e->out, "ib-disabled", PF_FAIL,
+                             fix(e, "NCCL_NET", "remove NCCL_NET (or set it to IB)"),
+                             "NCCL_NET=%s (%s) forces the TCP socket transport while %zu RDMA "
+                             "device%s %s present (%s)",
+                             net, from(e, "NCCL_NET"), hcas->n, hcas->n == 1 ? "" : "s",
+                             hcas->n == 1 ? "is" : "are", have);
+}
+
+static void check_hca(struct envcheck *e)
+{
+    const char *s = get(e, "NCCL_IB_HCA");
+    if (!s) return;
+    const struct pf_strlist *hcas = &e->ctx->hcas;
+    struct pf_ncclenv_list l;
+    if (pf_ncclenv_list_parse(&l, s) < 0)
+        pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                             fix(e, "NCCL_IB_HCA", "correct NCCL_IB_HCA"),
+                             "NCCL_IB_HCA=%s (%s): %s", s, from(e, "NCCL_IB_HCA"), pf_err_msg());
+    struct pf_node *sel = pf_node_set_seq(e->out->evidence, "selectedHcas");
+    size_t nsel = 0;
+    for (size_t i = 0; i < hcas->n; i++)
+        if (pf_ncclenv_list_match(&l, hcas->v[i], -1)) {
+            pf_node_add_str(sel, hcas->v[i]);
+            nsel++;
+        }
+    char have[512];
+    pf_strlist_join(have, sizeof(have), hcas, ", ");
+    if (hcas->n == 0) {
+        pf_check_add_finding(e->out, "hca-no-match", PF_WARN, NULL,
+                             "NCCL_IB_HCA=%s (%s) is set but no RDMA devices are visible in "
+                             "/sys/class/infiniband",
+                             s, from(e, "NCCL_IB_HCA"));
+        return;
+    }
+    if (nsel == 0) {
+        char what[700];
+        snprintf(what, sizeof(what), "set NCCL_IB_HCA to devices that exist (have: %s)", have);
+        pf_check_add_finding(e->out, "hca-no-match", PF_FAIL, fix(e, "NCCL_IB_HCA", what),
+                             "NCCL_IB_HCA=%s (%s) selects none of the %zu RDMA devices (have: "
+                             "%s): NCCL finds no IB device and falls back to TCP sockets",
+                             s, from(e, "NCCL_IB_HCA"), hcas->n, have);
+        return;
+    }
+    if (l.exact) return;
+    /* mlx5_1 also selects (or excludes) mlx5_10.. when mlx5_1 is itself a device */
+    for (size_t k = 0; k < l.n; k++) {
+        const char *ent = l.v[k].name;
+        if (!pf_strlist_has(hcas, ent)) continue;
+        struct pf_strlist extra = {0};
+        for (size_t i = 0; i < hcas->n; i++)
+            if (strcmp(hcas->v[i], ent) != 0 && strncmp(hcas->v[i], ent, strlen(ent)) == 0)
+                pf_strlist_add(&extra, hcas->v[i]);
+        if (extra.n) {
+            char also[512], what[700];
+            pf_strlist_join(also, sizeof(also), &extra, ", ");
+            snprintf(what, sizeof(what), "write NCCL_IB_HCA=%s%s for an exact match",
+                     l.exclude ? "^=" : "=", s + (l.exclude ? 1 : 0));
+            pf_check_add_finding(e->out, "hca-no-match", PF_WARN, fix(e, "NCCL_IB_HCA", what),
+                                 "NCCL_IB_HCA=%s (%s): \"%s\" is a prefix, so it also %s %s", s,
+                                 from(e, "NCCL_IB_HCA"), ent, l.exclude ? "excludes" : "selects",
+                                 also);
+        }
+        pf_strlist_free(&extra);
+    }
+}
+
+static void check_socket(struct envcheck *e)
+{
+    const char *ifn = get(e, "NCCL_SOCKET_IFNAME");
+    if (ifn) {
+        struct pf_ncclenv_list l;
+        if (strlen(ifn) <= 1)
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                                 fix(e, "NCCL_SOCKET_IFNAME",
+                                     "give NCCL_SOCKET_IFNAME an interface name or prefix of 2 "
+                                     "or more characters, or remove it"),
+                                 "NCCL_SOCKET_IFNAME=\"%s\" (%s) is ignored: NCCL reads it only "
+                                 "when it is longer than one character",
+                                 ifn, from(e, "NCCL_SOCKET_IFNAME"));
+        else if (pf_ncclenv_list_parse(&l, ifn) < 0)
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                                 fix(e, "NCCL_SOCKET_IFNAME", "correct NCCL_SOCKET_IFNAME"),
+                                 "NCCL_SOCKET_IFNAME=%s (%s): %s", ifn,
+                                 from(e, "NCCL_SOCKET_IFNAME"), pf_err_msg());
+    }
+    const char *fam = get(e, "NCCL_SOCKET_FAMILY");
+    if (fam && strcmp(fam, "AF_INET") != 0 && strcmp(fam, "AF_INET6") != 0)
+        pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                             fix(e, "NCCL_SOCKET_FAMILY",
+                                 "set NCCL_SOCKET_FAMILY to AF_INET or AF_INET6, or remove it"),
+                             "NCCL_SOCKET_FAMILY=%s (%s) is neither AF_INET nor AF_INET6: NCCL "
+                             "ignores it and uses both families",
+                             fam, from(e, "NCCL_SOCKET_FAMILY"));
+
+    const char *st = get(e, "NCCL_SOCKET_NTHREADS"), *ss = get(e, "NCCL_NSOCKS_PERTHREAD");
+    long long nt, ns;
+    enum pf_ncclenv_int_kind kt = pf_ncclenv_param(st, -2, &nt);
+    enum pf_ncclenv_int_kind ks = pf_ncclenv_param(ss, -2, &ns);
+    if (kt != PF_NCCLENV_INT_UNSET && (nt < 0 && nt != -2))
+        pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                             fix(e, "NCCL_SOCKET_NTHREADS",
+                                 "set NCCL_SOCKET_NTHREADS between 1 and 16, or remove it"),
+                             "NCCL_SOCKET_NTHREADS=%s (%s) is negative", st,
+                             from(e, "NCCL_SOCKET_NTHREADS"));
+    if (ks != PF_NCCLENV_INT_UNSET && (ns < 0 && ns != -2))
+        pf_check_add_finding(
+            e->out, "invalid-value", PF_WARN,
+            fix(e, "NCCL_NSOCKS_PERTHREAD", "set NCCL_NSOCKS_PERTHREAD to 1 or more, or remove it"),
+            "NCCL_NSOCKS_PERTHREAD=%s (%s) is negative", ss, from(e, "NCCL_NSOCKS_PERTHREAD"));
+    if (nt > SOCKET_MAX_THREADS)
+        pf_check_add_finding(
+            e->out, "socket-thread-product", PF_WARN,
+            fix(e, "NCCL_SOCKET_NTHREADS", "set NCCL_SOCKET_NTHREADS to 16 or less"),
+            "NCCL_SOCKET_NTHREADS=%s (%s) is above NCCL's maximum of %d: NCCL "
+            "uses %d threads",
+            st, from(e, "NCCL_SOCKET_NTHREADS"), SOCKET_MAX_THREADS, SOCKET_MAX_THREADS);
+    if (kt != PF_NCCLENV_INT_UNSET && ks != PF_NCCLENV_INT_UNSET && nt > 0 && ns > 0 &&
+        nt <= 1 << 20 && ns <= 1 << 20 && nt * ns > SOCKET_MAX_SOCKETS) {
+        long long eff_t = nt > SOCKET_MAX_THREADS ? SOCKET_MAX_THREADS : nt;
+        long long eff_s = eff_t * ns > SOCKET_MAX_SOCKETS ? SOCKET_MAX_SOCKETS / eff_t : ns;
+        char what[256], where_t[1200];
+        snprintf(what, sizeof(what),
+                 "choose NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 (e.g. %lld x %lld)",
+                 eff_t, SOCKET_MAX_SOCKETS / eff_t);
+        snprintf(where_t, sizeof(where_t), "%s", from(e, "NCCL_SOCKET_NTHREADS"));
+        const char *where_s = from(e, "NCCL_NSOCKS_PERTHREAD");
+        char where[2500];
+        if (strcmp(where_t, where_s) == 0)
+            snprintf(where, sizeof(where), "both %s", where_t);
+        else
+            snprintf(where, sizeof(where), "%s, %s", where_t, where_s);
+        pf_check_add_finding(e->out, "socket-thread-product", PF_FAIL,
+                             fix(e, "NCCL_NSOCKS_PERTHREAD", what),
+                             "NCCL_SOCKET_NTHREADS=%s x NCCL_NSOCKS_PERTHREAD=%s (%s) = %lld "
+                             "sockets, above NCCL's limit of %d: NCCL cuts it to %lld threads x "
+                             "%lld sockets",
+                             st, ss, where, nt * ns, SOCKET_MAX_SOCKETS, eff_t, eff_s);
+    }
+}
+
+/* ---- debug */
+
+static const char *const subsystems[] = {"INIT",    "COLL",   "P2P",     "SHM",       "NET",
+                                         "GRAPH",   "TUNING", "ENV",     "ALLOC",     "ALLOC_HOST",
+                                         "CALL",    "PROXY",  "NVLS",    "BOOTSTRAP", "REG",
+                                         "PROFILE", "RAS",    "DESTROY", "ALL"};
+
+static bool subsys_has_all(struct envcheck *e, const char *s)
+{
+    bool all = false, negate = s[0] == '^';
+    char *copy = pf_xstrdup(negate ? s + 1 : s), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        bool known = false;
+        for (size_t i = 0; i < PF_ARRAY_LEN(subsystems); i++)
+            if (strcasecmp(t, subsystems[i]) == 0) known = true;
+        if (strcasecmp(t, "ALL") == 0) all = true;
+        if (!known)
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                                 fix(e, "NCCL_DEBUG_SUBSYS",
+                                     "use subsystem names NCCL knows (INIT, COLL, P2P, SHM, NET, "
+                                     "GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, BOOTSTRAP, "
+                                     "REG, PROFILE, RAS, ALL)"),
+                                 "NCCL_DEBUG_SUBSYS=%s (%s): \"%.40s\" is not a subsystem NCCL "
+                                 "knows: it is ignored",
+                                 s, from(e, "NCCL_DEBUG_SUBSYS"), t);
+    }
+    free(copy);
+    return all && !negate;
+}
+
+static void check_debug(struct envcheck *e)
+{
+    const char *d = get(e, "NCCL_DEBUG");
+    const char *sub = get(e, "NCCL_DEBUG_SUBSYS");
+    bool sub_all = sub ? subsys_has_all(e, sub) : false;
+    if (!d) return;
+    static const char *const levels[] = {"VERSION", "WARN", "INFO", "ABORT", "TRACE"};
+    bool known = false;
+    for (size_t i = 0; i < PF_ARRAY_LEN(levels); i++)
+        if (strcasecmp(d, levels[i]) == 0) known = true;
+    if (!known) {
+        pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                             fix(e, "NCCL_DEBUG", "set NCCL_DEBUG to WARN (or INFO to debug)"),
+                             "NCCL_DEBUG=%s (%s) is not a level NCCL knows (VERSION, WARN, "
+                             "INFO, ABORT, TRACE): NCCL prints nothing, not even its warnings",
+                             d, from(e, "NCCL_DEBUG"));
+        return;
+    }
+    if (strcasecmp(d, "TRACE") == 0)
+        pf_check_add_finding(e->out, "debug-verbose", PF_WARN,
+                             fix(e, "NCCL_DEBUG", "set NCCL_DEBUG=WARN (or INFO) for training"),
+                             "NCCL_DEBUG=%s (%s) logs every call (and needs an NCCL built with "
+                             "TRACE): it slows training and floods the logs",
+                             d, from(e, "NCCL_DEBUG"));
+    else if (strcasecmp(d, "INFO") == 0 && sub_all)
+        pf_check_add_finding(e->out, "debug-verbose", PF_WARN,
+                             fix(e, "NCCL_DEBUG_SUBSYS",
+                                 "remove NCCL_DEBUG_SUBSYS (the default is INIT,BOOTSTRAP,ENV) "
+                                 "or name the few subsystems you need"),
+                             "NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=%s (%s) logs every "
+                             "subsystem, collectives included: it slows training and floods the "
+                             "logs",
+                             sub, from(e, "NCCL_DEBUG_SUBSYS"));
+}
+
+/* ---- files */
+
+static void check_topo_file(struct envcheck *e)
+{
+    const char *t = get(e, "NCCL_TOPO_FILE");
+    if (!t || !*t) return;
+    if (t[0] != '/') {
+        pf_check_add_finding(e->out, "topo-file-missing", PF_WARN,
+                             fix(e, "NCCL_TOPO_FILE", "give NCCL_TOPO_FILE an absolute path"),
+                             "NCCL_TOPO_FILE=%s (%s) is a relative path: NCCL opens it from the "
+                             "working directory of the training process",
+                             t, from(e, "NCCL_TOPO_FILE"));
+        return;
+    }
+    if (e->ctx->in_env_mode) return; /* a file on another machine: only the environment is linted */
+    struct stat st;
+    int r = pf_host_stat(&st, &e->ctx->host, "%s", t);
+    if (r == 0 && !S_ISDIR(st.st_mode)) return;
+    pf_check_add_finding(e->out, "topo-file-missing", PF_FAIL,
+                         fix(e, "NCCL_TOPO_FILE",
+                             "mount the topology file at that path (a ConfigMap or hostPath "
+                             "volume) or remove NCCL_TOPO_FILE"),
+                         "NCCL_TOPO_FILE=%s (%s) %s: NCCL fails to load the topology", t,
+                         from(e, "NCCL_TOPO_FILE"),
+                         r == 0 ? "is a directory, not a file" : "does not exist");
+}
+
+/* ---- evidence */
+
+static void record(struct envcheck *e, struct pf_strlist *names)
+{
+    struct pf_node *vars = pf_node_set_map(e->out->evidence, "variables");
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        struct pf_node *m = pf_node_set_map(vars, n);
+        const char *v = get(e, n);
+        pf_node_set_str(m, "value", pf_verdict_is_secret_name(n) ? "***" : v);
+        const char *o = pf_env_origin(&e->ctx->env, n);
+        pf_node_set_str(m, "origin", o ? o : "environment");
+        const char *foreign = pf_ncclenv_foreign(n);
+        if (foreign)
+            pf_node_set_str(m, "note", foreign);
+        else if (!pf_ncclenv_known(n))
+            pf_node_set_bool(m, "known", false);
+    }
+    struct pf_node *h = pf_node_set_seq(e->out->evidence, "hcas");
+    for (size_t i = 0; i < e->ctx->hcas.n; i++)
+        pf_node_add_str(h, e->ctx->hcas.v[i]);
+}
 
 void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
 {
-    (void)ctx;
-    pf_check_skip(out, "not built yet");
-}
+    struct envcheck e = {.out = out, .ctx = ctx};
+    struct pf_strlist names = {0};
+    for (size_t i = 0; i < ctx->env.vars.n; i++) {
+        const char *kv = ctx->env.vars.v[i];
+        const char *eq = strchr(kv, '=');
+        if (!eq || strncasecmp(kv, "NCCL_", 5) != 0) continue;
+        pf_strlist_addn(&names, kv, (size_t)(eq - kv));
+    }
+    pf_strlist_sort(&names);
+    record(&e, &names);
 
+    check_names(&e, &names);
+    check_ints(&e, &names);
+    check_p2p(&e);
+    check_shm(&e);
+    check_ib(&e);
+    check_hca(&e);
+    check_socket(&e);
+    check_debug(&e);
+    check_topo_file(&e);
+
+    if (names.n == 0)
+        pf_check_set_message(out, "no NCCL_* variables set: NCCL uses its defaults");
+    else
+        pf_check_set_message(out, "%zu NCCL_* variable%s, read as intended", names.n,
+                             names.n == 1 ? "" : "s");
+    pf_strlist_free(&names);
+}

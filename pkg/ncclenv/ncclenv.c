@@ -266,9 +266,9 @@ struct note {
 
 /* env.rst documents these, but NCCL 2.28/2.30 read none of them. */
 static const struct note obsolete_names[] = {
-    {"NCCL_CHECKS_DISABLE", "deprecated in NCCL 2.2.12 and no longer read"},
+    {"NCCL_CHECKS_DISABLE", "deprecated in NCCL 2.2.12, no longer read"},
     {"NCCL_IB_CUDA_SUPPORT", "removed in NCCL 2.4.0: use NCCL_NET_GDR_LEVEL"},
-    {"NCCL_IB_GDR_LEVEL", "renamed NCCL_NET_GDR_LEVEL in NCCL 2.4.0 and no longer read"},
+    {"NCCL_IB_GDR_LEVEL", "renamed NCCL_NET_GDR_LEVEL in NCCL 2.4.0, no longer read"},
     {"NCCL_LL_THRESHOLD", "removed in NCCL 2.5: use NCCL_PROTO"},
     {"NCCL_SINGLE_RING_THRESHOLD", "removed in NCCL 2.3"},
     {"NCCL_TREE_THRESHOLD", "removed in NCCL 2.5: use NCCL_ALGO"},
