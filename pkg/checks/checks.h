@@ -89,5 +89,8 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_nccl_library(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_sys_shm(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_sys_ports(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_topology_locality(struct pf_check *out, struct pf_ctx *ctx);
 
 #endif

@@ -1,0 +1,253 @@
+/* net.multus against the interfaces of the namespace the test runs in (loopback is the one
+ * interface every namespace has): annotation sources, waiting, and each finding code. The
+ * end-to-end script tests/e2e/test_multus.sh covers veth/dummy interfaces in namespaces. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../pkg/checks/checks.h"
+
+struct run {
+    struct pf_config cfg;
+    struct pf_verdict v;
+    struct pf_ctx ctx;
+    struct pf_check *c;
+};
+
+static void setup(struct run *r, const char *fixture)
+{
+    memset(r, 0, sizeof(*r));
+    pf_config_defaults(&r->cfg);
+    r->cfg.podinfo_wait_s = 0.3;
+    pf_verdict_init(&r->v);
+    pf_ctx_init(&r->ctx, &r->cfg, &r->v);
+    char cwd[2048], root[4096];
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    snprintf(root, sizeof(root), "%s/%s", cwd, fixture);
+    assert_int_equal(pf_host_init(&r->ctx.host, root), 0);
+}
+
+static void env(struct run *r, const char *k, const char *v)
+{
+    pf_env_set(&r->ctx.env, k, v, "test");
+}
+
+static void run_check(struct run *r)
+{
+    r->c = pf_verdict_add_check(&r->v, "net.multus");
+    pf_check_net_multus(r->c, &r->ctx);
+}
+
+static void teardown(struct run *r)
+{
+    pf_ctx_free(&r->ctx);
+    pf_verdict_free(&r->v);
+    pf_config_free(&r->cfg);
+}
+
+static const char *codes(const struct pf_check *c)
+{
+    static char buf[1024];
+    buf[0] = '\0';
+    for (size_t i = 0; i < c->nfindings; i++) {
+        size_t l = strlen(buf);
+        snprintf(buf + l, sizeof(buf) - l, "%s%s:%s", i ? "," : "", c->findings[i].code,
+                 pf_status_name(c->findings[i].status));
+    }
+    return buf;
+}
+
+#define CLUSTER "{\"name\":\"ovn-kubernetes\",\"interface\":\"eth0\",\"default\":true,\"dns\":{}}"
+
+static void test_skip_without_annotation_or_expectation(void **state)
+{
+    (void)state;
+    struct run r;
+    setup(&r, "fixtures/sriov-healthy");
+    run_check(&r);
+    assert_int_equal(r.c->status, PF_SKIP);
+    assert_string_equal(r.c->message, "no Multus network-status (/etc/podinfo/annotations does "
+                                      "not exist) and no expect.networks");
+    teardown(&r);
+}
+
+static void test_annotation_missing(void **state)
+{
+    (void)state;
+    struct run r;
+    setup(&r, "fixtures/sriov-healthy");
+    pf_strlist_add(&r.cfg.expect_networks, "ml/sriov-a");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "annotation-missing:fail");
+    assert_non_null(strstr(r.c->findings[0].message, "/etc/podinfo/annotations does not exist"));
+    assert_non_null(strstr(r.c->findings[0].message, "expect.networks lists ml/sriov-a"));
+    teardown(&r);
+
+    /* the key is there but empty: re-read for podinfo.waitSeconds, then give up */
+    setup(&r, "fixtures/podinfo-empty");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "annotation-missing:fail");
+    assert_non_null(strstr(r.c->findings[0].message, "is still empty after"));
+    assert_non_null(strstr(r.c->findings[0].message, "the pod asks for ml/sriov-a,ml/sriov-b"));
+    assert_non_null(pf_node_get(r.c->evidence, "waitedSeconds"));
+    teardown(&r);
+}
+
+static void test_annotation_invalid(void **state)
+{
+    (void)state;
+    struct run r;
+    setup(&r, "fixtures/podinfo-bad");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "annotation-invalid:fail");
+    assert_non_null(strstr(r.c->findings[0].message, "/etc/podinfo/annotations:3:"));
+    teardown(&r);
+
+    setup(&r, "fixtures/sriov-healthy");
+    env(&r, "NETWORK_STATUS", "[{\"name\": \"a\", \"mtu\": \"big\"}]");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "annotation-invalid:fail");
+    assert_string_equal(r.c->findings[0].message,
+                        "variable NETWORK_STATUS: network-status element 1 (a): \"mtu\" is not "
+                        "an MTU");
+    teardown(&r);
+}
+
+struct lo_case {
+    const char *secondary; /* the second element of the annotation */
+    const char *expect;    /* expect.networks entry or NULL */
+    int expect_mtu;
+    const char *want;
+};
+
+static void test_loopback_as_secondary(void **state)
+{
+    (void)state;
+    static const struct lo_case cases[] = {
+        {"{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"],\"mtu\":65536}", "ml/lo",
+         0, ""},
+        {"{\"name\":\"lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1/8\"]}", "ml/lo", 0, ""},
+        {"{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"]}", "ml/other", 0,
+         "network-missing:fail"},
+        {"{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.2\",\"127.0.0.1\"]}", NULL, 0,
+         "ip-missing:fail"},
+        {"{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"],\"mtu\":9000}", NULL, 0,
+         "mtu:fail"},
+        {"{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"]}", NULL, 9000,
+         "mtu:fail"},
+        {"{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"],"
+         "\"mac\":\"02:00:00:00:00:01\"}",
+         NULL, 0, "mac-mismatch:warn"},
+        {"{\"name\":\"ml/n9\",\"interface\":\"pfmu-none9\",\"ips\":[\"10.203.9.9\"]}", "ml/n9", 0,
+         "iface-missing:fail"},
+        {"{\"name\":\"ml/noif\"}", NULL, 0, "iface-missing:warn"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct run r;
+        setup(&r, "fixtures/sriov-healthy");
+        char ns[1024];
+        snprintf(ns, sizeof(ns), "[" CLUSTER ",%s]", cases[i].secondary);
+        env(&r, "NETWORK_STATUS", ns);
+        if (cases[i].expect) pf_strlist_add(&r.cfg.expect_networks, cases[i].expect);
+        r.cfg.expect_mtu = cases[i].expect_mtu ? cases[i].expect_mtu : -1;
+        run_check(&r);
+        if (strcmp(codes(r.c), cases[i].want) != 0)
+            fail_msg("case %zu: got '%s', want '%s' (%s)", i, codes(r.c), cases[i].want,
+                     r.c->nfindings ? r.c->findings[0].message : "");
+        assert_int_not_equal(r.c->status, PF_SKIP);
+        teardown(&r);
+    }
+}
+
+static void test_messages(void **state)
+{
+    (void)state;
+    struct run r;
+    setup(&r, "fixtures/sriov-healthy");
+    env(&r, "NETWORK_STATUS",
+        "[" CLUSTER ",{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"]}]");
+    r.cfg.expect_mtu = 9000;
+    run_check(&r);
+    assert_string_equal(r.c->findings[0].message, "lo (ml/lo) has MTU 65536, expect.mtu is 9000");
+    assert_non_null(strstr(r.c->findings[0].remedy, "NetworkAttachmentDefinition ml/lo"));
+    struct pf_node *n = pf_node_get(r.c->evidence, "networks");
+    assert_int_equal(n->count, 2);
+    assert_true(pf_node_get(n->first, "default")->b);
+    struct pf_node *st = pf_node_get(n->first->next, "state");
+    assert_true(pf_node_get(st, "up")->b);
+    assert_int_equal(pf_node_get(st, "mtu")->i, 65536);
+    assert_string_equal(pf_node_get_str(r.c->evidence, "source"), "variable NETWORK_STATUS");
+    teardown(&r);
+
+    setup(&r, "fixtures/sriov-healthy");
+    env(&r, "NETWORK_STATUS", "[" CLUSTER ",{\"name\":\"ml/lo\",\"interface\":\"lo\"}]");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "");
+    assert_string_equal(r.c->message, "1 of 1 secondary networks attached and up: ml/lo on lo");
+    teardown(&r);
+}
+
+static void test_socket_ifname_on_cluster_network(void **state)
+{
+    (void)state;
+    /* the cluster network is on lo here; the RDMA network's interface is absent */
+    const char *ns = "[{\"name\":\"c\",\"interface\":\"lo\",\"default\":true},"
+                     "{\"name\":\"ml/rdma\",\"interface\":\"pfmu-none1\",\"device-info\":"
+                     "{\"type\":\"pci\",\"pci\":{\"pci-address\":\"0000:c4:00.2\","
+                     "\"rdma-device\":\"mlx5_3\"}}}]";
+    struct run r;
+    setup(&r, "fixtures/sriov-healthy");
+    env(&r, "NETWORK_STATUS", ns);
+    env(&r, "NCCL_SOCKET_IFNAME", "lo");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "iface-missing:fail,socket-ifname-cluster:warn");
+    assert_non_null(strstr(r.c->findings[1].remedy, "NCCL_SOCKET_IFNAME=pfmu-none1"));
+    teardown(&r);
+
+    /* not set, or excluding the cluster interface: nothing to say */
+    setup(&r, "fixtures/sriov-healthy");
+    env(&r, "NETWORK_STATUS", ns);
+    env(&r, "NCCL_SOCKET_IFNAME", "^lo");
+    run_check(&r);
+    assert_string_equal(codes(r.c), "iface-missing:fail");
+    teardown(&r);
+}
+
+static void test_pod_identity_recorded(void **state)
+{
+    (void)state;
+    struct run r;
+    setup(&r, "fixtures/podinfo-healthy");
+    pf_node_set_str(r.v.pod, "name", "from-env");
+    run_check(&r);
+    assert_string_equal(pf_node_get_str(r.v.pod, "name"), "from-env");
+    struct pf_node *labels = pf_node_get(r.v.pod, "labels");
+    assert_non_null(labels);
+    assert_string_equal(pf_node_get_str(labels, "batch.kubernetes.io/job-completion-index"), "3");
+    /* net1/net2 of the annotation do not exist in this namespace */
+    assert_string_equal(codes(r.c), "iface-missing:fail,iface-missing:fail");
+    assert_string_equal(pf_node_get_str(r.c->evidence, "source"),
+                        "annotation k8s.v1.cni.cncf.io/network-status in /etc/podinfo/annotations");
+    teardown(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_skip_without_annotation_or_expectation),
+        cmocka_unit_test(test_annotation_missing),
+        cmocka_unit_test(test_annotation_invalid),
+        cmocka_unit_test(test_loopback_as_secondary),
+        cmocka_unit_test(test_messages),
+        cmocka_unit_test(test_socket_ifname_on_cluster_network),
+        cmocka_unit_test(test_pod_identity_recorded),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
