@@ -9,7 +9,7 @@ CSTD    := -std=c11
 OPT     ?= -O2 -g
 DEFS    := -DPF_VERSION='"$(VERSION)"' -DPF_GIT='"$(GIT)"' -D_FORTIFY_SOURCE=2
 CFLAGS_ALL = $(CSTD) $(OPT) $(WARN) $(DEFS) -fno-strict-aliasing -MMD -MP
-LDLIBS_ALL = -Wl,-Bstatic -lyaml -ljansson -Wl,-Bdynamic -ldl -lpthread -lm
+LDLIBS_ALL = -Wl,-Bstatic -lyaml -ljansson -lsodium -Wl,-Bdynamic -ldl -lpthread -lm
 
 ifeq ($(ASAN),1)
   CFLAGS_ALL += -fsanitize=address -fno-omit-frame-pointer

@@ -19,12 +19,20 @@ mkdir -p build/static bin
 mkdir -p build/static/include
 cp /usr/include/yaml.h build/static/include/
 cp /usr/include/jansson.h /usr/include/jansson_config.h build/static/include/
+cp -r /usr/include/sodium.h /usr/include/sodium build/static/include/
+sodium=$(gcc -print-file-name=libsodium.a)
+[ -f "$sodium" ] || sodium=/usr/lib/x86_64-linux-gnu/libsodium.a
+[ -f "$sodium" ] || { echo "build-static: libsodium.a missing (apt-get install libsodium-dev)" >&2; exit 1; }
+# musl's include path has no kernel headers: hand it Debian's (linux/, asm/, asm-generic/)
+mkdir -p build/static/kernel
+for d in linux asm-generic; do [ -e "build/static/kernel/$d" ] || ln -s "/usr/include/$d" "build/static/kernel/$d"; done
+[ -e build/static/kernel/asm ] || ln -s "/usr/include/$(gcc -dumpmachine)/asm" build/static/kernel/asm
 werror=""
 [ -n "${CI:-}" ] && werror="-Werror"
 # shellcheck disable=SC2046
 musl-gcc -std=c11 -O2 -static -DPF_STATIC -DPF_VERSION="\"$version\"" -DPF_GIT="\"$git\"" \
     -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings \
-    -Wvla $werror -fno-strict-aliasing -Ibuild/static/include \
+    -Wvla $werror -fno-strict-aliasing -Ibuild/static/include -idirafter build/static/kernel \
     -o bin/preflight-static cmd/preflight/main.c $(ls pkg/*/*.c) scripts/static-compat.c \
-    "$yaml" "$jansson" -lm
+    "$yaml" "$jansson" "$sodium" -lm
 echo "built bin/preflight-static"

@@ -2,13 +2,18 @@
 # Installs what `make` (build) or `make test` (test) needs and this machine lacks.
 # Debian 12; needs root for apt-get. Prints nothing when everything is present.
 set -eu
-build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev pkg-config git ca-certificates"
+build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev libsodium-dev pkg-config git ca-certificates"
 test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute2 dnsmasq-base
-  iperf3 openmpi-bin libopenmpi-dev libsodium-dev libjansson-dev util-linux procps psmisc
-  curl openssl python3 python3-yaml unzip nodejs npm clang-format dpkg-dev xz-utils"
+  iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
+  curl openssl python3 python3-yaml unzip clang-format dpkg-dev xz-utils"
 case "${1:-build}" in
     build) want=$build_pkgs ;;
-    test) want=$test_pkgs ;;
+    test) want=$test_pkgs
+        # Node.js for the manifest validation. A machine may carry another distribution's
+        # nodejs, which bundles npm and conflicts with Debian's npm package: install
+        # Debian's only for what is absent.
+        command -v node >/dev/null 2>&1 || want="$want nodejs"
+        command -v npm >/dev/null 2>&1 || want="$want npm" ;;
     *) echo "usage: $0 build|test" >&2; exit 2 ;;
 esac
 missing=""

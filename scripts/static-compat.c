@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE
 /* Linked only into bin/preflight-static (musl). Debian's libyaml.a was compiled against glibc
  * with _FORTIFY_SOURCE, so it calls __sprintf_chk, which musl does not have. */
 #include <stdarg.h>
@@ -44,4 +45,13 @@ char *__strncpy_chk(char *dest, const char *src, size_t n, size_t destlen)
 {
     (void)destlen;
     return strncpy(dest, src, n);
+}
+
+/* Debian's libsodium.a (glibc, _FORTIFY_SOURCE) wipes secrets with this one. */
+void __explicit_bzero_chk(void *dst, size_t len, size_t dstlen);
+
+void __explicit_bzero_chk(void *dst, size_t len, size_t dstlen)
+{
+    (void)dstlen;
+    explicit_bzero(dst, len);
 }

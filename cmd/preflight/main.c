@@ -20,6 +20,8 @@ static const char usage_text[] =
     "  env        NCCL environment lint only (own environment, or --env-file FILE)\n"
     "  explain    ID|CODE: what a check or finding means and how to fix it\n"
     "  version    version, build info, which optional libraries load here\n"
+    "  log        FILE...: read NCCL_DEBUG=INFO logs of a past run (kubectl logs output,\n"
+    "             - for stdin): transport, HCAs, GPUDirect RDMA, versions, NCCL WARN lines\n"
     "  install    DIR: copy this binary to DIR/preflight (mode 0755), for an initContainer\n"
     "             that runs it inside the training image\n"
     "\n"
@@ -90,28 +92,29 @@ int main(int argc, char **argv)
 
     const char *cmd = NULL;
     const char *explain_what = NULL;
+    static const char *log_files[256];
+    int nlog = 0;
     const char *s;
 
     /* environment first: flags override it */
-    if ((s = getenv("PREFLIGHT_CONFIG")) && *s)
-        o.config_path = s;
-    if ((s = getenv("PREFLIGHT_VERDICT")) && *s)
-        o.verdict_path = s;
-    if ((s = getenv("PREFLIGHT_ROOT")) && *s)
-        o.root = s;
-    if ((s = getenv("PREFLIGHT_TIMEOUT")) && *s && parse_timeout("PREFLIGHT_TIMEOUT", s, &o.timeout_s) < 0)
+    if ((s = getenv("PREFLIGHT_CONFIG")) && *s) o.config_path = s;
+    if ((s = getenv("PREFLIGHT_VERDICT")) && *s) o.verdict_path = s;
+    if ((s = getenv("PREFLIGHT_ROOT")) && *s) o.root = s;
+    if ((s = getenv("PREFLIGHT_TIMEOUT")) && *s &&
+        parse_timeout("PREFLIGHT_TIMEOUT", s, &o.timeout_s) < 0)
         return PF_EXIT_USAGE;
-    if ((s = getenv("PREFLIGHT_RANK")) && *s && parse_int("PREFLIGHT_RANK", s, 0, 1 << 20, &o.rdv.rank) < 0)
+    if ((s = getenv("PREFLIGHT_RANK")) && *s &&
+        parse_int("PREFLIGHT_RANK", s, 0, 1 << 20, &o.rdv.rank) < 0)
         return PF_EXIT_USAGE;
     if ((s = getenv("PREFLIGHT_WORLD_SIZE")) && *s &&
         parse_int("PREFLIGHT_WORLD_SIZE", s, 1, 1 << 20, &o.rdv.world_size) < 0)
         return PF_EXIT_USAGE;
     if ((s = getenv("PREFLIGHT_COORDINATOR")) && *s)
         snprintf(o.rdv.coordinator, sizeof(o.rdv.coordinator), "%s", s);
-    if ((s = getenv("PREFLIGHT_PORT")) && *s && parse_int("PREFLIGHT_PORT", s, 1, 65535, &o.rdv.port) < 0)
+    if ((s = getenv("PREFLIGHT_PORT")) && *s &&
+        parse_int("PREFLIGHT_PORT", s, 1, 65535, &o.rdv.port) < 0)
         return PF_EXIT_USAGE;
-    if ((s = getenv("PREFLIGHT_TOKEN")) && *s)
-        o.rdv.token = s;
+    if ((s = getenv("PREFLIGHT_TOKEN")) && *s) o.rdv.token = s;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -124,15 +127,18 @@ int main(int argc, char **argv)
         if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (!cmd)
                 cmd = a;
-            else if ((strcmp(cmd, "explain") == 0 || strcmp(cmd, "install") == 0) &&
-                     !explain_what)
+            else if (strcmp(cmd, "log") == 0) {
+                if (nlog >= (int)(sizeof(log_files) / sizeof(log_files[0])))
+                    return usage_error("log: at most 256 files (cat them into one)");
+                log_files[nlog++] = a;
+            } else if ((strcmp(cmd, "explain") == 0 || strcmp(cmd, "install") == 0) &&
+                       !explain_what)
                 explain_what = a;
             else
                 return usage_error("unexpected argument '%s'", a);
             continue;
         }
-        if (strcmp(a, "--") == 0)
-            return usage_error("unexpected argument '%s'", a);
+        if (strcmp(a, "--") == 0) return usage_error("unexpected argument '%s'", a);
         /* --name=value or --name value */
         const char *eq = strchr(a, '=');
         if (eq) {
@@ -142,23 +148,19 @@ int main(int argc, char **argv)
             snprintf(name, sizeof(name), "%s", a);
         }
         if (strcmp(name, "--strict") == 0) {
-            if (val)
-                return usage_error("%s takes no value", name);
+            if (val) return usage_error("%s takes no value", name);
             o.strict = true;
             continue;
         }
-        static const char *const with_value[] = {"--config", "--verdict", "--root",
-                                                 "--format", "--timeout", "--rank",
-                                                 "--world-size", "--coordinator", "--port",
-                                                 "--env-file"};
+        static const char *const with_value[] = {
+            "--config", "--verdict",    "--root",        "--format", "--timeout",
+            "--rank",   "--world-size", "--coordinator", "--port",   "--env-file"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(name, with_value[k]) == 0;
-        if (!known)
-            return usage_error("unknown option '%s'", name);
+        if (!known) return usage_error("unknown option '%s'", name);
         if (!val) {
-            if (i + 1 >= argc)
-                return usage_error("%s needs a value", name);
+            if (i + 1 >= argc) return usage_error("%s needs a value", name);
             val = argv[++i];
         }
         if (strcmp(name, "--config") == 0)
@@ -181,17 +183,14 @@ int main(int argc, char **argv)
             else
                 return usage_error("--format: expected human or yaml, found \"%s\"", val);
         } else if (strcmp(name, "--timeout") == 0) {
-            if (parse_timeout("--timeout", val, &o.timeout_s) < 0)
-                return PF_EXIT_USAGE;
+            if (parse_timeout("--timeout", val, &o.timeout_s) < 0) return PF_EXIT_USAGE;
         } else if (strcmp(name, "--rank") == 0) {
-            if (parse_int("--rank", val, 0, 1 << 20, &o.rdv.rank) < 0)
-                return PF_EXIT_USAGE;
+            if (parse_int("--rank", val, 0, 1 << 20, &o.rdv.rank) < 0) return PF_EXIT_USAGE;
         } else if (strcmp(name, "--world-size") == 0) {
             if (parse_int("--world-size", val, 1, 1 << 20, &o.rdv.world_size) < 0)
                 return PF_EXIT_USAGE;
         } else if (strcmp(name, "--port") == 0) {
-            if (parse_int("--port", val, 1, 65535, &o.rdv.port) < 0)
-                return PF_EXIT_USAGE;
+            if (parse_int("--port", val, 1, 65535, &o.rdv.port) < 0) return PF_EXIT_USAGE;
         }
     }
 
@@ -201,22 +200,17 @@ int main(int argc, char **argv)
     }
     if (o.env_file && strcmp(cmd, "env") != 0)
         return usage_error("--env-file is an option of 'preflight env', not of '%s'", cmd);
-    if (strcmp(cmd, "run") == 0)
-        return pf_app_run(&o);
-    if (strcmp(cmd, "check") == 0)
-        return pf_app_check(&o);
-    if (strcmp(cmd, "env") == 0)
-        return pf_app_env(&o);
-    if (strcmp(cmd, "version") == 0)
-        return pf_app_version(&o);
+    if (strcmp(cmd, "run") == 0) return pf_app_run(&o);
+    if (strcmp(cmd, "check") == 0) return pf_app_check(&o);
+    if (strcmp(cmd, "env") == 0) return pf_app_env(&o);
+    if (strcmp(cmd, "version") == 0) return pf_app_version(&o);
+    if (strcmp(cmd, "log") == 0) return pf_app_log(&o, log_files, nlog);
     if (strcmp(cmd, "install") == 0) {
-        if (!explain_what)
-            return usage_error("install needs a folder (preflight install DIR)");
+        if (!explain_what) return usage_error("install needs a folder (preflight install DIR)");
         return pf_app_install(&o, explain_what);
     }
     if (strcmp(cmd, "explain") == 0) {
-        if (!explain_what)
-            return usage_error("explain needs a check id or finding code");
+        if (!explain_what) return usage_error("explain needs a check id or finding code");
         return pf_app_explain(&o, explain_what);
     }
     return usage_error("unknown command '%s'", cmd);

@@ -2,11 +2,14 @@
 #include "app.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../explain/explain.h"
+#include "../nccl/nccl.h"
 #include "../report/report.h"
 
 #ifndef PF_VERSION
@@ -47,10 +50,8 @@ static int policy_fn(void *arg, const char *check_id, const char *code, enum pf_
 static int exit_code(const struct pf_options *o, const struct pf_config *c,
                      const struct pf_verdict *v)
 {
-    if (v->verdict == PF_FAIL)
-        return PF_EXIT_FAIL;
-    if (v->verdict == PF_WARN && (o->strict || c->fail_on == PF_WARN))
-        return PF_EXIT_FAIL;
+    if (v->verdict == PF_FAIL) return PF_EXIT_FAIL;
+    if (v->verdict == PF_WARN && (o->strict || c->fail_on == PF_WARN)) return PF_EXIT_FAIL;
     return PF_EXIT_PASS;
 }
 
@@ -65,22 +66,23 @@ struct session {
     struct pf_verdict verdict;
     struct pf_ctx ctx;
     double t0;
+    struct pf_counters *counters; /* rdma.counters: the snapshot before the checks and traffic */
+    double counters_t;
 };
 
 static int session_open(struct session *s, const struct pf_options *o)
 {
     s->t0 = pf_now();
+    s->counters = NULL;
     pf_config_defaults(&s->config);
     pf_verdict_init(&s->verdict);
     pf_ctx_init(&s->ctx, &s->config, &s->verdict);
     if (o->config_path) {
         int r = pf_config_load(&s->config, o->config_path);
-        if (r < 0)
-            return r;
+        if (r < 0) return r;
     }
     int r = pf_host_init(&s->ctx.host, o->root ? o->root : "/");
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     pf_env_from_environ(&s->ctx.env, o->environ_);
     s->ctx.progress = progress_line;
     s->ctx.progress_arg = o->err;
@@ -89,6 +91,7 @@ static int session_open(struct session *s, const struct pf_options *o)
 
 static void session_close(struct session *s)
 {
+    pf_counters_free(s->counters);
     pf_ctx_free(&s->ctx);
     pf_verdict_free(&s->verdict);
     pf_config_free(&s->config);
@@ -98,16 +101,13 @@ static void record_pod(struct session *s)
 {
     const struct pf_env *e = &s->ctx.env;
     char host[256] = "";
-    if (gethostname(host, sizeof(host)) != 0)
-        host[0] = '\0';
+    if (gethostname(host, sizeof(host)) != 0) host[0] = '\0';
     host[sizeof(host) - 1] = '\0';
     pf_node_set_str(s->verdict.pod, "name", env_or(e, "POD_NAME", host));
     const char *ns = env_or(e, "POD_NAMESPACE", NULL);
-    if (ns)
-        pf_node_set_str(s->verdict.pod, "namespace", ns);
+    if (ns) pf_node_set_str(s->verdict.pod, "namespace", ns);
     const char *node = env_or(e, "NODE_NAME", NULL);
-    if (node)
-        pf_node_set_str(s->verdict.pod, "node", node);
+    if (node) pf_node_set_str(s->verdict.pod, "node", node);
 }
 
 static bool use_human(const struct pf_options *o)
@@ -129,15 +129,12 @@ static int deliver(struct session *s, const struct pf_options *o, const char *pa
     int r = 0;
     if (path) {
         r = pf_verdict_write_file(&s->verdict, path);
-        if (r < 0)
-            fprintf(o->err, "preflight: %s\n", pf_err_msg());
+        if (r < 0) fprintf(o->err, "preflight: %s\n", pf_err_msg());
     }
-    if (path && strcmp(path, "-") == 0)
-        return r;
+    if (path && strcmp(path, "-") == 0) return r;
     if (use_human(o)) {
         pf_verdict_render_human(o->out, &s->verdict, want_color(o));
-        if (path && r == 0)
-            fprintf(o->out, "\nverdict written to %s\n", path);
+        if (path && r == 0) fprintf(o->out, "\nverdict written to %s\n", path);
     } else {
         char *yaml = NULL;
         size_t len = 0;
@@ -163,16 +160,32 @@ static int local_checks(struct session *s, const struct pf_options *o, const cha
     record_pod(s);
     if (guard) {
         int r = pf_verdict_guard_install(verdict_path, o->timeout_s, policy_fn, &s->config);
-        if (r < 0)
-            return r;
+        if (r < 0) return r;
         pf_verdict_guard_update(&s->verdict, "preflight", "starting");
     }
     pf_checks_inventory(&s->ctx);
     pf_checks_environment(&s->ctx);
-    if (guard)
-        pf_verdict_guard_update(&s->verdict, "preflight", "running the local checks");
+    s->ctx.verdict_path = verdict_path;
+    s->counters = pf_counters_snapshot(&s->ctx);
+    s->counters_t = pf_now();
+    if (guard) pf_verdict_guard_update(&s->verdict, "preflight", "running the local checks");
     pf_checks_run(&s->ctx, PF_MODE_LOCAL);
     return 0;
+}
+
+/* rdma.counters against the snapshot of local_checks; `check` lets at least
+ * PF_COUNTERS_MIN_INTERVAL_S pass first. */
+static void counters_check(struct session *s, bool wait_min)
+{
+    double left = PF_COUNTERS_MIN_INTERVAL_S - (pf_now() - s->counters_t);
+    if (wait_min && s->counters && left > 0) {
+        struct timespec ts = {0, (long)(left * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+    double t0 = pf_now();
+    struct pf_check *c = pf_verdict_add_check(&s->verdict, "rdma.counters");
+    pf_check_rdma_counters(c, &s->ctx, s->counters);
+    c->seconds = pf_now() - t0;
 }
 
 int pf_app_check(const struct pf_options *o)
@@ -191,8 +204,8 @@ int pf_app_check(const struct pf_options *o)
         code = usage_error(o);
         goto out;
     }
-    if (guard)
-        pf_verdict_guard_disarm();
+    counters_check(&s, true);
+    if (guard) pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
@@ -217,6 +230,8 @@ int pf_app_run(const struct pf_options *o)
     }
     pf_verdict_guard_update(&s.verdict, "rendezvous", "meeting the other pods");
     pf_rendezvous_stage(&s.ctx, &o->rdv);
+    pf_verdict_guard_update(&s.verdict, "rdma.counters", "reading the port error counters");
+    counters_check(&s, false);
     pf_verdict_guard_update(&s.verdict, "preflight", "reporting the verdict");
     pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
     pf_verdict_guard_disarm();
@@ -252,6 +267,78 @@ int pf_app_env(const struct pf_options *o)
     r = deliver(&s, o, o->verdict_path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
+    session_close(&s);
+    return code;
+}
+
+/* Reads one log file ("-": stdin) into the parser; total bytes bounded. */
+static int read_nccl_log(struct pf_nccllog *log, const char *path, size_t *total)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (!f) return pf_err_set(PF_EUSAGE, "log: cannot read %s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        *total += (size_t)n;
+        if (*total > ((size_t)1 << 30)) {
+            free(line);
+            if (f != stdin) fclose(f);
+            return pf_err_set(PF_EUSAGE, "log: %s: more than 1 GiB of logs", path);
+        }
+        pf_nccllog_line(log, line, (size_t)n);
+    }
+    free(line);
+    if (f != stdin) fclose(f);
+    return 0;
+}
+
+int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
+{
+    struct session s;
+    int code;
+    struct pf_nccllog log = {0};
+    int r = session_open(&s, o);
+    if (r < 0) {
+        code = usage_error(o);
+        goto out;
+    }
+    if (nfiles == 0) {
+        pf_err_set(PF_EUSAGE, "log needs at least one file (kubectl logs of an NCCL_DEBUG=INFO "
+                              "run, or - for stdin)");
+        code = usage_error(o);
+        goto out;
+    }
+    size_t total = 0;
+    struct pf_check *c = pf_verdict_add_check(&s.verdict, "nccl.log");
+    struct pf_node *fl = pf_node_set_seq(c->evidence, "files");
+    for (int i = 0; i < nfiles; i++) {
+        if (read_nccl_log(&log, files[i], &total) < 0) {
+            code = usage_error(o);
+            goto out;
+        }
+        pf_node_add_str(fl, files[i]);
+    }
+    if (log.nccl_lines == 0) {
+        pf_check_skip(c, "no NCCL lines in %d file%s: was the job run with NCCL_DEBUG=INFO?",
+                      nfiles, nfiles == 1 ? "" : "s");
+    } else {
+        pf_nccllog_findings(c, &log, s.config.expect_transport);
+        pf_nccllog_evidence(c->evidence, &log);
+        struct pf_node *vs = pf_node_set_seq(s.verdict.environment, "ncclVersions");
+        for (size_t i = 0; i < log.n; i++)
+            if (log.v[i].version[0]) {
+                bool seen = false;
+                for (struct pf_node *x = vs->first; x; x = x->next)
+                    seen |= strcmp(x->str, log.v[i].version) == 0;
+                if (!seen) pf_node_add_str(vs, log.v[i].version);
+            }
+        if (vs->count == 1) pf_node_set_str(s.verdict.environment, "ncclVersion", vs->first->str);
+    }
+    r = deliver(&s, o, o->verdict_path);
+    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+out:
+    pf_nccllog_free(&log);
     session_close(&s);
     return code;
 }

@@ -17,12 +17,12 @@ struct pf_options {
     const char *root;         /* NULL: "/" */
     enum pf_format format;
     bool strict;
-    double timeout_s;         /* 0: none */
-    const char *env_file;     /* `env --env-file` */
+    double timeout_s;     /* 0: none */
+    const char *env_file; /* `env --env-file` */
     struct pf_rdv_opts rdv;
-    char **environ_;          /* the process's environment */
-    FILE *out;                /* stdout */
-    FILE *err;                /* stderr */
+    char **environ_; /* the process's environment */
+    FILE *out;       /* stdout */
+    FILE *err;       /* stderr */
     bool out_is_tty;
 };
 
@@ -33,6 +33,8 @@ int pf_app_run(const struct pf_options *o);
 int pf_app_env(const struct pf_options *o);
 int pf_app_explain(const struct pf_options *o, const char *what);
 int pf_app_version(const struct pf_options *o);
+/* `preflight log FILE...`: NCCL_DEBUG=INFO logs of a past run (check nccl.log). */
+int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles);
 /* `preflight install DIR`: copies this binary to DIR/preflight (mode 0755, atomically). */
 int pf_app_install(const struct pf_options *o, const char *dir);
 

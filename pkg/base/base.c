@@ -100,8 +100,7 @@ int pf_buf_add(struct pf_buf *b, const void *p, size_t n)
         b->data = pf_xrealloc(b->data, cap);
         b->cap = cap;
     }
-    if (n)
-        memcpy(b->data + b->len, p, n);
+    if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
     return 0;
@@ -114,10 +113,8 @@ int pf_buf_vaddf(struct pf_buf *b, const char *fmt, va_list ap)
     va_copy(ap2, ap);
     int n = vsnprintf(small, sizeof(small), fmt, ap2);
     va_end(ap2);
-    if (n < 0)
-        return pf_err_set(PF_EINVAL, "format error");
-    if ((size_t)n < sizeof(small))
-        return pf_buf_add(b, small, (size_t)n);
+    if (n < 0) return pf_err_set(PF_EINVAL, "format error");
+    if ((size_t)n < sizeof(small)) return pf_buf_add(b, small, (size_t)n);
     char *big = pf_xmalloc((size_t)n + 1);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     int r = pf_buf_add(b, big, (size_t)n);
@@ -137,8 +134,7 @@ int pf_buf_addf(struct pf_buf *b, const char *fmt, ...)
 void pf_buf_reset(struct pf_buf *b)
 {
     b->len = 0;
-    if (b->data)
-        b->data[0] = '\0';
+    if (b->data) b->data[0] = '\0';
 }
 
 void pf_buf_free(struct pf_buf *b)
@@ -174,8 +170,7 @@ int pf_strlist_addf(struct pf_strlist *l, const char *fmt, ...)
     va_start(ap, fmt);
     int r = vasprintf(&s, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return pf_err_set(PF_ERR, "out of memory");
+    if (r < 0) return pf_err_set(PF_ERR, "out of memory");
     pf_strlist_add(l, s);
     free(s);
     return 0;
@@ -184,8 +179,7 @@ int pf_strlist_addf(struct pf_strlist *l, const char *fmt, ...)
 bool pf_strlist_has(const struct pf_strlist *l, const char *s)
 {
     for (size_t i = 0; i < l->n; i++)
-        if (strcmp(l->v[i], s) == 0)
-            return true;
+        if (strcmp(l->v[i], s) == 0) return true;
     return false;
 }
 
@@ -196,21 +190,18 @@ static int cmp_str(const void *a, const void *b)
 
 void pf_strlist_sort(struct pf_strlist *l)
 {
-    if (l->n > 1)
-        qsort(l->v, l->n, sizeof(char *), cmp_str);
+    if (l->n > 1) qsort(l->v, l->n, sizeof(char *), cmp_str);
 }
 
 void pf_strlist_join(char *out, size_t n, const struct pf_strlist *l, const char *sep)
 {
     size_t used = 0;
-    if (n == 0)
-        return;
+    if (n == 0) return;
     out[0] = '\0';
     for (size_t i = 0; i < l->n; i++) {
         int w = snprintf(out + used, n - used, "%s%s", i ? sep : "", l->v[i]);
         if (w < 0 || (size_t)w >= n - used) {
-            if (n >= 4)
-                strcpy(out + n - 4, "...");
+            if (n >= 4) strcpy(out + n - 4, "...");
             return;
         }
         used += (size_t)w;
@@ -240,8 +231,7 @@ int pf_snprintf(char *out, size_t n, const char *fmt, ...)
 int pf_strcpy(char *out, size_t n, const char *s)
 {
     size_t len = strlen(s);
-    if (n == 0)
-        return PF_ETOOBIG;
+    if (n == 0) return PF_ETOOBIG;
     if (len >= n) {
         memcpy(out, s, n - 1);
         out[n - 1] = '\0';
@@ -272,10 +262,8 @@ bool pf_str_starts(const char *s, const char *prefix)
 int pf_edit_distance(const char *a, const char *b, int limit)
 {
     size_t la = strlen(a), lb = strlen(b);
-    if (la > 128 || lb > 128)
-        return limit + 1;
-    if ((la > lb ? la - lb : lb - la) > (size_t)limit)
-        return limit + 1;
+    if (la > 128 || lb > 128) return limit + 1;
+    if ((la > lb ? la - lb : lb - la) > (size_t)limit) return limit + 1;
     int prev[129], cur[129];
     for (size_t j = 0; j <= lb; j++)
         prev[j] = (int)j;
@@ -285,16 +273,12 @@ int pf_edit_distance(const char *a, const char *b, int limit)
         for (size_t j = 1; j <= lb; j++) {
             int cost = a[i - 1] == b[j - 1] ? 0 : 1;
             int v = prev[j - 1] + cost;
-            if (prev[j] + 1 < v)
-                v = prev[j] + 1;
-            if (cur[j - 1] + 1 < v)
-                v = cur[j - 1] + 1;
+            if (prev[j] + 1 < v) v = prev[j] + 1;
+            if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
             cur[j] = v;
-            if (v < rowmin)
-                rowmin = v;
+            if (v < rowmin) rowmin = v;
         }
-        if (rowmin > limit)
-            return limit + 1;
+        if (rowmin > limit) return limit + 1;
         memcpy(prev, cur, sizeof(int) * (lb + 1));
     }
     return prev[lb] > limit ? limit + 1 : prev[lb];

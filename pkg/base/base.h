@@ -11,13 +11,13 @@
 /* Error codes returned (negated) by pf_ functions; the message is in pf_err_msg(). */
 enum {
     PF_OK = 0,
-    PF_ERR = -1,       /* generic failure */
-    PF_ENOENT = -2,    /* a file, key or name that is not there */
-    PF_EINVAL = -3,    /* input that does not parse or is out of range */
-    PF_ETOOBIG = -4,   /* input over a size limit */
-    PF_ETIMEOUT = -5,  /* a deadline passed */
-    PF_EUSAGE = -6,    /* a usage or config error: exit code 2 */
-    PF_EUNAVAIL = -7,  /* an optional library or facility is missing */
+    PF_ERR = -1,      /* generic failure */
+    PF_ENOENT = -2,   /* a file, key or name that is not there */
+    PF_EINVAL = -3,   /* input that does not parse or is out of range */
+    PF_ETOOBIG = -4,  /* input over a size limit */
+    PF_ETIMEOUT = -5, /* a deadline passed */
+    PF_EUSAGE = -6,   /* a usage or config error: exit code 2 */
+    PF_EUNAVAIL = -7, /* an optional library or facility is missing */
 };
 
 /* Sets the thread's last error message (one line, no trailing period) and returns code. */
@@ -48,7 +48,8 @@ struct pf_strlist {
 };
 int pf_strlist_add(struct pf_strlist *l, const char *s);
 int pf_strlist_addn(struct pf_strlist *l, const char *s, size_t n);
-int pf_strlist_addf(struct pf_strlist *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int pf_strlist_addf(struct pf_strlist *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 bool pf_strlist_has(const struct pf_strlist *l, const char *s);
 void pf_strlist_sort(struct pf_strlist *l);
 /* Joins with sep into out (truncates with "..." when out is too small). */

@@ -15,6 +15,8 @@ const struct pf_check_def pf_checks_table[] = {
     {"rdma.ports", pf_check_rdma_ports, PF_MODE_LOCAL,
      "every HCA port: state, phys_state, rate, link layer, RoCE GIDs"},
     {"rdma.memlock", pf_check_rdma_memlock, PF_MODE_LOCAL, "RLIMIT_MEMLOCK"},
+    {"rdma.verbs", pf_check_rdma_verbs, PF_MODE_LOCAL,
+     "libibverbs: open every device, query ports, alloc a PD, register 1 MiB, dma-buf probe"},
     {"rdma.gpudirect", pf_check_rdma_gpudirect, PF_MODE_LOCAL,
      "nvidia_peermem or dma-buf: can NICs reach GPU memory"},
     {"net.interfaces", pf_check_net_interfaces, PF_MODE_LOCAL,
@@ -49,8 +51,7 @@ void pf_ctx_free(struct pf_ctx *ctx)
 
 void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
 {
-    if (!ctx->progress)
-        return;
+    if (!ctx->progress) return;
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -71,8 +72,7 @@ void pf_checks_run(struct pf_ctx *ctx, unsigned mode)
 {
     for (size_t i = 0; i < pf_checks_count; i++) {
         const struct pf_check_def *d = &pf_checks_table[i];
-        if (!(d->modes & mode))
-            continue;
+        if (!(d->modes & mode)) continue;
         double t0 = pf_now();
         struct pf_check *c = pf_verdict_add_check(ctx->verdict, d->id);
         d->fn(c, ctx);
@@ -136,13 +136,11 @@ void pf_checks_environment(struct pf_ctx *ctx)
     struct pf_node *nccl = pf_node_set_map(env, "ncclEnv");
     struct pf_strlist names = {0};
     for (size_t i = 0; i < ctx->env.vars.n; i++)
-        if (pf_str_starts(ctx->env.vars.v[i], "NCCL_"))
-            pf_strlist_add(&names, ctx->env.vars.v[i]);
+        if (pf_str_starts(ctx->env.vars.v[i], "NCCL_")) pf_strlist_add(&names, ctx->env.vars.v[i]);
     pf_strlist_sort(&names);
     for (size_t i = 0; i < names.n; i++) {
         char *eq = strchr(names.v[i], '=');
-        if (!eq)
-            continue;
+        if (!eq) continue;
         *eq = '\0';
         pf_node_set_str(nccl, names.v[i], pf_verdict_is_secret_name(names.v[i]) ? "***" : eq + 1);
     }

@@ -14,8 +14,8 @@
  * --env-file`). NCCL_CONF_FILE / ~/.nccl.conf / /etc/nccl.conf values are added by
  * pf_env_load_nccl_conf with NCCL's own precedence (a real variable wins). */
 struct pf_env {
-    struct pf_strlist vars;       /* "KEY=VALUE" */
-    struct pf_strlist origin;     /* parallel to vars: "environment", or the file:line */
+    struct pf_strlist vars;   /* "KEY=VALUE" */
+    struct pf_strlist origin; /* parallel to vars: "environment", or the file:line */
 };
 void pf_env_from_environ(struct pf_env *e, char **environ_);
 /* Parses an env file: KEY=VALUE lines, '#' comments, blank lines, an optional "export "
@@ -38,9 +38,11 @@ struct pf_ctx {
     struct pf_env env;
     struct pf_verdict *verdict;
     /* inventory, gathered once by pf_checks_inventory before the checks run */
-    struct pf_strlist hcas;        /* /sys/class/infiniband/<name> */
-    struct pf_strlist gpus;        /* PCI bus ids from /proc/driver/nvidia/gpus */
-    bool in_env_mode;              /* `preflight env`: only the environment is looked at */
+    struct pf_strlist hcas;   /* /sys/class/infiniband/<name> */
+    struct pf_strlist gpus;   /* PCI bus ids from /proc/driver/nvidia/gpus */
+    bool in_env_mode;         /* `preflight env`: only the environment is looked at */
+    const char *verdict_path; /* where the verdict goes (NULL or "-": no file); logs such
+                               * as nccl-rank<N>.log are written next to it */
     /* Progress lines for a human watching `kubectl logs` (set by the command line; pkg/
      * never prints itself). NULL: silent. */
     void (*progress)(void *arg, const char *line);
@@ -48,7 +50,8 @@ struct pf_ctx {
 };
 
 /* Reports one progress line ("waiting for 3 of 16 ranks: 5, 11, 12") through ctx->progress. */
-void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 typedef void (*pf_check_fn)(struct pf_check *out, struct pf_ctx *ctx);
 
@@ -92,5 +95,17 @@ void pf_check_sys_ports(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_topology_locality(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx);
+
+/* rdma.counters runs around the collectives, not from the table: a snapshot of every port's
+ * error counters before (pf_counters_snapshot, NULL when there are no HCAs), and the check
+ * after, comparing a fresh read with it. `check` takes the snapshot before the local checks
+ * and compares after them, at least PF_COUNTERS_MIN_INTERVAL_S later. */
+#define PF_COUNTERS_MIN_INTERVAL_S 1.0
+struct pf_counters;
+struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx);
+void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
+                            const struct pf_counters *before);
+void pf_counters_free(struct pf_counters *s);
 
 #endif

@@ -15,8 +15,7 @@ static ssize_t find(const struct pf_env *e, const char *name)
 {
     size_t len = strlen(name);
     for (size_t i = 0; i < e->vars.n; i++)
-        if (strncmp(e->vars.v[i], name, len) == 0 && e->vars.v[i][len] == '=')
-            return (ssize_t)i;
+        if (strncmp(e->vars.v[i], name, len) == 0 && e->vars.v[i][len] == '=') return (ssize_t)i;
     return -1;
 }
 
@@ -56,8 +55,7 @@ void pf_env_from_environ(struct pf_env *e, char **env)
 {
     for (size_t i = 0; env && env[i] && i < ENV_MAX_VARS; i++) {
         const char *eq = strchr(env[i], '=');
-        if (!eq || eq == env[i])
-            continue;
+        if (!eq || eq == env[i]) continue;
         pf_strlist_add(&e->vars, env[i]);
         pf_strlist_add(&e->origin, "environment");
     }
@@ -65,8 +63,7 @@ void pf_env_from_environ(struct pf_env *e, char **env)
 
 static bool valid_name(const char *s, size_t n)
 {
-    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
-        return false;
+    if (n == 0 || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return false;
     for (size_t i = 0; i < n; i++)
         if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '-'))
             return false;
@@ -91,13 +88,11 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
         p = nl ? nl + 1 : end;
         if (memchr(line, '\0', ll))
             return pf_err_set(PF_EUSAGE, "%s:%zu: NUL byte in line", name, lineno);
-        if (ll && line[ll - 1] == '\r')
-            line[--ll] = '\0';
+        if (ll && line[ll - 1] == '\r') line[--ll] = '\0';
         char *s = line;
         while (*s == ' ' || *s == '\t')
             s++;
-        if (*s == '\0' || *s == '#')
-            continue;
+        if (*s == '\0' || *s == '#') continue;
         if (strncmp(s, "export ", 7) == 0) {
             s += 7;
             while (*s == ' ' || *s == '\t')
@@ -119,8 +114,7 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
         if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
             v[vl - 1] = '\0';
             v++;
-        } else if (vl >= 1 && (v[0] == '"' || v[0] == '\'') &&
-                   (vl == 1 || v[vl - 1] != v[0])) {
+        } else if (vl >= 1 && (v[0] == '"' || v[0] == '\'') && (vl == 1 || v[vl - 1] != v[0])) {
             return pf_err_set(PF_EUSAGE, "%s:%zu: %s: unterminated quote", name, lineno, s);
         }
         if (e->vars.n >= ENV_MAX_VARS)
@@ -136,8 +130,7 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
 int pf_env_load_file(struct pf_env *e, const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return pf_err_set(PF_EUSAGE, "--env-file %s: %s", path, strerror(errno));
+    if (!f) return pf_err_set(PF_EUSAGE, "--env-file %s: %s", path, strerror(errno));
     struct pf_buf b;
     pf_buf_init(&b, ENV_FILE_MAX);
     char chunk[4096];
@@ -145,13 +138,11 @@ int pf_env_load_file(struct pf_env *e, const char *path)
     int r = 0;
     while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
         if ((r = pf_buf_add(&b, chunk, got)) < 0) {
-            r = pf_err_set(PF_EUSAGE, "--env-file %s: larger than %u bytes", path,
-                           ENV_FILE_MAX);
+            r = pf_err_set(PF_EUSAGE, "--env-file %s: larger than %u bytes", path, ENV_FILE_MAX);
             break;
         }
     fclose(f);
-    if (r == 0)
-        r = pf_env_parse_file(e, path, b.data ? b.data : "", b.len);
+    if (r == 0) r = pf_env_parse_file(e, path, b.data ? b.data : "", b.len);
     pf_buf_free(&b);
     return r;
 }
@@ -164,15 +155,12 @@ static void apply_conf(struct pf_env *e, const char *label, const char *text)
     for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         lineno++;
         char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
+        if (hash) *hash = '\0';
         char *eq = strchr(line, '=');
-        if (!eq)
-            continue;
+        if (!eq) continue;
         *eq = '\0';
         char *k = pf_trim(line), *v = pf_trim(eq + 1);
-        if (!*k || pf_env_get(e, k))
-            continue;
+        if (!*k || pf_env_get(e, k)) continue;
         char origin[1100];
         snprintf(origin, sizeof(origin), "%s", label);
         pf_env_set(e, k, v, origin);

@@ -52,8 +52,7 @@ void pf_config_free(struct pf_config *c)
 int pf_config_policy(const struct pf_config *c, const char *code, int status)
 {
     for (size_t i = 0; i < c->npolicy; i++)
-        if (strcmp(c->policy[i].code, code) == 0)
-            return c->policy[i].status;
+        if (strcmp(c->policy[i].code, code) == 0) return c->policy[i].status;
     return status;
 }
 
@@ -106,15 +105,12 @@ static int get_int(struct ctx *x, yaml_node_t *n, const char *key, long long lo,
 {
     const char *s = "";
     int r = want_scalar(x, n, key, &s);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!*s || *end || errno)
-        return bad(x, n, key, "expected an integer, found \"%s\"", s);
-    if (v < lo || v > hi)
-        return bad(x, n, key, "%lld is out of range (%lld..%lld)", v, lo, hi);
+    if (!*s || *end || errno) return bad(x, n, key, "expected an integer, found \"%s\"", s);
+    if (v < lo || v > hi) return bad(x, n, key, "%lld is out of range (%lld..%lld)", v, lo, hi);
     *out = v;
     return 0;
 }
@@ -124,15 +120,13 @@ static int get_num(struct ctx *x, yaml_node_t *n, const char *key, double lo, do
 {
     const char *s = "";
     int r = want_scalar(x, n, key, &s);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (!*s || *end || errno || !isfinite(v))
         return bad(x, n, key, "expected a number, found \"%s\"", s);
-    if (v < lo || v > hi)
-        return bad(x, n, key, "%g is out of range (%g..%g)", v, lo, hi);
+    if (v < lo || v > hi) return bad(x, n, key, "%g is out of range (%g..%g)", v, lo, hi);
     *out = v;
     return 0;
 }
@@ -141,8 +135,7 @@ static int get_bool(struct ctx *x, yaml_node_t *n, const char *key, bool *out)
 {
     const char *s = "";
     int r = want_scalar(x, n, key, &s);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "yes"))
         *out = true;
     else if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "no"))
@@ -157,8 +150,7 @@ static int get_enum(struct ctx *x, yaml_node_t *n, const char *key, const char *
 {
     const char *s = "";
     int r = want_scalar(x, n, key, &s);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     char list[256] = "";
     for (size_t i = 0; i < count; i++) {
         if (strcmp(s, names[i]) == 0) {
@@ -175,10 +167,8 @@ static int get_str(struct ctx *x, yaml_node_t *n, const char *key, char *out, si
 {
     const char *s = "";
     int r = want_scalar(x, n, key, &s);
-    if (r < 0)
-        return r;
-    if (pf_strcpy(out, cap, s) < 0)
-        return bad(x, n, key, "longer than %zu characters", cap - 1);
+    if (r < 0) return r;
+    if (pf_strcpy(out, cap, s) < 0) return bad(x, n, key, "longer than %zu characters", cap - 1);
     return 0;
 }
 
@@ -193,12 +183,9 @@ static int get_strlist(struct ctx *x, yaml_node_t *n, const char *key, struct pf
         yaml_node_t *e = yaml_document_get_node(x->doc, *it);
         const char *s = "";
         int r = want_scalar(x, e, key, &s);
-        if (r < 0)
-            return r;
-        if (!*s)
-            return bad(x, e, key, "empty entry");
-        if (out->n >= max)
-            return bad(x, e, key, "more than %zu entries", max);
+        if (r < 0) return r;
+        if (!*s) return bad(x, e, key, "empty entry");
+        if (out->n >= max) return bad(x, e, key, "more than %zu entries", max);
         pf_strlist_add(out, s);
     }
     return 0;
@@ -213,8 +200,8 @@ struct field {
 
 /* Walks a mapping, calling the matching field's function; unknown keys are errors with a
  * did-you-mean. */
-static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix,
-                    const struct field *fields, size_t nfields)
+static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix, const struct field *fields,
+                    size_t nfields)
 {
     char key[128];
     if (map->type != YAML_MAPPING_NODE)
@@ -230,8 +217,7 @@ static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix,
         snprintf(key, sizeof(key), "%s%s%s", prefix, prefix[0] ? "." : "", name);
         const struct field *f = NULL;
         for (size_t i = 0; i < nfields; i++)
-            if (strcmp(fields[i].name, name) == 0)
-                f = &fields[i];
+            if (strcmp(fields[i].name, name) == 0) f = &fields[i];
         if (!f) {
             const char *best = NULL;
             int best_d = 3;
@@ -239,29 +225,25 @@ static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix,
                 int d = pf_edit_distance(name, fields[i].name, 2);
                 /* a shortened or lengthened key ("minPortRate") is a near miss too */
                 size_t ln = strlen(name), lf = strlen(fields[i].name);
-                if (ln >= 3 && lf >= 3 &&
-                    strncasecmp(name, fields[i].name, ln < lf ? ln : lf) == 0)
+                if (ln >= 3 && lf >= 3 && strncasecmp(name, fields[i].name, ln < lf ? ln : lf) == 0)
                     d = d < 1 ? d : 1;
                 if (d < best_d) {
                     best_d = d;
                     best = fields[i].name;
                 }
             }
-            if (best)
-                return bad(x, k, key, "unknown key (did you mean '%s'?)", best);
+            if (best) return bad(x, k, key, "unknown key (did you mean '%s'?)", best);
             return bad(x, k, key, "unknown key");
         }
         /* a key given twice is almost always a mistake */
         for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
             yaml_node_t *k2 = yaml_document_get_node(x->doc, q->key);
-            if (k2->type == YAML_SCALAR_NODE && strcmp((const char *)k2->data.scalar.value,
-                                                       name) == 0)
-                return bad(x, k, key, "given twice (first on line %zu)",
-                           k2->start_mark.line + 1);
+            if (k2->type == YAML_SCALAR_NODE &&
+                strcmp((const char *)k2->data.scalar.value, name) == 0)
+                return bad(x, k, key, "given twice (first on line %zu)", k2->start_mark.line + 1);
         }
         int r = f->fn(x, v, key);
-        if (r < 0)
-            return r;
+        if (r < 0) return r;
     }
     return 0;
 }
@@ -301,8 +283,7 @@ FIELD(f_gpus)
 FIELD(f_networks)
 {
     int r = get_strlist(x, v, key, &x->c->expect_networks, 64);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     for (size_t i = 0; i < x->c->expect_networks.n; i++) {
         const char *s = x->c->expect_networks.v[i];
         if (strlen(s) > 253 + 1 + 63 || strchr(s, ' '))
@@ -324,8 +305,7 @@ FIELD(f_transport)
     static const char *const names[] = {"IB", "Socket", "OFI", "any"};
     int e;
     int r = get_enum(x, v, key, names, 4, &e);
-    if (r == 0)
-        strcpy(x->c->expect_transport, names[e]);
+    if (r == 0) strcpy(x->c->expect_transport, names[e]);
     return r;
 }
 
@@ -362,8 +342,7 @@ FIELD(f_efficiency)
             return bad(x, e, key, "more than %d points", PF_CONFIG_MAX_CURVE);
         x->c->efficiency[x->c->nefficiency] = (struct pf_curve_point){-1, -1};
         int r = walk_map(x, e, key, point, PF_ARRAY_LEN(point));
-        if (r < 0)
-            return r;
+        if (r < 0) return r;
         struct pf_curve_point *pt = &x->c->efficiency[x->c->nefficiency];
         if (pt->nodes < 0 || pt->percent < 0)
             return bad(x, e, key, "each point needs both nodes and percent");
@@ -371,40 +350,43 @@ FIELD(f_efficiency)
             return bad(x, e, key, "points must be in increasing order of nodes");
         x->c->nefficiency++;
     }
-    if (x->c->nefficiency == 0)
-        return bad(x, v, key, "needs at least one point");
+    if (x->c->nefficiency == 0) return bad(x, v, key, "needs at least one point");
     return 0;
 }
 
 FIELD(f_expect)
 {
     static const struct field fields[] = {
-        {"rdma", f_rdma},           {"hcas", f_hcas},         {"minPortRateGbps", f_min_rate},
-        {"gpusPerPod", f_gpus},     {"networks", f_networks}, {"mtu", f_mtu},
-        {"transport", f_transport}, {"busbwGBps", f_busbw},   {"lineRateGbps", f_line_rate},
+        {"rdma", f_rdma},
+        {"hcas", f_hcas},
+        {"minPortRateGbps", f_min_rate},
+        {"gpusPerPod", f_gpus},
+        {"networks", f_networks},
+        {"mtu", f_mtu},
+        {"transport", f_transport},
+        {"busbwGBps", f_busbw},
+        {"lineRateGbps", f_line_rate},
         {"efficiency", f_efficiency},
     };
     return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
 }
 
-static const char *const known_collectives[] = {"allreduce", "allgather", "reducescatter",
-                                                "alltoall", "broadcast", "reduce", "sendrecv"};
+static const char *const known_collectives[] = {
+    "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "sendrecv"};
 
 FIELD(f_workload)
 {
     static const char *const names[] = {"dense", "moe", "fsdp"};
     int e;
     int r = get_enum(x, v, key, names, 3, &e);
-    if (r == 0)
-        strcpy(x->c->workload, names[e]);
+    if (r == 0) strcpy(x->c->workload, names[e]);
     return r;
 }
 
 FIELD(f_collectives)
 {
     int r = get_strlist(x, v, key, &x->c->collectives, 16);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     for (size_t i = 0; i < x->c->collectives.n; i++) {
         bool ok = false;
         for (size_t j = 0; j < PF_ARRAY_LEN(known_collectives); j++)
@@ -536,16 +518,14 @@ FIELD(f_policy_findings)
         yaml_node_t *val = yaml_document_get_node(x->doc, p->value);
         const char *code = "";
         char sub[128];
-        if ((r = want_scalar(x, k, key, &code)) < 0)
-            break;
+        if ((r = want_scalar(x, k, key, &code)) < 0) break;
         snprintf(sub, sizeof(sub), "%s.%s", key, code);
         bool known = false;
         const char *best = NULL;
         int best_d = 3;
         for (size_t i = 0; i < codes.n; i++) {
             const char *c = strchr(codes.v[i], '/') + 1;
-            if (strcmp(c, code) == 0)
-                known = true;
+            if (strcmp(c, code) == 0) known = true;
             int d = pf_edit_distance(code, c, 2);
             if (d < best_d) {
                 best_d = d;
@@ -559,8 +539,7 @@ FIELD(f_policy_findings)
         }
         static const char *const names[] = {"fail", "warn", "ignore"};
         int e;
-        if ((r = get_enum(x, val, sub, names, 3, &e)) < 0)
-            break;
+        if ((r = get_enum(x, val, sub, names, 3, &e)) < 0) break;
         if (x->c->npolicy >= PF_CONFIG_MAX_POLICY) {
             r = bad(x, k, sub, "more than %d entries", PF_CONFIG_MAX_POLICY);
             break;
@@ -605,9 +584,15 @@ FIELD(f_report)
 }
 
 static const struct field top_fields[] = {
-    {"expect", f_expect},           {"workload", f_workload}, {"collectives", f_collectives},
-    {"messageBytes", f_message_bytes}, {"rendezvous", f_rendezvous}, {"tcp", f_tcp},
-    {"nccl", f_nccl},               {"podinfo", f_podinfo},   {"policy", f_policy},
+    {"expect", f_expect},
+    {"workload", f_workload},
+    {"collectives", f_collectives},
+    {"messageBytes", f_message_bytes},
+    {"rendezvous", f_rendezvous},
+    {"tcp", f_tcp},
+    {"nccl", f_nccl},
+    {"podinfo", f_podinfo},
+    {"policy", f_policy},
     {"report", f_report},
 };
 
@@ -620,8 +605,7 @@ int pf_config_parse(struct pf_config *c, const char *name, const char *text, siz
         return pf_err_set(PF_ERR, "libyaml: cannot initialise the parser");
     yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
     if (!yaml_parser_load(&parser, &doc)) {
-        r = pf_err_set(PF_EUSAGE, "%s:%zu: not valid YAML: %s", name,
-                       parser.problem_mark.line + 1,
+        r = pf_err_set(PF_EUSAGE, "%s:%zu: not valid YAML: %s", name, parser.problem_mark.line + 1,
                        parser.problem ? parser.problem : "parse error");
         yaml_parser_delete(&parser);
         return r;
@@ -652,8 +636,7 @@ int pf_config_parse(struct pf_config *c, const char *name, const char *text, siz
 int pf_config_load(struct pf_config *c, const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return pf_err_set(PF_EUSAGE, "--config %s: %s", path, strerror(errno));
+    if (!f) return pf_err_set(PF_EUSAGE, "--config %s: %s", path, strerror(errno));
     struct pf_buf b;
     pf_buf_init(&b, CONFIG_MAX_BYTES);
     char chunk[4096];
@@ -661,13 +644,11 @@ int pf_config_load(struct pf_config *c, const char *path)
     int r = 0;
     while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
         if (pf_buf_add(&b, chunk, got) < 0) {
-            r = pf_err_set(PF_EUSAGE, "--config %s: larger than %u bytes", path,
-                           CONFIG_MAX_BYTES);
+            r = pf_err_set(PF_EUSAGE, "--config %s: larger than %u bytes", path, CONFIG_MAX_BYTES);
             break;
         }
     }
-    if (r == 0 && ferror(f))
-        r = pf_err_set(PF_EUSAGE, "--config %s: read error", path);
+    if (r == 0 && ferror(f)) r = pf_err_set(PF_EUSAGE, "--config %s: read error", path);
     fclose(f);
     if (r == 0) {
         pf_strcpy(c->path, sizeof(c->path), path);
@@ -691,14 +672,15 @@ void pf_config_digest(char *out, size_t n, const struct pf_config *c)
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 20);
-    pf_buf_addf(&b, "rdma=%d hcas=%d rate=%g gpus=%d mtu=%d tr=%s busbw=%g line=%g wl=%s "
-                    "msg=%lld port=%d to=%d if=%s tcp=%lld/%d nccl=%d/%d/%d failOn=%d",
+    pf_buf_addf(&b,
+                "rdma=%d hcas=%d rate=%g gpus=%d mtu=%d tr=%s busbw=%g line=%g wl=%s "
+                "msg=%lld port=%d to=%d if=%s tcp=%lld/%d nccl=%d/%d/%d failOn=%d",
                 (int)c->expect_rdma, c->expect_hcas, c->expect_min_port_rate_gbps,
-                c->expect_gpus_per_pod, c->expect_mtu, c->expect_transport,
-                c->expect_busbw_gbps, c->expect_line_rate_gbps, c->workload, c->message_bytes,
-                c->rendezvous_port, c->rendezvous_timeout_s, c->rendezvous_interface,
-                c->tcp_message_bytes, c->tcp_iterations, c->nccl_iterations, c->nccl_warmup,
-                c->nccl_timeout_s, c->fail_on);
+                c->expect_gpus_per_pod, c->expect_mtu, c->expect_transport, c->expect_busbw_gbps,
+                c->expect_line_rate_gbps, c->workload, c->message_bytes, c->rendezvous_port,
+                c->rendezvous_timeout_s, c->rendezvous_interface, c->tcp_message_bytes,
+                c->tcp_iterations, c->nccl_iterations, c->nccl_warmup, c->nccl_timeout_s,
+                c->fail_on);
     for (size_t i = 0; i < c->expect_networks.n; i++)
         pf_buf_addf(&b, " net=%s", c->expect_networks.v[i]);
     for (size_t i = 0; i < c->collectives.n; i++)

@@ -26,17 +26,17 @@ struct pf_curve_point {
 };
 
 struct pf_config {
-    char path[1024];               /* "" when no file was given */
+    char path[1024]; /* "" when no file was given */
     /* expect */
     enum pf_rdma_expect expect_rdma;
-    int expect_hcas;               /* -1 unset */
+    int expect_hcas;                  /* -1 unset */
     double expect_min_port_rate_gbps; /* <0 unset */
-    int expect_gpus_per_pod;       /* -1 unset */
+    int expect_gpus_per_pod;          /* -1 unset */
     struct pf_strlist expect_networks;
-    int expect_mtu;                /* -1 unset */
-    char expect_transport[16];     /* "" unset; IB | Socket | OFI | any */
-    double expect_busbw_gbps;      /* <0 unset */
-    double expect_line_rate_gbps;  /* <0 unset */
+    int expect_mtu;                                        /* -1 unset */
+    char expect_transport[16];                             /* "" unset; IB | Socket | OFI | any */
+    double expect_busbw_gbps;                              /* <0 unset */
+    double expect_line_rate_gbps;                          /* <0 unset */
     struct pf_curve_point efficiency[PF_CONFIG_MAX_CURVE]; /* expect.efficiency */
     size_t nefficiency;
     /* what to run */
@@ -55,9 +55,9 @@ struct pf_config {
     int nccl_warmup;
     int nccl_timeout_s;
     /* downward API */
-    double podinfo_wait_s;         /* how long to re-read a missing network-status */
+    double podinfo_wait_s; /* how long to re-read a missing network-status */
     /* policy */
-    int fail_on;                   /* PF_FAIL or PF_WARN */
+    int fail_on; /* PF_FAIL or PF_WARN */
     struct pf_policy_entry policy[PF_CONFIG_MAX_POLICY];
     size_t npolicy;
     /* report */

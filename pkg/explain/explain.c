@@ -34,13 +34,11 @@ static int heading(const char *p, char *name, size_t n)
     int level = 0;
     while (p[level] == '#')
         level++;
-    if ((level != 2 && level != 3) || p[level] != ' ' || p[level + 1] != '`')
-        return 0;
+    if ((level != 2 && level != 3) || p[level] != ' ' || p[level + 1] != '`') return 0;
     const char *s = p + level + 2;
     const char *e = strchr(s, '`');
     const char *nl = strchr(s, '\n');
-    if (!e || (nl && e > nl) || (size_t)(e - s) >= n)
-        return 0;
+    if (!e || (nl && e > nl) || (size_t)(e - s) >= n) return 0;
     memcpy(name, s, (size_t)(e - s));
     name[e - s] = '\0';
     return level;
@@ -58,12 +56,9 @@ static const char *section_end(const char *body, int level)
     for (const char *p = body; *p; p = next_line(p)) {
         char name[64];
         int l = (*p == '#') ? heading(p, name, sizeof(name)) : 0;
-        if (l && l <= level)
-            return p;
-        if (p[0] == '#' && p[1] == ' ')
-            return p; /* a level-1 heading ends everything */
-        if (level == 3 && p[0] == '#' && p[1] == '#' && p[2] == ' ')
-            return p;
+        if (l && l <= level) return p;
+        if (p[0] == '#' && p[1] == ' ') return p; /* a level-1 heading ends everything */
+        if (level == 3 && p[0] == '#' && p[1] == '#' && p[2] == ' ') return p;
     }
     return body + strlen(body);
 }
@@ -78,8 +73,7 @@ static void walk(visit_fn fn, void *arg)
     struct section check = {0};
     bool in_check = false;
     for (const char *p = doc; *p; p = next_line(p)) {
-        if (*p != '#')
-            continue;
+        if (*p != '#') continue;
         char name[64];
         int level = heading(p, name, sizeof(name));
         if (level == 2) {
@@ -92,8 +86,7 @@ static void walk(visit_fn fn, void *arg)
         } else if (level == 3 && in_check && p < check.end) {
             struct section code = {.start = p, .body = next_line(p)};
             code.end = section_end(code.body, 3);
-            if (code.end > check.end)
-                code.end = check.end;
+            if (code.end > check.end) code.end = check.end;
             snprintf(code.name, sizeof(code.name), "%s", name);
             fn(arg, check.name, &check, &code);
         } else if (level == 2 || (p[0] == '#' && p[1] == ' ')) {
@@ -103,8 +96,8 @@ static void walk(visit_fn fn, void *arg)
 }
 
 struct find {
-    const char *check;  /* wanted check id, or NULL */
-    const char *code;   /* wanted code, or NULL */
+    const char *check; /* wanted check id, or NULL */
+    const char *code;  /* wanted code, or NULL */
     struct pf_buf *out;
     int hits;
 };
@@ -123,15 +116,14 @@ static void find_visit(void *arg, const char *check, const struct section *cs,
     struct find *f = arg;
     if (!code) {
         if (f->check && !f->code && strcmp(check, f->check) == 0) {
-            if (f->hits++)
-                pf_buf_add(f->out, "\n", 1);
+            if (f->hits++) pf_buf_add(f->out, "\n", 1);
             append_range(f->out, cs->start, cs->end);
         }
         return;
     }
-    if (f->code && strcmp(code->name, f->code) == 0 && (!f->check || strcmp(check, f->check) == 0)) {
-        if (f->hits++)
-            pf_buf_add(f->out, "\n", 1);
+    if (f->code && strcmp(code->name, f->code) == 0 &&
+        (!f->check || strcmp(check, f->check) == 0)) {
+        if (f->hits++) pf_buf_add(f->out, "\n", 1);
         pf_buf_addf(f->out, "%s / %s\n", check, code->name);
         append_range(f->out, code->body, code->end);
     }
@@ -148,8 +140,7 @@ static void list_visit(void *arg, const char *check, const struct section *cs,
     struct names *n = arg;
     (void)cs;
     if (!code) {
-        if (n->ids)
-            pf_strlist_add(n->ids, check);
+        if (n->ids) pf_strlist_add(n->ids, check);
     } else if (n->codes) {
         pf_strlist_addf(n->codes, "%s/%s", check, code->name);
     }
@@ -175,8 +166,7 @@ int pf_explain(struct pf_buf *out, const char *what)
     }
     struct find f = {check[0] ? check : NULL, code[0] ? code : NULL, out, 0};
     walk(find_visit, &f);
-    if (f.hits)
-        return 0;
+    if (f.hits) return 0;
 
     /* did you mean */
     struct pf_strlist ids = {0}, codes = {0};
@@ -200,8 +190,8 @@ int pf_explain(struct pf_buf *out, const char *what)
     }
     int r;
     if (best)
-        r = pf_err_set(PF_ENOENT, "no check or finding code named '%s' (did you mean '%s'?)",
-                       what, best);
+        r = pf_err_set(PF_ENOENT, "no check or finding code named '%s' (did you mean '%s'?)", what,
+                       best);
     else
         r = pf_err_set(PF_ENOENT,
                        "no check or finding code named '%s' (see docs/checks.md for the list)",
@@ -224,39 +214,32 @@ static void remedy_visit(void *arg, const char *check, const struct section *cs,
 {
     struct remedy *r = arg;
     (void)cs;
-    if (!code || r->found || strcmp(code->name, r->code) != 0)
-        return;
-    if (r->check && strcmp(check, r->check) != 0)
-        return;
+    if (!code || r->found || strcmp(code->name, r->code) != 0) return;
+    if (r->check && strcmp(check, r->check) != 0) return;
     const char *tag = "**Remedy:**";
     const char *p = code->body;
     const char *hit = NULL;
     while (p < code->end) {
         const char *s = strstr(p, tag);
-        if (!s || s >= code->end)
-            break;
+        if (!s || s >= code->end) break;
         hit = s;
         break;
     }
-    if (!hit)
-        return;
+    if (!hit) return;
     p = hit + strlen(tag);
     size_t used = 0;
     bool space = false;
     while (p < code->end && *p) {
-        if (p[0] == '\n' && (p[1] == '\n' || p + 1 >= code->end))
-            break;
+        if (p[0] == '\n' && (p[1] == '\n' || p + 1 >= code->end)) break;
         char ch = *p == '\n' ? ' ' : *p;
         p++;
         if (ch == ' ') {
             space = used > 0;
             continue;
         }
-        if (space && used + 1 < r->n)
-            r->out[used++] = ' ';
+        if (space && used + 1 < r->n) r->out[used++] = ' ';
         space = false;
-        if (used + 1 < r->n)
-            r->out[used++] = ch;
+        if (used + 1 < r->n) r->out[used++] = ch;
     }
     r->out[used] = '\0';
     r->found = used > 0;
@@ -264,8 +247,7 @@ static void remedy_visit(void *arg, const char *check, const struct section *cs,
 
 int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *code)
 {
-    if (n == 0)
-        return PF_ETOOBIG;
+    if (n == 0) return PF_ETOOBIG;
     struct remedy r = {check_id, code, out, n, 0};
     walk(remedy_visit, &r);
     if (!r.found && check_id) {

@@ -14,10 +14,8 @@
 
 int pf_host_init(struct pf_host *h, const char *root)
 {
-    if (!root || !*root)
-        root = "/";
-    if (root[0] != '/')
-        return pf_err_set(PF_EUSAGE, "--root %s: must be an absolute path", root);
+    if (!root || !*root) root = "/";
+    if (root[0] != '/') return pf_err_set(PF_EUSAGE, "--root %s: must be an absolute path", root);
     if (pf_strcpy(h->root, sizeof(h->root), root) < 0)
         return pf_err_set(PF_EUSAGE, "--root: path too long");
     size_t n = strlen(h->root);
@@ -33,10 +31,8 @@ static int vpath(char *out, size_t n, const struct pf_host *h, const char *fmt, 
 {
     char rel[PF_HOST_PATH_MAX];
     int w = vsnprintf(rel, sizeof(rel), fmt, ap);
-    if (w < 0 || (size_t)w >= sizeof(rel))
-        return pf_err_set(PF_ETOOBIG, "path too long");
-    if (rel[0] != '/')
-        return pf_err_set(PF_EINVAL, "%s: not an absolute path", rel);
+    if (w < 0 || (size_t)w >= sizeof(rel)) return pf_err_set(PF_ETOOBIG, "path too long");
+    if (rel[0] != '/') return pf_err_set(PF_EINVAL, "%s: not an absolute path", rel);
     return pf_snprintf(out, n, "%s%s", h->root, rel);
 }
 
@@ -57,33 +53,26 @@ static int read_fd_into(int fd, char *out, size_t n, const char *path)
             /* one more byte would tell whether the file is longer than the buffer */
             char extra;
             ssize_t r = read(fd, &extra, 1);
-            if (r == 0)
-                break;
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                return pf_err_set(PF_ERR, "%s: %s", path, strerror(errno));
+            if (r == 0) break;
+            if (r < 0 && errno == EINTR) continue;
+            if (r < 0) return pf_err_set(PF_ERR, "%s: %s", path, strerror(errno));
             /* a single trailing newline still fits once stripped */
             if (extra == '\n' && used + 1 == n) {
                 char more;
-                if (read(fd, &more, 1) == 0)
-                    break;
+                if (read(fd, &more, 1) == 0) break;
             }
             return pf_err_set(PF_ETOOBIG, "%s: longer than %zu bytes", path, n - 1);
         }
         ssize_t r = read(fd, out + used, n - 1 - used);
-        if (r == 0)
-            break;
+        if (r == 0) break;
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             return pf_err_set(errno == ENOENT ? PF_ENOENT : PF_ERR, "%s: %s", path,
                               strerror(errno));
         }
         used += (size_t)r;
     }
-    if (used > 0 && out[used - 1] == '\n')
-        used--;
+    if (used > 0 && out[used - 1] == '\n') used--;
     out[used] = '\0';
     return (int)used;
 }
@@ -95,14 +84,12 @@ int pf_host_read(char *out, size_t n, const struct pf_host *h, const char *fmt, 
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return r;
-    if (n == 0)
-        return pf_err_set(PF_EINVAL, "no room to read %s", path);
+    if (r < 0) return r;
+    if (n == 0) return pf_err_set(PF_EINVAL, "no room to read %s", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s",
-                          path, strerror(errno));
+        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
+                          strerror(errno));
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
@@ -122,25 +109,21 @@ int pf_host_read_all(char **out, size_t *out_len, size_t max, const struct pf_ho
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
     *out = NULL;
-    if (out_len)
-        *out_len = 0;
-    if (r < 0)
-        return r;
+    if (out_len) *out_len = 0;
+    if (r < 0) return r;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s",
-                          path, strerror(errno));
+        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
+                          strerror(errno));
     struct pf_buf b;
     pf_buf_init(&b, max);
     pf_buf_add(&b, "", 0);
     char chunk[8192];
     for (;;) {
         ssize_t got = read(fd, chunk, sizeof(chunk));
-        if (got == 0)
-            break;
+        if (got == 0) break;
         if (got < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             r = pf_err_set(PF_ERR, "%s: %s", path, strerror(errno));
             goto fail;
         }
@@ -151,8 +134,7 @@ int pf_host_read_all(char **out, size_t *out_len, size_t max, const struct pf_ho
     }
     close(fd);
     *out = b.data;
-    if (out_len)
-        *out_len = b.len;
+    if (out_len) *out_len = b.len;
     return 0;
 fail:
     close(fd);
@@ -167,11 +149,9 @@ int pf_host_read_ll(long long *out, const struct pf_host *h, const char *fmt, ..
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     r = pf_host_read(text, sizeof(text), &(struct pf_host){.root = ""}, "%s", path);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     pf_trim(text);
     char *end;
     errno = 0;
@@ -195,17 +175,14 @@ int pf_host_natcmp(const char *a, const char *b)
                 la++;
             while (isdigit((unsigned char)b[lb]))
                 lb++;
-            if (la != lb)
-                return la < lb ? -1 : 1;
+            if (la != lb) return la < lb ? -1 : 1;
             int c = strncmp(a, b, la);
-            if (c)
-                return c;
+            if (c) return c;
             a += la;
             b += lb;
             continue;
         }
-        if (*a != *b)
-            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
         a++;
         b++;
     }
@@ -224,17 +201,15 @@ int pf_host_list(struct pf_strlist *out, const struct pf_host *h, const char *fm
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     DIR *d = opendir(path);
     if (!d)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s",
-                          path, strerror(errno));
+        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
+                          strerror(errno));
     struct dirent *e;
     size_t count = 0;
     while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
         if (++count > 65536) {
             closedir(d);
             return pf_err_set(PF_ETOOBIG, "%s: more than 65536 entries", path);
@@ -242,8 +217,7 @@ int pf_host_list(struct pf_strlist *out, const struct pf_host *h, const char *fm
         pf_strlist_add(out, e->d_name);
     }
     closedir(d);
-    if (out->n > 1)
-        qsort(out->v, out->n, sizeof(char *), natcmp_p);
+    if (out->n > 1) qsort(out->v, out->n, sizeof(char *), natcmp_p);
     return 0;
 }
 
@@ -254,14 +228,12 @@ int pf_host_readlink(char *out, size_t n, const struct pf_host *h, const char *f
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     ssize_t len = readlink(path, out, n);
     if (len < 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s",
-                          path, strerror(errno));
-    if ((size_t)len >= n)
-        return pf_err_set(PF_ETOOBIG, "%s: link target too long", path);
+        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
+                          strerror(errno));
+    if ((size_t)len >= n) return pf_err_set(PF_ETOOBIG, "%s: link target too long", path);
     out[len] = '\0';
     return (int)len;
 }
@@ -273,11 +245,9 @@ int pf_host_link_basename(char *out, size_t n, const struct pf_host *h, const ch
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     r = pf_host_readlink(target, sizeof(target), &(struct pf_host){.root = ""}, "%s", path);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     size_t len = strlen(target);
     while (len > 1 && target[len - 1] == '/')
         target[--len] = '\0';
@@ -295,8 +265,7 @@ bool pf_host_exists(const struct pf_host *h, const char *fmt, ...)
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return false;
+    if (r < 0) return false;
     struct stat st;
     return lstat(path, &st) == 0;
 }
@@ -308,10 +277,9 @@ int pf_host_stat(struct stat *out, const struct pf_host *h, const char *fmt, ...
     va_start(ap, fmt);
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     if (stat(path, out) != 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s",
-                          path, strerror(errno));
+        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
+                          strerror(errno));
     return 0;
 }

@@ -11,21 +11,21 @@
 #define PF_NETIF_MAX_ADDRS 16
 
 struct pf_netif_addr {
-    int family;       /* AF_INET or AF_INET6 */
-    char text[64];    /* "10.0.0.5" or "fe80::1" (no prefix length) */
+    int family;    /* AF_INET or AF_INET6 */
+    char text[64]; /* "10.0.0.5" or "fe80::1" (no prefix length) */
     int prefix_len;
 };
 
 struct pf_netif {
     char name[64];
     int index;
-    unsigned flags;   /* IFF_* */
-    bool up;          /* IFF_UP */
-    bool running;     /* IFF_RUNNING: NCCL's condition */
-    bool carrier;     /* IFF_LOWER_UP */
+    unsigned flags; /* IFF_* */
+    bool up;        /* IFF_UP */
+    bool running;   /* IFF_RUNNING: NCCL's condition */
+    bool carrier;   /* IFF_LOWER_UP */
     bool loopback;
     int mtu;
-    char mac[32];     /* "aa:bb:cc:dd:ee:ff", "" when none */
+    char mac[32]; /* "aa:bb:cc:dd:ee:ff", "" when none */
     struct pf_netif_addr addrs[PF_NETIF_MAX_ADDRS];
     size_t naddrs;
 };

@@ -36,37 +36,29 @@ static void emit(struct out *o, yaml_event_t *ev)
         yaml_event_delete(ev);
         return;
     }
-    if (!yaml_emitter_emit(&o->em, ev))
-        o->failed = 1;
+    if (!yaml_emitter_emit(&o->em, ev)) o->failed = 1;
 }
 
 /* Strings that a YAML reader would take for something else are double-quoted. */
 static bool needs_quotes(const char *s)
 {
-    if (!*s)
-        return true;
-    static const char *const words[] = {"true", "false", "yes", "no", "on", "off", "null",
-                                        "~", "y", "n", "True", "False", "TRUE", "FALSE",
-                                        "Yes", "No", "YES", "NO", "On", "Off", "ON", "OFF",
-                                        "Null", "NULL", "Y", "N"};
+    if (!*s) return true;
+    static const char *const words[] = {"true", "false", "yes",  "no",   "on",    "off",  "null",
+                                        "~",    "y",     "n",    "True", "False", "TRUE", "FALSE",
+                                        "Yes",  "No",    "YES",  "NO",   "On",    "Off",  "ON",
+                                        "OFF",  "Null",  "NULL", "Y",    "N"};
     for (size_t i = 0; i < PF_ARRAY_LEN(words); i++)
-        if (strcmp(s, words[i]) == 0)
-            return true;
+        if (strcmp(s, words[i]) == 0) return true;
     char *end;
     errno = 0;
     (void)strtod(s, &end);
-    if (*end == '\0')
-        return true;
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o'))
-        return true;
+    if (*end == '\0') return true;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) return true;
     /* leading/trailing blanks, or characters that start YAML syntax */
     size_t n = strlen(s);
-    if (s[0] == ' ' || s[n - 1] == ' ' || strchr("!&*-?{}[],#|>@`\"'%:", s[0]))
-        return true;
-    if (strstr(s, ": ") || strstr(s, " #") || s[n - 1] == ':')
-        return true;
-    if (s[0] == '.' && (strcasecmp(s, ".inf") == 0 || strcasecmp(s, ".nan") == 0))
-        return true;
+    if (s[0] == ' ' || s[n - 1] == ' ' || strchr("!&*-?{}[],#|>@`\"'%:", s[0])) return true;
+    if (strstr(s, ": ") || strstr(s, " #") || s[n - 1] == ':') return true;
+    if (s[0] == '.' && (strcasecmp(s, ".inf") == 0 || strcasecmp(s, ".nan") == 0)) return true;
     return false;
 }
 
@@ -74,10 +66,8 @@ static void scalar(struct out *o, const char *s, bool is_string)
 {
     yaml_event_t ev;
     yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
-    if (is_string && needs_quotes(s))
-        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-    if (is_string && strchr(s, '\n'))
-        style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    if (is_string && needs_quotes(s)) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    if (is_string && strchr(s, '\n')) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, style);
     emit(o, &ev);
 }
@@ -119,9 +109,8 @@ static void map_end(struct out *o)
 static void seq_start(struct out *o, bool flow)
 {
     yaml_event_t ev;
-    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-                                         flow ? YAML_FLOW_SEQUENCE_STYLE
-                                              : YAML_BLOCK_SEQUENCE_STYLE);
+    yaml_sequence_start_event_initialize(
+        &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
     emit(o, &ev);
 }
 
@@ -136,8 +125,7 @@ static void seq_end(struct out *o)
 static bool all_scalars(const struct pf_node *n)
 {
     for (const struct pf_node *c = n->first; c; c = c->next)
-        if (c->kind == PF_NODE_MAP || c->kind == PF_NODE_SEQ)
-            return false;
+        if (c->kind == PF_NODE_MAP || c->kind == PF_NODE_SEQ) return false;
     return true;
 }
 
@@ -219,8 +207,7 @@ static int finish(struct out *o, char **out, size_t *out_len)
         return pf_err_set(PF_ERR, "libyaml emitter: %s", problem ? problem : "output too large");
     }
     *out = o->buf.data ? o->buf.data : pf_xstrdup("");
-    if (out_len)
-        *out_len = o->buf.len;
+    if (out_len) *out_len = o->buf.len;
     return 0;
 }
 
@@ -228,8 +215,7 @@ int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n)
 {
     struct out o;
     int r = begin(&o);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     node(&o, n, false);
     return finish(&o, out, out_len);
 }
@@ -239,8 +225,7 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
     struct out o;
     char num[64];
     int r = begin(&o);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     map_start(&o, false);
     kv(&o, "apiVersion", "preflight/v1");
     kv(&o, "kind", "Verdict");
@@ -272,8 +257,7 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
                 kv(&o, "code", f->code);
                 kv(&o, "status", pf_status_name(f->status));
                 kv(&o, "message", f->message ? f->message : "");
-                if (f->remedy)
-                    kv(&o, "remedy", f->remedy);
+                if (f->remedy) kv(&o, "remedy", f->remedy);
                 map_end(&o);
             }
             seq_end(&o);
@@ -306,10 +290,8 @@ static int write_all(int fd, const char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
         p += w;
         n -= (size_t)w;
     }
@@ -319,14 +301,11 @@ static int write_all(int fd, const char *p, size_t n)
 static int mkdir_parents(const char *path)
 {
     char tmp[4096];
-    if (pf_strcpy(tmp, sizeof(tmp), path) < 0)
-        return -1;
+    if (pf_strcpy(tmp, sizeof(tmp), path) < 0) return -1;
     for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
+        if (*p != '/') continue;
         *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return -1;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
         *p = '/';
     }
     return 0;
@@ -337,12 +316,11 @@ int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
     char *yaml = NULL;
     size_t len = 0;
     int r = pf_verdict_to_yaml(&yaml, &len, v);
-    if (r < 0)
-        return r;
+    if (r < 0) return r;
     if (strcmp(path, "-") == 0) {
-        r = write_all(STDOUT_FILENO, yaml, len) == 0 ? 0
-                                                     : pf_err_set(PF_ERR, "stdout: %s",
-                                                                  strerror(errno));
+        r = write_all(STDOUT_FILENO, yaml, len) == 0
+                ? 0
+                : pf_err_set(PF_ERR, "stdout: %s", strerror(errno));
         free(yaml);
         return r;
     }

@@ -34,10 +34,8 @@ static void write_all(int fd, const char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return;
         p += w;
         n -= (size_t)w;
     }
@@ -50,8 +48,7 @@ static void say(const char *s)
 
 static void handler(int sig)
 {
-    if (!guard_armed)
-        _exit(1);
+    if (!guard_armed) _exit(1);
     guard_armed = 0;
     struct snapshot *s = atomic_load(&current);
     if (s) {
@@ -97,8 +94,7 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
         struct itimerval it = {0};
         it.it_value.tv_sec = (time_t)timeout_s;
         it.it_value.tv_usec = (suseconds_t)((timeout_s - (double)(time_t)timeout_s) * 1e6);
-        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0)
-            it.it_value.tv_usec = 1;
+        if (it.it_value.tv_sec == 0 && it.it_value.tv_usec == 0) it.it_value.tv_usec = 1;
         setitimer(ITIMER_REAL, &it, NULL);
     }
     guard_armed = 1;
@@ -107,8 +103,7 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
 
 double pf_verdict_guard_remaining(void)
 {
-    if (guard_deadline <= 0)
-        return 1e9;
+    if (guard_deadline <= 0) return 1e9;
     double left = guard_deadline - pf_now();
     return left > 0 ? left : 0;
 }
@@ -125,8 +120,7 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     /* the gate must not open on an interrupted run, whatever the policy says */
     copy.verdict = PF_FAIL;
     char *yaml = NULL;
-    if (pf_verdict_to_yaml(&yaml, len, &copy) < 0)
-        yaml = NULL;
+    if (pf_verdict_to_yaml(&yaml, len, &copy) < 0) yaml = NULL;
     pf_verdict_free(&copy);
     return yaml;
 }

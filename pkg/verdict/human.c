@@ -35,8 +35,7 @@ static void indented(FILE *f, const char *text, int indent)
 {
     for (const char *p = text; *p; p++) {
         fputc(*p, f);
-        if (*p == '\n' && p[1])
-            fprintf(f, "%*s", indent, "");
+        if (*p == '\n' && p[1]) fprintf(f, "%*s", indent, "");
     }
 }
 
@@ -75,8 +74,7 @@ void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color)
     int idw = 5;
     for (size_t i = 0; i < v->nchecks; i++) {
         int l = (int)strlen(v->checks[i].id);
-        if (l > idw)
-            idw = l;
+        if (l > idw) idw = l;
     }
 
     fprintf(f, "%spreflight%s ", color ? C_BOLD : "", color ? C_RESET : "");
@@ -87,9 +85,7 @@ void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color)
                                         : "PASS",
                 C_RESET);
     else
-        fprintf(f, "%s", v->verdict == PF_FAIL   ? "FAIL"
-                         : v->verdict == PF_WARN ? "WARN"
-                                                 : "PASS");
+        fprintf(f, "%s", v->verdict == PF_FAIL ? "FAIL" : v->verdict == PF_WARN ? "WARN" : "PASS");
     fprintf(f, ": %s\n", v->summary);
 
     const char *pod = str_or(v->pod, "name", NULL);
@@ -102,8 +98,7 @@ void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color)
             fprintf(f, " (namespace %s)", pf_node_get_str(v->pod, "namespace"));
         if (pf_node_get_str(v->pod, "node"))
             fprintf(f, " on node %s", pf_node_get_str(v->pod, "node"));
-        if (pf_node_get(v->pod, "rank"))
-            fprintf(f, ", rank %s of %s", rank, world);
+        if (pf_node_get(v->pod, "rank")) fprintf(f, ", rank %s of %s", rank, world);
         fputc('\n', f);
     }
     fputc('\n', f);

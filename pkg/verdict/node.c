@@ -46,11 +46,9 @@ static void clear_value(struct pf_node *n)
 
 struct pf_node *pf_node_get(const struct pf_node *map, const char *key)
 {
-    if (!map || map->kind != PF_NODE_MAP)
-        return NULL;
+    if (!map || map->kind != PF_NODE_MAP) return NULL;
     for (struct pf_node *c = map->first; c; c = c->next)
-        if (c->key && strcmp(c->key, key) == 0)
-            return c;
+        if (c->key && strcmp(c->key, key) == 0) return c;
     return NULL;
 }
 
@@ -89,8 +87,7 @@ static struct pf_node *member(struct pf_node *map, const char *key, enum pf_node
 struct pf_node *pf_node_set_str(struct pf_node *map, const char *key, const char *value)
 {
     struct pf_node *n = member(map, key, value ? PF_NODE_STR : PF_NODE_NULL);
-    if (value)
-        n->str = pf_xstrdup(value);
+    if (value) n->str = pf_xstrdup(value);
     return n;
 }
 
@@ -99,8 +96,7 @@ struct pf_node *pf_node_set_strf(struct pf_node *map, const char *key, const cha
     va_list ap;
     char *s = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
     va_end(ap);
     struct pf_node *n = pf_node_set_str(map, key, s ? s : "");
     free(s);
@@ -162,8 +158,7 @@ struct pf_node *pf_node_add_strf(struct pf_node *seq, const char *fmt, ...)
     va_list ap;
     char *s = NULL;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) s = NULL;
     va_end(ap);
     struct pf_node *n = pf_node_add_str(seq, s ? s : "");
     free(s);
@@ -211,8 +206,7 @@ void pf_node_put(struct pf_node *map, const char *key, struct pf_node *child)
     }
     child->next = old->next;
     *pp = child;
-    if (map->last == old)
-        map->last = child;
+    if (map->last == old) map->last = child;
     (void)prev;
     old->next = NULL;
     pf_node_free(old);
@@ -227,8 +221,7 @@ void pf_node_append(struct pf_node *seq, struct pf_node *child)
 
 struct pf_node *pf_node_clone(const struct pf_node *n)
 {
-    if (!n)
-        return NULL;
+    if (!n) return NULL;
     struct pf_node *c = node_new(n->kind);
     c->key = n->key ? pf_xstrdup(n->key) : NULL;
     c->str = n->str ? pf_xstrdup(n->str) : NULL;

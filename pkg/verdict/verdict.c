@@ -19,22 +19,19 @@ const char *pf_status_name(enum pf_status s)
 int pf_status_parse(const char *s)
 {
     for (size_t i = 0; i < PF_ARRAY_LEN(status_names); i++)
-        if (strcmp(s, status_names[i]) == 0)
-            return (int)i;
+        if (strcmp(s, status_names[i]) == 0) return (int)i;
     return -1;
 }
 
 static char *vdup(const char *fmt, va_list ap)
 {
     char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        return pf_xstrdup("");
+    if (vasprintf(&s, fmt, ap) < 0) return pf_xstrdup("");
     return s;
 }
 
-struct pf_finding *pf_check_add_finding(struct pf_check *c, const char *code,
-                                        enum pf_status status, const char *remedy,
-                                        const char *fmt, ...)
+struct pf_finding *pf_check_add_finding(struct pf_check *c, const char *code, enum pf_status status,
+                                        const char *remedy, const char *fmt, ...)
 {
     c->findings = pf_xrealloc(c->findings, (c->nfindings + 1) * sizeof(*c->findings));
     struct pf_finding *f = &c->findings[c->nfindings++];
@@ -71,8 +68,7 @@ void pf_check_skip(struct pf_check *c, const char *fmt, ...)
 bool pf_check_has_finding(const struct pf_check *c, const char *code)
 {
     for (size_t i = 0; i < c->nfindings; i++)
-        if (strcmp(c->findings[i].code, code) == 0)
-            return true;
+        if (strcmp(c->findings[i].code, code) == 0) return true;
     return false;
 }
 
@@ -117,16 +113,14 @@ void pf_verdict_free(struct pf_verdict *v)
 struct pf_check *pf_verdict_find_check(struct pf_verdict *v, const char *id)
 {
     for (size_t i = 0; i < v->nchecks; i++)
-        if (strcmp(v->checks[i].id, id) == 0)
-            return &v->checks[i];
+        if (strcmp(v->checks[i].id, id) == 0) return &v->checks[i];
     return NULL;
 }
 
 struct pf_check *pf_verdict_add_check(struct pf_verdict *v, const char *id)
 {
     struct pf_check *c = pf_verdict_find_check(v, id);
-    if (c)
-        return c;
+    if (c) return c;
     v->checks = pf_xrealloc(v->checks, (v->nchecks + 1) * sizeof(*v->checks));
     c = &v->checks[v->nchecks++];
     memset(c, 0, sizeof(*c));
@@ -154,10 +148,8 @@ void pf_verdict_add_culprit(struct pf_verdict *v, int rank, const char *pod, con
     }
     struct pf_node *m = pf_node_add_map(v->culprits);
     pf_node_set_int(m, "rank", rank);
-    if (pod && *pod)
-        pf_node_set_str(m, "pod", pod);
-    if (node && *node)
-        pf_node_set_str(m, "node", node);
+    if (pod && *pod) pf_node_set_str(m, "pod", pod);
+    if (node && *node) pf_node_set_str(m, "node", node);
     pf_node_set_str(m, "reason", reason);
     free(reason);
 }
@@ -171,8 +163,7 @@ bool pf_verdict_is_secret_name(const char *name)
         up[i] = (char)toupper((unsigned char)name[i]);
     up[i] = '\0';
     for (size_t w = 0; w < PF_ARRAY_LEN(words); w++)
-        if (strstr(up, words[w]))
-            return true;
+        if (strstr(up, words[w])) return true;
     return false;
 }
 
@@ -207,8 +198,7 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
         for (size_t j = 0; j < c->nfindings; j++)
             if (!first_worst || c->findings[j].status > first_worst->status)
                 first_worst = &c->findings[j];
-        if (first_worst && first_worst->status > cworst)
-            cworst = first_worst->status;
+        if (first_worst && first_worst->status > cworst) cworst = first_worst->status;
         if (c->status != PF_SKIP || c->nfindings > 0) {
             c->status = cworst;
             /* a problem leads: the first worst finding is the line a human reads first */
@@ -217,8 +207,7 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
                 c->message = pf_xstrdup(first_worst->message);
             }
         }
-        if (!c->message)
-            c->message = pf_xstrdup(c->status == PF_SKIP ? "skipped" : "ok");
+        if (!c->message) c->message = pf_xstrdup(c->status == PF_SKIP ? "skipped" : "ok");
         char *list = c->status == PF_FAIL ? failed : c->status == PF_WARN ? warned : NULL;
         if (list) {
             size_t len = strlen(list);
@@ -230,8 +219,7 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
             nwarn++;
         else if (c->status == PF_SKIP)
             nskip++;
-        if (c->status > worst)
-            worst = c->status;
+        if (c->status > worst) worst = c->status;
     }
     if (v->culprits->count > 0 && worst < PF_FAIL) {
         /* a named culprit always fails the gate */
@@ -244,8 +232,8 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
     else if (worst == PF_FAIL)
         snprintf(v->summary, sizeof(v->summary), "%zu culprit(s) named", v->culprits->count);
     else if (nwarn)
-        snprintf(v->summary, sizeof(v->summary), "%zu of %zu checks warn: %s", nwarn,
-                 v->nchecks, warned);
+        snprintf(v->summary, sizeof(v->summary), "%zu of %zu checks warn: %s", nwarn, v->nchecks,
+                 warned);
     else
         snprintf(v->summary, sizeof(v->summary), "all %zu checks passed", v->nchecks - nskip);
     if (!nfail && !nwarn && nskip) {
@@ -273,10 +261,10 @@ void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v)
         d->findings = pf_xcalloc(s->nfindings ? s->nfindings : 1, sizeof(*d->findings));
         for (size_t j = 0; j < s->nfindings; j++) {
             d->findings[j] = s->findings[j];
-            d->findings[j].message = s->findings[j].message ? pf_xstrdup(s->findings[j].message)
-                                                            : NULL;
-            d->findings[j].remedy = s->findings[j].remedy ? pf_xstrdup(s->findings[j].remedy)
-                                                          : NULL;
+            d->findings[j].message =
+                s->findings[j].message ? pf_xstrdup(s->findings[j].message) : NULL;
+            d->findings[j].remedy =
+                s->findings[j].remedy ? pf_xstrdup(s->findings[j].remedy) : NULL;
         }
     }
 }

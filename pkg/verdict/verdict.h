@@ -21,16 +21,23 @@ const char *pf_status_name(enum pf_status s);
 int pf_status_parse(const char *s);
 
 /* ---- A small tree of scalars, maps and sequences (evidence, environment, collectives). */
-enum pf_node_kind { PF_NODE_STR, PF_NODE_INT, PF_NODE_DBL, PF_NODE_BOOL, PF_NODE_NULL,
-                    PF_NODE_MAP, PF_NODE_SEQ };
+enum pf_node_kind {
+    PF_NODE_STR,
+    PF_NODE_INT,
+    PF_NODE_DBL,
+    PF_NODE_BOOL,
+    PF_NODE_NULL,
+    PF_NODE_MAP,
+    PF_NODE_SEQ
+};
 struct pf_node {
     enum pf_node_kind kind;
-    char *key;               /* set when the node is a map member */
+    char *key; /* set when the node is a map member */
     char *str;
     long long i;
     double d;
     bool b;
-    struct pf_node *first;   /* children of a map or sequence */
+    struct pf_node *first; /* children of a map or sequence */
     struct pf_node *last;
     struct pf_node *next;
     size_t count;
@@ -75,7 +82,7 @@ struct pf_finding {
 
 struct pf_check {
     char id[PF_CODE_MAX];
-    enum pf_status status;   /* PF_SKIP when the check set it; otherwise derived */
+    enum pf_status status; /* PF_SKIP when the check set it; otherwise derived */
     char *message;
     struct pf_finding *findings;
     size_t nfindings;
@@ -84,9 +91,8 @@ struct pf_check {
 };
 
 /* Adds a finding. remedy may be NULL: the remedy from docs/checks.md is used then. */
-struct pf_finding *pf_check_add_finding(struct pf_check *c, const char *code,
-                                        enum pf_status status, const char *remedy,
-                                        const char *fmt, ...)
+struct pf_finding *pf_check_add_finding(struct pf_check *c, const char *code, enum pf_status status,
+                                        const char *remedy, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Sets the one line a human reads first. */
 void pf_check_set_message(struct pf_check *c, const char *fmt, ...)
@@ -101,14 +107,14 @@ struct pf_verdict {
     char summary[512];
     char generated_at[32];
     double duration_seconds;
-    struct pf_node *pod;          /* map: name, namespace, node, rank, worldSize */
-    struct pf_node *environment;  /* map */
+    struct pf_node *pod;         /* map: name, namespace, node, rank, worldSize */
+    struct pf_node *environment; /* map */
     struct pf_check *checks;
     size_t nchecks;
-    struct pf_node *collectives;  /* seq of maps */
-    struct pf_node *culprits;     /* seq of maps: rank, pod, node, reason */
-    struct pf_node *ranks;        /* seq of maps (rank 0): every rank's check statuses */
-    struct pf_node *extra;        /* map: other top-level keys (e.g. logs) */
+    struct pf_node *collectives; /* seq of maps */
+    struct pf_node *culprits;    /* seq of maps: rank, pod, node, reason */
+    struct pf_node *ranks;       /* seq of maps (rank 0): every rank's check statuses */
+    struct pf_node *extra;       /* map: other top-level keys (e.g. logs) */
 };
 
 void pf_verdict_init(struct pf_verdict *v);
@@ -154,8 +160,7 @@ void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v);
 int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg);
 /* Renders a new snapshot: v as it is now, plus check stage_id failed with code "timeout"
  * (deadline) or "interrupted" (signal) and a message saying what was under way. */
-void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id,
-                             const char *doing);
+void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, const char *doing);
 /* Seconds left before the deadline (a large number when there is none). */
 double pf_verdict_guard_remaining(void);
 /* Stops the guard (before the final verdict is written). */

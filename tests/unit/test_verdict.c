@@ -51,10 +51,8 @@ static int demote(void *arg, const char *check, const char *code, enum pf_status
 {
     (void)arg;
     (void)check;
-    if (strcmp(code, "p2p-disabled") == 0)
-        return PF_WARN;
-    if (strcmp(code, "debug-verbose") == 0)
-        return -1;
+    if (strcmp(code, "p2p-disabled") == 0) return PF_WARN;
+    if (strcmp(code, "debug-verbose") == 0) return -1;
     return (int)st;
 }
 
@@ -107,8 +105,7 @@ static void test_secret_names(void **state)
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
+    if (!f) return NULL;
     fseek(f, 0, SEEK_END);
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);

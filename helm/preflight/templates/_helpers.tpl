@@ -1,0 +1,196 @@
+{{/*
+Names. Every name is derived from the release, so that the helpers give the same names when
+they are included from a parent chart (with this chart as a dependency).
+*/}}
+{{- define "preflight.fullname" -}}
+{{- if contains "preflight" .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-preflight" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* preflight's values: .Values here, .Values.preflight in a parent chart (as YAML). */}}
+{{- define "preflight.v" -}}
+{{- if hasKey .Values "preflight" -}}
+{{- toYaml .Values.preflight -}}
+{{- else -}}
+{{- toYaml .Values -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "preflight.serviceName" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- default (include "preflight.fullname" .) $v.service.name -}}
+{{- end -}}
+
+{{- define "preflight.secretName" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- default (printf "%s-token" (include "preflight.fullname" .)) $v.token.existingSecret -}}
+{{- end -}}
+
+{{- define "preflight.configName" -}}
+{{- printf "%s-config" (include "preflight.fullname" .) -}}
+{{- end -}}
+
+{{- define "preflight.serviceAccountName" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- if $v.serviceAccount.create -}}
+{{- default (include "preflight.fullname" .) $v.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" $v.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "preflight.image" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- printf "%s:%s" $v.image.repository (default .Chart.AppVersion $v.image.tag) -}}
+{{- end -}}
+
+{{- define "preflight.labels" -}}
+app.kubernetes.io/name: preflight
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/*
+preflight.podLabels: the label the headless Service selects. Put it on every pod that takes
+part in the rendezvous (your training pods), so that they get DNS records:
+  metadata:
+    labels:
+      {{- include "preflight.podLabels" . | nindent 6 }}
+*/}}
+{{- define "preflight.podLabels" -}}
+preflight.dev/service: {{ include "preflight.serviceName" . }}
+{{- end -}}
+
+{{/*
+preflight.container: the container that runs `preflight run`. Argument: a dict with
+  ctx          the root context ($)
+  worldSize    number of pods in the rendezvous (required)
+  coordinator  rank 0's HOST[:PORT] (optional: derived from the hostname and subdomain)
+  name         container name (default "preflight")
+*/}}
+{{- define "preflight.container" -}}
+{{- $ctx := .ctx -}}
+{{- $v := include "preflight.v" $ctx | fromYaml -}}
+{{- $name := default "preflight" .name -}}
+- name: {{ $name }}
+  {{- if $v.trainingImage }}
+  image: {{ $v.trainingImage }}
+  command: [/opt/preflight/preflight]
+  {{- else }}
+  image: {{ include "preflight.image" $ctx }}
+  {{- end }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  args: [run]
+  env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: POD_NAMESPACE
+      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+    - name: POD_UID
+      valueFrom: {fieldRef: {fieldPath: metadata.uid}}
+    - name: NODE_NAME
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    - name: PREFLIGHT_WORLD_SIZE
+      value: {{ required "preflight.container: worldSize is required" .worldSize | toString | quote }}
+    {{- with .coordinator }}
+    - name: PREFLIGHT_COORDINATOR
+      value: {{ . | quote }}
+    {{- end }}
+    - name: PREFLIGHT_CONFIG
+      value: /etc/preflight/config.yaml
+    - name: PREFLIGHT_TIMEOUT
+      value: {{ $v.timeoutSeconds | toString | quote }}
+    - name: PREFLIGHT_TOKEN
+      valueFrom:
+        secretKeyRef:
+          name: {{ include "preflight.secretName" $ctx }}
+          key: token
+    {{- with $v.env }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- if $v.ipcLock }}
+  securityContext:
+    capabilities:
+      add: [IPC_LOCK]
+  {{- end }}
+  {{- $res := deepCopy (default dict $v.resources) -}}
+  {{- if $v.gpusPerPod }}
+  {{- $limits := merge (dict "nvidia.com/gpu" $v.gpusPerPod) (default dict $res.limits) -}}
+  {{- $_ := set $res "limits" $limits -}}
+  {{- end }}
+  {{- with $res }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    - {name: preflight-podinfo, mountPath: /etc/podinfo, readOnly: true}
+    - {name: preflight-config, mountPath: /etc/preflight, readOnly: true}
+    - {name: preflight-verdict, mountPath: /run/preflight}
+    - {name: preflight-shm, mountPath: /dev/shm}
+    {{- if $v.trainingImage }}
+    - {name: preflight-bin, mountPath: /opt/preflight, readOnly: true}
+    {{- end }}
+{{- end -}}
+
+{{/* The initContainer that copies the binary in, when preflight runs in the training image. */}}
+{{- define "preflight.installContainer" -}}
+{{- $ctx := .ctx -}}
+{{- $v := include "preflight.v" $ctx | fromYaml -}}
+{{- if $v.trainingImage -}}
+- name: preflight-install
+  image: {{ include "preflight.image" $ctx }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  args: [install, /opt/preflight]
+  volumeMounts:
+    - {name: preflight-bin, mountPath: /opt/preflight}
+{{- end -}}
+{{- end -}}
+
+{{/*
+preflight.initContainer: preflight as initContainer(s) of your training pods; the trainer
+starts only when the verdict is pass or warn. Argument: the dict of preflight.container.
+  initContainers:
+    {{- include "preflight.initContainer" (dict "ctx" $ "worldSize" 8) | nindent 8 }}
+  volumes:
+    {{- include "preflight.volumes" (dict "ctx" $) | nindent 8 }}
+Mount the volume preflight-verdict at /run/preflight in the trainer to read verdict.yaml.
+*/}}
+{{- define "preflight.initContainer" -}}
+{{- with include "preflight.installContainer" . }}
+{{ . }}
+{{- end }}
+{{ include "preflight.container" . }}
+{{- end -}}
+
+{{/* preflight.volumes: the volumes the containers above mount. Argument: (dict "ctx" $). */}}
+{{- define "preflight.volumes" -}}
+{{- $ctx := .ctx -}}
+{{- $v := include "preflight.v" $ctx | fromYaml -}}
+- name: preflight-podinfo
+  downwardAPI:
+    items:
+      - path: annotations
+        fieldRef: {fieldPath: metadata.annotations}
+      - path: labels
+        fieldRef: {fieldPath: metadata.labels}
+- name: preflight-config
+  configMap:
+    name: {{ include "preflight.configName" $ctx }}
+- name: preflight-verdict
+  emptyDir: {}
+- name: preflight-shm
+  emptyDir:
+    medium: Memory
+    {{- with $v.shmSizeLimit }}
+    sizeLimit: {{ . }}
+    {{- end }}
+{{- if $v.trainingImage }}
+- name: preflight-bin
+  emptyDir: {}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,216 @@
+/* rdma.counters: every port's error counters, read from sysfs before and after the
+ * collectives; a counter that rose while preflight drove traffic names the HCA and port. */
+#define _GNU_SOURCE
+#include "checks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CTR_NAME 64
+#define CTRS_MAX 8192
+
+struct ctr {
+    char hca[64];
+    int port;
+    char name[CTR_NAME];
+    bool hw; /* hw_counters/ (driver specific) */
+    unsigned long long v;
+};
+
+struct pf_counters {
+    struct ctr *v;
+    size_t n;
+    double t;
+};
+
+/* PortCounters of the IB PMA (ports/N/counters/) that count errors, with their width: they
+ * stop at their maximum, so a saturated one cannot show a rise. */
+static const struct {
+    const char *name;
+    unsigned long long max;
+} port_ctrs[] = {
+    {"link_downed", 255},
+    {"link_error_recovery", 255},
+    {"symbol_error", 65535},
+    {"port_rcv_errors", 65535},
+    {"port_xmit_discards", 65535},
+    {"local_link_integrity_errors", 15},
+    {"excessive_buffer_overrun_errors", 15},
+};
+
+/* hw_counters/ entries that count transport errors (mlx5 and others); the rest of
+ * hw_counters (traffic, congestion notifications, "lifespan") are not errors. */
+static const char *const hw_error_ctrs[] = {
+    "local_ack_timeout_err",   "packet_seq_err",           "out_of_sequence",
+    "rnr_nak_retry_err",       "implied_nak_seq_err",      "req_cqe_error",
+    "resp_cqe_error",          "req_remote_access_errors", "req_remote_invalid_request",
+    "resp_local_length_error", "rx_icrc_encapsulated",     "out_of_buffer",
+    "duplicate_request",
+};
+
+static bool is_hw_error(const char *name)
+{
+    for (size_t i = 0; i < PF_ARRAY_LEN(hw_error_ctrs); i++)
+        if (strcmp(name, hw_error_ctrs[i]) == 0) return true;
+    return false;
+}
+
+static unsigned long long port_ctr_max(const char *name)
+{
+    for (size_t i = 0; i < PF_ARRAY_LEN(port_ctrs); i++)
+        if (strcmp(name, port_ctrs[i].name) == 0) return port_ctrs[i].max;
+    return 0;
+}
+
+static void add(struct pf_counters *s, const char *hca, int port, const char *name, bool hw,
+                long long v)
+{
+    if (s->n >= CTRS_MAX || v < 0) return;
+    s->v = pf_xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
+    struct ctr *c = &s->v[s->n++];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->hca, sizeof(c->hca), "%s", hca);
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->port = port;
+    c->hw = hw;
+    c->v = (unsigned long long)v;
+}
+
+struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
+{
+    if (ctx->hcas.n == 0) return NULL;
+    struct pf_counters *s = pf_xcalloc(1, sizeof(*s));
+    s->t = pf_now();
+    for (size_t h = 0; h < ctx->hcas.n; h++) {
+        const char *hca = ctx->hcas.v[h];
+        struct pf_strlist ports = {0};
+        (void)pf_host_list(&ports, &ctx->host, "/sys/class/infiniband/%s/ports", hca);
+        for (size_t p = 0; p < ports.n; p++) {
+            int pn = atoi(ports.v[p]);
+            for (size_t i = 0; i < PF_ARRAY_LEN(port_ctrs); i++) {
+                long long v;
+                if (pf_host_read_ll(&v, &ctx->host, "/sys/class/infiniband/%s/ports/%s/counters/%s",
+                                    hca, ports.v[p], port_ctrs[i].name) == 0)
+                    add(s, hca, pn, port_ctrs[i].name, false, v);
+            }
+            struct pf_strlist hw = {0};
+            (void)pf_host_list(&hw, &ctx->host, "/sys/class/infiniband/%s/ports/%s/hw_counters",
+                               hca, ports.v[p]);
+            for (size_t i = 0; i < hw.n; i++) {
+                long long v;
+                if (strcmp(hw.v[i], "lifespan") == 0) continue; /* a setting (ms), not a counter */
+                if (pf_host_read_ll(&v, &ctx->host,
+                                    "/sys/class/infiniband/%s/ports/%s/hw_counters/%s", hca,
+                                    ports.v[p], hw.v[i]) == 0)
+                    add(s, hca, pn, hw.v[i], true, v);
+            }
+            pf_strlist_free(&hw);
+        }
+        pf_strlist_free(&ports);
+    }
+    pf_err_clear();
+    return s;
+}
+
+void pf_counters_free(struct pf_counters *s)
+{
+    if (!s) return;
+    free(s->v);
+    free(s);
+}
+
+static const struct ctr *find(const struct pf_counters *s, const struct ctr *c)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].port == c->port && s->v[i].hw == c->hw && strcmp(s->v[i].name, c->name) == 0 &&
+            strcmp(s->v[i].hca, c->hca) == 0)
+            return &s->v[i];
+    return NULL;
+}
+
+void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
+                            const struct pf_counters *before)
+{
+    if (ctx->hcas.n == 0) {
+        pf_check_skip(out, "no RDMA devices under /sys/class/infiniband");
+        return;
+    }
+    if (!before) {
+        pf_check_skip(out, "no counter snapshot was taken before the traffic");
+        return;
+    }
+    struct pf_counters *after = pf_counters_snapshot(ctx);
+    if (!after || after->n == 0) {
+        pf_check_skip(out, "no error counters readable under /sys/class/infiniband/*/ports/*/"
+                           "counters");
+        pf_counters_free(after);
+        return;
+    }
+    double dt = after->t - before->t;
+    pf_node_set_dbl(out->evidence, "intervalSeconds", (double)((long long)(dt * 10)) / 10);
+    struct pf_node *since_boot = NULL, *rises = NULL, *saturated = NULL;
+    size_t nports = 0, nrise = 0;
+    char last_port[96] = "";
+    /* per port, the counters that rose (one port-errors finding a port) */
+    char port_msg[1024] = "";
+    char port_key[96] = "";
+    const struct ctr *port_first = NULL;
+    size_t pm = 0;
+    for (size_t i = 0; i <= after->n; i++) {
+        const struct ctr *c = i < after->n ? &after->v[i] : NULL;
+        char key[96] = "";
+        if (c) snprintf(key, sizeof(key), "%s/%d", c->hca, c->port);
+        if (strcmp(key, port_key) != 0) {
+            if (pm)
+                pf_check_add_finding(out, "port-errors", PF_WARN, NULL,
+                                     "%s port %d: %s during the run (%.1f s)", port_first->hca,
+                                     port_first->port, port_msg, dt);
+            port_first = c;
+            pm = 0;
+            port_msg[0] = '\0';
+            snprintf(port_key, sizeof(port_key), "%s", key);
+        }
+        if (!c) break;
+        if (strcmp(key, last_port) != 0) {
+            nports++;
+            snprintf(last_port, sizeof(last_port), "%s", key);
+        }
+        const struct ctr *b = find(before, c);
+        if (c->v && (!c->hw || is_hw_error(c->name))) {
+            if (!since_boot) since_boot = pf_node_set_map(out->evidence, "errorCountersSinceBoot");
+            struct pf_node *m = pf_node_get(since_boot, key);
+            if (!m) m = pf_node_set_map(since_boot, key);
+            pf_node_set_int(m, c->name, (long long)c->v);
+        }
+        unsigned long long max = c->hw ? 0 : port_ctr_max(c->name);
+        if (max && b && b->v >= max) {
+            if (!saturated) saturated = pf_node_set_seq(out->evidence, "saturated");
+            pf_node_add_strf(saturated, "%s %s=%llu (at its maximum: a rise cannot show)", key,
+                             c->name, b->v);
+        }
+        if (!b || c->v <= b->v) continue;
+        unsigned long long d = c->v - b->v;
+        if (!rises) rises = pf_node_set_map(out->evidence, "rose");
+        struct pf_node *m = pf_node_get(rises, key);
+        if (!m) m = pf_node_set_map(rises, key);
+        pf_node_set_int(m, c->name, (long long)d);
+        if (c->hw && !is_hw_error(c->name))
+            continue; /* traffic and congestion counters: evidence only */
+        nrise++;
+        if (strcmp(c->name, "link_downed") == 0) {
+            pf_check_add_finding(out, "link-downed", PF_FAIL, NULL,
+                                 "%s port %d: link_downed rose by %llu (%llu -> %llu) during the "
+                                 "run (%.1f s): the link went down and retrained",
+                                 c->hca, c->port, d, b->v, c->v, dt);
+            continue;
+        }
+        if (pm < sizeof(port_msg))
+            pm += (size_t)snprintf(port_msg + pm, sizeof(port_msg) - pm, "%s%s +%llu",
+                                   pm ? ", " : "", c->name, d);
+    }
+    pf_check_set_message(out, "%zu port%s, %zu error counter%s rose in %.1f s", nports,
+                         nports == 1 ? "" : "s", nrise, nrise == 1 ? "" : "s", dt);
+    pf_counters_free(after);
+}

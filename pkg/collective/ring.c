@@ -1,0 +1,447 @@
+/* The ring all-reduce over TCP: reduce-scatter then all-gather, each segment cut in chunks;
+ * a sender thread sends chunk c of step g as soon as the receiving thread has reduced chunk
+ * c of step g-1, so sending, receiving and adding overlap. */
+#define _GNU_SOURCE
+#include "collective.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+void pf_coll_segment(size_t count, int n, int seg, size_t *off, size_t *len)
+{
+    size_t base = count / (size_t)n, extra = count % (size_t)n, s = (size_t)seg;
+    *len = base + (s < extra ? 1 : 0);
+    *off = s * base + (s < extra ? s : extra);
+}
+
+int pf_coll_steps(int n)
+{
+    return n > 1 ? 2 * (n - 1) : 0;
+}
+
+static int mod(int a, int n)
+{
+    int r = a % n;
+    return r < 0 ? r + n : r;
+}
+
+int pf_coll_send_seg(int pos, int n, int g)
+{
+    return g < n - 1 ? mod(pos - g, n) : mod(pos - (g - (n - 1)) + 1, n);
+}
+
+int pf_coll_recv_seg(int pos, int n, int g)
+{
+    return g < n - 1 ? mod(pos - g - 1, n) : mod(pos - (g - (n - 1)), n);
+}
+
+size_t pf_coll_nchunks(size_t len, size_t chunk_elems)
+{
+    return len == 0 ? 0 : (len + chunk_elems - 1) / chunk_elems;
+}
+
+float pf_coll_seed_value(int rank, size_t j)
+{
+    return (float)((int)((j * 7u + (size_t)rank * 13u) & 63u) - 32);
+}
+
+void pf_coll_seed(float *data, size_t count, int rank)
+{
+    for (size_t j = 0; j < count; j++)
+        data[j] = pf_coll_seed_value(rank, j);
+}
+
+size_t pf_coll_verify(const float *data, size_t count, const int *ranks, int n, size_t *first_bad)
+{
+    /* the value depends on (7j mod 64), so 64 expected sums cover every element */
+    float expect[64];
+    for (int a = 0; a < 64; a++) {
+        long s = 0;
+        for (int r = 0; r < n; r++)
+            s += (long)(((unsigned)a + (unsigned)ranks[r] * 13u) & 63u) - 32;
+        expect[a] = (float)s;
+    }
+    size_t bad = 0;
+    *first_bad = count;
+    for (size_t j = 0; j < count; j++) {
+        if (data[j] != expect[(j * 7u) & 63u]) {
+            if (!bad) *first_bad = j;
+            bad++;
+        }
+    }
+    return bad;
+}
+
+double pf_coll_busbw_allreduce(double algbw, int n)
+{
+    return n > 0 ? algbw * 2.0 * (n - 1) / n : 0;
+}
+
+const char *pf_coll_fail_name(enum pf_coll_fail_kind k)
+{
+    switch (k) {
+    case PF_COLL_OK:
+        return "ok";
+    case PF_COLL_EOF:
+        return "closed";
+    case PF_COLL_RESET:
+        return "reset";
+    case PF_COLL_TIMEOUT:
+        return "timeout";
+    default:
+        return "error";
+    }
+}
+
+/* ---- shared by the ring and the probes: I/O under a deadline and an abort flag */
+
+struct xfer {
+    atomic_int abort;
+    double deadline;
+};
+
+static void set_fail(struct pf_coll_fail *f, enum pf_coll_fail_kind k, bool on_send,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void set_fail(struct pf_coll_fail *f, enum pf_coll_fail_kind k, bool on_send,
+                     const char *fmt, ...)
+{
+    if (f->kind != PF_COLL_OK) return;
+    f->kind = k;
+    f->on_send = on_send;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->what, sizeof(f->what), fmt, ap);
+    va_end(ap);
+}
+
+/* Waits for fd to be ready; PF_ETIMEOUT at the deadline, PF_ERR when aborted. */
+static int wait_io(struct xfer *x, int fd, short ev)
+{
+    for (;;) {
+        if (atomic_load(&x->abort)) return PF_ERR;
+        double left = x->deadline - pf_now();
+        if (left <= 0) return PF_ETIMEOUT;
+        struct pollfd p = {fd, ev, 0};
+        int ms = left > 0.05 ? 50 : (int)(left * 1000) + 1;
+        int r = poll(&p, 1, ms);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return PF_ERR;
+    }
+}
+
+static int send_all(struct xfer *x, int fd, const void *p, size_t n, struct pf_coll_fail *f)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            c += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int r = wait_io(x, fd, POLLOUT);
+            if (r == PF_ETIMEOUT) {
+                set_fail(f, PF_COLL_TIMEOUT, true, "%s",
+                         "sending timed out: the peer stopped reading");
+                return r;
+            }
+            if (r < 0) return r;
+            continue;
+        }
+        set_fail(f, errno == EPIPE || errno == ECONNRESET ? PF_COLL_RESET : PF_COLL_ERROR, true,
+                 "send: %s", strerror(errno));
+        return PF_ERR;
+    }
+    return 0;
+}
+
+/* Receives up to n bytes (at least one); returns the count or a negative code. */
+static ssize_t recv_some(struct xfer *x, int fd, void *p, size_t n, struct pf_coll_fail *f)
+{
+    for (;;) {
+        ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+        if (r > 0) return r;
+        if (r == 0) {
+            set_fail(f, PF_COLL_EOF, false, "%s", "the peer closed the connection");
+            return PF_ERR;
+        }
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int w = wait_io(x, fd, POLLIN);
+            if (w == PF_ETIMEOUT) {
+                set_fail(f, PF_COLL_TIMEOUT, false, "%s",
+                         "receiving timed out: the peer sent nothing");
+                return w;
+            }
+            if (w < 0) return w;
+            continue;
+        }
+        set_fail(f, errno == ECONNRESET ? PF_COLL_RESET : PF_COLL_ERROR, false, "recv: %s",
+                 strerror(errno));
+        return PF_ERR;
+    }
+}
+
+/* ---- the ring */
+
+struct ring {
+    struct xfer x;
+    float *data;
+    size_t count;
+    int pos, n;
+    int send_fd, recv_fd;
+    size_t chunk;      /* elements */
+    size_t *unit_base; /* first unit index of step g */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t done; /* receive units completed, in order */
+    struct pf_coll_fail send_fail;
+    int send_rc;
+};
+
+static void *ring_sender(void *arg)
+{
+    struct ring *R = arg;
+    int steps = pf_coll_steps(R->n);
+    for (int g = 0; g < steps; g++) {
+        size_t off, len;
+        pf_coll_segment(R->count, R->n, pf_coll_send_seg(R->pos, R->n, g), &off, &len);
+        size_t nc = pf_coll_nchunks(len, R->chunk);
+        for (size_t c = 0; c < nc; c++) {
+            if (g > 0) {
+                size_t need = R->unit_base[g - 1] + c + 1;
+                pthread_mutex_lock(&R->mu);
+                while (R->done < need && !atomic_load(&R->x.abort)) {
+                    struct timespec ts;
+                    clock_gettime(CLOCK_REALTIME, &ts);
+                    ts.tv_nsec += 50 * 1000000L;
+                    if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                    }
+                    pthread_cond_timedwait(&R->cv, &R->mu, &ts);
+                }
+                pthread_mutex_unlock(&R->mu);
+                if (atomic_load(&R->x.abort)) {
+                    R->send_rc = PF_ERR;
+                    return NULL;
+                }
+            }
+            size_t co = off + c * R->chunk;
+            size_t cl = len - c * R->chunk < R->chunk ? len - c * R->chunk : R->chunk;
+            int r = send_all(&R->x, R->send_fd, R->data + co, cl * sizeof(float), &R->send_fail);
+            if (r < 0) {
+                R->send_rc = r;
+                atomic_store(&R->x.abort, 1);
+                return NULL;
+            }
+        }
+    }
+    return NULL;
+}
+
+int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, int recv_fd,
+                      size_t chunk_bytes, double deadline, struct pf_coll_fail *fail)
+{
+    memset(fail, 0, sizeof(*fail));
+    if (n <= 1 || count == 0) return 0;
+    struct ring R;
+    memset(&R, 0, sizeof(R));
+    atomic_init(&R.x.abort, 0);
+    R.x.deadline = deadline;
+    R.data = data;
+    R.count = count;
+    R.pos = pos;
+    R.n = n;
+    R.send_fd = send_fd;
+    R.recv_fd = recv_fd;
+    R.chunk = chunk_bytes / sizeof(float);
+    if (R.chunk == 0) R.chunk = 1;
+    int steps = pf_coll_steps(n);
+    R.unit_base = pf_xcalloc((size_t)steps + 1, sizeof(size_t));
+    for (int g = 0; g < steps; g++) {
+        size_t off, len;
+        pf_coll_segment(count, n, pf_coll_recv_seg(pos, n, g), &off, &len);
+        R.unit_base[g + 1] = R.unit_base[g] + pf_coll_nchunks(len, R.chunk);
+    }
+    pthread_mutex_init(&R.mu, NULL);
+    pthread_cond_init(&R.cv, NULL);
+    float *tmp = pf_xmalloc(R.chunk * sizeof(float));
+    pthread_t th;
+    int rc = 0;
+    struct pf_coll_fail recv_fail = {0};
+    if (pthread_create(&th, NULL, ring_sender, &R) != 0) {
+        free(tmp);
+        free(R.unit_base);
+        snprintf(fail->what, sizeof(fail->what), "cannot start the sender thread");
+        fail->kind = PF_COLL_ERROR;
+        return pf_err_set(PF_ERR, "cannot start the sender thread");
+    }
+    for (int g = 0; g < steps && rc == 0; g++) {
+        bool reduce = g < n - 1;
+        size_t off, len;
+        pf_coll_segment(count, n, pf_coll_recv_seg(pos, n, g), &off, &len);
+        size_t nc = pf_coll_nchunks(len, R.chunk);
+        for (size_t c = 0; c < nc && rc == 0; c++) {
+            size_t co = off + c * R.chunk;
+            size_t cl = len - c * R.chunk < R.chunk ? len - c * R.chunk : R.chunk;
+            size_t want = cl * sizeof(float), got = 0, added = 0;
+            uint8_t *dst = reduce ? (uint8_t *)tmp : (uint8_t *)(data + co);
+            while (got < want) {
+                ssize_t r = recv_some(&R.x, recv_fd, dst + got, want - got, &recv_fail);
+                if (r < 0) {
+                    rc = (int)r;
+                    break;
+                }
+                got += (size_t)r;
+                if (reduce) {
+                    /* add the floats that are complete now, while they are in cache */
+                    size_t upto = got / sizeof(float);
+                    float *d = data + co;
+                    for (size_t i = added; i < upto; i++)
+                        d[i] += tmp[i];
+                    added = upto;
+                }
+            }
+            if (rc) break;
+            pthread_mutex_lock(&R.mu);
+            R.done++;
+            pthread_cond_signal(&R.cv);
+            pthread_mutex_unlock(&R.mu);
+        }
+    }
+    if (rc) atomic_store(&R.x.abort, 1);
+    pthread_join(th, NULL);
+    /* the first failure is the one that matters: the other direction was aborted by it */
+    if (recv_fail.kind != PF_COLL_OK && (rc || R.send_rc == 0 || R.send_fail.kind == PF_COLL_OK))
+        *fail = recv_fail;
+    else if (R.send_fail.kind != PF_COLL_OK)
+        *fail = R.send_fail;
+    if (R.send_rc && !rc) rc = R.send_rc;
+    pthread_cond_destroy(&R.cv);
+    pthread_mutex_destroy(&R.mu);
+    free(tmp);
+    free(R.unit_base);
+    if (rc == 0) return 0;
+    if (fail->kind == PF_COLL_OK) {
+        fail->kind = PF_COLL_ERROR;
+        snprintf(fail->what, sizeof(fail->what), "aborted");
+    }
+    return fail->kind == PF_COLL_TIMEOUT ? PF_ETIMEOUT : PF_ERR;
+}
+
+/* ---- probes */
+
+struct probe_send {
+    struct xfer *x;
+    int fd;
+    size_t nbytes;
+    struct pf_coll_fail fail;
+    int rc;
+};
+
+static void *probe_sender(void *arg)
+{
+    struct probe_send *S = arg;
+    static const size_t blk = 1 << 20;
+    char *buf = pf_xmalloc(blk);
+    for (size_t i = 0; i < blk; i++)
+        buf[i] = (char)(i * 131u);
+    size_t left = S->nbytes;
+    while (left && S->rc == 0) {
+        size_t n = left < blk ? left : blk;
+        S->rc = send_all(S->x, S->fd, buf, n, &S->fail);
+        left -= n;
+    }
+    free(buf);
+    return NULL;
+}
+
+int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_t nbytes,
+                  double deadline, struct pf_coll_fail *fail)
+{
+    memset(out, 0, sizeof(*out));
+    memset(fail, 0, sizeof(*fail));
+    struct xfer x;
+    atomic_init(&x.abort, 0);
+    x.deadline = deadline;
+    struct probe_send S = {&x, send_fd, nbytes, {0}, 0};
+    pthread_t th;
+    if (pthread_create(&th, NULL, probe_sender, &S) != 0)
+        return pf_err_set(PF_ERR, "cannot start the sender thread");
+    static const size_t blk = 1 << 20;
+    char *buf = pf_xmalloc(blk);
+    size_t got = 0, first = 0;
+    double t_first = 0, t_last = 0, t0 = pf_now();
+    int rc = 0;
+    struct pf_coll_fail rf = {0};
+    while (got < nbytes) {
+        size_t want = nbytes - got < blk ? nbytes - got : blk;
+        ssize_t r = recv_some(&x, recv_fd, buf, want, &rf);
+        if (r < 0) {
+            rc = (int)r;
+            break;
+        }
+        double t = pf_now();
+        if (got == 0) {
+            t_first = t;
+            first = (size_t)r;
+        }
+        t_last = t;
+        got += (size_t)r;
+    }
+    if (rc == PF_ETIMEOUT) {
+        /* a slow link is a measurement, not a failure: report what arrived */
+        rc = 0;
+        memset(&rf, 0, sizeof(rf));
+        atomic_store(&x.abort, 1);
+    } else if (rc) {
+        atomic_store(&x.abort, 1);
+    }
+    pthread_join(th, NULL);
+    free(buf);
+    out->bytes = got;
+    out->complete = got == nbytes;
+    if (got > first && t_last > t_first) {
+        out->seconds = t_last - t_first;
+        out->gbps = (double)(got - first) * 8.0 / out->seconds / 1e9;
+    } else if (got) {
+        out->seconds = (t_last > t0 ? t_last : pf_now()) - t0;
+        out->gbps = out->seconds > 0 ? (double)got * 8.0 / out->seconds / 1e9 : 0;
+    }
+    if (!out->complete && rc == 0 && got < nbytes) {
+        /* the deadline cut it: the rate of what arrived stands, over the whole window */
+        double win = deadline - t0;
+        if (win > 0 && got) out->gbps = (double)got * 8.0 / win / 1e9;
+    }
+    if (rc) {
+        *fail = rf;
+        return rc;
+    }
+    if (S.rc && S.fail.kind != PF_COLL_OK && S.fail.kind != PF_COLL_TIMEOUT) {
+        *fail = S.fail;
+        return PF_ERR;
+    }
+    return 0;
+}
+
+int pf_coll_probe_shifts(int n, int out[3])
+{
+    int k = 0;
+    if (n < 2) return 0;
+    out[k++] = 1;
+    if (n - 1 != 1) out[k++] = n - 1;
+    int second = n % 2 == 0 ? n / 2 : 2;
+    if (n >= 4 && second != 1 && second != n - 1) out[k++] = second;
+    return k;
+}

@@ -1,0 +1,373 @@
+/* The three loaders. Each resolves a table of symbols into a struct of pointers; any missing
+ * required symbol fails the whole load (handle closed, every pointer NULL). */
+#define _GNU_SOURCE
+#include "dl.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PF_STATIC
+#include <dlfcn.h>
+#include <glob.h>
+#endif
+
+int pf_nccl_version_code(int major, int minor, int patch)
+{
+    if (major <= 2 && minor <= 8) return major * 1000 + minor * 100 + patch;
+    return major * 10000 + minor * 100 + patch;
+}
+
+void pf_nccl_version_string(char *out, size_t n, int code)
+{
+    int major, minor, patch;
+    if (code >= 20900) { /* X*10000 + Y*100 + Z */
+        major = code / 10000;
+        minor = code % 10000 / 100;
+        patch = code % 100;
+    } else { /* X*1000 + Y*100 + Z */
+        major = code / 1000;
+        minor = code % 1000 / 100;
+        patch = code % 100;
+    }
+    snprintf(out, n, "%d.%d.%d", major, minor, patch);
+}
+
+void pf_dl_nccl_strerror(char *out, size_t n, const struct pf_dl_nccl *l, pf_ncclResult_t r)
+{
+    static const char *const names[] = {
+        "ncclSuccess",       "ncclUnhandledCudaError", "ncclSystemError",
+        "ncclInternalError", "ncclInvalidArgument",    "ncclInvalidUsage",
+        "ncclRemoteError",   "ncclInProgress",         "ncclTimeout"};
+    const char *s = l && l->GetErrorString ? l->GetErrorString(r) : NULL;
+    const char *name = r < PF_ARRAY_LEN(names) ? names[r] : "ncclResult";
+    if (s && *s)
+        snprintf(out, n, "%s %u: %s", name, r, s);
+    else
+        snprintf(out, n, "%s %u", name, r);
+}
+
+void pf_dl_cuda_strerror(char *out, size_t n, const struct pf_dl_cuda *l, pf_CUresult r)
+{
+    const char *name = NULL, *s = NULL;
+    if (l && l->GetErrorName && l->GetErrorName(r, &name) != PF_CUDA_SUCCESS) name = NULL;
+    if (l && l->GetErrorString && l->GetErrorString(r, &s) != PF_CUDA_SUCCESS) s = NULL;
+    if (name && s)
+        snprintf(out, n, "%s (%s)", name, s);
+    else if (name)
+        snprintf(out, n, "%s", name);
+    else
+        snprintf(out, n, "CUresult %u", r);
+}
+
+/* One symbol: its name, an optional version (dlvsym), an alternative name tried after it,
+ * where its pointer goes, and whether the load fails without it. */
+struct sym {
+    const char *name;
+    const char *version;
+    const char *alt;
+    size_t offset;
+    bool required;
+};
+
+#define REQ(T, field, name)                                                                        \
+    {                                                                                              \
+        name, NULL, NULL, offsetof(T, field), true                                                 \
+    }
+#define REQ2(T, field, name, alt)                                                                  \
+    {                                                                                              \
+        name, NULL, alt, offsetof(T, field), true                                                  \
+    }
+#define OPT(T, field, name)                                                                        \
+    {                                                                                              \
+        name, NULL, NULL, offsetof(T, field), false                                                \
+    }
+#define OPT2(T, field, name, alt)                                                                  \
+    {                                                                                              \
+        name, NULL, alt, offsetof(T, field), false                                                 \
+    }
+#define VREQ(T, field, name, ver)                                                                  \
+    {                                                                                              \
+        name, ver, NULL, offsetof(T, field), true                                                  \
+    }
+#define VOPT(T, field, name, ver)                                                                  \
+    {                                                                                              \
+        name, ver, NULL, offsetof(T, field), false                                                 \
+    }
+
+static const struct sym nccl_syms[] = {
+    REQ(struct pf_dl_nccl, GetVersion, "ncclGetVersion"),
+    REQ(struct pf_dl_nccl, GetUniqueId, "ncclGetUniqueId"),
+    REQ(struct pf_dl_nccl, CommInitRank, "ncclCommInitRank"),
+    REQ(struct pf_dl_nccl, CommDestroy, "ncclCommDestroy"),
+    REQ(struct pf_dl_nccl, CommAbort, "ncclCommAbort"),
+    REQ(struct pf_dl_nccl, CommGetAsyncError, "ncclCommGetAsyncError"),
+    REQ(struct pf_dl_nccl, GetErrorString, "ncclGetErrorString"),
+    REQ(struct pf_dl_nccl, GroupStart, "ncclGroupStart"),
+    REQ(struct pf_dl_nccl, GroupEnd, "ncclGroupEnd"),
+    REQ(struct pf_dl_nccl, AllReduce, "ncclAllReduce"),
+    REQ(struct pf_dl_nccl, AllGather, "ncclAllGather"),
+    REQ(struct pf_dl_nccl, ReduceScatter, "ncclReduceScatter"),
+    OPT(struct pf_dl_nccl, CommInitRankConfig, "ncclCommInitRankConfig"),
+    OPT(struct pf_dl_nccl, CommFinalize, "ncclCommFinalize"),
+    OPT(struct pf_dl_nccl, GetLastError, "ncclGetLastError"),
+    OPT(struct pf_dl_nccl, Send, "ncclSend"),
+    OPT(struct pf_dl_nccl, Recv, "ncclRecv"),
+    OPT(struct pf_dl_nccl, AlltoAll, "ncclAlltoAll"),
+    OPT(struct pf_dl_nccl, Broadcast, "ncclBroadcast"),
+    OPT(struct pf_dl_nccl, Reduce, "ncclReduce"),
+};
+
+static const struct sym cuda_syms[] = {
+    REQ(struct pf_dl_cuda, Init, "cuInit"),
+    REQ(struct pf_dl_cuda, DriverGetVersion, "cuDriverGetVersion"),
+    REQ(struct pf_dl_cuda, DeviceGetCount, "cuDeviceGetCount"),
+    REQ(struct pf_dl_cuda, DeviceGet, "cuDeviceGet"),
+    REQ(struct pf_dl_cuda, DeviceGetName, "cuDeviceGetName"),
+    REQ(struct pf_dl_cuda, DeviceGetPCIBusId, "cuDeviceGetPCIBusId"),
+    REQ(struct pf_dl_cuda, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+    REQ(struct pf_dl_cuda, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+    REQ(struct pf_dl_cuda, CtxSetCurrent, "cuCtxSetCurrent"),
+    REQ(struct pf_dl_cuda, MemAlloc, "cuMemAlloc_v2"),
+    REQ(struct pf_dl_cuda, MemFree, "cuMemFree_v2"),
+    REQ(struct pf_dl_cuda, MemcpyHtoD, "cuMemcpyHtoD_v2"),
+    REQ(struct pf_dl_cuda, MemcpyDtoH, "cuMemcpyDtoH_v2"),
+    REQ(struct pf_dl_cuda, StreamCreate, "cuStreamCreate"),
+    REQ(struct pf_dl_cuda, StreamDestroy, "cuStreamDestroy_v2"),
+    REQ(struct pf_dl_cuda, StreamQuery, "cuStreamQuery"),
+    REQ(struct pf_dl_cuda, EventCreate, "cuEventCreate"),
+    REQ(struct pf_dl_cuda, EventDestroy, "cuEventDestroy_v2"),
+    REQ(struct pf_dl_cuda, EventRecord, "cuEventRecord"),
+    REQ(struct pf_dl_cuda, EventQuery, "cuEventQuery"),
+    REQ2(struct pf_dl_cuda, EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+    OPT(struct pf_dl_cuda, GetErrorName, "cuGetErrorName"),
+    OPT(struct pf_dl_cuda, GetErrorString, "cuGetErrorString"),
+    OPT2(struct pf_dl_cuda, DeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid"),
+};
+
+/* As NCCL's ibvsymbols.cc resolves them. */
+static const struct sym verbs_syms[] = {
+    VREQ(struct pf_dl_verbs, get_device_list, "ibv_get_device_list", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, free_device_list, "ibv_free_device_list", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, get_device_name, "ibv_get_device_name", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, open_device, "ibv_open_device", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, close_device, "ibv_close_device", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, query_port, "ibv_query_port", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, alloc_pd, "ibv_alloc_pd", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, dealloc_pd, "ibv_dealloc_pd", "IBVERBS_1.1"),
+    VREQ(struct pf_dl_verbs, reg_mr, "ibv_reg_mr", "IBVERBS_1.0"),
+    VREQ(struct pf_dl_verbs, dereg_mr, "ibv_dereg_mr", "IBVERBS_1.0"),
+    VOPT(struct pf_dl_verbs, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
+};
+
+struct lib {
+    const char *what;         /* "libnccl" */
+    const char *env;          /* override variable */
+    const char *const *names; /* sonames and usual places, tried in order (globs allowed) */
+    const struct sym *syms;
+    size_t nsyms;
+    size_t size; /* of the struct */
+};
+
+static const char *const nccl_names[] = {
+    "libnccl.so.2",
+    "/usr/local/cuda/lib64/libnccl.so.2",
+    "/usr/local/nccl/lib/libnccl.so.2",
+    "/opt/nccl/lib/libnccl.so.2",
+    /* PyTorch's pip wheels (nvidia-nccl-cu12/cu13) and conda */
+    "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/conda/lib/libnccl.so.2",
+    "/opt/conda/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    NULL,
+};
+static const char *const cuda_names[] = {"libcuda.so.1", "/usr/lib64/libcuda.so.1",
+                                         "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                         "/usr/lib/aarch64-linux-gnu/libcuda.so.1", NULL};
+/* NCCL tries libibverbs.so first, then libibverbs.so.1; the unversioned name is the
+ * development symlink, so the soname comes first here. */
+static const char *const verbs_names[] = {"libibverbs.so.1", "libibverbs.so", NULL};
+
+static const struct lib lib_nccl = {
+    "libnccl.so.2", "PREFLIGHT_NCCL_LIB",    nccl_names,
+    nccl_syms,      PF_ARRAY_LEN(nccl_syms), sizeof(struct pf_dl_nccl)};
+static const struct lib lib_cuda = {
+    "libcuda.so.1", "PREFLIGHT_CUDA_LIB",    cuda_names,
+    cuda_syms,      PF_ARRAY_LEN(cuda_syms), sizeof(struct pf_dl_cuda)};
+static const struct lib lib_verbs = {
+    "libibverbs.so.1", "PREFLIGHT_IBVERBS_LIB",  verbs_names,
+    verbs_syms,        PF_ARRAY_LEN(verbs_syms), sizeof(struct pf_dl_verbs)};
+
+#ifdef PF_STATIC
+static int open_lib(void *out, const struct lib *lib, const char *path)
+{
+    (void)path;
+    memset(out, 0, lib->size);
+    return pf_err_set(PF_EUNAVAIL, "%s: static binary: no dlopen", lib->what);
+}
+#else
+/* dlopen of one name; a name with a glob character is expanded first (first match wins). */
+static void *try_open(const char *name, char *err, size_t errn)
+{
+    if (!strpbrk(name, "*?[")) {
+        void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            snprintf(err, errn, "%s", e ? e : "dlopen failed");
+        }
+        return h;
+    }
+    glob_t g;
+    void *h = NULL;
+    if (glob(name, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc && !h; i++) {
+            h = dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                const char *e = dlerror();
+                snprintf(err, errn, "%s", e ? e : "dlopen failed");
+            }
+        }
+        globfree(&g);
+    }
+    return h;
+}
+
+static int open_lib(void *out, const struct lib *lib, const char *path)
+{
+    memset(out, 0, lib->size);
+    char err[512] = "";
+    void *h = NULL;
+    const char *tried = NULL;
+    const char *env = getenv(lib->env);
+    if (!path && env && *env) path = env;
+    if (path) {
+        h = try_open(path, err, sizeof(err));
+        if (!h) return pf_err_set(PF_EUNAVAIL, "%s: %s", path, err);
+        tried = path;
+    } else {
+        for (size_t i = 0; lib->names[i] && !h; i++) {
+            char e[512] = "";
+            h = try_open(lib->names[i], e, sizeof(e));
+            if (!h && i == 0) /* the soname's dlerror() is the one worth keeping */
+                snprintf(err, sizeof(err), "%s", e);
+        }
+        if (!h) return pf_err_set(PF_EUNAVAIL, "%s", err[0] ? err : "not found");
+        tried = lib->what;
+    }
+    /* resolve every symbol */
+    for (size_t i = 0; i < lib->nsyms; i++) {
+        const struct sym *s = &lib->syms[i];
+        void *p;
+        (void)dlerror();
+        p = s->version ? dlvsym(h, s->name, s->version) : dlsym(h, s->name);
+        const char *e = p ? NULL : dlerror();
+        if (!p && s->alt) {
+            (void)dlerror();
+            p = dlsym(h, s->alt);
+        }
+        if (!p && s->required) {
+            char msg[512];
+            snprintf(msg, sizeof(msg), "%s: symbol %s%s%s missing (%s)", tried, s->name,
+                     s->version ? "@" : "", s->version ? s->version : "", e ? e : "not found");
+            dlclose(h);
+            memset(out, 0, lib->size);
+            return pf_err_set(PF_EUNAVAIL, "%s", msg);
+        }
+        memcpy((char *)out + s->offset, &p, sizeof(p));
+    }
+    /* the handle and the file behind it (the first struct member is the handle, then path) */
+    memcpy(out, &h, sizeof(h));
+    char *outpath = (char *)out + sizeof(void *);
+    void *first = NULL;
+    memcpy(&first, (char *)out + lib->syms[0].offset, sizeof(first));
+    Dl_info info;
+    if (first && dladdr(first, &info) && info.dli_fname)
+        snprintf(outpath, PF_DL_PATH_MAX, "%s", info.dli_fname);
+    else
+        snprintf(outpath, PF_DL_PATH_MAX, "%s", tried);
+    return 0;
+}
+#endif
+
+_Static_assert(offsetof(struct pf_dl_nccl, path) == sizeof(void *), "handle, then path");
+_Static_assert(offsetof(struct pf_dl_cuda, path) == sizeof(void *), "handle, then path");
+_Static_assert(offsetof(struct pf_dl_verbs, path) == sizeof(void *), "handle, then path");
+
+int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path)
+{
+    return open_lib(out, &lib_nccl, path);
+}
+
+int pf_dl_cuda_open(struct pf_dl_cuda *out, const char *path)
+{
+    return open_lib(out, &lib_cuda, path);
+}
+
+int pf_dl_verbs_open(struct pf_dl_verbs *out, const char *path)
+{
+    return open_lib(out, &lib_verbs, path);
+}
+
+/* Load once: the result and its message are kept for every later call. */
+struct once {
+    pthread_mutex_t lock;
+    bool done;
+    int rc;
+    char msg[600];
+};
+
+static int load_once(struct once *o, void *lib, int (*open_fn)(void *, const char *))
+{
+    pthread_mutex_lock(&o->lock);
+    if (!o->done) {
+        o->rc = open_fn(lib, NULL);
+        snprintf(o->msg, sizeof(o->msg), "%s", o->rc < 0 ? pf_err_msg() : "");
+        o->done = true;
+    }
+    int rc = o->rc;
+    pthread_mutex_unlock(&o->lock);
+    if (rc < 0) return pf_err_set(rc, "%s", o->msg);
+    return 0;
+}
+
+static int open_nccl_v(void *out, const char *p)
+{
+    return pf_dl_nccl_open(out, p);
+}
+static int open_cuda_v(void *out, const char *p)
+{
+    return pf_dl_cuda_open(out, p);
+}
+static int open_verbs_v(void *out, const char *p)
+{
+    return pf_dl_verbs_open(out, p);
+}
+
+int pf_dl_nccl(const struct pf_dl_nccl **out)
+{
+    static struct pf_dl_nccl lib;
+    static struct once o = {PTHREAD_MUTEX_INITIALIZER, false, 0, ""};
+    int r = load_once(&o, &lib, open_nccl_v);
+    *out = r < 0 ? NULL : &lib;
+    return r;
+}
+
+int pf_dl_cuda(const struct pf_dl_cuda **out)
+{
+    static struct pf_dl_cuda lib;
+    static struct once o = {PTHREAD_MUTEX_INITIALIZER, false, 0, ""};
+    int r = load_once(&o, &lib, open_cuda_v);
+    *out = r < 0 ? NULL : &lib;
+    return r;
+}
+
+int pf_dl_verbs(const struct pf_dl_verbs **out)
+{
+    static struct pf_dl_verbs lib;
+    static struct once o = {PTHREAD_MUTEX_INITIALIZER, false, 0, ""};
+    int r = load_once(&o, &lib, open_verbs_v);
+    *out = r < 0 ? NULL : &lib;
+    return r;
+}

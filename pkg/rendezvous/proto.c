@@ -1,0 +1,227 @@
+/* The wire format: frames, fields and their MAC. Pure functions (no I/O) except
+ * pf_rdv_random. */
+#define _GNU_SOURCE
+#include "rendezvous.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+const char *pf_rdv_type_name(int type)
+{
+    static const char *const names[] = {"?",    "HELLO",  "JOIN",    "REJECT", "ROSTER",
+                                        "STEP", "RESULT", "SUMMARY", "DHELLO"};
+    return type > 0 && type < PF_RDV_TYPE_END ? names[type] : "?";
+}
+
+/* Header: magic u32 | version u8 | type u8 | flags u8 | zero u8 | seq u32 | length u32 */
+void pf_rdv_frame_header(uint8_t hdr[PF_RDV_HDR], int type, int flags, uint32_t seq, uint32_t len)
+{
+    put32(hdr, PF_RDV_MAGIC);
+    hdr[4] = PF_RDV_PROTO;
+    hdr[5] = (uint8_t)type;
+    hdr[6] = (uint8_t)flags;
+    hdr[7] = 0;
+    put32(hdr + 8, seq);
+    put32(hdr + 12, len);
+}
+
+int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len,
+                        size_t max_payload)
+{
+    memset(out, 0, sizeof(*out));
+    /* judge the magic on the bytes there are, so garbage is refused at its first byte */
+    static const uint8_t magic[4] = {'P', 'F', 'R', 'V'};
+    size_t m = len < 4 ? len : 4;
+    if (memcmp(buf, magic, m) != 0)
+        return pf_err_set(PF_EINVAL, "not a preflight frame (bad magic)");
+    if (len < PF_RDV_HDR) return 0;
+    out->version = buf[4];
+    out->type = buf[5];
+    out->flags = buf[6];
+    out->seq = get32(buf + 8);
+    out->len = get32(buf + 12);
+    out->header = buf;
+    if (out->version == PF_RDV_PROTO) {
+        if (out->type == 0 || out->type >= PF_RDV_TYPE_END)
+            return pf_err_set(PF_EINVAL, "unknown frame type %u", out->type);
+        if ((out->flags & ~PF_RDV_F_MAC) || buf[7] != 0)
+            return pf_err_set(PF_EINVAL, "unknown frame flags 0x%02x", out->flags);
+    }
+    if (out->len > max_payload || out->len > PF_RDV_MAX_PAYLOAD)
+        return pf_err_set(PF_ETOOBIG, "frame of %u bytes is over the limit of %zu", out->len,
+                          max_payload < PF_RDV_MAX_PAYLOAD ? max_payload
+                                                           : (size_t)PF_RDV_MAX_PAYLOAD);
+    if (out->version != PF_RDV_PROTO)
+        return PF_RDV_HDR; /* the caller names the version; the rest is not ours to parse */
+    size_t total =
+        PF_RDV_HDR + (size_t)out->len + ((out->flags & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
+    if (len < total) return 0;
+    out->payload = buf + PF_RDV_HDR;
+    out->mac = (out->flags & PF_RDV_F_MAC) ? buf + PF_RDV_HDR + out->len : NULL;
+    return (int)total;
+}
+
+int pf_rdv_fields_decode(struct pf_rdv_fields *out, const uint8_t *p, size_t len)
+{
+    out->v = NULL;
+    out->n = 0;
+    size_t cap = 0, i = 0;
+    while (i < len) {
+        size_t klen = p[i++];
+        if (klen == 0 || klen > 64 || len - i < klen + 4) goto bad;
+        for (size_t k = 0; k < klen; k++)
+            if (p[i + k] < 0x21 || p[i + k] > 0x7e) goto bad;
+        const char *key = (const char *)p + i;
+        i += klen;
+        size_t vlen = get32(p + i);
+        i += 4;
+        if (vlen > len - i) goto bad;
+        if (out->n == PF_RDV_MAX_FIELDS) goto bad;
+        if (out->n == cap) {
+            cap = cap ? cap * 2 : 16;
+            out->v = pf_xrealloc(out->v, cap * sizeof(*out->v));
+        }
+        out->v[out->n++] = (struct pf_rdv_field){key, klen, p + i, vlen};
+        i += vlen;
+    }
+    return 0;
+bad:
+    pf_rdv_fields_free(out);
+    return pf_err_set(PF_EINVAL, "malformed fields at byte %zu of %zu", i, len);
+}
+
+void pf_rdv_fields_free(struct pf_rdv_fields *f)
+{
+    free(f->v);
+    f->v = NULL;
+    f->n = 0;
+}
+
+bool pf_rdv_field_is(const struct pf_rdv_field *fl, const char *key)
+{
+    size_t kl = strlen(key);
+    return fl->klen == kl && memcmp(fl->key, key, kl) == 0;
+}
+
+const struct pf_rdv_field *pf_rdv_fields_get(const struct pf_rdv_fields *f, const char *key)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (pf_rdv_field_is(&f->v[i], key)) return &f->v[i];
+    return NULL;
+}
+
+int pf_rdv_fields_str(char *out, size_t n, const struct pf_rdv_fields *f, const char *key)
+{
+    const struct pf_rdv_field *fl = pf_rdv_fields_get(f, key);
+    if (n) out[0] = '\0';
+    if (!fl) return pf_err_set(PF_ENOENT, "field %s missing", key);
+    if (memchr(fl->val, 0, fl->vlen))
+        return pf_err_set(PF_EINVAL, "field %s holds a NUL byte", key);
+    if (fl->vlen >= n)
+        return pf_err_set(PF_ETOOBIG, "field %s too long (%zu bytes)", key, fl->vlen);
+    memcpy(out, fl->val, fl->vlen);
+    out[fl->vlen] = '\0';
+    return 0;
+}
+
+int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char *key)
+{
+    char s[32];
+    int r = pf_rdv_fields_str(s, sizeof(s), f, key);
+    if (r < 0) return r;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!s[0] || *end) return pf_err_set(PF_EINVAL, "field %s: \"%s\" is not a number", key, s);
+    *out = v;
+    return 0;
+}
+
+char *pf_rdv_field_dup(const struct pf_rdv_field *fl)
+{
+    if (memchr(fl->val, 0, fl->vlen)) return NULL;
+    char *s = pf_xmalloc(fl->vlen + 1);
+    memcpy(s, fl->val, fl->vlen);
+    s[fl->vlen] = '\0';
+    return s;
+}
+
+int pf_rdv_put(struct pf_buf *b, const char *key, const void *val, size_t vlen)
+{
+    size_t kl = strlen(key);
+    if (kl == 0 || kl > 64 || vlen > PF_RDV_MAX_PAYLOAD)
+        return pf_err_set(PF_EINVAL, "bad field %s", key);
+    uint8_t h[5];
+    h[0] = (uint8_t)kl;
+    int r = pf_buf_add(b, h, 1);
+    if (r == 0) r = pf_buf_add(b, key, kl);
+    put32(h + 1, (uint32_t)vlen);
+    if (r == 0) r = pf_buf_add(b, h + 1, 4);
+    if (r == 0 && vlen) r = pf_buf_add(b, val, vlen);
+    return r;
+}
+
+int pf_rdv_put_str(struct pf_buf *b, const char *key, const char *s)
+{
+    return pf_rdv_put(b, key, s ? s : "", s ? strlen(s) : 0);
+}
+
+int pf_rdv_put_int(struct pf_buf *b, const char *key, long long v)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%lld", v);
+    return pf_rdv_put_str(b, key, s);
+}
+
+void pf_rdv_mac(uint8_t out[PF_RDV_MACLEN], const struct pf_rdv_auth *a, int dir,
+                const uint8_t hdr[PF_RDV_HDR], const uint8_t *payload, size_t len)
+{
+    crypto_auth_hmacsha256_state st;
+    const char *tok = a->token ? a->token : "";
+    crypto_auth_hmacsha256_init(&st, (const unsigned char *)tok, strlen(tok));
+    uint8_t d[8] = {'P', 'F', 'R', 'V', 'm', 'a', 'c', (uint8_t)dir};
+    crypto_auth_hmacsha256_update(&st, d, sizeof(d));
+    crypto_auth_hmacsha256_update(&st, a->nonce_s, PF_RDV_NONCE);
+    crypto_auth_hmacsha256_update(&st, a->nonce_c, PF_RDV_NONCE);
+    crypto_auth_hmacsha256_update(&st, hdr, PF_RDV_HDR);
+    if (len) crypto_auth_hmacsha256_update(&st, payload, len);
+    crypto_auth_hmacsha256_final(&st, out);
+    sodium_memzero(&st, sizeof(st));
+}
+
+bool pf_rdv_mac_ok(const struct pf_rdv_auth *a, int dir, const struct pf_rdv_frame *f)
+{
+    if (!f->mac || !a->on) return false;
+    uint8_t want[PF_RDV_MACLEN];
+    pf_rdv_mac(want, a, dir, f->header, f->payload, f->len);
+    return sodium_memcmp(want, f->mac, PF_RDV_MACLEN) == 0;
+}
+
+void pf_rdv_random(void *out, size_t n)
+{
+    uint8_t *p = out;
+    while (n) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r <= 0) {
+            randombytes_buf(p, n);
+            return;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+}

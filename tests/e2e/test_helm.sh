@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The Helm chart: `helm lint` and `helm template` with each tests/k8s/values-*.yaml, renders
+# compared exactly with tests/k8s/golden/helm-*.yaml (PF_UPDATE_GOLDEN=1 rewrites them), every
+# rendered object validated against the Kubernetes 1.30 API schemas, values.schema.json
+# refusing bad values, the random token, the named templates from a parent chart, and the
+# rendered config accepted by preflight itself. No cluster: `helm install` and `helm test`
+# cannot run here.
+. "$(dirname "$0")/lib.sh"
+. "$PREFLIGHT_SRC/tests/k8s/tools.sh"
+if ! k8s_tools; then skip "helm" "$TOOLS_WHY"; exit 0; fi
+CHART=$PREFLIGHT_SRC/helm/preflight
+K=$PREFLIGHT_SRC/tests/k8s
+GOLD=$K/golden
+
+# the Secret's random token differs per render: the default render shows it as "UkFORE9N"
+# (base64 of RANDOM); the other values files give a token
+mask() {
+    if [ "$1" = default ]; then sed -E 's/^(  token: )"[A-Za-z0-9+/=]{44}"$/\1"UkFORE9N"/'; else cat; fi
+}
+mkdir -p "$T/emptyroot"
+
+if out=$("$HELM" lint --strict "$CHART" 2>&1); then ok "helm lint --strict (defaults)"; else notok "helm lint --strict (defaults)" "$(echo "$out" | grep -E 'ERROR|WARN' | head -3)"; fi
+
+for vf in "$K"/values-*.yaml; do
+    name=$(basename "$vf" .yaml); name=${name#values-}
+    if out=$("$HELM" lint --strict "$CHART" -f "$vf" 2>&1); then ok "helm lint $name"; else notok "helm lint $name" "$(echo "$out" | grep -E 'ERROR|WARN' | head -3)"; fi
+    r=$T/render-$name.yaml
+    if ! "$HELM" template pf "$CHART" -n ml -f "$vf" 2>"$T/err" | mask "$name" >"$r"; then
+        notok "helm template $name" "$(head -3 "$T/err")"; continue
+    fi
+    if [ "${PF_UPDATE_GOLDEN:-}" = 1 ]; then cp "$r" "$GOLD/helm-$name.yaml"; fi
+    if diff -u "$GOLD/helm-$name.yaml" "$r" >"$T/diff" 2>&1; then ok "helm template $name matches golden"
+    else notok "helm template $name matches golden" "$(head -20 "$T/diff" | tr '\n' '|') (PF_UPDATE_GOLDEN=1 to accept)"; fi
+    if $VALIDATE "$r" >"$T/val" 2>&1; then ok "helm template $name: $(grep -c '^ok' "$T/val") objects valid against the API schemas"
+    else notok "helm template $name: API schemas" "$(grep '^error' "$T/val" | head -3 | tr '\n' '|')"; fi
+    # the rendered config is one preflight accepts (exit 2 would be a config error)
+    python3 -c '
+import sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("kind") == "ConfigMap":
+        open(sys.argv[2], "w").write(d["data"]["config.yaml"])' "$r" "$T/config-$name.yaml"
+    "$PREFLIGHT" check --config "$T/config-$name.yaml" --root "$T/emptyroot" --format yaml --verdict - >/dev/null 2>"$T/err"
+    rc=$?
+    if [ $rc -ne 2 ]; then ok "helm $name: preflight accepts the rendered config"; else notok "helm $name: preflight accepts the rendered config" "$(head -2 "$T/err")"; fi
+done
+
+# ---- specific properties of the renders
+D=$T/render-default.yaml; X=$T/render-training-image.yaml; E=$T/render-existing-secret.yaml
+q() { python3 - "$@" <<'PY'
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+def get(kind, name=None):
+    for d in docs:
+        if d["kind"] == kind and (name is None or d["metadata"]["name"] == name):
+            return d
+    return None
+r = eval(sys.argv[2])
+print(json.dumps(r) if isinstance(r, (list, dict)) else r)
+PY
+}
+expect_eq "helm: Service is headless" "$(q "$D" 'get("Service")["spec"]["clusterIP"]')" "None"
+expect_eq "helm: Service publishes not-ready pods" "$(q "$D" 'get("Service")["spec"]["publishNotReadyAddresses"]')" "True"
+expect_eq "helm: test Job is a helm test hook" "$(q "$D" 'get("Job")["metadata"]["annotations"]["helm.sh/hook"]')" "test"
+expect_eq "helm: test Job is Indexed with worldSize pods" \
+    "$(q "$D" '[get("Job")["spec"][k] for k in ("completionMode","completions","parallelism")]')" '["Indexed", 2, 2]'
+expect_eq "helm: test Job pods use the Service as subdomain and carry its selector label" \
+    "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["subdomain"] == get("Service")["metadata"]["name"] and all(get("Job")["spec"]["template"]["metadata"]["labels"][k] == v for k, v in get("Service")["spec"]["selector"].items())')" "True"
+expect_eq "helm: podFailurePolicy fails the Job on exit 1 and 2 of preflight" \
+    "$(q "$D" 'get("Job")["spec"]["podFailurePolicy"]["rules"][0]')" \
+    '{"action": "FailJob", "onExitCodes": {"containerName": "preflight", "operator": "In", "values": [1, 2]}}'
+expect_eq "helm: coordinator is index 0 of the test Job" \
+    "$(q "$D" '[e["value"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_COORDINATOR"][0]')" \
+    "pf-preflight-test-0.pf-preflight:29400"
+tok=$("$HELM" template pf "$CHART" | python3 -c '
+import base64, sys, yaml
+for d in yaml.safe_load_all(sys.stdin):
+    if d and d["kind"] == "Secret": print(base64.b64decode(d["data"]["token"]).decode())')
+tok2=$("$HELM" template pf "$CHART" | grep -E '^  token: ')
+tok3=$("$HELM" template pf "$CHART" | grep -E '^  token: ')
+check "helm: random token is 32 letters and digits" bash -c "[[ '$tok' =~ ^[A-Za-z0-9]{32}$ ]]"
+check "helm: random token differs per install" test "$tok2" != "$tok3"
+expect_eq "helm: a given token is used" \
+    "$(q "$X" '__import__("base64").b64decode(get("Secret")["data"]["token"]).decode()')" "fixed-token-for-the-golden-render"
+expect_eq "helm: training image mode copies the binary in, then runs it in the training image" \
+    "$(q "$X" '[(c["name"], c["image"], c.get("command"), c["args"]) for c in get("Job")["spec"]["template"]["spec"]["initContainers"] + get("Job")["spec"]["template"]["spec"]["containers"]]')" \
+    '[["preflight-install", "registry.example.com/preflight:0.1.0", null, ["install", "/opt/preflight"]], ["preflight", "nvcr.io/nvidia/pytorch:24.05-py3", ["/opt/preflight/preflight"], ["run"]]]'
+expect_eq "helm: GPUs and RDMA requested" \
+    "$(q "$X" 'get("Job")["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]')" \
+    '{"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": 8, "rdma/hca_shared_devices_a": 1}'
+expect_eq "helm: Multus annotation" \
+    "$(q "$X" 'get("Job")["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]')" "ml/sriov-rdma-a, ml/sriov-rdma-b"
+expect_eq "helm: annotate adds patch on pods to the Role" \
+    "$(q "$X" 'get("Role")["rules"]')" '[{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}, {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}]'
+expect_eq "helm: existing Secret: none rendered, pods read it" \
+    "$(q "$E" '[get("Secret"), [e["valueFrom"]["secretKeyRef"]["name"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_TOKEN"]]')" '[null, ["my-rendezvous-token"]]'
+expect_eq "helm: no RBAC, own ServiceAccount" \
+    "$(q "$E" '[get("Role"), get("ServiceAccount"), get("Job")["spec"]["template"]["spec"]["serviceAccountName"]]')" '[null, null, "trainer"]'
+expect_eq "helm: rendezvous port follows service.port" \
+    "$(q "$E" 'yaml.safe_load(get("ConfigMap")["data"]["config.yaml"])["rendezvous"]["port"]')" "31000"
+
+# ---- values.schema.json refuses bad values
+for bad in "$K"/bad-values/*.yaml; do
+    n=$(basename "$bad" .yaml)
+    if "$HELM" template pf "$CHART" -f "$bad" >/dev/null 2>"$T/err"; then notok "helm schema refuses $n" "rendered anyway"
+    elif grep -q "schema" "$T/err"; then ok "helm schema refuses $n"
+    else notok "helm schema refuses $n" "$(head -2 "$T/err")"; fi
+done
+
+# ---- the named templates from a user's chart (this chart as a file:// dependency)
+P=$T/parent
+cp -r "$K/parent-chart" "$P"
+sed -i "s|file://../../../helm/preflight|file://$CHART|" "$P/Chart.yaml"
+if "$HELM" dependency build "$P" >"$T/err" 2>&1 && "$HELM" template t "$P" -n ml 2>>"$T/err" >"$T/render-parent.yaml"; then
+    [ "${PF_UPDATE_GOLDEN:-}" = 1 ] && cp "$T/render-parent.yaml" "$GOLD/helm-parent-chart.yaml"
+    if diff -u "$GOLD/helm-parent-chart.yaml" "$T/render-parent.yaml" >"$T/diff"; then ok "helm parent chart: render matches golden"
+    else notok "helm parent chart: render matches golden" "$(head -20 "$T/diff" | tr '\n' '|')"; fi
+    if $VALIDATE "$T/render-parent.yaml" >"$T/val" 2>&1; then ok "helm parent chart: objects valid against the API schemas"
+    else notok "helm parent chart: API schemas" "$(grep '^error' "$T/val" | head -3 | tr '\n' '|')"; fi
+    P2=$T/render-parent.yaml
+    expect_eq "helm parent chart: preflight initContainer with the pod count and GPUs" \
+        "$(q "$P2" '[(c["name"], [e["value"] for e in c["env"] if e["name"] == "PREFLIGHT_WORLD_SIZE"], c["resources"]["limits"]) for c in get("StatefulSet")["spec"]["template"]["spec"]["initContainers"]]')" \
+        '[["preflight", ["4"], {"nvidia.com/gpu": 8}]]'
+    expect_eq "helm parent chart: pods carry the Service's selector label" \
+        "$(q "$P2" 'all(get("StatefulSet")["spec"]["template"]["metadata"]["labels"].get(k) == v for k, v in get("Service")["spec"]["selector"].items())')" "True"
+else
+    notok "helm parent chart: render" "$(head -3 "$T/err")"
+fi

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# nccl.env end to end: `preflight env` and `preflight check` on NCCL_* variables from the
+# environment, /etc/nccl.conf under --root and --env-file, against fixture HCAs.
+. "$(dirname "$0")/lib.sh"
+
+ROOT="$FIX/nccl-hcas"       # mlx5_0 mlx5_1 mlx5_10 mlx5_11; /etc/nccl.conf sets NCCL_SHM_DISABLE=1
+EMPTY="$T/empty-root"
+mkdir -p "$EMPTY"
+
+# penv ROOT OUT [VAR=VALUE...]: `preflight env` in a clean environment; the YAML goes to OUT,
+# the exit code to OUT.rc
+penv() {
+    local root=$1 out=$2; shift 2
+    env -i PATH="$PATH" HOME="$T" ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+        UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" NO_COLOR=1 "$@" \
+        "$PREFLIGHT" env --root "$root" --format yaml >"$out" 2>"$out.err"
+    echo $? >"$out.rc"
+}
+codes_of() { yq "$1" 'codes("nccl.env")'; }
+has_code() { codes_of "$1" | grep -q "\"$2\""; }
+rc_of() { cat "$1.rc"; }
+
+# 1. no NCCL variables: pass
+penv "$EMPTY" "$T/clean.yaml"
+expect_eq "no variables: pass" "$(yq "$T/clean.yaml" 'check("nccl.env")["status"]')" pass
+expect_eq "no variables: exit 0" "$(rc_of "$T/clean.yaml")" 0
+
+# 2. P2P
+penv "$EMPTY" "$T/p2p.yaml" NCCL_P2P_DISABLE=1
+check "NCCL_P2P_DISABLE=1: p2p-disabled" has_code "$T/p2p.yaml" p2p-disabled
+expect_eq "NCCL_P2P_DISABLE=1: exit 1" "$(rc_of "$T/p2p.yaml")" 1
+penv "$EMPTY" "$T/p2p-hex.yaml" NCCL_P2P_DISABLE=0x1
+check "NCCL_P2P_DISABLE=0x1 is 1 to NCCL: p2p-disabled" has_code "$T/p2p-hex.yaml" p2p-disabled
+penv "$EMPTY" "$T/p2p-true.yaml" NCCL_P2P_DISABLE=true
+expect_eq "NCCL_P2P_DISABLE=true: invalid-value only" "$(codes_of "$T/p2p-true.yaml")" '["invalid-value"]'
+penv "$EMPTY" "$T/p2p-loc.yaml" NCCL_P2P_LEVEL=LOC
+check "NCCL_P2P_LEVEL=LOC: p2p-disabled" has_code "$T/p2p-loc.yaml" p2p-disabled
+penv "$EMPTY" "$T/p2p-node.yaml" NCCL_P2P_LEVEL=NODE NCCL_NET_GDR_LEVEL=PHB
+expect_eq "NCCL_P2P_LEVEL=NODE invalid, PHB fine" "$(codes_of "$T/p2p-node.yaml")" '["invalid-value"]'
+
+# 3. /etc/nccl.conf under the root, and the environment winning over it
+penv "$ROOT" "$T/conf.yaml"
+check "nccl.conf NCCL_SHM_DISABLE=1: shm-disabled" has_code "$T/conf.yaml" shm-disabled
+check "message names /etc/nccl.conf" grep -q "from /etc/nccl.conf" "$T/conf.yaml"
+expect_eq "origin in evidence" \
+    "$(yq "$T/conf.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_SHM_DISABLE"]["origin"]')" \
+    /etc/nccl.conf
+penv "$ROOT" "$T/conf-env.yaml" NCCL_SHM_DISABLE=0
+check "environment wins over nccl.conf" bash -c "! grep -q shm-disabled '$T/conf-env.yaml'"
+
+# 4. sockets per thread
+penv "$EMPTY" "$T/s64.yaml" NCCL_SOCKET_NTHREADS=8 NCCL_NSOCKS_PERTHREAD=8
+expect_eq "8 x 8 = 64 is fine" "$(codes_of "$T/s64.yaml")" '[]'
+penv "$EMPTY" "$T/s72.yaml" NCCL_SOCKET_NTHREADS=8 NCCL_NSOCKS_PERTHREAD=9
+check "8 x 9 = 72: socket-thread-product" has_code "$T/s72.yaml" socket-thread-product
+expect_eq "8 x 9: fail" "$(yq "$T/s72.yaml" 'check("nccl.env")["status"]')" fail
+penv "$EMPTY" "$T/s17.yaml" NCCL_SOCKET_NTHREADS=17
+expect_eq "17 threads: warn" "$(yq "$T/s17.yaml" '[f["status"] for f in check("nccl.env")["findings"] if f["code"]=="socket-thread-product"]')" '["warn"]'
+
+# 5. IB disabled with and without HCAs
+penv "$ROOT" "$T/ib.yaml" NCCL_IB_DISABLE=1 NCCL_SHM_DISABLE=0
+expect_eq "IB_DISABLE=1 with HCAs: fail" "$(yq "$T/ib.yaml" '[f["status"] for f in check("nccl.env")["findings"] if f["code"]=="ib-disabled"]')" '["fail"]'
+penv "$EMPTY" "$T/ib-none.yaml" NCCL_IB_DISABLE=1
+expect_eq "IB_DISABLE=1 without HCAs: warn" "$(yq "$T/ib-none.yaml" '[f["status"] for f in check("nccl.env")["findings"] if f["code"]=="ib-disabled"]')" '["warn"]'
+penv "$ROOT" "$T/ib-true.yaml" NCCL_IB_DISABLE=true NCCL_SHM_DISABLE=0
+expect_eq "IB_DISABLE=true: invalid-value, IB not disabled" "$(codes_of "$T/ib-true.yaml")" '["invalid-value"]'
+check "IB_DISABLE=true says IB is NOT disabled" \
+    grep -q "IB is NOT disabled" <(yq "$T/ib-true.yaml" 'check("nccl.env")["findings"][0]["message"]')
+penv "$ROOT" "$T/net-socket.yaml" NCCL_NET=socket NCCL_SHM_DISABLE=0
+check "NCCL_NET=socket with HCAs: ib-disabled" has_code "$T/net-socket.yaml" ib-disabled
+
+# 6. HCA lists
+penv "$ROOT" "$T/hca9.yaml" NCCL_IB_HCA=mlx5_9 NCCL_SHM_DISABLE=0
+check "NCCL_IB_HCA=mlx5_9: hca-no-match" has_code "$T/hca9.yaml" hca-no-match
+check "hca-no-match lists what exists" grep -q "have: mlx5_0, mlx5_1, mlx5_10, mlx5_11" "$T/hca9.yaml"
+penv "$ROOT" "$T/hca1.yaml" NCCL_IB_HCA=mlx5_1 NCCL_SHM_DISABLE=0
+expect_eq "mlx5_1 also selects mlx5_10, mlx5_11: warn" "$(yq "$T/hca1.yaml" '[f["status"] for f in check("nccl.env")["findings"] if f["code"]=="hca-no-match"]')" '["warn"]'
+expect_eq "mlx5_1 selects 3 devices" "$(yq "$T/hca1.yaml" 'check("nccl.env")["evidence"]["selectedHcas"]')" '["mlx5_1", "mlx5_10", "mlx5_11"]'
+penv "$ROOT" "$T/hca1x.yaml" NCCL_IB_HCA==mlx5_1:1,mlx5_0 NCCL_SHM_DISABLE=0
+expect_eq "=mlx5_1:1,mlx5_0: exact, no finding" "$(codes_of "$T/hca1x.yaml")" '[]'
+penv "$ROOT" "$T/hcax.yaml" NCCL_IB_HCA="^=mlx5_0,mlx5_1,mlx5_10,mlx5_11" NCCL_SHM_DISABLE=0
+check "exclusion of every HCA: hca-no-match" has_code "$T/hcax.yaml" hca-no-match
+
+# 7. names
+penv "$EMPTY" "$T/names.yaml" NCCL_SOCKET_IFNAMES=eth0 NCCL_ASYNC_ERROR_HANDLING=1 NCCL_IB_GDR_LEVEL=PHB
+check "NCCL_SOCKET_IFNAMES: did you mean" grep -q "did you mean NCCL_SOCKET_IFNAME?" "$T/names.yaml"
+expect_eq "unknown + obsolete, PyTorch's alias not flagged" "$(codes_of "$T/names.yaml")" '["obsolete-variable", "unknown-variable"]'
+check "PyTorch alias noted in evidence" grep -q "TORCH_NCCL_ASYNC_ERROR_HANDLING" "$T/names.yaml"
+
+# 8. integers and debug levels
+penv "$EMPTY" "$T/octal.yaml" NCCL_IB_TIMEOUT=010 NCCL_IB_RETRY_CNT=08
+expect_eq "010 octal, 08 invalid" "$(codes_of "$T/octal.yaml")" '["invalid-value", "octal-value"]'
+penv "$EMPTY" "$T/trace.yaml" NCCL_DEBUG=TRACE
+check "NCCL_DEBUG=TRACE: debug-verbose" has_code "$T/trace.yaml" debug-verbose
+penv "$EMPTY" "$T/infoall.yaml" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ALL
+check "INFO + SUBSYS ALL: debug-verbose" has_code "$T/infoall.yaml" debug-verbose
+penv "$EMPTY" "$T/info.yaml" NCCL_DEBUG=info NCCL_DEBUG_SUBSYS=INIT,NET
+expect_eq "INFO with a few subsystems: fine" "$(codes_of "$T/info.yaml")" '[]'
+penv "$EMPTY" "$T/loud.yaml" NCCL_DEBUG=LOUD NCCL_SOCKET_FAMILY=ipv4
+expect_eq "bad debug level and family: invalid-value" "$(codes_of "$T/loud.yaml")" '["invalid-value", "invalid-value"]'
+
+# 9. secrets are masked
+penv "$EMPTY" "$T/secret.yaml" NCCL_FAKE_TOKEN=hunter2
+check "secret value masked" bash -c "! grep -q hunter2 '$T/secret.yaml'"
+
+# 10. --env-file: origin is file:line
+cat >"$T/job.env" <<'EOF'
+# training job
+export NCCL_IB_HCA="mlx5_9"
+NCCL_SOCKET_IFNAME=net1
+EOF
+env -i PATH="$PATH" ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$PREFLIGHT" env --env-file "$T/job.env" \
+    --root "$ROOT" --format yaml >"$T/file.yaml" 2>&1
+check "--env-file: hca-no-match" has_code "$T/file.yaml" hca-no-match
+check "--env-file: message names file:line" grep -q "from $T/job.env:2" "$T/file.yaml"
+
+# 11. policy moves p2p-disabled to warn: exit 0
+printf 'policy:\n  findings:\n    p2p-disabled: warn\n' >"$T/policy.yaml"
+penv "$EMPTY" "$T/pol.yaml" NCCL_P2P_DISABLE=1 PREFLIGHT_CONFIG="$T/policy.yaml"
+env -i PATH="$PATH" ASAN_OPTIONS="${ASAN_OPTIONS:-}" NCCL_P2P_DISABLE=1 "$PREFLIGHT" env \
+    --config "$T/policy.yaml" --root "$EMPTY" --format yaml >"$T/pol.yaml" 2>&1
+expect_eq "policy p2p-disabled: warn -> exit 0" "$?" 0
+
+# 12. `check` mode looks NCCL_TOPO_FILE up under the root
+pcheck() {
+    local out=$1; shift
+    env -i PATH="$PATH" HOME="$T" ASAN_OPTIONS="${ASAN_OPTIONS:-}" NO_COLOR=1 "$@" \
+        "$PREFLIGHT" check --root "$ROOT" --format yaml >"$out" 2>"$out.err"
+}
+pcheck "$T/topo-missing.yaml" NCCL_TOPO_FILE=/opt/topo/missing.xml NCCL_SHM_DISABLE=0
+check "check: topo-file-missing" has_code "$T/topo-missing.yaml" topo-file-missing
+pcheck "$T/topo-ok.yaml" NCCL_TOPO_FILE=/opt/topo/ndv5-topo.xml NCCL_SHM_DISABLE=0
+expect_eq "check: existing topo file is fine" "$(codes_of "$T/topo-ok.yaml")" '[]'
+penv "$EMPTY" "$T/topo-env.yaml" NCCL_TOPO_FILE=/opt/topo/missing.xml
+expect_eq "env mode does not look files up" "$(codes_of "$T/topo-env.yaml")" '[]'
