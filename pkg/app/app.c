@@ -173,12 +173,29 @@ static int local_checks(struct session *s, const struct pf_options *o, const cha
     return 0;
 }
 
-/* rdma.counters against the snapshot of local_checks; `check` lets at least
- * PF_COUNTERS_MIN_INTERVAL_S pass first. */
-static void counters_check(struct session *s, bool wait_min)
+/* `check`'s counter window: PREFLIGHT_COUNTERS_WINDOW seconds (0..60), by default
+ * PF_COUNTERS_MIN_INTERVAL_S. PF_EUSAGE naming the variable when it is not a number. */
+static int counters_window(double *out, const struct pf_env *e)
 {
-    double left = PF_COUNTERS_MIN_INTERVAL_S - (pf_now() - s->counters_t);
-    if (wait_min && s->counters && left > 0) {
+    *out = PF_COUNTERS_MIN_INTERVAL_S;
+    const char *s = pf_env_get(e, "PREFLIGHT_COUNTERS_WINDOW");
+    if (!s || !*s) return 0;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || errno || !(v >= 0) || v > 60)
+        return pf_err_set(
+            PF_EUSAGE, "PREFLIGHT_COUNTERS_WINDOW: expected seconds from 0 to 60, found \"%s\"", s);
+    *out = v;
+    return 0;
+}
+
+/* rdma.counters against the snapshot of local_checks; `check` lets at least `window`
+ * seconds pass first, so that a dirty link has time to show. */
+static void counters_check(struct session *s, double window)
+{
+    double left = window - (pf_now() - s->counters_t);
+    if (s->counters && left > 0) {
         struct timespec ts = {0, (long)(left * 1e9)};
         nanosleep(&ts, NULL);
     }
@@ -199,12 +216,14 @@ int pf_app_check(const struct pf_options *o)
     }
     bool guard = o->timeout_s > 0 || o->verdict_path;
     const char *path = o->verdict_path;
-    r = local_checks(&s, o, path ? path : "-", guard);
+    double window;
+    r = counters_window(&window, &s.ctx.env);
+    if (r == 0) r = local_checks(&s, o, path ? path : "-", guard);
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    counters_check(&s, true);
+    counters_check(&s, window);
     if (guard) pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
@@ -231,7 +250,7 @@ int pf_app_run(const struct pf_options *o)
     pf_verdict_guard_update(&s.verdict, "rendezvous", "meeting the other pods");
     pf_rendezvous_stage(&s.ctx, &o->rdv);
     pf_verdict_guard_update(&s.verdict, "rdma.counters", "reading the port error counters");
-    counters_check(&s, false);
+    counters_check(&s, 0);
     pf_verdict_guard_update(&s.verdict, "preflight", "reporting the verdict");
     pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
     pf_verdict_guard_disarm();
