@@ -194,6 +194,24 @@ static ssize_t recv_some(struct xfer *x, int fd, void *p, size_t n, struct pf_co
 
 /* ---- the ring */
 
+/* d[i] += s[i], eight floats at a time (GCC/Clang vector types: SIMD on every target) so the
+ * reduction keeps pace with the socket copies. Each element is one IEEE addition, exactly
+ * what the scalar loop does. */
+static void add_floats(float *restrict d, const float *restrict s, size_t n)
+{
+    typedef float v8 __attribute__((vector_size(32)));
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v8 a, b;
+        memcpy(&a, d + i, sizeof(a));
+        memcpy(&b, s + i, sizeof(b));
+        a += b;
+        memcpy(d + i, &a, sizeof(a));
+    }
+    for (; i < n; i++)
+        d[i] += s[i];
+}
+
 struct ring {
     struct xfer x;
     float *data;
@@ -307,9 +325,7 @@ int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, in
                 if (reduce) {
                     /* add the floats that are complete now, while they are in cache */
                     size_t upto = got / sizeof(float);
-                    float *d = data + co;
-                    for (size_t i = added; i < upto; i++)
-                        d[i] += tmp[i];
+                    add_floats(data + co + added, tmp + added, upto - added);
                     added = upto;
                 }
             }

@@ -193,7 +193,11 @@ int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const
     if (coord) {
         int port = out->port;
         int r = pf_rdv_split_hostport(out->coordinator, sizeof(out->coordinator), &port, coord);
-        if (r < 0) return pf_err_set(PF_EUSAGE, "%s: %s", out->coord_from, pf_err_msg());
+        if (r < 0) {
+            char why[256]; /* pf_err_set writes where pf_err_msg reads: copy it first */
+            pf_strcpy(why, sizeof(why), pf_err_msg());
+            return pf_err_set(PF_EUSAGE, "%s: %s", out->coord_from, why);
+        }
         /* MASTER_PORT is torch's port, not ours: a port only comes from our own flag */
         if (o && o->coordinator[0]) out->port = port;
         return 0;

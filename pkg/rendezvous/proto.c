@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "rendezvous.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,7 @@ int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len
                         size_t max_payload)
 {
     memset(out, 0, sizeof(*out));
+    if (len == 0) return 0;
     /* judge the magic on the bytes there are, so garbage is refused at its first byte */
     static const uint8_t magic[4] = {'P', 'F', 'R', 'V'};
     size_t m = len < 4 ? len : 4;
@@ -57,18 +60,18 @@ int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len
     out->seq = get32(buf + 8);
     out->len = get32(buf + 12);
     out->header = buf;
-    if (out->version == PF_RDV_PROTO) {
-        if (out->type == 0 || out->type >= PF_RDV_TYPE_END)
-            return pf_err_set(PF_EINVAL, "unknown frame type %u", out->type);
-        if ((out->flags & ~PF_RDV_F_MAC) || buf[7] != 0)
-            return pf_err_set(PF_EINVAL, "unknown frame flags 0x%02x", out->flags);
-    }
+    /* another version's header may mean other things by its type, flags and length: the
+     * caller names the version, the rest is not ours to judge */
+    if (out->version != PF_RDV_PROTO) return PF_RDV_HDR;
+    if (out->type == 0 || out->type >= PF_RDV_TYPE_END)
+        return pf_err_set(PF_EINVAL, "unknown frame type %u", out->type);
+    if (out->flags & ~PF_RDV_F_MAC)
+        return pf_err_set(PF_EINVAL, "unknown frame flags 0x%02x", out->flags);
+    if (buf[7] != 0) return pf_err_set(PF_EINVAL, "reserved header byte is 0x%02x, not 0", buf[7]);
     if (out->len > max_payload || out->len > PF_RDV_MAX_PAYLOAD)
         return pf_err_set(PF_ETOOBIG, "frame of %u bytes is over the limit of %zu", out->len,
                           max_payload < PF_RDV_MAX_PAYLOAD ? max_payload
                                                            : (size_t)PF_RDV_MAX_PAYLOAD);
-    if (out->version != PF_RDV_PROTO)
-        return PF_RDV_HDR; /* the caller names the version; the rest is not ours to parse */
     size_t total =
         PF_RDV_HDR + (size_t)out->len + ((out->flags & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
     if (len < total) return 0;
@@ -146,8 +149,12 @@ int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char 
     int r = pf_rdv_fields_str(s, sizeof(s), f, key);
     if (r < 0) return r;
     char *end;
+    errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (!s[0] || *end) return pf_err_set(PF_EINVAL, "field %s: \"%s\" is not a number", key, s);
+    /* digits with an optional minus, nothing around them, and never clamped */
+    if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))) || *end ||
+        errno)
+        return pf_err_set(PF_EINVAL, "field %s: \"%s\" is not a number", key, s);
     *out = v;
     return 0;
 }
@@ -168,11 +175,17 @@ int pf_rdv_put(struct pf_buf *b, const char *key, const void *val, size_t vlen)
         return pf_err_set(PF_EINVAL, "bad field %s", key);
     uint8_t h[5];
     h[0] = (uint8_t)kl;
+    size_t was = b->len;
     int r = pf_buf_add(b, h, 1);
     if (r == 0) r = pf_buf_add(b, key, kl);
     put32(h + 1, (uint32_t)vlen);
     if (r == 0) r = pf_buf_add(b, h + 1, 4);
     if (r == 0 && vlen) r = pf_buf_add(b, val, vlen);
+    if (r < 0 && b->data) {
+        /* all of the field or none of it: a half field would garble the payload */
+        b->len = was;
+        b->data[was] = '\0';
+    }
     return r;
 }
 
