@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,25 +97,10 @@ int main(int argc, char **argv)
     int nlog = 0;
     const char *s;
 
-    /* environment first: flags override it */
-    if ((s = getenv("PREFLIGHT_CONFIG")) && *s) o.config_path = s;
-    if ((s = getenv("PREFLIGHT_VERDICT")) && *s) o.verdict_path = s;
-    if ((s = getenv("PREFLIGHT_ROOT")) && *s) o.root = s;
-    if ((s = getenv("PREFLIGHT_TIMEOUT")) && *s &&
-        parse_timeout("PREFLIGHT_TIMEOUT", s, &o.timeout_s) < 0)
-        return PF_EXIT_USAGE;
-    if ((s = getenv("PREFLIGHT_RANK")) && *s &&
-        parse_int("PREFLIGHT_RANK", s, 0, 1 << 20, &o.rdv.rank) < 0)
-        return PF_EXIT_USAGE;
-    if ((s = getenv("PREFLIGHT_WORLD_SIZE")) && *s &&
-        parse_int("PREFLIGHT_WORLD_SIZE", s, 1, 1 << 20, &o.rdv.world_size) < 0)
-        return PF_EXIT_USAGE;
-    if ((s = getenv("PREFLIGHT_COORDINATOR")) && *s)
-        snprintf(o.rdv.coordinator, sizeof(o.rdv.coordinator), "%s", s);
-    if ((s = getenv("PREFLIGHT_PORT")) && *s &&
-        parse_int("PREFLIGHT_PORT", s, 1, 65535, &o.rdv.port) < 0)
-        return PF_EXIT_USAGE;
-    if ((s = getenv("PREFLIGHT_TOKEN")) && *s) o.rdv.token = s;
+    /* flags given on the command line; the environment fills in the rest after the flags are
+     * read, so that a flag overrides its variable (even one holding a bad value) */
+    bool set_config = false, set_verdict = false, set_root = false, set_timeout = false,
+         set_rank = false, set_world = false, set_coord = false, set_port = false;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -163,18 +149,22 @@ int main(int argc, char **argv)
             if (i + 1 >= argc) return usage_error("%s needs a value", name);
             val = argv[++i];
         }
-        if (strcmp(name, "--config") == 0)
+        if (strcmp(name, "--config") == 0) {
             o.config_path = val;
-        else if (strcmp(name, "--verdict") == 0)
+            set_config = true;
+        } else if (strcmp(name, "--verdict") == 0) {
             o.verdict_path = val;
-        else if (strcmp(name, "--root") == 0)
+            set_verdict = true;
+        } else if (strcmp(name, "--root") == 0) {
             o.root = val;
-        else if (strcmp(name, "--env-file") == 0)
+            set_root = true;
+        } else if (strcmp(name, "--env-file") == 0)
             o.env_file = val;
         else if (strcmp(name, "--coordinator") == 0) {
             if (!*val || strlen(val) >= sizeof(o.rdv.coordinator))
                 return usage_error("--coordinator: expected HOST[:PORT], found \"%s\"", val);
             snprintf(o.rdv.coordinator, sizeof(o.rdv.coordinator), "%s", val);
+            set_coord = true;
         } else if (strcmp(name, "--format") == 0) {
             if (strcmp(val, "human") == 0)
                 o.format = PF_FORMAT_HUMAN;
@@ -184,15 +174,42 @@ int main(int argc, char **argv)
                 return usage_error("--format: expected human or yaml, found \"%s\"", val);
         } else if (strcmp(name, "--timeout") == 0) {
             if (parse_timeout("--timeout", val, &o.timeout_s) < 0) return PF_EXIT_USAGE;
+            set_timeout = true;
         } else if (strcmp(name, "--rank") == 0) {
             if (parse_int("--rank", val, 0, 1 << 20, &o.rdv.rank) < 0) return PF_EXIT_USAGE;
+            set_rank = true;
         } else if (strcmp(name, "--world-size") == 0) {
             if (parse_int("--world-size", val, 1, 1 << 20, &o.rdv.world_size) < 0)
                 return PF_EXIT_USAGE;
+            set_world = true;
         } else if (strcmp(name, "--port") == 0) {
             if (parse_int("--port", val, 1, 65535, &o.rdv.port) < 0) return PF_EXIT_USAGE;
+            set_port = true;
         }
     }
+
+    if (!set_config && (s = getenv("PREFLIGHT_CONFIG")) && *s) o.config_path = s;
+    if (!set_verdict && (s = getenv("PREFLIGHT_VERDICT")) && *s) o.verdict_path = s;
+    if (!set_root && (s = getenv("PREFLIGHT_ROOT")) && *s) o.root = s;
+    if (!set_timeout && (s = getenv("PREFLIGHT_TIMEOUT")) && *s &&
+        parse_timeout("PREFLIGHT_TIMEOUT", s, &o.timeout_s) < 0)
+        return PF_EXIT_USAGE;
+    if (!set_rank && (s = getenv("PREFLIGHT_RANK")) && *s &&
+        parse_int("PREFLIGHT_RANK", s, 0, 1 << 20, &o.rdv.rank) < 0)
+        return PF_EXIT_USAGE;
+    if (!set_world && (s = getenv("PREFLIGHT_WORLD_SIZE")) && *s &&
+        parse_int("PREFLIGHT_WORLD_SIZE", s, 1, 1 << 20, &o.rdv.world_size) < 0)
+        return PF_EXIT_USAGE;
+    if (!set_coord && (s = getenv("PREFLIGHT_COORDINATOR")) && *s) {
+        if (strlen(s) >= sizeof(o.rdv.coordinator))
+            return usage_error("PREFLIGHT_COORDINATOR: expected HOST[:PORT], found \"%.80s...\"",
+                               s);
+        snprintf(o.rdv.coordinator, sizeof(o.rdv.coordinator), "%s", s);
+    }
+    if (!set_port && (s = getenv("PREFLIGHT_PORT")) && *s &&
+        parse_int("PREFLIGHT_PORT", s, 1, 65535, &o.rdv.port) < 0)
+        return PF_EXIT_USAGE;
+    if ((s = getenv("PREFLIGHT_TOKEN")) && *s) o.rdv.token = s;
 
     if (!cmd) {
         fputs(usage_text, stderr);

@@ -62,14 +62,75 @@ static bool needs_quotes(const char *s)
     return false;
 }
 
+/* Length of the well-formed UTF-8 sequence at s (as libyaml checks it: no overlong forms,
+ * no surrogates, nothing above U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t len;
+    if (c < 0x80) return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0) lo = 0xa0;
+        if (c == 0xed) hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0) lo = 0x90;
+        if (c == 0xf4) hi = 0x8f;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+    return len;
+}
+
+/* A copy of s with every byte that is not well-formed UTF-8 replaced by U+FFFD, or NULL when s
+ * is well-formed: text from the host, the environment or a peer may be anything, and libyaml
+ * refuses such a scalar (which would lose the whole verdict). */
+static char *utf8_repair(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+        if (l == 0) break;
+        i += l;
+    }
+    if (i == n) return NULL;
+    char *o = pf_xmalloc(n * 3 + 1), *p = o;
+    for (i = 0; i < n;) {
+        size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+        if (l == 0) {
+            memcpy(p, "\xef\xbf\xbd", 3);
+            p += 3;
+            i++;
+        } else {
+            memcpy(p, s + i, l);
+            p += l;
+            i += l;
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
 static void scalar(struct out *o, const char *s, bool is_string)
 {
     yaml_event_t ev;
     yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
+    char *fixed = utf8_repair(s, strlen(s));
+    if (fixed) s = fixed;
     if (is_string && needs_quotes(s)) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     if (is_string && strchr(s, '\n')) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-    yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, style);
-    emit(o, &ev);
+    /* on failure the event is left uninitialised: never hand it to the emitter */
+    if (!yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1,
+                                      style))
+        o->failed = 1;
+    else
+        emit(o, &ev);
+    free(fixed);
 }
 
 static void fmt_double(char *out, size_t n, double d)

@@ -27,6 +27,7 @@ static pf_policy_fn guard_policy;
 static void *guard_arg;
 static double guard_deadline; /* monotonic seconds; 0 = none */
 static double guard_timeout;
+static double guard_started; /* monotonic seconds at install */
 static _Atomic(struct snapshot *) current;
 static volatile sig_atomic_t guard_armed;
 
@@ -82,6 +83,7 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
     guard_policy = policy;
     guard_arg = arg;
     guard_timeout = timeout_s;
+    guard_started = pf_now();
     guard_deadline = timeout_s > 0 ? pf_now() + timeout_s : 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -109,13 +111,13 @@ double pf_verdict_guard_remaining(void)
 }
 
 static char *render(const struct pf_verdict *v, const char *stage_id, const char *code,
-                    const char *msg, size_t *len)
+                    const char *msg, double duration, size_t *len)
 {
     struct pf_verdict copy;
     pf_verdict_clone(&copy, v);
     struct pf_check *c = pf_verdict_add_check(&copy, stage_id);
     pf_check_add_finding(c, code, PF_FAIL, NULL, "%s", msg);
-    copy.duration_seconds = v->duration_seconds;
+    copy.duration_seconds = duration;
     pf_verdict_finalize(&copy, guard_policy, guard_arg);
     /* the gate must not open on an interrupted run, whatever the policy says */
     copy.verdict = PF_FAIL;
@@ -131,9 +133,12 @@ void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, c
     struct snapshot *s = pf_xcalloc(1, sizeof(*s));
     snprintf(msg, sizeof(msg), "deadline of %.0f s (--timeout) reached while %s", guard_timeout,
              doing);
-    s->deadline_yaml = render(v, stage_id, "timeout", msg, &s->deadline_len);
+    /* rendered in advance: at the deadline the run has lasted --timeout; a signal's verdict
+     * says how long it had run when this stage began (at least that long) */
+    s->deadline_yaml = render(v, stage_id, "timeout", msg, guard_timeout, &s->deadline_len);
     snprintf(msg, sizeof(msg), "stopped by SIGTERM or SIGINT while %s", doing);
-    s->signal_yaml = render(v, stage_id, "interrupted", msg, &s->signal_len);
+    s->signal_yaml =
+        render(v, stage_id, "interrupted", msg, pf_now() - guard_started, &s->signal_len);
     if (!s->deadline_yaml || !s->signal_yaml) {
         free(s->deadline_yaml);
         free(s->signal_yaml);

@@ -183,6 +183,41 @@ static void test_atomic_write(void **state)
     pf_verdict_free(&v);
 }
 
+/* Text from the environment, sysfs, annotations or logs may be any bytes; libyaml refuses
+ * a scalar that is not UTF-8 and leaves its event uninitialised, which once crashed (double
+ * free) or hung the emitter and lost the verdict. Invalid bytes become U+FFFD. */
+static void test_yaml_invalid_utf8(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    sample(&v);
+    struct pf_node *env = pf_node_get(v.environment, "ncclEnv");
+    pf_node_set_str(env, "NCCL_BAD\x8f",
+                    "\x8f\x8f net1 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xe2\x9c");
+    struct pf_check *c = pf_verdict_add_check(&v, "nccl.env");
+    pf_check_add_finding(c, "invalid-value", PF_WARN, NULL,
+                         "NCCL_SOCKET_IFNAME=\xff: caf\xc3\xa9 \xe2\x9c\x93");
+    pf_verdict_finalize(&v, NULL, NULL);
+    char *yaml = NULL;
+    size_t len = 0;
+    assert_int_equal(pf_verdict_to_yaml(&yaml, &len, &v), 0);
+    assert_non_null(strstr(yaml, "NCCL_BAD\xef\xbf\xbd"));
+    /* every invalid byte is one U+FFFD; valid text around it stays */
+    assert_non_null(strstr(yaml, "\xef\xbf\xbd\xef\xbf\xbd net1 \xef\xbf\xbd\xef\xbf\xbd"));
+    assert_non_null(strstr(yaml, "caf\xc3\xa9 \xe2\x9c\x93"));
+    assert_null(strstr(yaml, "\x8f"));
+    assert_non_null(strstr(yaml, "verdict: fail"));
+    free(yaml);
+    char dir[] = "/tmp/pf-verdict-utf8.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof(path), "%s/verdict.yaml", dir);
+    assert_int_equal(pf_verdict_write_file(&v, path), 0);
+    unlink(path);
+    rmdir(dir);
+    pf_verdict_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_secret_names),
         cmocka_unit_test(test_golden_yaml_and_human),
         cmocka_unit_test(test_atomic_write),
+        cmocka_unit_test(test_yaml_invalid_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
