@@ -1,0 +1,111 @@
+# "Pods" for the end-to-end tests and the demo (sourced; needs root).
+#
+# Each pod is a network namespace with one interface, eth0, on a bridge, and runs its command
+# in its own UTS namespace under its own hostname. The bridge lives in a namespace of its own
+# (the "switch"), so nothing touches the host's interfaces. A real dnsmasq on the bridge
+# serves the headless Service's names (trainer-N.trainer.ml.svc.cluster.local), and every pod
+# gets a Kubernetes-like /etc/resolv.conf (search domains, ndots:5) and /etc/hosts (its own
+# FQDN first, as the kubelet writes it), through `ip netns exec`'s /etc/netns/NAME/ files.
+#
+#   pods_setup N [PREFIX]     make N pods, trainer-0 .. trainer-N-1 (PREFIX: namespace names)
+#   pods_dns_add I            publish trainer-I's name (all are published by pods_setup)
+#   pods_dns_del I            withdraw trainer-I's name
+#   pod_exec I CMD...         run CMD in pod I (foreground)
+#   pod_start I OUT CMD...    run CMD in pod I in the background; its pid in POD_PID[I],
+#                             stdout+stderr to OUT
+#   pods_cleanup              kill what runs, remove the namespaces and files
+# Addresses: 10.213.0.1 is the switch (and DNS), pod I is 10.213.0.(10+I). They exist only
+# inside these namespaces.
+
+PODS_SVC=trainer
+PODS_NS=ml
+PODS_DOMAIN="$PODS_SVC.$PODS_NS.svc.cluster.local"
+declare -a POD_PID=()
+
+pods_ns() { echo "${PODS_PREFIX}p$1"; }
+pods_ip() { echo "10.213.0.$((10 + $1))"; }
+
+pods_setup() {
+    local n=$1 i ns
+    PODS_PREFIX=${2:-pfr$$}
+    PODS_N=$n
+    PODS_DIR=$(mktemp -d "/tmp/${PODS_PREFIX}.XXXXXX")
+    PODS_SW="${PODS_PREFIX}sw"
+    ip netns add "$PODS_SW" || return 1
+    ip -n "$PODS_SW" link set lo up
+    ip -n "$PODS_SW" link add br0 type bridge
+    ip -n "$PODS_SW" addr add 10.213.0.1/24 dev br0
+    ip -n "$PODS_SW" link set br0 up
+    : >"$PODS_DIR/svc.hosts"
+    for ((i = 0; i < n; i++)); do
+        ns=$(pods_ns "$i")
+        ip netns add "$ns" || return 1
+        ip -n "$ns" link set lo up
+        ip link add "${PODS_PREFIX}v$i" netns "$PODS_SW" type veth peer name eth0 netns "$ns"
+        ip -n "$PODS_SW" link set "${PODS_PREFIX}v$i" master br0 up
+        ip -n "$ns" addr add "$(pods_ip "$i")/24" dev eth0
+        ip -n "$ns" link set eth0 mtu 1500 up
+        mkdir -p "/etc/netns/$ns"
+        printf 'search %s.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.213.0.1\noptions ndots:5\n' \
+            "$PODS_NS" >"/etc/netns/$ns/resolv.conf"
+        printf '127.0.0.1\tlocalhost\n%s\t%s-%d.%s\t%s-%d\n' "$(pods_ip "$i")" "$PODS_SVC" "$i" \
+            "$PODS_DOMAIN" "$PODS_SVC" "$i" >"/etc/netns/$ns/hosts"
+        pods_dns_add "$i" nohup
+    done
+    # dnsmasq: authoritative for cluster.local (never forwards), names from svc.hosts
+    ip netns exec "$PODS_SW" dnsmasq --keep-in-foreground --no-resolv --no-hosts \
+        --addn-hosts="$PODS_DIR/svc.hosts" --local=/cluster.local/ --domain-needed \
+        --listen-address=10.213.0.1 --bind-interfaces --no-dhcp-interface=br0 \
+        --pid-file="$PODS_DIR/dnsmasq.pid" --log-facility="$PODS_DIR/dnsmasq.log" --log-queries \
+        --cache-size=0 --neg-ttl=0 --user=root &
+    PODS_DNS_PID=$!
+    local t
+    for t in $(seq 1 50); do
+        ip netns exec "$(pods_ns 0)" getent hosts "$PODS_SVC-0.$PODS_DOMAIN" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "pods: dnsmasq does not answer (see $PODS_DIR/dnsmasq.log)" >&2
+    return 1
+}
+
+pods_reload_dns() { [ -n "${PODS_DNS_PID:-}" ] && kill -HUP "$PODS_DNS_PID" 2>/dev/null; true; }
+
+pods_dns_add() {
+    printf '%s\t%s-%d.%s\n' "$(pods_ip "$1")" "$PODS_SVC" "$1" "$PODS_DOMAIN" >>"$PODS_DIR/svc.hosts"
+    [ "${2:-}" = nohup ] || pods_reload_dns
+}
+
+pods_dns_del() {
+    grep -v "[[:space:]]$PODS_SVC-$1\.$PODS_DOMAIN\$" "$PODS_DIR/svc.hosts" >"$PODS_DIR/svc.hosts.new"
+    mv "$PODS_DIR/svc.hosts.new" "$PODS_DIR/svc.hosts"
+    pods_reload_dns
+}
+
+pod_exec() {
+    local i=$1
+    shift
+    ip netns exec "$(pods_ns "$i")" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
+        "$PODS_SVC-$i" "$@"
+}
+
+pod_start() {
+    local i=$1 out=$2
+    shift 2
+    pod_exec "$i" "$@" >"$out" 2>&1 &
+    POD_PID[$i]=$!
+}
+
+pods_cleanup() {
+    local i p
+    for p in "${POD_PID[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    [ -n "${PODS_DNS_PID:-}" ] && kill "$PODS_DNS_PID" 2>/dev/null
+    for ((i = 0; i < ${PODS_N:-0}; i++)); do
+        ip netns pids "$(pods_ns "$i")" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+        ip netns del "$(pods_ns "$i")" 2>/dev/null
+        rm -rf "/etc/netns/$(pods_ns "$i")"
+    done
+    [ -n "${PODS_SW:-}" ] && ip netns del "$PODS_SW" 2>/dev/null
+    [ -n "${PODS_DIR:-}" ] && rm -rf "$PODS_DIR"
+    wait 2>/dev/null
+    true
+}
