@@ -17,6 +17,11 @@ export NO_COLOR=1
 passed=0 failed=0 skipped=0
 failures=()
 log=$(mktemp -d /tmp/preflight-tests.XXXXXX)
+# The scripts' python3 is Debian's (deps.sh installs python3-yaml for it), not a version
+# manager's shim that may come first on PATH and costs a fork chain on every call.
+if [ -x /usr/bin/python3 ]; then
+    mkdir -p "$log/bin" && ln -sf /usr/bin/python3 "$log/bin/python3" && export PATH="$log/bin:$PATH"
+fi
 
 count_tap() { # file name
     local p f s
