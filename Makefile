@@ -108,10 +108,17 @@ bench: deps-test
 # ---- fuzzing (clang libFuzzer); fuzz-regress replays the seed corpora only
 FUZZ_SECONDS ?= 30
 FUZZ_B := build/fuzz
-FUZZ_CFLAGS := $(CSTD) -g -O1 $(DEFS) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-$(FUZZ_B)/%: tests/fuzz/%.c $(PKG_SRCS)
+FUZZ_SAN := address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := $(CSTD) -g -O1 $(DEFS) -MMD -MP -fsanitize=fuzzer-no-link,$(FUZZ_SAN)
+FUZZ_OBJS := $(PKG_SRCS:%.c=$(FUZZ_B)/obj/%.o)
+# the sources are compiled once, instrumented; each target links them with libFuzzer's main
+$(FUZZ_B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -c $< -o $@
+$(FUZZ_B)/obj/pkg/explain/explain.o: docs/checks.md
+$(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_OBJS)
 	@mkdir -p $(FUZZ_B)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(PKG_SRCS) $(LDLIBS_ALL)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(LDLIBS_ALL)
 fuzz-build: $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_B)/%)
 fuzz: fuzz-build
 	tests/fuzz/run.sh $(FUZZ_SECONDS)

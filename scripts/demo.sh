@@ -8,12 +8,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=bin/preflight
 tmp=$(mktemp -d /tmp/preflight-demo.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+cleanup() {
+    mountpoint -q "$tmp/node/dev/shm" 2>/dev/null && umount "$tmp/node/dev/shm"
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
 bold() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
 tests/fixtures/materialize.sh tests/fixtures/node-8gpu-ndr "$tmp/node" >/dev/null
+# the pod's /dev/shm: a 16 GiB memory-backed emptyDir, as the manifests give it (as root)
+[ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=16g tmpfs "$tmp/node/dev/shm" 2>/dev/null || true
 bold "preflight check on an 8-GPU, 8-HCA NDR node (fixture tree: --root $tmp/node)"
-env NCCL_SOCKET_IFNAME=lo NCCL_IB_HCA='=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7' \
+env NCCL_IB_HCA='=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7' \
     POD_NAME=trainer-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-01 \
     $bin check --root "$tmp/node" --format human --verdict "$tmp/verdict.yaml" || true
 bold "the YAML verdict ($tmp/verdict.yaml)"

@@ -76,7 +76,7 @@ fi
 if [ "$what" = fuzz ] || [ "$what" = all ]; then
     if ls tests/fuzz/fuzz_*.c >/dev/null 2>&1; then
         echo "== fuzz regression (seed corpora)"
-        if make -s fuzz-regress >"$log/fuzz.log" 2>&1; then
+        if make -s -j"$(nproc)" fuzz-regress >"$log/fuzz.log" 2>&1; then
             n=$(grep -c '^ok ' "$log/fuzz.log" || true); passed=$((passed + n)); echo "   $n passed"
         else
             failed=$((failed + 1)); failures+=("fuzz regression"); cat "$log/fuzz.log"

@@ -190,6 +190,17 @@ void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx)
     struct ibv_device **list = v->get_device_list(&num);
     if (!list || num <= 0) {
         int e = errno;
+        if (ctx->host.root[0]) {
+            /* the inventory came from the root prefix; libibverbs reads the real /sys and
+             * /dev over netlink, so its empty list says nothing about that tree */
+            pf_check_skip(out,
+                          "libibverbs lists no device (%s), and the HCAs (%s) are those of the "
+                          "root prefix %s, which libibverbs does not read: rdma.verbs needs the "
+                          "real /sys and /dev",
+                          list ? "0 devices" : strerror(e ? e : ENODEV), hcas, ctx->host.root);
+            if (list) v->free_device_list(list);
+            return;
+        }
         pf_check_add_finding(out, "verbs-unavailable", PF_FAIL, NULL,
                              "libibverbs lists no device (%s) while /sys/class/infiniband has %s: "
                              "the provider library for these HCAs (e.g. libmlx5 from "

@@ -62,6 +62,13 @@ expect_check ndr gpu.devices pass ""
 expect_check ndr rdma.devices pass ""
 expect_check ndr rdma.ports pass ""
 expect_check ndr rdma.gpudirect pass ""
+# libibverbs reads the real /sys and /dev, never the root prefix: with no real device it
+# must not judge the fixture's HCAs (skip, naming the prefix), unless a library lists devices
+if [ "$(yq "$T/ndr.yaml" "check('rdma.verbs')['evidence'].get('devices') is None")" = True ]; then
+    expect_eq "ndr: rdma.verbs skips under a root prefix it cannot see" \
+        "$(yq "$T/ndr.yaml" "[check('rdma.verbs')['status'], 'root prefix $r' in check('rdma.verbs')['message']]")" \
+        '["skip", true]'
+fi
 expect_eq "ndr: 8 GPUs in evidence" "$(yq "$T/ndr.yaml" "check('gpu.devices')['evidence']['count']")" 8
 expect_eq "ndr: driver version" "$(yq "$T/ndr.yaml" "check('gpu.devices')['evidence']['driverVersion']")" 550.90.07
 expect_eq "ndr: 8 HCAs usable" "$(yq "$T/ndr.yaml" "check('rdma.devices')['evidence']['usable']")" 8
