@@ -190,6 +190,19 @@ expect_eq "nccl: NET/Socket: the entry says Socket, no GDR" \
 contains "nccl: NET/Socket: names the interface" "$(msg socket)" "NCCL chose NET/Socket (eth0:10.0.0.5)"
 gpu socketok "$T/base.yaml" DOUBLE_NCCL_NET=Socket
 expect_eq "nccl: NET/Socket with no RDMA here and no expectation: pass" "$(nccl socketok)" "pass []"
+# a pod with RDMA devices (the node-roce fixture through --root): NET/Socket is a fallback,
+# unless expect.transport says Socket
+"$FIX/materialize.sh" "$FIX/node-roce" "$T/roce" >/dev/null 2>&1
+gpu sockhca "$T/base.yaml" DOUBLE_NCCL_NET=Socket -- --root "$T/roce" --rank 0 --world-size 1 \
+    --coordinator 127.0.0.1 --port 29851
+expect_eq "nccl: NET/Socket in a pod with HCAs: socket-fallback" "$(nccl sockhca)" "fail [socket-fallback]"
+contains "nccl: NET/Socket in a pod with HCAs: says so" "$(msg sockhca)" "while this pod has RDMA devices"
+printf 'messageBytes: 1048576\ntcp: {messageBytes: 1048576, iterations: 2}\nnccl: {iterations: 2, timeoutSeconds: 3}\nexpect: {transport: Socket}\n' >"$T/sock.yaml"
+gpu sockwanted "$T/sock.yaml" DOUBLE_NCCL_NET=Socket -- --root "$T/roce" --rank 0 --world-size 1 \
+    --coordinator 127.0.0.1 --port 29851
+expect_eq "nccl: NET/Socket with HCAs but expect.transport Socket: pass" "$(nccl sockwanted)" "pass []"
+gpu ibunwanted "$T/sock.yaml"
+expect_eq "nccl: IB while expect.transport is Socket: flagged" "$(nccl ibunwanted)" "fail [socket-fallback]"
 gpu nogdr "$T/base.yaml" DOUBLE_NCCL_NET=IB-nogdr
 expect_eq "nccl: IB without GDRDMA channels: no-gdr (warn)" "$(nccl nogdr)" "warn [no-gdr]"
 expect_eq "nccl: IB without GDRDMA: exit 0 (warn)" "$(rc_of nogdr)" 0
