@@ -66,9 +66,14 @@ bin/preflight: $(B)/preflight
 	@mkdir -p bin
 	cp $< $@
 
+# CFLAGS_<test>: flags of one unit test. test_dl_abi compiles pkg/dl/dl.h against the real
+# nccl.h and cuda.h where they are installed (CUDA_HOME); without them its checks skip.
+CUDA_HOME ?= /usr/local/cuda
+CFLAGS_test_dl_abi := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-isystem $(CUDA_HOME)/include)
+
 $(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(CFLAGS) -D_GNU_SOURCE -Wno-missing-prototypes $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) $(CFLAGS) $(CFLAGS_$*) -D_GNU_SOURCE -Wno-missing-prototypes $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lcmocka
 
 # ---- fully static variant (musl; libyaml built for musl from Debian's source package)
 static: bin/preflight-static

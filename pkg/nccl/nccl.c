@@ -876,7 +876,9 @@ static void record_results(struct stage *st, const struct pf_nccllog_proc *me)
     /* transport verification */
     const char *want = ctx->config->expect_transport;
     bool want_rdma = strcasecmp(want, "IB") == 0 || strcasecmp(want, "OFI") == 0;
-    if (me && strcmp(me->network, "Socket") == 0 && (ctx->hcas.n > 0 || want_rdma)) {
+    bool want_socket = strcasecmp(want, "Socket") == 0; /* asked for: no fallback */
+    if (me && strcmp(me->network, "Socket") == 0 && !want_socket &&
+        (ctx->hcas.n > 0 || want_rdma)) {
         char hcas[256] = "", ifs[256] = "";
         pf_strlist_join(hcas, sizeof(hcas), &ctx->hcas, ", ");
         pf_strlist_join(ifs, sizeof(ifs), &me->ifaces, ", ");

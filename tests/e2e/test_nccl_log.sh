@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# `preflight log FILE...` on NCCL_DEBUG=INFO logs shaped like NCCL's own output
+# (tests/fixtures/nccl-logs/: InfiniBand with GDRDMA, RoCE, a Socket fallback among IB ranks,
+# Socket only, aws-ofi-nccl/Libfabric, the NET-plugin lines of newer NCCL, a kubectl --prefix
+# log of two pods mixed with the framework's output, WARN lines with NCCL's timestamp, a
+# version mismatch, a bare VERSION-level line, a log with no NCCL lines): the check nccl.log,
+# its findings, its evidence per process, the exit code; several files, stdin, and
+# expect.transport from the config.
+source "$(dirname "$0")/lib.sh"
+
+L="$FIX/nccl-logs"
+
+# plog NAME [ARGS...]: `preflight log` with YAML on stdout into $T/NAME.yaml, exit code $T/NAME.rc
+plog() {
+    local name=$1
+    shift
+    env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+        "$PREFLIGHT" log --format yaml --verdict - "$@" >"$T/$name.yaml" 2>"$T/$name.err"
+    echo $? >"$T/$name.rc"
+}
+# q NAME EXPR: a Python expression over the verdict `d`, with c = check('nccl.log') and
+# p = its evidence's processes
+q() { yq "$T/$1.yaml" "(lambda c, p: $2)(check('nccl.log'), (check('nccl.log').get('evidence') or {}).get('processes') or [])"; }
+# expect_log NAME STATUS CODES RC
+expect_log() {
+    expect_eq "log: $1: nccl.log is $2 [$3], exit $4" \
+        "$(q "$1" "c['status'] + ' [' + ','.join(codes('nccl.log')) + ']'") $(cat "$T/$1.rc")" "$2 [$3] $4"
+}
+
+plog ib "$L/ib-gdr.log"
+expect_log ib pass "" 0
+expect_eq "log: ib: two processes, IB, GPUDirect RDMA, 4 HCAs each" \
+    "$(q ib "[(x['host'], x['pid'], x['network'], x['gpuDirectRdma'], len(x['hcas'])) for x in p]")" \
+    '[["node-a", 2101, "IB", true, 4], ["node-b", 3307, "IB", true, 4]]'
+expect_eq "log: ib: version, CUDA, bootstrap interface" \
+    "$(q ib "[p[0]['ncclVersion'], p[0]['cuda'], p[0]['bootstrap'], d['environment']['ncclVersion']]")" \
+    '["2.21.5", "12.4", "eth0:10.0.1.11", "2.21.5"]'
+expect_eq "log: ib: NET channels counted, GDRDMA among them" "$(q ib "p[0]['netChannels']")" "2 (2 GDRDMA)"
+
+plog roce "$L/roce.log"
+expect_log roce pass "" 0
+expect_eq "log: roce: RoCE ports and OOB interface" \
+    "$(q roce "[p[0]['hcas'], p[0]['interfaces'], p[0]['gpuDirectRdma']]")" \
+    '[["mlx5_2:1/RoCE", "mlx5_3:1/RoCE"], ["net1:192.168.10.21"], true]'
+
+plog fallback "$L/socket-fallback.log"
+expect_log fallback fail socket-fallback 1
+expect_eq "log: fallback: the Socket rank is named, with its interface and why it fails" \
+    "$(q fallback "c['findings'][0]['message']")" \
+    "trainer-1:81 used NET/Socket (eth0:10.244.2.7) for inter-node traffic: other ranks of this job use RDMA"
+expect_eq "log: fallback: networks per process" "$(q fallback "[x['network'] for x in p]")" '["IB", "Socket"]'
+
+plog sockonly "$L/socket-only.log"
+expect_log sockonly warn socket-fallback 0
+expect_eq "log: socket only: the reason is NET/IB's 'No device found'" \
+    "$(q sockonly "c['findings'][0]['message'].endswith('NET/IB found no device')")" True
+printf 'expect: {transport: IB}\n' >"$T/ib.yaml"
+plog sockexpect --config "$T/ib.yaml" "$L/socket-only.log"
+expect_log sockexpect fail socket-fallback 1
+expect_eq "log: socket only, expect.transport IB: says so" \
+    "$(q sockexpect "c['findings'][0]['message'].endswith('expect.transport says RDMA')")" True
+
+plog plugin "$L/plugin-assigned.log"
+expect_log plugin warn socket-fallback 0
+expect_eq "log: newer NCCL's 'Assigned NET plugin Socket to comm' names the network" \
+    "$(q plugin "p[0]['network']")" "Socket"
+
+plog ofi "$L/aws-ofi.log"
+expect_log ofi pass "" 0
+expect_eq "log: aws-ofi-nccl: Libfabric, provider efa, GDRDMA" \
+    "$(q ofi "[p[0]['network'], p[0]['ofiProvider'], p[0]['gpuDirectRdma']]")" '["Libfabric", "efa", true]'
+
+plog kubectl "$L/kubectl-prefix.log"
+expect_log kubectl warn no-gdr 0
+expect_eq "log: kubectl --prefix: pods, devices and GDR per process; other lines ignored" \
+    "$(q kubectl "[(x['pod'], x['cudaDevs'], x['gpuDirectRdma']) for x in p]")" \
+    '[["llm-worker-0", ["0", "1"], true], ["llm-worker-1", ["0", "1"], false]]'
+expect_eq "log: kubectl --prefix: the no-gdr finding names the pod" \
+    "$(q kubectl "c['findings'][0]['message']")" \
+    "llm-worker-1:43 (pod llm-worker-1) used IB without GPUDirect RDMA (0 of 2 network channels via GDRDMA)"
+expect_eq "log: kubectl --prefix: a --timestamps line still counts" "$(q kubectl "p[1]['network']")" "IB"
+expect_eq "log: kubectl --prefix: NCCL lines and all lines" \
+    "$(q kubectl "[c['evidence']['ncclLines'], c['evidence']['lines']]")" "[13, 15]"
+
+plog warn "$L/warn.log"
+expect_log warn warn nccl-warn 0
+expect_eq "log: WARN lines kept as file:line message, timestamp or not" \
+    "$(q warn "[w.split(' NET/IB')[0].split(' [Proxy')[0] for w in p[0]['warnings']]")" \
+    '["transport/net_ib.cc:1696", "proxy.cc:1520"]'
+expect_eq "log: WARN: the count is in the finding" "$(q warn "'logged 2 NCCL WARN' in c['findings'][0]['message']")" True
+
+plog mismatch "$L/version-mismatch.log"
+expect_log mismatch fail nccl-version-mismatch,nccl-warn 1
+expect_eq "log: version mismatch: both versions and who runs them" \
+    "$(q mismatch "[f['message'] for f in c['findings'] if f['code'] == 'nccl-version-mismatch'][0]")" \
+    "ranks run different NCCL versions (2.18.3, 2.21.5): ws-0:100 2.21.5, ws-1:200 2.18.3"
+expect_eq "log: version mismatch: environment lists both, no single ncclVersion" \
+    "$(q mismatch "[sorted(d['environment']['ncclVersions']), 'ncclVersion' in d['environment']]")" \
+    '[["2.18.3", "2.21.5"], false]'
+
+plog bare "$L/version-bare.log"
+expect_log bare pass "" 0
+expect_eq "log: a bare VERSION-level line gives the version" "$(q bare "d['environment']['ncclVersion']")" "2.21.5"
+
+plog none "$L/not-nccl.log"
+expect_log none skip "" 0
+expect_eq "log: no NCCL lines: the reason asks for NCCL_DEBUG=INFO" \
+    "$(q none "'NCCL_DEBUG=INFO' in c['message']")" True
+
+# several files (one per rank, as `kubectl logs` of each pod) and stdin
+plog files "$L/ib-gdr.log" "$L/version-bare.log" "$L/socket-fallback.log"
+expect_log files fail socket-fallback 1
+expect_eq "log: three files: listed in the evidence, processes of all of them" \
+    "$(q files "[len(c['evidence']['files']), len([x for x in p if x.get('pid')])]")" "[3, 4]"
+env -i PATH="$PATH" NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+    "$PREFLIGHT" log --format yaml --verdict - - <"$L/aws-ofi.log" >"$T/stdin.yaml" 2>"$T/stdin.err"
+echo $? >"$T/stdin.rc"
+expect_log stdin pass "" 0
+plog missing "$T/does-not-exist.log"
+expect_eq "log: a missing file is a usage error (exit 2)" "$(cat "$T/missing.rc")" 2
+check "log: a missing file: the message names it" grep -q "does-not-exist.log" "$T/missing.err"
+plog nofile
+expect_eq "log: no file is a usage error (exit 2)" "$(cat "$T/nofile.rc")" 2

@@ -1,0 +1,254 @@
+/* pkg/dl/dl.h declares the few NCCL, CUDA driver and verbs types and functions preflight uses,
+ * so the build needs no CUDA headers. This test compiles those declarations next to the real
+ * nccl.h, cuda.h and infiniband/verbs.h (the Makefile adds -I$(CUDA_HOME)/include) and fails
+ * to build when a value, a layout or a function type disagrees; each header that is absent
+ * here turns its part into a skipped test. The checks are compile-time (_Static_assert with
+ * __builtin_types_compatible_p, which also sees the enum-as-unsigned-int choice of dl.h) plus
+ * a few run-time ones on the version helpers. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../../pkg/dl/dl.h"
+
+/* a function-pointer field of one of the loader structs, and the real function's pointer */
+#define FIELD_T(S, f) __typeof__(((struct S *)0)->f)
+#define SAME(a, b) _Static_assert(__builtin_types_compatible_p(a, b), #a " differs from " #b)
+#define SAME_FN(S, f, real) SAME(FIELD_T(S, f), __typeof__(&real))
+#define SAME_VAL(ours, theirs) _Static_assert((long long)(ours) == (long long)(theirs), #ours)
+#define SAME_OFF(S1, f1, S2, f2)                                                                   \
+    _Static_assert(offsetof(S1, f1) == offsetof(S2, f2), #S1 "." #f1 " offset")
+
+/* ------------------------------------------------------------------------------------ NCCL */
+#if __has_include(<nccl.h>)
+#include <nccl.h>
+#define HAVE_NCCL_H 1
+
+/* result codes */
+SAME(pf_ncclResult_t, ncclResult_t);
+SAME_VAL(PF_NCCL_SUCCESS, ncclSuccess);
+SAME_VAL(PF_NCCL_UNHANDLED_CUDA_ERROR, ncclUnhandledCudaError);
+SAME_VAL(PF_NCCL_SYSTEM_ERROR, ncclSystemError);
+SAME_VAL(PF_NCCL_INTERNAL_ERROR, ncclInternalError);
+SAME_VAL(PF_NCCL_INVALID_ARGUMENT, ncclInvalidArgument);
+SAME_VAL(PF_NCCL_INVALID_USAGE, ncclInvalidUsage);
+SAME_VAL(PF_NCCL_REMOTE_ERROR, ncclRemoteError);
+SAME_VAL(PF_NCCL_IN_PROGRESS, ncclInProgress);
+#if NCCL_VERSION_CODE >= 23000
+SAME_VAL(PF_NCCL_TIMEOUT, ncclTimeout);
+#else
+SAME_VAL(PF_NCCL_TIMEOUT, ncclNumResults); /* the next value, taken by ncclTimeout in 2.30 */
+#endif
+/* data types and reductions */
+SAME(pf_ncclDataType_t, ncclDataType_t);
+SAME_VAL(PF_NCCL_INT32, ncclInt32);
+SAME_VAL(PF_NCCL_FLOAT32, ncclFloat32);
+SAME(pf_ncclRedOp_t, ncclRedOp_t);
+SAME_VAL(PF_NCCL_SUM, ncclSum);
+/* handles, the unique id, the config */
+SAME(pf_ncclComm_t, ncclComm_t);
+SAME(pf_CUstream, cudaStream_t);
+SAME_VAL(PF_NCCL_UNIQUE_ID_BYTES, NCCL_UNIQUE_ID_BYTES);
+_Static_assert(sizeof(struct pf_ncclUniqueId) == sizeof(ncclUniqueId), "ncclUniqueId size");
+_Static_assert(_Alignof(struct pf_ncclUniqueId) == _Alignof(ncclUniqueId), "ncclUniqueId align");
+SAME_OFF(struct pf_ncclConfig, size, ncclConfig_t, size);
+SAME_OFF(struct pf_ncclConfig, magic, ncclConfig_t, magic);
+SAME_OFF(struct pf_ncclConfig, version, ncclConfig_t, version);
+SAME_OFF(struct pf_ncclConfig, blocking, ncclConfig_t, blocking);
+SAME(__typeof__(((struct pf_ncclConfig *)0)->size), __typeof__(((ncclConfig_t *)0)->size));
+SAME(__typeof__(((struct pf_ncclConfig *)0)->magic), __typeof__(((ncclConfig_t *)0)->magic));
+SAME(__typeof__(((struct pf_ncclConfig *)0)->version), __typeof__(((ncclConfig_t *)0)->version));
+SAME(__typeof__(((struct pf_ncclConfig *)0)->blocking), __typeof__(((ncclConfig_t *)0)->blocking));
+_Static_assert(sizeof(struct pf_ncclConfig) <= sizeof(ncclConfig_t), "a prefix of ncclConfig_t");
+/* NCCL reads `size` bytes of the config and gives every later field NCCL_CONFIG_UNDEF_INT
+ * (its default); the blocking flag dl.h sets is 0 (non-blocking) or 1, never that value. */
+_Static_assert(NCCL_CONFIG_UNDEF_INT == INT_MIN, "NCCL_CONFIG_UNDEF_INT");
+
+/* functions: every field of struct pf_dl_nccl against the real prototype */
+SAME_FN(pf_dl_nccl, GetVersion, ncclGetVersion);
+SAME_FN(pf_dl_nccl, CommDestroy, ncclCommDestroy);
+SAME_FN(pf_dl_nccl, CommAbort, ncclCommAbort);
+SAME_FN(pf_dl_nccl, CommGetAsyncError, ncclCommGetAsyncError);
+SAME_FN(pf_dl_nccl, GetErrorString, ncclGetErrorString);
+SAME_FN(pf_dl_nccl, GroupStart, ncclGroupStart);
+SAME_FN(pf_dl_nccl, GroupEnd, ncclGroupEnd);
+SAME_FN(pf_dl_nccl, AllReduce, ncclAllReduce);
+SAME_FN(pf_dl_nccl, AllGather, ncclAllGather);
+SAME_FN(pf_dl_nccl, ReduceScatter, ncclReduceScatter);
+SAME_FN(pf_dl_nccl, CommFinalize, ncclCommFinalize);
+SAME_FN(pf_dl_nccl, GetLastError, ncclGetLastError);
+SAME_FN(pf_dl_nccl, Send, ncclSend);
+SAME_FN(pf_dl_nccl, Recv, ncclRecv);
+SAME_FN(pf_dl_nccl, Broadcast, ncclBroadcast);
+SAME_FN(pf_dl_nccl, Reduce, ncclReduce);
+#if NCCL_VERSION_CODE >= 22800
+SAME_FN(pf_dl_nccl, AlltoAll, ncclAlltoAll);
+#endif
+/* The three that take NCCL's anonymous id/config structs: the same function type once those
+ * are put in, and dl.h's fields use exactly our layout-equal structs in their place. */
+SAME(__typeof__(&ncclGetUniqueId), pf_ncclResult_t (*)(ncclUniqueId *));
+SAME(FIELD_T(pf_dl_nccl, GetUniqueId), pf_ncclResult_t (*)(struct pf_ncclUniqueId *));
+SAME(__typeof__(&ncclCommInitRank), pf_ncclResult_t (*)(pf_ncclComm_t *, int, ncclUniqueId, int));
+SAME(FIELD_T(pf_dl_nccl, CommInitRank),
+     pf_ncclResult_t (*)(pf_ncclComm_t *, int, struct pf_ncclUniqueId, int));
+SAME(__typeof__(&ncclCommInitRankConfig),
+     pf_ncclResult_t (*)(pf_ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *));
+SAME(FIELD_T(pf_dl_nccl, CommInitRankConfig),
+     pf_ncclResult_t (*)(pf_ncclComm_t *, int, struct pf_ncclUniqueId, int,
+                         struct pf_ncclConfig *));
+#endif
+
+/* ------------------------------------------------------------------------ CUDA driver API */
+#if __has_include(<cuda.h>)
+#include <cuda.h>
+#define HAVE_CUDA_H 1
+
+SAME(pf_CUresult, CUresult);
+SAME_VAL(PF_CUDA_SUCCESS, CUDA_SUCCESS);
+SAME_VAL(PF_CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_INVALID_VALUE);
+SAME_VAL(PF_CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_OUT_OF_MEMORY);
+SAME_VAL(PF_CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_NOT_INITIALIZED);
+SAME_VAL(PF_CUDA_ERROR_NO_DEVICE, CUDA_ERROR_NO_DEVICE);
+SAME_VAL(PF_CUDA_ERROR_NOT_READY, CUDA_ERROR_NOT_READY);
+SAME_VAL(PF_CU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
+SAME_VAL(PF_CU_EVENT_DEFAULT, CU_EVENT_DEFAULT);
+SAME(pf_CUdevice, CUdevice);
+SAME(pf_CUdeviceptr, CUdeviceptr);
+SAME(pf_CUcontext, CUcontext);
+SAME(pf_CUstream, CUstream);
+SAME(pf_CUevent, CUevent);
+_Static_assert(sizeof(struct pf_CUuuid) == sizeof(CUuuid), "CUuuid size");
+SAME_OFF(struct pf_CUuuid, bytes, CUuuid, bytes);
+
+/* cuda.h maps the names to the versioned exports dl.c resolves (cuMemAlloc is cuMemAlloc_v2
+ * and so on), so &cuMemAlloc below is the _v2 function dl.c loads by that name. */
+SAME_FN(pf_dl_cuda, Init, cuInit);
+SAME_FN(pf_dl_cuda, DriverGetVersion, cuDriverGetVersion);
+SAME_FN(pf_dl_cuda, DeviceGetCount, cuDeviceGetCount);
+SAME_FN(pf_dl_cuda, DeviceGet, cuDeviceGet);
+SAME_FN(pf_dl_cuda, DeviceGetName, cuDeviceGetName);
+SAME_FN(pf_dl_cuda, DeviceGetPCIBusId, cuDeviceGetPCIBusId);
+SAME_FN(pf_dl_cuda, DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
+SAME_FN(pf_dl_cuda, DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
+SAME_FN(pf_dl_cuda, CtxSetCurrent, cuCtxSetCurrent);
+SAME_FN(pf_dl_cuda, MemAlloc, cuMemAlloc_v2);
+SAME_FN(pf_dl_cuda, MemFree, cuMemFree_v2);
+SAME_FN(pf_dl_cuda, MemcpyHtoD, cuMemcpyHtoD_v2);
+SAME_FN(pf_dl_cuda, MemcpyDtoH, cuMemcpyDtoH_v2);
+SAME_FN(pf_dl_cuda, StreamCreate, cuStreamCreate);
+SAME_FN(pf_dl_cuda, StreamDestroy, cuStreamDestroy_v2);
+SAME_FN(pf_dl_cuda, StreamQuery, cuStreamQuery);
+SAME_FN(pf_dl_cuda, EventCreate, cuEventCreate);
+SAME_FN(pf_dl_cuda, EventDestroy, cuEventDestroy_v2);
+SAME_FN(pf_dl_cuda, EventRecord, cuEventRecord);
+SAME_FN(pf_dl_cuda, EventQuery, cuEventQuery);
+SAME_FN(pf_dl_cuda, EventElapsedTime, cuEventElapsedTime);
+SAME_FN(pf_dl_cuda, GetErrorName, cuGetErrorName);
+SAME_FN(pf_dl_cuda, GetErrorString, cuGetErrorString);
+SAME(__typeof__(&cuDeviceGetUuid), pf_CUresult (*)(CUuuid *, pf_CUdevice));
+SAME(FIELD_T(pf_dl_cuda, DeviceGetUuid), pf_CUresult (*)(struct pf_CUuuid *, pf_CUdevice));
+#endif
+
+/* ------------------------------------------------------------------------------ libibverbs */
+#if __has_include(<infiniband/verbs.h>)
+#include <infiniband/verbs.h>
+#define HAVE_VERBS_H 1
+
+SAME_VAL(PF_IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_LOCAL_WRITE);
+SAME_OFF(struct pf_ibv_port_attr, state, struct ibv_port_attr, state);
+SAME_OFF(struct pf_ibv_port_attr, max_mtu, struct ibv_port_attr, max_mtu);
+SAME_OFF(struct pf_ibv_port_attr, active_mtu, struct ibv_port_attr, active_mtu);
+SAME_OFF(struct pf_ibv_port_attr, gid_tbl_len, struct ibv_port_attr, gid_tbl_len);
+SAME_OFF(struct pf_ibv_port_attr, port_cap_flags, struct ibv_port_attr, port_cap_flags);
+SAME_OFF(struct pf_ibv_port_attr, lid, struct ibv_port_attr, lid);
+SAME_OFF(struct pf_ibv_port_attr, active_width, struct ibv_port_attr, active_width);
+SAME_OFF(struct pf_ibv_port_attr, active_speed, struct ibv_port_attr, active_speed);
+SAME_OFF(struct pf_ibv_port_attr, phys_state, struct ibv_port_attr, phys_state);
+SAME_OFF(struct pf_ibv_port_attr, link_layer, struct ibv_port_attr, link_layer);
+SAME_VAL(IBV_PORT_ACTIVE, 4);
+SAME_VAL(IBV_LINK_LAYER_INFINIBAND, 1);
+SAME_VAL(IBV_LINK_LAYER_ETHERNET, 2);
+_Static_assert(sizeof(struct ibv_port_attr) <= sizeof(union pf_ibv_port_attr_buf),
+               "ibv_query_port writes a whole struct ibv_port_attr");
+
+SAME_FN(pf_dl_verbs, get_device_list, ibv_get_device_list);
+SAME_FN(pf_dl_verbs, free_device_list, ibv_free_device_list);
+SAME_FN(pf_dl_verbs, get_device_name, ibv_get_device_name);
+SAME_FN(pf_dl_verbs, open_device, ibv_open_device);
+SAME_FN(pf_dl_verbs, close_device, ibv_close_device);
+SAME_FN(pf_dl_verbs, alloc_pd, ibv_alloc_pd);
+SAME_FN(pf_dl_verbs, dealloc_pd, ibv_dealloc_pd);
+SAME_FN(pf_dl_verbs, reg_mr, ibv_reg_mr);
+SAME_FN(pf_dl_verbs, dereg_mr, ibv_dereg_mr);
+/* the exported ibv_query_port takes rdma-core's compat struct; dl.h passes a buffer */
+SAME(__typeof__(&ibv_query_port),
+     int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *));
+SAME(FIELD_T(pf_dl_verbs, query_port), int (*)(struct ibv_context *, uint8_t, void *));
+#ifdef IBV_ACCESS_OPTIONAL_RANGE /* rdma-core 34+ declares ibv_reg_dmabuf_mr */
+SAME_FN(pf_dl_verbs, reg_dmabuf_mr, ibv_reg_dmabuf_mr);
+#endif
+#endif
+
+/* ------------------------------------------------------------------------- run-time tests */
+
+static void nccl_header(void **state)
+{
+    (void)state;
+#ifdef HAVE_NCCL_H
+    /* the version helpers against the header's own macro and its version */
+    assert_int_equal(pf_nccl_version_code(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_VERSION_CODE);
+    assert_int_equal(pf_nccl_version_code(2, 8, 4), NCCL_VERSION(2, 8, 4));
+    assert_int_equal(pf_nccl_version_code(2, 9, 6), NCCL_VERSION(2, 9, 6));
+    assert_int_equal(pf_nccl_version_code(2, 30, 7), NCCL_VERSION(2, 30, 7));
+    char want[32], got[32];
+    snprintf(want, sizeof(want), "%d.%d.%d", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+    pf_nccl_version_string(got, sizeof(got), NCCL_VERSION_CODE);
+    assert_string_equal(got, want);
+    pf_nccl_version_string(got, sizeof(got), NCCL_VERSION(2, 8, 4));
+    assert_string_equal(got, "2.8.4");
+    /* what NCCL_CONFIG_INITIALIZER sets is what dl.h's config carries */
+    ncclConfig_t real = NCCL_CONFIG_INITIALIZER;
+    assert_int_equal(real.magic, PF_NCCL_CONFIG_MAGIC);
+    assert_true(real.version >= PF_NCCL_CONFIG_VERSION);
+    assert_int_equal(real.blocking, NCCL_CONFIG_UNDEF_INT);
+    assert_int_equal(NCCL_VERSION(2, 14, 0), PF_NCCL_CONFIG_VERSION);
+#else
+    skip();
+#endif
+}
+
+static void cuda_header(void **state)
+{
+    (void)state;
+#ifdef HAVE_CUDA_H
+    assert_true(CUDA_VERSION > 0); /* the declarations above compiled */
+#else
+    skip();
+#endif
+}
+
+static void verbs_header(void **state)
+{
+    (void)state;
+#ifdef HAVE_VERBS_H
+    assert_true(sizeof(struct ibv_port_attr) > sizeof(struct pf_ibv_port_attr) - 8);
+#else
+    skip();
+#endif
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(nccl_header),
+        cmocka_unit_test(cuda_header),
+        cmocka_unit_test(verbs_header),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
