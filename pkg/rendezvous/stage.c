@@ -1395,7 +1395,8 @@ static void do_allreduce(struct stage *S)
 static void do_probes(struct stage *S)
 {
     long long nbytes = S->bytes;
-    if (nbytes < (1 << 20)) nbytes = 1 << 20;
+    /* at least 4 MiB: a few milliseconds of scheduling noise must not make a link look slow */
+    if (nbytes < (4 << 20)) nbytes = 4 << 20;
     for (int k = 0; k < S->nshifts; k++) {
         struct step_res res;
         if (step(S, "probe", true, NULL, NULL, 0, STEP_BARRIER, 15, &res) < 0) {
