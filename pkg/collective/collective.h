@@ -64,12 +64,14 @@ int pf_coll_probe_shifts(int n, int out[3]);
 struct pf_coll_probe_res {
     double gbps;    /* received rate, Gb/s (1e9 bits) */
     size_t bytes;   /* received */
-    double seconds; /* from first to last byte */
+    double seconds; /* from the ready byte to the last byte */
     bool complete;  /* all nbytes arrived before the deadline */
 };
 /* Sends nbytes on send_fd while receiving nbytes on recv_fd (both at once, as in the ring);
- * the rate is what arrived, timed by the receiver. At the deadline it reports what arrived
- * so far (complete = false). */
+ * the rate is what arrived, timed by the receiver. The receiver first sends one ready byte
+ * back on recv_fd and the sender starts when it reads it from send_fd, so the timing starts
+ * with both ends ready (no burst of bytes buffered while the receiver was not reading). At
+ * the deadline it reports what arrived so far (complete = false). */
 int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_t nbytes,
                   double deadline, struct pf_coll_fail *fail);
 

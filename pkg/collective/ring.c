@@ -371,8 +371,15 @@ static void *probe_sender(void *arg)
     struct probe_send *S = arg;
     static const size_t blk = 1 << 20;
     char *buf = pf_xmalloc(blk);
-    for (size_t i = 0; i < blk; i++)
-        buf[i] = (char)(i * 131u);
+    memset(buf, 0x5a, blk);
+    /* wait for the receiver's ready byte: a sender that starts before its receiver reads
+     * fills the socket buffers, and the receiver would then time a burst of buffered bytes */
+    char go;
+    ssize_t g = recv_some(S->x, S->fd, &go, 1, &S->fail);
+    if (g < 0) {
+        S->fail.on_send = true;
+        S->rc = (int)g;
+    }
     size_t left = S->nbytes;
     while (left && S->rc == 0) {
         size_t n = left < blk ? left : blk;
@@ -397,10 +404,13 @@ int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_
         return pf_err_set(PF_ERR, "cannot start the sender thread");
     static const size_t blk = 1 << 20;
     char *buf = pf_xmalloc(blk);
-    size_t got = 0, first = 0;
-    double t_first = 0, t_last = 0, t0 = pf_now();
+    size_t got = 0;
+    double t_last = 0, t0 = pf_now();
     int rc = 0;
     struct pf_coll_fail rf = {0};
+    /* ready: the sender at the other end starts now (a failed write shows as the recv's
+     * end of stream or reset below) */
+    (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (got < nbytes) {
         size_t want = nbytes - got < blk ? nbytes - got : blk;
         ssize_t r = recv_some(&x, recv_fd, buf, want, &rf);
@@ -408,12 +418,7 @@ int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_
             rc = (int)r;
             break;
         }
-        double t = pf_now();
-        if (got == 0) {
-            t_first = t;
-            first = (size_t)r;
-        }
-        t_last = t;
+        t_last = pf_now();
         got += (size_t)r;
     }
     if (rc == PF_ETIMEOUT) {
@@ -428,10 +433,10 @@ int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_
     free(buf);
     out->bytes = got;
     out->complete = got == nbytes;
-    if (got > first && t_last > t_first) {
-        out->seconds = t_last - t_first;
-        out->gbps = (double)(got - first) * 8.0 / out->seconds / 1e9;
-    } else if (got) {
+    if (got) {
+        /* from the ready byte to the last byte: the transfer and one round trip. (Timing from
+         * the first read instead is fragile: a receiver descheduled for a moment finds most
+         * of the bytes in one read and reports an absurd rate.) */
         out->seconds = (t_last > t0 ? t_last : pf_now()) - t0;
         out->gbps = out->seconds > 0 ? (double)got * 8.0 / out->seconds / 1e9 : 0;
     }
