@@ -103,6 +103,10 @@ void pf_coll_blame(struct pf_coll_blame *out, const struct pf_coll_link *links, 
                    double ratio);
 void pf_coll_blame_free(struct pf_coll_blame *b);
 
-#define PF_COLL_SLOW_RATIO 0.5
+/* A link below a third of the median is slow. One TCP stream per link measures the path and
+ * the CPUs at both ends: streams that share a host's cores, or cross a busy cluster network,
+ * differ by up to about 2x with nothing wrong, while a broken path (a shaped or renegotiated
+ * link, an MTU black hole, a lossy cable) is slower by far more. */
+#define PF_COLL_SLOW_RATIO (1.0 / 3.0)
 
 #endif

@@ -35,7 +35,7 @@
 #define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
 #define CHUNK_BYTES (512u << 10)
 #define ALLGATHER_MAX (64u << 10)
-#define PROBE_RUNS 2 /* runs of each link probe; the fastest counts */
+#define PROBE_RUNS 3 /* runs of each link probe; the fastest counts */
 #define LIST_MAX 12  /* ranks named in one message before "and N more" */
 
 enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };

@@ -568,7 +568,7 @@ static void test_blame_uniform(void **state)
     (void)state;
     struct pf_coll_link l[64];
     size_t m = shift_links(l, 8, 25.0);
-    /* measurement noise, all well above half the median */
+    /* measurement noise, all well above a third of the median */
     for (size_t i = 0; i < m; i++)
         l[i].gbps += (double)(i % 5) - 2;
     struct pf_coll_blame b;
@@ -576,7 +576,7 @@ static void test_blame_uniform(void **state)
     assert_int_equal(b.nnodes, 0);
     assert_int_equal(b.nlinks, 0);
     assert_true(fabs(b.median - 25.0) < 2.01);
-    assert_true(fabs(b.threshold - b.median * 0.5) < 1e-9);
+    assert_true(fabs(b.threshold - b.median / 3.0) < 1e-9);
     pf_coll_blame_free(&b);
     pf_coll_blame(&b, l, 0, PF_COLL_SLOW_RATIO);
     assert_int_equal(b.nnodes + b.nlinks, 0);
@@ -672,6 +672,17 @@ static void test_blame_ratio_threshold(void **state)
     /* a looser one does not */
     pf_coll_blame(&b, l, m, 0.25);
     assert_int_equal(b.nlinks, 0);
+    pf_coll_blame_free(&b);
+    /* the product's ratio: half the median is within TCP's noise, a quarter is slow */
+    pf_coll_blame(&b, l, m, PF_COLL_SLOW_RATIO);
+    assert_int_equal(b.nlinks, 0);
+    pf_coll_blame_free(&b);
+    for (size_t i = 0; i < m; i++)
+        if (l[i].src == 0 && l[i].dst == 1) l[i].gbps = 2.5;
+    pf_coll_blame(&b, l, m, PF_COLL_SLOW_RATIO);
+    assert_int_equal(b.nlinks, 1);
+    assert_int_equal(b.links[0].src, 0);
+    assert_int_equal(b.links[0].dst, 1);
     pf_coll_blame_free(&b);
 }
 
