@@ -56,10 +56,8 @@ RUN apt-get update \
  && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && install -d -m 0755 -o 65532 -g 65532 /run/preflight
 COPY --from=build /src/bin/preflight /usr/local/bin/preflight
-ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="preflight" \
-      org.opencontainers.image.description="Network-fabric gate for distributed GPU training" \
-      org.opencontainers.image.version="${VERSION}"
+      org.opencontainers.image.description="Network-fabric gate for distributed GPU training"
 # a fixed non-root UID (no passwd entry needed); /run/preflight is where `run` writes the
 # verdict when no emptyDir is mounted there
 USER 65532:65532
