@@ -1,4 +1,4 @@
-# preflight's container image (docs/kubernetes.md, "Building the image").
+# preflight's container image (docs/kubernetes.md, "Build and push the image").
 #
 #   docker build -t preflight:0.1.0 .                      the runtime image (default target)
 #   docker build --target static -t preflight:0.1.0-static .   the static binary in scratch
