@@ -3,6 +3,7 @@
 # runs in a scratch image. No dlopen there: NCCL, verbs and Kubernetes reporting say skip.
 # libyaml and jansson come from Debian's libyaml.a and libjansson.a (built for glibc;
 # scripts/static-compat.c supplies the fortify symbols they need that musl lacks).
+# PF_GIT, when set, is the commit shown by `preflight version` (a build without .git).
 set -eu
 cd "$(dirname "$0")/.."
 command -v musl-gcc >/dev/null || { echo "build-static: musl-gcc missing (apt-get install musl-tools)" >&2; exit 1; }
@@ -13,7 +14,7 @@ jansson=$(gcc -print-file-name=libjansson.a)
 [ -f "$jansson" ] || jansson=/usr/lib/x86_64-linux-gnu/libjansson.a
 [ -f "$jansson" ] || { echo "build-static: libjansson.a missing (apt-get install libjansson-dev)" >&2; exit 1; }
 version=$(sed -n 's/^VERSION *:= *//p' Makefile)
-git=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git=${PF_GIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 mkdir -p build/static bin
 # libyaml's header lives with glibc's; give musl-gcc only that one header
 mkdir -p build/static/include

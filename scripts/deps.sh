@@ -5,7 +5,8 @@ set -eu
 build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev libsodium-dev pkg-config git ca-certificates"
 test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute2 dnsmasq-base
   iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
-  curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils"
+  curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils
+  podman debootstrap debian-archive-keyring binutils file"
 case "${1:-build}" in
     build) want=$build_pkgs ;;
     test) want=$test_pkgs

@@ -125,3 +125,28 @@ if "$HELM" dependency build "$P" >"$T/err" 2>&1 && "$HELM" template t "$P" -n ml
 else
     notok "helm parent chart: render" "$(head -3 "$T/err")"
 fi
+
+# ---- NOTES.txt, rendered through a copy of the chart (helm template does not print notes):
+# `helm test --logs` reads Pod hooks only, so the notes point at the test Job's pods instead
+N=$T/notes-chart
+cp -r "$CHART" "$N"
+cp "$N/templates/NOTES.txt" "$N/notes.txt"
+cat >"$N/templates/zz-notes.yaml" <<'TPL'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: notes}
+data:
+  notes: {{ tpl (.Files.Get "notes.txt") . | quote }}
+TPL
+if "$HELM" template pf "$N" -n ml --show-only templates/zz-notes.yaml >"$T/notes.yaml" 2>"$T/err"; then
+    python3 -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["notes"])' "$T/notes.yaml" >"$T/notes.txt"
+    check "helm NOTES: helm test, then the test Job's pods' logs" \
+        grep -q 'logs -l job-name=pf-preflight-test --prefix --tail=-1' "$T/notes.txt"
+    check "helm NOTES: the command given is helm test without --logs (it cannot read a Job's pods)" \
+        bash -c "grep -qE '^ +helm test pf -n ml\$' '$T/notes.txt' && ! grep -qE '^ +helm test .*--logs' '$T/notes.txt'"
+    check "helm NOTES: names the headless Service and the token Secret" \
+        bash -c "grep -q 'Headless Service: pf-preflight ' '$T/notes.txt' && grep -q 'Secret pf-preflight-token' '$T/notes.txt'"
+else
+    notok "helm NOTES: render" "$(head -3 "$T/err")"
+fi
+check "helm chart has a README" test -s "$CHART/README.md"

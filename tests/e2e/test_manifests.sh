@@ -50,7 +50,33 @@ for w in statefulset statefulset-training-image indexed-job indexed-job-training
         "$(q "$f" '[c("'"$kind"'", "preflight")["securityContext"]["capabilities"]["add"], [v["emptyDir"]["medium"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "dshm"], sorted(i["path"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), [m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "preflight-verdict"]]')" \
         '[["IPC_LOCK"], ["Memory"], ["annotations", "labels"], ["/run/preflight"]]'
 done
-expect_eq "statefulset: podManagementPolicy Parallel" "$(q "$M/statefulset.yaml" 'get("StatefulSet")["spec"]["podManagementPolicy"]')" "Parallel"
+for w in statefulset statefulset-training-image; do
+    expect_eq "$w: podManagementPolicy Parallel" "$(q "$M/$w.yaml" 'get("StatefulSet")["spec"]["podManagementPolicy"]')" "Parallel"
+done
+for w in indexed-job indexed-job-training-image; do
+    expect_eq "$w: subdomain is the headless Service, all pods at once" \
+        "$(q "$M/$w.yaml" '[pod("Job")["subdomain"], get("Job")["spec"]["parallelism"] == get("Job")["spec"]["completions"]]')" '["trainer", true]'
+done
+for w in statefulset statefulset-training-image indexed-job indexed-job-training-image; do
+    f=$M/$w.yaml
+    kind=$(q "$f" 'docs[0]["kind"]')
+    expect_eq "$w: ServiceAccount of rbac.yaml" "$(q "$f" 'pod("'"$kind"'")["serviceAccountName"]')" "preflight"
+    expect_eq "$w: preflight requests the trainer's GPUs, shares its /dev/shm" \
+        "$(q "$f" '[c("'"$kind"'", "preflight")["resources"]["limits"] == c("'"$kind"'", "trainer")["resources"]["limits"], [m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "dshm"]]')" \
+        '[true, ["/dev/shm"]]'
+    # commented examples for the usual RDMA / SR-IOV resources and the Multus annotation
+    check "$w: RDMA and SR-IOV resources and the Multus annotation shown (commented)" \
+        bash -c "grep -q '# *rdma/hca_shared_devices_a' '$f' && grep -q '# *intel.com/sriov_rdma' '$f' && grep -q '# *openshift.io/mlnxnics' '$f' && grep -q '# *k8s.v1.cni.cncf.io/networks:' '$f'"
+done
+expect_eq "rbac: the Role creates events, bound to the preflight ServiceAccount" \
+    "$(q "$M/rbac.yaml" '[get("Role")["rules"], get("RoleBinding")["roleRef"]["name"], get("RoleBinding")["subjects"]]')" \
+    '[[{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}], "preflight", [{"kind": "ServiceAccount", "name": "preflight"}]]'
+expect_eq "secret: preflight-token with key token" "$(q "$M/secret.yaml" '[get("Secret")["metadata"]["name"], sorted(get("Secret")["stringData"])]')" '["preflight-token", ["token"]]'
+for w in statefulset-training-image indexed-job-training-image; do
+    kind=$(q "$M/$w.yaml" 'docs[0]["kind"]')
+    expect_eq "$w: the trainer mounts the installed binary too (kubectl exec ... preflight check)" \
+        "$(q "$M/$w.yaml" '[m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "preflight-bin"]')" '["/opt/preflight"]'
+done
 expect_eq "indexed-job: Indexed, restartPolicy Never, FailJob on preflight's exit 1" \
     "$(q "$M/indexed-job.yaml" '[get("Job")["spec"]["completionMode"], pod("Job")["restartPolicy"], get("Job")["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["containerName"], 1 in get("Job")["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"]["values"]]')" \
     '["Indexed", "Never", "preflight", true]'
