@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -680,6 +681,13 @@ static bool has_cap_ipc_lock(void)
     return (data[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32))) != 0;
 }
 
+/* CAP_IPC_LOCK in the bounding set: the container was given it (securityContext adds it),
+ * whether or not this process holds it. */
+static bool bounding_ipc_lock(void)
+{
+    return prctl(PR_CAPBSET_READ, CAP_IPC_LOCK, 0, 0, 0) == 1;
+}
+
 static void human_bytes(char *out, size_t n, rlim_t v)
 {
     if (v == RLIM_INFINITY)
@@ -716,6 +724,9 @@ void pf_check_rdma_memlock(struct pf_check *out, struct pf_ctx *ctx)
     set_limit(ev, "hard", rl.rlim_max);
     pf_node_set_int(ev, "thresholdBytes", MEMLOCK_MIN_BYTES);
     pf_node_set_bool(ev, "capIpcLock", cap);
+    const bool bounded = !cap && bounding_ipc_lock();
+    if (bounded) pf_node_set_bool(ev, "capIpcLockBounding", true);
+    pf_node_set_int(ev, "uid", (long long)geteuid());
     pf_node_set_bool(ev, "rdmaDevices", rdma);
     char soft[32], hard[32];
     human_bytes(soft, sizeof(soft), rl.rlim_cur);
@@ -737,14 +748,21 @@ void pf_check_rdma_memlock(struct pf_check *out, struct pf_ctx *ctx)
                              soft);
         return;
     }
-    pf_check_add_finding(
-        out, "memlock-low", rdma ? PF_FAIL : PF_WARN, NULL,
-        "RLIMIT_MEMLOCK is %s (hard %s), below 1 GiB, and the process lacks "
-        "CAP_IPC_LOCK%s%s",
-        soft, hard, rdma ? ": registering NCCL's buffers with the HCAs (ibv_reg_mr) will fail" : "",
-        rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)MEMLOCK_MIN_BYTES
-            ? "; the hard limit allows `ulimit -l unlimited` in the entrypoint"
-            : "");
+    char why[192] = "";
+    if (bounded)
+        snprintf(why, sizeof(why),
+                 " (the container was given IPC_LOCK, but the process runs as UID %u and "
+                 "Kubernetes gives added capabilities to root processes only: runAsUser: 0)",
+                 (unsigned)geteuid());
+    pf_check_add_finding(out, "memlock-low", rdma ? PF_FAIL : PF_WARN, NULL,
+                         "RLIMIT_MEMLOCK is %s (hard %s), below 1 GiB, and the process lacks "
+                         "CAP_IPC_LOCK%s%s%s",
+                         soft, hard, why,
+                         rdma ? ": registering NCCL's buffers with the HCAs (ibv_reg_mr) will fail"
+                              : "",
+                         rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)MEMLOCK_MIN_BYTES
+                             ? "; the hard limit allows `ulimit -l unlimited` in the entrypoint"
+                             : "");
 }
 
 /* ---- rdma.gpudirect */

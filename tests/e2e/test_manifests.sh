@@ -49,6 +49,10 @@ for w in statefulset statefulset-training-image indexed-job indexed-job-training
     expect_eq "$w: IPC_LOCK, /dev/shm in memory, podinfo, verdict shared with the trainer" \
         "$(q "$f" '[c("'"$kind"'", "preflight")["securityContext"]["capabilities"]["add"], [v["emptyDir"]["medium"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "dshm"], sorted(i["path"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), [m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "preflight-verdict"]]')" \
         '[["IPC_LOCK"], ["Memory"], ["annotations", "labels"], ["/run/preflight"]]'
+    # added capabilities reach root processes only: IPC_LOCK takes effect as UID 0
+    expect_eq "$w: preflight runs as UID 0 with every capability dropped but IPC_LOCK" \
+        "$(q "$f" 'c("'"$kind"'", "preflight")["securityContext"]')" \
+        '{"capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]}, "runAsNonRoot": false, "runAsUser": 0}'
 done
 for w in statefulset statefulset-training-image; do
     expect_eq "$w: podManagementPolicy Parallel" "$(q "$M/$w.yaml" 'get("StatefulSet")["spec"]["podManagementPolicy"]')" "Parallel"

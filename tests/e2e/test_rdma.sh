@@ -210,6 +210,16 @@ if need_root "memlock-low"; then
     r=$(mat node-8gpu-ndr) || exit 1
     WRAP="prlimit --memlock=65536:65536" pf memlock-cap "$r"
     expect_check memlock-cap rdma.memlock pass ""
+    expect_eq "memlock: IPC_LOCK dropped from the bounding set: no bounding-set note" \
+        "$(yq "$T/memlock.yaml" "check('rdma.memlock')['evidence'].get('capIpcLockBounding')")" None
+    # a non-root user with IPC_LOCK in the bounding set (as Kubernetes runs a non-root
+    # container whose securityContext adds it): not effective, and the message says why
+    WRAP="prlimit --memlock=65536:65536 setpriv --reuid=65534 --regid=65534 --clear-groups" \
+        pf memlock-nonroot "$r"
+    expect_check memlock-nonroot rdma.memlock fail "memlock-low"
+    expect_eq "memlock: non-root with IPC_LOCK only in the bounding set: names the UID and runAsUser: 0" \
+        "$(yq "$T/memlock-nonroot.yaml" "[check('rdma.memlock')['evidence'].get('capIpcLockBounding'), 'runs as UID 65534' in check('rdma.memlock')['findings'][0]['message'] and 'runAsUser: 0' in check('rdma.memlock')['findings'][0]['message']]")" \
+        '[true, true]'
 fi
 
 # ---- only uverbsN is ever opened: never umadN or issmN

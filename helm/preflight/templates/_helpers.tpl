@@ -114,8 +114,12 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
     {{- toYaml . | nindent 4 }}
     {{- end }}
   {{- if $v.ipcLock }}
+  {{- /* added capabilities reach root processes only: IPC_LOCK needs UID 0 to take effect */}}
   securityContext:
+    runAsUser: 0
+    runAsNonRoot: false
     capabilities:
+      drop: [ALL]
       add: [IPC_LOCK]
   {{- end }}
   {{- $res := deepCopy (default dict $v.resources) -}}
