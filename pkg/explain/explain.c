@@ -159,13 +159,16 @@ int pf_explain(struct pf_buf *out, const char *what)
     if (slash) {
         snprintf(check, sizeof(check), "%.*s", (int)(slash - what), what);
         snprintf(code, sizeof(code), "%s", slash + 1);
-    } else if (strchr(what, '.') || strcmp(what, "preflight") == 0) {
-        snprintf(check, sizeof(check), "%s", what);
     } else {
-        snprintf(code, sizeof(code), "%s", what);
+        snprintf(check, sizeof(check), "%s", what);
     }
-    struct find f = {check[0] ? check : NULL, code[0] ? code : NULL, out, 0};
+    struct find f = {check, code[0] ? code : NULL, out, 0};
     walk(find_visit, &f);
+    if (!f.hits && !slash) {
+        /* not a check id ("rendezvous" has no dot): a finding code, under every check */
+        f = (struct find){NULL, what, out, 0};
+        walk(find_visit, &f);
+    }
     if (f.hits) return 0;
 
     /* did you mean */
