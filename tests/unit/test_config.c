@@ -50,8 +50,8 @@ static void test_tcp_section(void **state)
         pf_config_defaults(&c);
         int rc = pf_config_parse(&c, "c.yaml", t->yaml, strlen(t->yaml));
         if (rc != t->rc || (rc < 0 && !strstr(pf_err_msg(), t->message)))
-            fail_msg("case %zu (%s): rc %d, message \"%s\"; expected rc %d with \"%s\"", i,
-                     t->yaml, rc, rc < 0 ? pf_err_msg() : "", t->rc, t->message ? t->message : "");
+            fail_msg("case %zu (%s): rc %d, message \"%s\"; expected rc %d with \"%s\"", i, t->yaml,
+                     rc, rc < 0 ? pf_err_msg() : "", t->rc, t->message ? t->message : "");
         if (rc == 0) {
             assert_int_equal(c.tcp_message_bytes, t->bytes);
             assert_int_equal(c.tcp_iterations, t->iterations);
