@@ -253,6 +253,11 @@ int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *cod
     if (n == 0) return PF_ETOOBIG;
     struct remedy r = {check_id, code, out, n, 0};
     walk(remedy_visit, &r);
+    if (!r.found && check_id && strcmp(check_id, "preflight") != 0) {
+        /* the run's own codes (timeout, interrupted) appear under the stage that was under way */
+        r.check = "preflight";
+        walk(remedy_visit, &r);
+    }
     if (!r.found && check_id) {
         r.check = NULL;
         walk(remedy_visit, &r);
