@@ -36,6 +36,7 @@ void pf_config_defaults(struct pf_config *c)
     c->rendezvous_timeout_s = 600;
     c->tcp_message_bytes = 64ll << 20;
     c->tcp_iterations = 5;
+    c->tcp_min_busbw_gbps = -1;
     c->nccl_iterations = 20;
     c->nccl_warmup = 5;
     c->nccl_timeout_s = 120;
@@ -446,10 +447,16 @@ FIELD(f_tcp_iters)
     return r;
 }
 
+FIELD(f_tcp_min_busbw)
+{
+    return get_num(x, v, key, 0, 1e6, &x->c->tcp_min_busbw_gbps);
+}
+
 FIELD(f_tcp)
 {
     static const struct field fields[] = {{"messageBytes", f_tcp_bytes},
-                                          {"iterations", f_tcp_iters}};
+                                          {"iterations", f_tcp_iters},
+                                          {"minBusbwGBps", f_tcp_min_busbw}};
     return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
 }
 
@@ -674,13 +681,13 @@ void pf_config_digest(char *out, size_t n, const struct pf_config *c)
     pf_buf_init(&b, 1 << 20);
     pf_buf_addf(&b,
                 "rdma=%d hcas=%d rate=%g gpus=%d mtu=%d tr=%s busbw=%g line=%g wl=%s "
-                "msg=%lld port=%d to=%d if=%s tcp=%lld/%d nccl=%d/%d/%d failOn=%d",
+                "msg=%lld port=%d to=%d if=%s tcp=%lld/%d/%g nccl=%d/%d/%d failOn=%d",
                 (int)c->expect_rdma, c->expect_hcas, c->expect_min_port_rate_gbps,
                 c->expect_gpus_per_pod, c->expect_mtu, c->expect_transport, c->expect_busbw_gbps,
                 c->expect_line_rate_gbps, c->workload, c->message_bytes, c->rendezvous_port,
                 c->rendezvous_timeout_s, c->rendezvous_interface, c->tcp_message_bytes,
-                c->tcp_iterations, c->nccl_iterations, c->nccl_warmup, c->nccl_timeout_s,
-                c->fail_on);
+                c->tcp_iterations, c->tcp_min_busbw_gbps, c->nccl_iterations, c->nccl_warmup,
+                c->nccl_timeout_s, c->fail_on);
     for (size_t i = 0; i < c->expect_networks.n; i++)
         pf_buf_addf(&b, " net=%s", c->expect_networks.v[i]);
     for (size_t i = 0; i < c->collectives.n; i++)

@@ -50,6 +50,7 @@ struct pf_config {
     /* TCP all-reduce */
     long long tcp_message_bytes;
     int tcp_iterations;
+    double tcp_min_busbw_gbps; /* <0 unset: no floor for the TCP all-reduce's busbw */
     /* NCCL collectives */
     int nccl_iterations;
     int nccl_warmup;

@@ -159,13 +159,16 @@ int pf_explain(struct pf_buf *out, const char *what)
     if (slash) {
         snprintf(check, sizeof(check), "%.*s", (int)(slash - what), what);
         snprintf(code, sizeof(code), "%s", slash + 1);
-    } else if (strchr(what, '.') || strcmp(what, "preflight") == 0) {
-        snprintf(check, sizeof(check), "%s", what);
     } else {
-        snprintf(code, sizeof(code), "%s", what);
+        snprintf(check, sizeof(check), "%s", what);
     }
-    struct find f = {check[0] ? check : NULL, code[0] ? code : NULL, out, 0};
+    struct find f = {check, code[0] ? code : NULL, out, 0};
     walk(find_visit, &f);
+    if (!f.hits && !slash) {
+        /* not a check id ("rendezvous" has no dot): a finding code, under every check */
+        f = (struct find){NULL, what, out, 0};
+        walk(find_visit, &f);
+    }
     if (f.hits) return 0;
 
     /* did you mean */
@@ -250,6 +253,11 @@ int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *cod
     if (n == 0) return PF_ETOOBIG;
     struct remedy r = {check_id, code, out, n, 0};
     walk(remedy_visit, &r);
+    if (!r.found && check_id && strcmp(check_id, "preflight") != 0) {
+        /* the run's own codes (timeout, interrupted) appear under the stage that was under way */
+        r.check = "preflight";
+        walk(remedy_visit, &r);
+    }
     if (!r.found && check_id) {
         r.check = NULL;
         walk(remedy_visit, &r);

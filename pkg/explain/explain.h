@@ -16,8 +16,9 @@ const char *pf_explain_document(void);
  * unknown. */
 int pf_explain(struct pf_buf *out, const char *what);
 
-/* The one-paragraph remedy of code under check_id (or any check, when check_id is NULL),
- * joined into one line. PF_ENOENT when the docs have none. */
+/* The one-paragraph remedy of code under check_id, joined into one line; when check_id has
+ * none, the one under `preflight` (the run's timeout and interrupted), else under any check.
+ * check_id NULL: under any check. PF_ENOENT when the docs have none. */
 int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *code);
 
 /* Every check id ("## `id`") and every "id/code" ("### `code`" under it) in the document. */

@@ -1642,6 +1642,17 @@ static void root_summarize(struct stage *S)
         pf_rdv_put_str(&S->sum, "busbw", num);
         pf_rdv_put_int(&S->sum, "correct", correct);
         pf_rdv_put_int(&S->sum, "iterations", S->iters);
+        /* a floor, when the config sets one; warn only: TCP is not the training path */
+        double min_busbw = S->cfg->tcp_min_busbw_gbps;
+        if (min_busbw >= 0) {
+            snprintf(num, sizeof(num), "%g", min_busbw);
+            pf_rdv_put_str(&S->sum, "expected", num);
+            if (busbw < min_busbw)
+                fleet_finding(S, "collective.tcp", "below-threshold", PF_WARN, NULL,
+                              "all-reduce busbw %.3f GB/s among %d ranks is below %g GB/s "
+                              "(tcp.minBusbwGBps)",
+                              busbw, S->n, min_busbw);
+        }
     }
     /* blame */
     struct pf_check *tcp = chk(S, "collective.tcp");
@@ -1867,6 +1878,13 @@ static void record_tcp(struct stage *S, const struct pf_rdv_fields *f)
         pf_node_set_dbl(e, "busbwGBps", round(atof(bu) * 1000) / 1000);
         pf_node_set_dbl(e, "timeSeconds", atof(sec));
         pf_node_set_int(e, "iterations", iters);
+        char ex[64] = "";
+        if (pf_rdv_fields_str(ex, sizeof(ex), f, "expected") == 0 && ex[0]) {
+            char rule[96];
+            pf_node_set_dbl(e, "expectedMinBusbwGBps", atof(ex));
+            snprintf(rule, sizeof(rule), "tcp.minBusbwGBps = %s GB/s", ex);
+            pf_node_set_str(e, "rule", rule);
+        }
         pf_node_set_bool(e, "correct", correct == 1);
         pf_node_set_str(e, "interface", S->iface[0] ? S->iface : "?");
         char links[160] = "";

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Every check id and every finding code the code can emit has a `preflight explain` entry:
+# the ids and codes are collected from the sources under pkg/ (the string literals passed to
+# the functions that add checks and findings), and each must explain with a "**Default:**"
+# line. Where the call names its check too, the pair "id/code" must explain, so a code
+# documented under one check only does not hide its absence under another. A code under two
+# checks explains with both sections.
+source "$(dirname "$0")/lib.sh"
+
+# collect: prints "kind<TAB>name" lines: "id ID", "code CODE", "pair ID/CODE", and "dynamic
+# FILE: CALL" for a code argument that is neither a literal nor a known pass-through
+python3 - "$PREFLIGHT_SRC/pkg" >"$T/names" <<'PY'
+import glob, os, re, sys
+
+# function -> (index of the check-id argument or None, index of the code argument or None)
+ADDERS = {
+    "pf_check_add_finding": (None, 1),
+    "add_finding_text": (1, 2),  # pkg/rendezvous/stage.c
+    "fleet_finding": (1, 2),     # pkg/rendezvous/stage.c
+    "sc_reject": (None, 2),      # pkg/rendezvous/stage.c: the code a refused pod reports
+    "finding_for": (None, 3),    # pkg/report/k8s.c
+    "render": (1, 2),            # pkg/verdict/guard.c: timeout and interrupted
+    "pf_verdict_add_check": (1, None),
+    "chk": (1, None),            # pkg/rendezvous/stage.c
+    "guard": (1, None),          # pkg/rendezvous/stage.c: the stage a deadline names
+    "pf_verdict_guard_update": (1, None),
+}
+# code arguments that pass a code through (checked where the literal is written)
+PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]"}
+
+def strip_comments(s):
+    s = re.sub(r"/\*.*?\*/", " ", s, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", s)
+
+def args_at(src, i):
+    """The top-level arguments of the call whose '(' is at src[i]."""
+    depth, cur, out, j, q = 0, [], [], i, None
+    while j < len(src):
+        ch = src[j]
+        if q:
+            cur.append(ch)
+            if ch == "\\":
+                cur.append(src[j + 1]); j += 1
+            elif ch == q:
+                q = None
+        elif ch in "\"'":
+            q = ch; cur.append(ch)
+        elif ch in "([{":
+            depth += 1
+            if depth > 1: cur.append(ch)
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                out.append("".join(cur).strip()); return out
+            cur.append(ch)
+        elif ch == "," and depth == 1:
+            out.append("".join(cur).strip()); cur = []
+        else:
+            cur.append(ch)
+        j += 1
+    return out
+
+seen = set()
+def emit(*t):
+    if t not in seen:
+        seen.add(t); print("\t".join(t))
+
+root = sys.argv[1]
+for path in sorted(glob.glob(os.path.join(root, "**", "*.c"), recursive=True)):
+    rel = os.path.relpath(path, os.path.dirname(root))
+    src = strip_comments(open(path).read())
+    # the local checks' table: {"id", pf_check_fn, ...}
+    for m in re.finditer(r'\{\s*"([a-z0-9.]+)"\s*,\s*pf_check_\w+', src):
+        emit("id", m.group(1))
+    for m in re.finditer(r"\b(%s)\s*\(" % "|".join(ADDERS), src):
+        fn = m.group(1)
+        # a definition or prototype is not a call
+        before = src[max(0, m.start() - 40):m.start()]
+        if re.search(r"(void|int|struct pf_\w+ \*|char \*|bool)\s*\**\s*$", before):
+            continue
+        a = args_at(src, m.end() - 1)
+        ci, ki = ADDERS[fn]
+        lit = lambda s: re.fullmatch(r'"([^"\\]*)"', s or "")
+        check = lit(a[ci]).group(1) if ci is not None and ci < len(a) and lit(a[ci]) else None
+        if check:
+            emit("id", check)
+        if ki is None or ki >= len(a):
+            continue
+        codes = re.findall(r'"([a-z0-9-]+)"', a[ki])
+        if not codes and a[ki] not in PASS_THROUGH:
+            emit("dynamic", "%s: %s(..., %s, ...)" % (rel, fn, a[ki]))
+        for c in codes:
+            emit("code", c)
+            if check:
+                emit("pair", check + "/" + c)
+    # the codes a refused pod maps rank 0's answer to
+    for m in re.finditer(r"known\[\]\s*=\s*\{([^}]*)\}", src):
+        for c in re.findall(r'"([a-z0-9-]+)"', m.group(1)):
+            emit("pair", "rendezvous/" + c)
+PY
+
+n_id=$(grep -c '^id' "$T/names")
+n_code=$(grep -c '^code' "$T/names")
+n_pair=$(grep -c '^pair' "$T/names")
+# the collection itself: it must find the known ones, or the test proves nothing
+for want in "id	rendezvous" "id	collective.tcp" "id	collective.nccl" "id	rdma.ports" \
+    "code	missing-ranks" "code	slow-node" "code	port-down" "code	interrupted" \
+    "code	events-forbidden" "pair	rendezvous/timeout"; do
+    grep -qxF "$want" "$T/names" || notok "sources: found '${want/	/ }'" "not collected"
+done
+if [ "$n_id" -ge 15 ] && [ "$n_code" -ge 60 ]; then
+    ok "sources: $n_id check ids, $n_code finding codes, $n_pair id/code pairs collected from pkg/"
+else
+    notok "sources: check ids and finding codes collected from pkg/" "only $n_id ids, $n_code codes"
+fi
+dyn=$(sed -n 's/^dynamic\t//p' "$T/names")
+if [ -z "$dyn" ]; then ok "sources: every finding code argument is a literal or passes one through"
+else notok "sources: every finding code argument is a literal or passes one through" \
+    "add the helper to this test: $(echo "$dyn" | tr '\n' ';')"; fi
+
+# explain NAME: exit 0, and a section with a **Default:** line (a check: its header)
+bad=""
+while IFS=$'\t' read -r kind name; do
+    [ "$kind" = dynamic ] && continue
+    out=$("$PREFLIGHT" explain "$name" 2>"$T/err")
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        bad="$bad $kind:$name(exit $rc)"
+    elif [ "$kind" != id ] && ! grep -q '^\*\*Default:\*\* ' <<<"$out"; then
+        bad="$bad $kind:$name(no Default line)"
+    elif [ "$kind" = id ] && ! grep -qF "## \`$name\`" <<<"$out"; then
+        bad="$bad $kind:$name(no heading)"
+    fi
+done <"$T/names"
+if [ -z "$bad" ]; then
+    ok "explain: every check id, finding code and id/code pair emitted in pkg/ is documented"
+else
+    notok "explain: every check id, finding code and id/code pair emitted in pkg/ is documented" \
+        "undocumented:$bad"
+fi
+
+# a code under two checks shows every section, each named by its check
+out=$("$PREFLIGHT" explain nccl-version-mismatch 2>&1)
+for want in "rendezvous / nccl-version-mismatch" "nccl.log / nccl-version-mismatch"; do
+    if grep -qF "$want" <<<"$out"; then ok "explain nccl-version-mismatch: shows '$want'"
+    else notok "explain nccl-version-mismatch: shows '$want'" "$(head -c 300 <<<"$out")"; fi
+done
+out=$("$PREFLIGHT" explain timeout 2>&1)
+n=$(grep -c '^\*\*Default:\*\* ' <<<"$out")
+for want in "rendezvous / timeout" "collective.tcp / timeout" "collective.nccl / timeout" \
+    "preflight / timeout"; do
+    if grep -qF "$want" <<<"$out"; then ok "explain timeout: shows '$want'"
+    else notok "explain timeout: shows '$want'" "$(head -c 300 <<<"$out")"; fi
+done
+expect_eq "explain timeout: one Default line a section" "$n" 4
+out=$("$PREFLIGHT" explain rendezvous/timeout 2>&1)
+expect_eq "explain rendezvous/timeout: that section only" "$(grep -c '^\*\*Default:\*\* ' <<<"$out")" 1
