@@ -664,8 +664,10 @@ static bool join_done(struct stage *S)
         struct pf_buf b;
         pf_buf_init(&b, 1 << 14);
         list_ranks(&b, S, w, (size_t)nw, false);
-        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, b.data);
+        /* the guard first: a verdict written on a signal right after the line is seen must
+         * already say what was under way */
         guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, b.data);
+        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, b.data);
         pf_buf_free(&b);
         S->last_progress = now;
     }
@@ -2092,10 +2094,10 @@ static int client_join(struct stage *S)
         r = pf_rdv_conn_send(&S->ctl, PF_RDV_JOIN, b.data, b.len, pf_now() + 10);
         pf_buf_free(&b);
         if (r == 0) {
-            pf_ctx_progress(S->ctx, "rank %d joined rank 0 at %s; waiting for the others", S->rank,
-                            peer);
             guard(S, "rendezvous", "joined rank 0 at %s; waiting for rank 0 to start the run",
                   peer);
+            pf_ctx_progress(S->ctx, "rank %d joined rank 0 at %s; waiting for the others", S->rank,
+                            peer);
             r = pf_rdv_conn_recv(&S->ctl, &msg, false, S->cutoff - 0.5);
         }
         if (r < 0) {
@@ -2396,7 +2398,8 @@ void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o)
         }
         pf_buf_free(&jb);
         S->last_waiting = -1;
-        guard(S, "rendezvous", "waiting for %d ranks to join", S->world - 1);
+        guard(S, "rendezvous", "waiting for %d rank%s to join", S->world - 1,
+              S->world - 1 == 1 ? "" : "s");
         serve(S, S->join_deadline, join_done);
         double t_last = S->last_join;
         agreement(S);

@@ -193,7 +193,7 @@ suite() {
                 "$BIN" run --root "$EMPTY" --rank 0 --world-size 2 --port 29420 \
                 --verdict "$T/sig.yaml" >/dev/null 2>"$T/sig$sig.err" &
             local pid=$!
-            for _ in $(seq 200); do
+            for _ in $(seq 600); do
                 grep -q "waiting for 1 of 2 ranks" "$T/sig$sig.err" && break
                 sleep 0.05
             done
