@@ -102,7 +102,8 @@ e2e:
 	$(MAKE) ASAN=1 UBSAN=1 unit-build
 	tests/run.sh e2e
 
-demo: deps
+demo:
+	scripts/deps.sh demo
 	$(MAKE) bin/preflight
 	scripts/demo.sh
 

@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 bin=bin/preflight
 tmp=$(mktemp -d /tmp/preflight-demo.XXXXXX)
 cleanup() {
-    mountpoint -q "$tmp/node/dev/shm" 2>/dev/null && umount "$tmp/node/dev/shm"
+    local m
+    for m in "$tmp/node/dev/shm" "$tmp/bad/dev/shm"; do
+        mountpoint -q "$m" 2>/dev/null && umount "$m"
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -26,9 +29,11 @@ bold "the YAML verdict ($tmp/verdict.yaml)"
 cat "$tmp/verdict.yaml"
 
 tests/fixtures/materialize.sh tests/fixtures/node-ports-bad "$tmp/bad" >/dev/null
+mkdir -p "$tmp/bad/dev/shm"
+[ "$(id -u)" -eq 0 ] && mount -t tmpfs -o size=16g tmpfs "$tmp/bad/dev/shm" 2>/dev/null || true
 bold "the same check on a node with broken ports and NCCL_P2P_DISABLE=1 left in the pod spec"
 set +e
-env NCCL_SOCKET_IFNAME=lo NCCL_P2P_DISABLE=1 POD_NAME=trainer-5 POD_NAMESPACE=ml \
+env NCCL_P2P_DISABLE=1 POD_NAME=trainer-5 POD_NAMESPACE=ml \
     NODE_NAME=gpu-node-22 $bin check --root "$tmp/bad" --format human
 echo "exit code: $? (1 = fail: the training container would not start)"
 set -e

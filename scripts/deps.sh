@@ -1,5 +1,6 @@
 #!/bin/sh
-# Installs what `make` (build) or `make test` (test) needs and this machine lacks.
+# Installs what `make` (build), `make demo` (demo) or `make test` (test) needs and this
+# machine lacks.
 # Debian 12; needs root for apt-get. Prints nothing when everything is present.
 set -eu
 build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev libsodium-dev pkg-config git ca-certificates"
@@ -7,15 +8,19 @@ test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute
   iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
   curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils
   podman debootstrap debian-archive-keyring binutils file"
+# the demo's pods: network namespaces (iproute2), hostnames (util-linux unshare), and a DNS
+# server for the headless Service's names (dnsmasq)
+demo_pkgs="$build_pkgs iproute2 util-linux dnsmasq-base"
 case "${1:-build}" in
     build) want=$build_pkgs ;;
+    demo) want=$demo_pkgs ;;
     test) want=$test_pkgs
         # Node.js for the manifest validation. A machine may carry another distribution's
         # nodejs, which bundles npm and conflicts with Debian's npm package: install
         # Debian's only for what is absent.
         command -v node >/dev/null 2>&1 || want="$want nodejs"
         command -v npm >/dev/null 2>&1 || want="$want npm" ;;
-    *) echo "usage: $0 build|test" >&2; exit 2 ;;
+    *) echo "usage: $0 build|demo|test" >&2; exit 2 ;;
 esac
 missing=""
 for p in $want; do
