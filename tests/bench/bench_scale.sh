@@ -13,6 +13,8 @@
 #                       default waitForPodsReady); the script kills what is left 30 s later
 #   BENCH_SCALE_BYTES   the all-reduce's message size (default 1 MiB: N processes share the
 #                       machine's memory; the probes send at least 4 MiB whatever this is)
+#   BENCH_SCALE_WRAP0   a command that rank 0 runs under, e.g. "perf record -g -o /tmp/p0.data --"
+#                       (its RSS is then the wrapper's)
 set -u
 cd "$(dirname "$0")/../.."
 bin=${PREFLIGHT_REL:-$PWD/bin/preflight}
@@ -31,13 +33,14 @@ ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 echo "open files: $(ulimit -n)"
 
 /usr/bin/python3 - "$bin" "$tmp" <<'PY'
-import os, re, signal, socket, statistics, subprocess, sys, threading, time
+import os, re, shlex, signal, socket, statistics, subprocess, sys, threading, time
 import yaml
 
 binary, tmp = sys.argv[1], sys.argv[2]
 ns = [int(x) for x in os.environ.get("BENCH_SCALE_N", "64 256 1024").split()]
 timeout = int(os.environ.get("BENCH_SCALE_TIMEOUT", "300"))
 msg_bytes = int(os.environ.get("BENCH_SCALE_BYTES", str(1 << 20)))
+wrap0 = shlex.split(os.environ.get("BENCH_SCALE_WRAP0", ""))
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
 
 
@@ -85,7 +88,7 @@ def run(n):
     port = free_port()
 
     def cmd(r):
-        return [binary, "run", "--config", cfg, "--rank", str(r), "--world-size", str(n),
+        return (wrap0 if r == 0 else []) + [binary, "run", "--config", cfg, "--rank", str(r), "--world-size", str(n),
                 "--coordinator", "127.0.0.1", "--port", str(port), "--format", "yaml",
                 "--verdict", os.path.join(d, f"v{r}.yaml"), "--timeout", str(timeout)]
 
