@@ -109,4 +109,94 @@ void pf_coll_blame_free(struct pf_coll_blame *b);
  * link, an MTU black hole, a lossy cable) is slower by far more. */
 #define PF_COLL_SLOW_RATIO (1.0 / 3.0)
 
+/* ---- probe plan and judgement (pure: no sockets, no clock; see docs/tcp-allreduce.md)
+ *
+ * Ranks are roster positions 0..n-1. A round is a set of probes run at once; in every round
+ * a position sends at most one probe and receives at most one (two probes per rank, the
+ * full-duplex load of the ring). The first rounds are a survey: one ring shift each (1, n/2,
+ * n/4+1: neighbours, the far side, and between), so every position is measured out and in
+ * against partners at several distances, whatever n is. Then confirmation rounds, only for
+ * suspects (the ends of a slow survey link): a suspect whose links in one direction are all
+ * slow is measured against fresh partners that the survey showed good; a slow link whose ends
+ * are both shown fast with other partners is measured again. The plan ends when nothing is
+ * left to confirm, or after pf_coll_plan_max_rounds(n). */
+
+#define PF_COLL_SURVEY_ROUNDS 3
+#define PF_COLL_LINK_SAMPLES 3         /* a slow link is slow this many times */
+#define PF_COLL_NODE_PARTNERS 2        /* a slow node is slow against this many good partners */
+#define PF_COLL_PROBE_START (1u << 20) /* the first probe, before any rate is known */
+#define PF_COLL_PROBE_MIN_BYTES (256u << 10) /* never less */
+#define PF_COLL_PROBE_MAX_BYTES (128u << 20) /* never more */
+#define PF_COLL_PROBE_TARGET_S 0.025         /* a probe of the measured rate lasts this long */
+#define PF_COLL_PROBE_MIN_S 0.020            /* a shorter slow sample proves nothing */
+#define PF_COLL_EVIDENCE_MAX 8
+
+/* One probe's result: what arrived at dst from src, and how long it took. */
+struct pf_coll_sample {
+    int src, dst; /* positions */
+    int round;
+    size_t bytes;
+    double seconds;
+};
+/* One probe to run: src sends bytes to dst. */
+struct pf_coll_pair {
+    int src, dst;
+    size_t bytes;
+};
+
+/* Gb/s of a sample (0 when it has no duration). */
+double pf_coll_sample_gbps(const struct pf_coll_sample *s);
+/* Bytes for a probe of a link measured at gbps: enough that it lasts PF_COLL_PROBE_TARGET_S,
+ * within [PF_COLL_PROBE_MIN_BYTES, PF_COLL_PROBE_MAX_BYTES], a multiple of 64 KiB;
+ * PF_COLL_PROBE_START when nothing is known (gbps <= 0). */
+size_t pf_coll_probe_bytes(double gbps);
+/* Survey rounds for n positions: min(PF_COLL_SURVEY_ROUNDS, n - 1). */
+int pf_coll_survey_rounds(int n);
+/* The ring shift of survey round `round` (0 when round is not a survey round). */
+int pf_coll_survey_shift(int n, int round);
+/* The last round is pf_coll_plan_max_rounds(n) - 1: the survey, then at most
+ * 2 + ceil(log2 n) confirmation rounds. */
+int pf_coll_plan_max_rounds(int n);
+
+/* The probes of round `round`, given every sample of the rounds before (samples of later
+ * rounds, or out of range, are ignored). *out is allocated (free it); *nout = 0 means the plan
+ * is over. The survey's probes are sized by the median rate measured so far (the first by
+ * PF_COLL_PROBE_START); a confirmation probe by the same rule. Returns 0, or PF_EINVAL. */
+int pf_coll_plan(struct pf_coll_pair **out, size_t *nout, int n, int round,
+                 const struct pf_coll_sample *s, size_t ns, double ratio);
+
+enum pf_coll_culprit_kind { PF_COLL_CULPRIT_NODE = 1, PF_COLL_CULPRIT_LINK };
+struct pf_coll_culprit {
+    enum pf_coll_culprit_kind kind;
+    int src, dst; /* a node: both are its position; a link: its ends */
+    bool out, in; /* a node: its links out of it, into it, are slow */
+    double gbps;  /* the fastest sample of its slow links: it is never faster */
+    size_t nev;
+    struct pf_coll_sample
+        ev[PF_COLL_EVIDENCE_MAX]; /* node: against good partners; link: its samples */
+    /* a link: the fastest sample out of src and into dst with other partners, which clear the
+     * ends (seconds 0: none, in a fleet too small to have other partners) */
+    struct pf_coll_sample clear_src, clear_dst;
+};
+struct pf_coll_judgement {
+    double median;    /* Gb/s: the median of the survey's links (each link's fastest sample) */
+    double threshold; /* ratio x median: a link whose every sample is below is slow */
+    size_t nsamples, npairs;
+    int rounds;
+    struct pf_coll_culprit *v;
+    size_t n;
+    /* slow links neither confirmed nor cleared (the plan ran out of rounds or partners):
+     * named in the evidence, never a culprit */
+    size_t nunresolved;
+    struct pf_coll_sample unresolved[PF_COLL_EVIDENCE_MAX];
+};
+/* Names slow nodes (every link out of it, or into it, slow; slow again in confirmation rounds
+ * against at least PF_COLL_NODE_PARTNERS partners the survey showed good), slow links
+ * (PF_COLL_LINK_SAMPLES samples, all slow; both ends fast with other partners; no slow node
+ * explains it), or nothing. A link counts by its fastest sample (noise on a shared host only
+ * slows a probe), so one slow sample never makes a finding. Pure. Returns 0, or PF_EINVAL. */
+int pf_coll_judge(struct pf_coll_judgement *out, int n, const struct pf_coll_sample *s, size_t ns,
+                  double ratio);
+void pf_coll_judgement_free(struct pf_coll_judgement *j);
+
 #endif
