@@ -139,7 +139,8 @@ static const char *strip_one(const char *s, struct nl_decor *d)
         const char *in = s + 1;
         size_t n = (size_t)(close - in);
         const char *comma = memchr(in, ',', n);
-        if (comma && digits(in, (size_t)(comma - in)) && digits(comma + 1, (size_t)(close - comma - 1))) {
+        if (comma && digits(in, (size_t)(comma - in)) &&
+            digits(comma + 1, (size_t)(close - comma - 1))) {
             /* Open MPI --tag-output "[1,26]<stdout>:" */
             set(d->tag, sizeof(d->tag), comma + 1, (size_t)(close - comma - 1));
             const char *p = close + 1;

@@ -17,7 +17,8 @@ static void host_name(char *out, size_t n, const struct pf_nccllog *log,
     }
     /* lines without NCCL's prefix: the pod or the file they came from */
     const char *f = p->file >= 0 && (size_t)p->file < log->nfiles ? log->files[p->file].name : "";
-    snprintf(out, n, "%s", p->pod[0] ? p->pod : f[0] ? f : "-");
+    const char *base = strrchr(f, '/');
+    snprintf(out, n, "%s", p->pod[0] ? p->pod : base ? base + 1 : f[0] ? f : "-");
 }
 
 static struct pf_nccllog_host *host_for(struct pf_nccllog *log, const char *name)
@@ -32,13 +33,15 @@ static struct pf_nccllog_host *host_for(struct pf_nccllog *log, const char *name
     return h;
 }
 
-/* What a process's init lines say it uses between nodes ("" nothing). */
-static const char *declared(const struct pf_nccllog_proc *p)
+/* What a process's init lines say it uses between nodes ("" nothing). ib_absent: no process
+ * of the job listed an HCA and some found none, so NCCL <= 2.5's socket plugin carried it. */
+static const char *declared(const struct pf_nccllog_proc *p, bool ib_absent)
 {
     if (p->network[0]) return p->network;
-    if (p->ofi_provider[0]) return "OFI";
+    if (p->ofi_provider[0]) return "Libfabric";
     if (p->hcas.n && !p->ib_no_device) return "IB"; /* NCCL <= 2.5 prefers IB when found */
-    if (p->socket_up) return "Socket";
+    if (p->ib_no_device || p->warns_by_kind[PF_NCCLLOG_W_IBV]) return "Socket";
+    if (p->socket_up && ib_absent) return "Socket";
     return "";
 }
 
@@ -63,6 +66,7 @@ static void host_add_proc(struct pf_nccllog_host *h, const struct pf_nccllog_pro
     h->shm_channels += p->shm_channels;
     h->nvls |= p->nvls;
     h->collnet |= p->collnet;
+    h->sharp |= p->sharp;
     h->ib_no_device |= p->ib_no_device;
     for (int k = 0; k < PF_NCCLLOG_W_KINDS; k++)
         h->warns_by_kind[k] += p->warns_by_kind[k];
@@ -70,7 +74,7 @@ static void host_add_proc(struct pf_nccllog_host *h, const struct pf_nccllog_pro
 }
 
 /* The name seen most (weighted by channels for channel names). */
-static void pick_transport(struct pf_nccllog_host *h, const struct pf_nccllog *log)
+static void pick_transport(struct pf_nccllog_host *h, const struct pf_nccllog *log, bool ib_absent)
 {
     const char *best = NULL, *provider = "";
     int best_n = 0;
@@ -86,7 +90,7 @@ static void pick_transport(struct pf_nccllog_host *h, const struct pf_nccllog *l
     }
     h->from_channels = best != NULL;
     for (size_t i = 0; !best && i < h->nprocs; i++) {
-        const char *d = declared(&log->v[h->procs[i]]);
+        const char *d = declared(&log->v[h->procs[i]], ib_absent);
         if (d[0]) best = d;
     }
     snprintf(h->transport, sizeof(h->transport), "%s", best ? best : "");
@@ -125,10 +129,21 @@ void pf_nccllog_finish(struct pf_nccllog *log)
         if (p->nnodes > log->nnodes) log->nnodes = p->nnodes;
         net += p->net_channels;
     }
-    log->multi_node = real_hosts > 1 || net > 0 || log->nnodes > 1;
+    /* a process's own log that names more ranks than all hosts here hold (one file a pod) */
+    size_t seen = 0;
+    for (size_t i = 0; i < log->nhosts; i++)
+        seen += log->hosts[i].ranks.n;
+    bool more_ranks = seen > 0 && log->nranks > (int)seen && log->nnodes != 1;
+    bool any_hca = false, none_found = false;
+    for (size_t i = 0; i < log->n; i++) {
+        any_hca |= log->v[i].hcas.n > 0;
+        none_found |= log->v[i].ib_no_device || log->v[i].warns_by_kind[PF_NCCLLOG_W_IBV] > 0;
+    }
+    bool ib_absent = !any_hca && none_found;
+    log->multi_node = real_hosts > 1 || net > 0 || log->nnodes > 1 || more_ranks;
     for (size_t i = 0; i < log->nhosts; i++) {
         struct pf_nccllog_host *h = &log->hosts[i];
-        pick_transport(h, log);
+        pick_transport(h, log, ib_absent);
         host_gdr(h, log);
         if (!log->multi_node) h->cls = PF_NCCLLOG_NONE; /* one host: nothing inter-node */
         pf_strlist_sort(&h->versions);

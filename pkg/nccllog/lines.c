@@ -69,8 +69,7 @@ bool nl_parse_version(char *ver, size_t vn, char *cuda, size_t cn, const char *m
  *   "[0]mlx5_0:1/IB/SHARP [1]..."                                     (SHARP plugin)
  *   "[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE} [1]=..."              (merged NICs)
  *   "[0] mlx5_1:1/IB"                                                 (2.3, one a line) */
-static void parse_devs(struct pf_nccllog_proc *p, struct pf_strlist *devs, const char *s,
-                       bool oob)
+static void parse_devs(struct pf_nccllog_proc *p, struct pf_strlist *devs, const char *s, bool oob)
 {
     char buf[PF_NCCLLOG_LINE_MAX];
     snprintf(buf, sizeof(buf), "%s", s);
@@ -163,8 +162,17 @@ static void parse_network(struct pf_nccllog_proc *p, const char *msg)
         char *to = strstr(n, " to comm");
         if (to) *to = '\0';
         snprintf(p->network, sizeof(p->network), "%s", n);
+    } else if (strncmp(msg, "CUDA Dev ", 9) == 0 && (s = strstr(msg, "], ")) &&
+               strstr(s, " NIC distance")) { /* 2.4: "CUDA Dev 0[0], Socket NIC distance" */
+        char n[64] = "";
+        set_word(n, sizeof(n), s + 3, "\r\n");
+        char *d = strstr(n, " NIC distance");
+        if (d) *d = '\0';
+        if (!p->network[0]) snprintf(p->network, sizeof(p->network), "%s", n);
     } else if ((s = strstr(msg, "NCCLNet device used on ")) && (s = strstr(s, " is ")))
         set_word(p->network, sizeof(p->network), s + 4, ".\r\n");
+    if (strncmp(msg, "P2P plugin ", 11) == 0 && !p->network[0]) /* the net plugin's name */
+        set_word(p->network, sizeof(p->network), msg + 11, " \r\n");
     if ((s = strcasestr(msg, "Selected provider is "))) {
         s += strlen("Selected provider is ");
         set_word(p->ofi_provider, sizeof(p->ofi_provider), s, ", \r\n");
@@ -272,7 +280,8 @@ void nl_parse_info(struct pf_nccllog *log, struct pf_nccllog_proc *p, const char
         parse_channel(p, msg, via);
     else if (strstr(msg, "NCCL version "))
         nl_parse_version(p->version, sizeof(p->version), p->cuda, sizeof(p->cuda), msg);
-    else if (strncmp(msg, "NET/", 4) == 0 || strstr(msg, "Using ") || strstr(msg, "NET plugin"))
+    else if (strncmp(msg, "NET/", 4) == 0 || strstr(msg, "Using ") || strstr(msg, "NET plugin") ||
+             strncmp(msg, "CUDA Dev ", 9) == 0 || strncmp(msg, "P2P plugin ", 11) == 0)
         parse_network(p, msg);
     parse_nets(p, msg);
     parse_gdr(p, msg);
@@ -287,7 +296,8 @@ static int warn_kind(const char *m)
         strcasestr(m, "connection reset") || strcasestr(m, "remote process exited"))
         return PF_NCCLLOG_W_CLOSED;
     if (strcasestr(m, "timeout") || strcasestr(m, "timed out")) return PF_NCCLLOG_W_TIMEOUT;
-    if (strstr(m, "ibv_") || strstr(m, "Got completion") || strstr(m, "NET/IB"))
+    if (strstr(m, "ibv_") || strstr(m, "libibverbs") || strstr(m, "Got completion") ||
+        strstr(m, "NET/IB"))
         return PF_NCCLLOG_W_IBV;
     if (strcasestr(m, "cuda failure") || strcasestr(m, "cuda error")) return PF_NCCLLOG_W_CUDA;
     if (strstr(m, "/dev/shm") || strcasestr(m, "shared memory")) return PF_NCCLLOG_W_SHM;
@@ -316,8 +326,15 @@ void nl_parse_warn(struct pf_nccllog_proc *p, const char *where, size_t wlen, co
 }
 
 static const char *const kind_names[PF_NCCLLOG_W_KINDS] = {
-    "connection-refused", "connection-closed", "timeout", "system-error", "ibverbs",
-    "cuda",               "shm",               "plugin",  "other",
+    "connection-refused",
+    "connection-closed",
+    "timeout",
+    "system-error",
+    "ibverbs",
+    "cuda",
+    "shm",
+    "plugin",
+    "other",
 };
 
 const char *pf_nccllog_warn_kind_name(int kind)

@@ -76,6 +76,12 @@ static struct pf_nccllog_file *cur_file(struct pf_nccllog *log)
 /* "host:pid:tid" -> host, pid; false when the token is not of that shape. */
 static bool parse_hpt(const char *tok, size_t len, char *host, size_t hn, long *pid)
 {
+    /* "host:num:num": pid and tid redacted by whoever pasted the log */
+    if (len > 8 && memcmp(tok + len - 8, ":num:num", 8) == 0) {
+        nl_copy(host, hn, tok, len - 8);
+        *pid = 0;
+        return host[0] != '\0';
+    }
     size_t i = len, nd = 0;
     while (i > 0 && isdigit((unsigned char)tok[i - 1]))
         i--, nd++;
@@ -90,7 +96,7 @@ static bool parse_hpt(const char *tok, size_t len, char *host, size_t hn, long *
     const char *t = nl_skip_timestamp(h); /* a collector's timestamp glued to the host */
     if (t > h && t < tok + i - 1) h = t;
     nl_copy(host, hn, h, (size_t)(tok + i - 1 - h));
-    return host[0] != '\0' && *pid > 0;
+    return host[0] != '\0' && *pid >= 0;
 }
 
 static bool parse_dev(const char *tok, size_t len)
@@ -167,7 +173,8 @@ static void nccl_line(struct pf_nccllog *log, char *s, const struct nl_decor *d)
         snprintf(host, sizeof(host), "-");
         pid = 0;
     }
-    const char *pod = d->pod[0] ? d->pod : (pid == 0 ? f->name : "");
+    const char *base = strrchr(f->name, '/');
+    const char *pod = d->pod[0] ? d->pod : pid != 0 ? "" : base ? base + 1 : f->name;
     struct pf_nccllog_proc *p = nl_find_proc(log, host, pid, pid ? "" : pod);
     if (!p) return;
     log->nccl_lines++;
@@ -224,7 +231,7 @@ int pf_nccllog_read_file(struct pf_nccllog *log, const char *path)
     pf_nccllog_file_begin(log, in ? "stdin" : path);
     enum { CHUNK = 1 << 16 };
     char *buf = pf_xmalloc(CHUNK + PF_NCCLLOG_LINE_MAX);
-    size_t have = 0; /* bytes of the current line kept (at most PF_NCCLLOG_LINE_MAX) */
+    size_t have = 0;    /* bytes of the current line kept (at most PF_NCCLLOG_LINE_MAX) */
     size_t linelen = 0; /* its whole length, cut part included */
     char *chunk = buf + PF_NCCLLOG_LINE_MAX;
     size_t n;
@@ -246,7 +253,8 @@ int pf_nccllog_read_file(struct pf_nccllog *log, const char *path)
         }
     }
     if (ferror(f)) r = pf_err_set(PF_EUSAGE, "log: error reading %s: %s", path, strerror(errno));
-    if (linelen > 0) pf_nccllog_line(log, buf, linelen >= PF_NCCLLOG_LINE_MAX ? PF_NCCLLOG_LINE_MAX : have);
+    if (linelen > 0)
+        pf_nccllog_line(log, buf, linelen >= PF_NCCLLOG_LINE_MAX ? PF_NCCLLOG_LINE_MAX : have);
     free(buf);
     if (!in) fclose(f);
     return r;
@@ -300,8 +308,9 @@ enum pf_nccllog_class pf_nccllog_classify(const char *n, const char *provider)
     if (!n || !n[0]) return PF_NCCLLOG_NONE;
     if (strcasecmp(n, "Socket") == 0) return PF_NCCLLOG_SOCKET;
     bool ofi = strcasestr(n, "Libfabric") || strcasecmp(n, "OFI") == 0 || strcasestr(n, "AWS");
-    if (ofi && provider && (strcasecmp(provider, "tcp") == 0 || strcasestr(provider, "sockets") ||
-                            strncasecmp(provider, "tcp;", 4) == 0))
+    if (ofi && provider &&
+        (strcasecmp(provider, "tcp") == 0 || strcasestr(provider, "sockets") ||
+         strncasecmp(provider, "tcp;", 4) == 0))
         return PF_NCCLLOG_SOCKET;
     if (ofi || strncmp(n, "IB", 2) == 0 || strcasecmp(n, "gIB") == 0 || strcasestr(n, "RDMA") ||
         strcasestr(n, "UCX") || strcasestr(n, "RoCE") || strcasestr(n, "SHARP"))
@@ -312,9 +321,13 @@ enum pf_nccllog_class pf_nccllog_classify(const char *n, const char *provider)
 const char *pf_nccllog_class_name(enum pf_nccllog_class c)
 {
     switch (c) {
-    case PF_NCCLLOG_RDMA: return "rdma";
-    case PF_NCCLLOG_SOCKET: return "socket";
-    case PF_NCCLLOG_OTHER: return "unknown";
-    default: return "none";
+    case PF_NCCLLOG_RDMA:
+        return "rdma";
+    case PF_NCCLLOG_SOCKET:
+        return "socket";
+    case PF_NCCLLOG_OTHER:
+        return "unknown";
+    default:
+        return "none";
     }
 }

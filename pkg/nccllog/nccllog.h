@@ -20,14 +20,14 @@
 
 /* Kinds of WARN lines, counted per process. */
 enum pf_nccllog_warn_kind {
-    PF_NCCLLOG_W_REFUSED,   /* connection refused */
-    PF_NCCLLOG_W_CLOSED,    /* closed / reset by the remote peer */
-    PF_NCCLLOG_W_TIMEOUT,   /* timeouts */
-    PF_NCCLLOG_W_SYSERR,    /* unhandled system error, socket / net errors */
-    PF_NCCLLOG_W_IBV,       /* ibv_* calls, IB completions with error */
-    PF_NCCLLOG_W_CUDA,      /* Cuda failure */
-    PF_NCCLLOG_W_SHM,       /* /dev/shm */
-    PF_NCCLLOG_W_PLUGIN,    /* NET/OFI and other plugin errors */
+    PF_NCCLLOG_W_REFUSED, /* connection refused */
+    PF_NCCLLOG_W_CLOSED,  /* closed / reset by the remote peer */
+    PF_NCCLLOG_W_TIMEOUT, /* timeouts */
+    PF_NCCLLOG_W_SYSERR,  /* unhandled system error, socket / net errors */
+    PF_NCCLLOG_W_IBV,     /* ibv_* calls, IB completions with error */
+    PF_NCCLLOG_W_CUDA,    /* Cuda failure */
+    PF_NCCLLOG_W_SHM,     /* /dev/shm */
+    PF_NCCLLOG_W_PLUGIN,  /* NET/OFI and other plugin errors */
     PF_NCCLLOG_W_OTHER,
     PF_NCCLLOG_W_KINDS
 };
@@ -36,19 +36,19 @@ const char *pf_nccllog_warn_kind_name(int kind);
 
 /* One NCCL process (host:pid), or the lines of one file that name no process. */
 struct pf_nccllog_proc {
-    char host[128];   /* NCCL's <host> (hostname cut at the first '.'); "-" for none */
-    long pid;         /* 0 for lines without a host:pid:tid prefix */
-    char pod[128];    /* kubectl --prefix pod, docker compose service, Ray ip */
-    int file;         /* index of the file it was first seen in */
-    char version[32]; /* "2.21.5" */
-    char cuda[16];    /* "12.4" from "+cuda12.4" */
-    char network[32]; /* declared: Using network X / internal Network X / Assigned NET plugin */
-    char chan_net[32];  /* the network of its NET channel lines: "IB", "Socket", "IBext_v8" */
+    char host[128];    /* NCCL's <host> (hostname cut at the first '.'); "-" for none */
+    long pid;          /* 0 for lines without a host:pid:tid prefix */
+    char pod[128];     /* kubectl --prefix pod, docker compose service, Ray ip */
+    int file;          /* index of the file it was first seen in */
+    char version[32];  /* "2.21.5" */
+    char cuda[16];     /* "12.4" from "+cuda12.4" */
+    char network[32];  /* declared: Using network X / internal Network X / Assigned NET plugin */
+    char chan_net[32]; /* the network of its NET channel lines: "IB", "Socket", "IBext_v8" */
     char ofi_provider[32];
-    char bootstrap[96];       /* "eth0:10.0.0.5" */
-    struct pf_strlist devs;   /* CUDA devices seen in "[N]" */
-    struct pf_strlist hcas;   /* "mlx5_0:1/IB" from "NET/IB : Using" (any form) */
-    struct pf_strlist ifaces; /* "eth0:10.0.0.5" from "NET/Socket : Using" and IB's OOB */
+    char bootstrap[96];        /* "eth0:10.0.0.5" */
+    struct pf_strlist devs;    /* CUDA devices seen in "[N]" */
+    struct pf_strlist hcas;    /* "mlx5_0:1/IB" from "NET/IB : Using" (any form) */
+    struct pf_strlist ifaces;  /* "eth0:10.0.0.5" from "NET/Socket : Using" and IB's OOB */
     struct pf_strlist gdr_on;  /* HCAs named by "GPU Direct RDMA Enabled for HCA" */
     struct pf_strlist gdr_off; /* ... "Disabled for HCA" */
     struct pf_strlist ranks;   /* global ranks this process holds (comm / channel lines) */
@@ -61,11 +61,11 @@ struct pf_nccllog_proc {
     int shm_channels;          /* via SHM/... */
     int gdr_enabled;           /* "GPU Direct RDMA Enabled for" lines */
     int gdr_disabled;
-    bool nvls;      /* NVLS used (channels, Connected NVLS, nvls channels > 0) */
-    bool nvls_cap;  /* NVLS multicast support is available */
-    bool collnet;   /* CollNet used */
-    int nranks;     /* largest "nranks N" */
-    int nnodes;     /* largest "nNodes N" */
+    bool nvls;           /* NVLS used (channels, Connected NVLS, nvls channels > 0) */
+    bool nvls_cap;       /* NVLS multicast support is available */
+    bool collnet;        /* CollNet used */
+    int nranks;          /* largest "nranks N" */
+    int nnodes;          /* largest "nNodes N" */
     int init_complete;   /* "Init COMPLETE" lines */
     double init_seconds; /* largest "Init timings: ... total X" */
     int warns_by_kind[PF_NCCLLOG_W_KINDS];
@@ -82,11 +82,11 @@ struct pf_nccllog_host {
     size_t nprocs;
     char transport[48]; /* inter-node network as NCCL names it ("" none seen) */
     enum pf_nccllog_class cls;
-    bool from_channels;  /* transport seen on channel lines, not only declared */
-    int gdr;             /* -1 unknown, 0 no, 1 yes */
+    bool from_channels; /* transport seen on channel lines, not only declared */
+    int gdr;            /* -1 unknown, 0 no, 1 yes */
     struct pf_strlist hcas, ifaces, versions, ranks, pods;
     int net_channels, gdr_channels, p2p_channels, shm_channels;
-    bool nvls, collnet, ib_no_device;
+    bool nvls, collnet, sharp, ib_no_device;
     int warns_by_kind[PF_NCCLLOG_W_KINDS];
     size_t nwarns;
 };

@@ -37,7 +37,9 @@ static void job_lines(struct pf_buf *out, const struct pf_nccllog *log)
     pf_buf_addf(out, "%zu host%s, NCCL %s\n", log->nhosts, log->nhosts == 1 ? "" : "s",
                 vs[0] ? vs : "version not logged");
     pf_buf_addf(out, "inter-node: %s; NVLS %s; CollNet/SHARP %s",
-                !log->multi_node ? "none (one node: P2P/SHM only)" : ts[0] ? ts : "not logged",
+                !log->multi_node ? "none (one node: P2P/SHM only)"
+                : ts[0]          ? ts
+                                 : "not logged",
                 nvls ? "used" : "not seen", collnet ? "used" : "not seen");
     double init = 0;
     int complete = 0;
@@ -63,9 +65,9 @@ static void host_row(struct pf_buf *out, const struct pf_nccllog *log,
         snprintf(tr, sizeof(tr), "%s", log->multi_node ? "?" : "none");
     else
         snprintf(tr, sizeof(tr), "%s%s", h->transport, h->from_channels ? "" : "*");
-    pf_buf_addf(out, "%-22.22s %5zu %-9.9s %-16.16s %-7s %-4s %-8.8s %5zu  %s\n", h->name, h->nprocs,
-                ranks[0] ? ranks : "-", tr, pf_nccllog_class_name(h->cls), gdr_text(h), ver[0] ? ver : "-",
-                h->nwarns, devs[0] ? devs : "-");
+    pf_buf_addf(out, "%-22.22s %5zu %-9.9s %-16.16s %-7s %-4s %-8.8s %5zu  %s\n", h->name,
+                h->nprocs, ranks[0] ? ranks : "-", tr, pf_nccllog_class_name(h->cls), gdr_text(h),
+                ver[0] ? ver : "-", h->nwarns, devs[0] ? devs : "-");
 }
 
 static void warn_kinds(struct pf_buf *out, const struct pf_nccllog *log)

@@ -62,8 +62,10 @@ static void proc_evidence(struct pf_node *m, const struct pf_nccllog_proc *p)
     if (p->devs.n) add_list(m, "cudaDevs", &p->devs);
     if (p->version[0]) pf_node_set_str(m, "ncclVersion", p->version);
     if (p->cuda[0]) pf_node_set_str(m, "cuda", p->cuda);
-    if (p->network[0]) pf_node_set_str(m, "network", p->network);
-    else if (p->chan_net[0]) pf_node_set_str(m, "network", p->chan_net);
+    if (p->network[0])
+        pf_node_set_str(m, "network", p->network);
+    else if (p->chan_net[0])
+        pf_node_set_str(m, "network", p->chan_net);
     if (p->ofi_provider[0]) pf_node_set_str(m, "ofiProvider", p->ofi_provider);
     if (p->hcas.n) add_list(m, "hcas", &p->hcas);
     if (p->ifaces.n) add_list(m, "interfaces", &p->ifaces);
@@ -97,7 +99,10 @@ static void host_evidence(struct pf_node *m, const struct pf_nccllog *log,
     pf_node_set_str(m, "transport", h->cls == PF_NCCLLOG_NONE ? "none" : h->transport);
     pf_node_set_str(m, "transportClass", pf_nccllog_class_name(h->cls));
     if (h->transport[0]) pf_node_set_str(m, "network", h->transport);
-    pf_node_set_str(m, "transportFrom", h->from_channels ? "channels" : h->transport[0] ? "init" : "none");
+    pf_node_set_str(m, "transportFrom",
+                    h->from_channels  ? "channels"
+                    : h->transport[0] ? "init"
+                                      : "none");
     if (h->cls == PF_NCCLLOG_NONE || h->gdr < 0)
         pf_node_set_null(m, "gpuDirectRdma");
     else
@@ -120,6 +125,7 @@ static void host_evidence(struct pf_node *m, const struct pf_nccllog *log,
                      h->gdr_channels, h->p2p_channels, h->shm_channels);
     pf_node_set_bool(m, "nvls", h->nvls);
     pf_node_set_bool(m, "collnet", h->collnet);
+    if (h->sharp) pf_node_set_bool(m, "sharp", true);
     if (h->nwarns) pf_node_set_int(m, "warnings", (long long)h->nwarns);
     add_warn_kinds(m, h->warns_by_kind);
 }
@@ -281,8 +287,7 @@ static void version_finding(struct pf_check *out, const struct pf_nccllog *log,
                          "ranks run different NCCL versions (%s): %s", list, where);
 }
 
-void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log,
-                         const char *expect_transport)
+void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log, const char *expect_transport)
 {
     pf_nccllog_finish(log);
     const char *et = expect_transport ? expect_transport : "";
@@ -320,11 +325,14 @@ void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log,
     pf_strlist_join(ttext, sizeof(ttext), &ts, ", ");
     char ranks[32] = "";
     if (log->nranks) snprintf(ranks, sizeof(ranks), "%d ranks on ", log->nranks);
-    pf_check_set_message(out, "%s%zu host%s, NCCL %s; inter-node: %s; %zu host%s on sockets, %zu "
-                              "without GDR",
+    pf_check_set_message(out,
+                         "%s%zu host%s, NCCL %s; inter-node: %s; %zu host%s on sockets, %zu "
+                         "without GDR",
                          ranks, log->nhosts, log->nhosts == 1 ? "" : "s",
                          vtext[0] ? vtext : "version not logged",
-                         !log->multi_node ? "none (one node)" : ttext[0] ? ttext : "not logged",
+                         !log->multi_node ? "none (one node)"
+                         : ttext[0]       ? ttext
+                                          : "not logged",
                          nsocket, nsocket == 1 ? "" : "s", nnogdr);
     pf_strlist_free(&ts);
     pf_strlist_free(&vs);
