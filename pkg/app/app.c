@@ -290,28 +290,6 @@ out:
     return code;
 }
 
-/* Reads one log file ("-": stdin) into the parser; total bytes bounded. */
-static int read_nccl_log(struct pf_nccllog *log, const char *path, size_t *total)
-{
-    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
-    if (!f) return pf_err_set(PF_EUSAGE, "log: cannot read %s: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n;
-    while ((n = getline(&line, &cap, f)) > 0) {
-        *total += (size_t)n;
-        if (*total > ((size_t)1 << 30)) {
-            free(line);
-            if (f != stdin) fclose(f);
-            return pf_err_set(PF_EUSAGE, "log: %s: more than 1 GiB of logs", path);
-        }
-        pf_nccllog_line(log, line, (size_t)n);
-    }
-    free(line);
-    if (f != stdin) fclose(f);
-    return 0;
-}
-
 int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
 {
     struct session s;
@@ -328,31 +306,20 @@ int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
         code = usage_error(o);
         goto out;
     }
-    size_t total = 0;
     struct pf_check *c = pf_verdict_add_check(&s.verdict, "nccl.log");
-    struct pf_node *fl = pf_node_set_seq(c->evidence, "files");
     for (int i = 0; i < nfiles; i++) {
-        if (read_nccl_log(&log, files[i], &total) < 0) {
+        if (pf_nccllog_read_file(&log, files[i]) < 0) {
             code = usage_error(o);
             goto out;
         }
-        pf_node_add_str(fl, files[i]);
     }
-    if (log.nccl_lines == 0) {
-        pf_check_skip(c, "no NCCL lines in %d file%s: was the job run with NCCL_DEBUG=INFO?",
-                      nfiles, nfiles == 1 ? "" : "s");
-    } else {
-        pf_nccllog_findings(c, &log, s.config.expect_transport);
-        pf_nccllog_evidence(c->evidence, &log);
-        struct pf_node *vs = pf_node_set_seq(s.verdict.environment, "ncclVersions");
-        for (size_t i = 0; i < log.n; i++)
-            if (log.v[i].version[0]) {
-                bool seen = false;
-                for (struct pf_node *x = vs->first; x; x = x->next)
-                    seen |= strcmp(x->str, log.v[i].version) == 0;
-                if (!seen) pf_node_add_str(vs, log.v[i].version);
-            }
-        if (vs->count == 1) pf_node_set_str(s.verdict.environment, "ncclVersion", vs->first->str);
+    pf_nccllog_check(&s.verdict, c, &log, s.config.expect_transport);
+    if (use_human(o) && log.nccl_lines && !(o->verdict_path && !strcmp(o->verdict_path, "-"))) {
+        struct pf_buf b;
+        pf_buf_init(&b, (size_t)1 << 20);
+        pf_nccllog_render(&b, &log, NULL);
+        fprintf(o->out, "%s\n", b.data ? b.data : "");
+        pf_buf_free(&b);
     }
     r = deliver(&s, o, o->verdict_path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);

@@ -62,7 +62,7 @@ expect_eq "log: socket only, expect.transport IB: says so" \
     "$(q sockexpect "c['findings'][0]['message'].endswith('expect.transport says RDMA')")" True
 
 plog plugin "$L/plugin-assigned.log"
-expect_log plugin warn socket-fallback 0
+expect_log plugin pass "" 0
 expect_eq "log: newer NCCL's 'Assigned NET plugin Socket to comm' names the network" \
     "$(q plugin "p[0]['network']")" "Socket"
 
@@ -122,3 +122,61 @@ expect_eq "log: a missing file is a usage error (exit 2)" "$(cat "$T/missing.rc"
 check "log: a missing file: the message names it" grep -q "does-not-exist.log" "$T/missing.err"
 plog nofile
 expect_eq "log: no file is a usage error (exit 2)" "$(cat "$T/nofile.rc")" 2
+
+# launcher decorations (made up, one line of each): torchrun [defaultN]: and [rankN]:, ANSI
+# colours, CRLF, srun -l "N: ", docker compose "name_1  | ", syslog, Ray "(pid=, ip=)" with
+# " [repeated Nx across cluster]", an ISO timestamp; the merged-NIC list form
+plog launch "$L/launchers.log"
+expect_log launch fail nccl-warn,no-gdr,socket-fallback 1
+expect_eq "log: launchers: hosts and their networks through every prefix" \
+    "$(q launch "[(h['name'], h['network'], h['transportClass']) for h in c['evidence']['hosts']]")" \
+    '[["tr-0", "IB", "rdma"], ["tr-1", "IB", "rdma"], ["tr-2", "IBext_v8", "rdma"], ["tr-3", "AWS Libfabric", "socket"]]'
+expect_eq "log: launchers: merged NICs give each port and link layer" \
+    "$(q launch "c['evidence']['hosts'][0]['hcas']")" '["mlx5_2:1/RoCE", "mlx5_3:1/RoCE", "mlx5_4:1/IB"]'
+expect_eq "log: launchers: pods from compose and Ray, GDR disabled per HCA" \
+    "$(q launch "[p[3].get('pod'), p[4].get('pod'), c['evidence']['hosts'][2]['gdrDisabledHcas']]")" \
+    '["worker_1", "10.0.0.9", ["mlx5_0"]]'
+expect_eq "log: launchers: WARN kinds" "$(q launch "c['evidence']['job']['warningsByKind']")" \
+    '{"connection-refused": 1}'
+env -i PATH="$PATH" NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+    "$PREFLIGHT" log --format human "$L/launchers.log" >"$T/human.txt" 2>&1
+check "log: human summary: a table row per host, then the findings" \
+    grep -q "^tr-2 .* IBext_v8 .* rdma .* no " "$T/human.txt"
+check "log: human summary: the job line" grep -q "^inter-node: IB, IBext_v8, AWS Libfabric;" "$T/human.txt"
+
+# Real logs (tests/fixtures/nccl-logs/real/, sources in SOURCES.md): every line of NAME.expect
+# (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, and per host
+# transport, class, GPUDirect RDMA and HCAs) must be what `preflight log` reads in NAME.log.
+for f in "$L"/real/*.log; do
+    n=$(basename "$f" .log)
+    plog "real-$n" "$f"
+    python3 - "$T/real-$n.yaml" "${f%.log}.expect" "$n" <<'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+c = [x for x in d['checks'] if x['id'] == 'nccl.log'][0]
+e = c.get('evidence') or {}
+j = e.get('job') or {}
+got = ['status: %s' % c['status'],
+       'codes: %s' % ','.join(sorted(set(f['code'] for f in c.get('findings') or []))),
+       'multiNode: %s' % str(j.get('multiNode')).lower(),
+       'hosts: %s' % j.get('hosts'),
+       'ranks: %s' % (j.get('ranks') or '-'),
+       'versions: %s' % ','.join(j.get('ncclVersions') or []),
+       'nvls: %s' % str(j.get('nvls')).lower(),
+       'warnings: %s' % ','.join('%s=%s' % kv for kv in sorted((j.get('warningsByKind') or {}).items()))]
+for h in e.get('hosts') or []:
+    g = h.get('gpuDirectRdma')
+    got.append('host %s: transport=%s class=%s gdr=%s hcas=%s' % (
+        h['name'], h['transport'], h['transportClass'], '-' if g is None else str(g).lower(),
+        ','.join(h.get('hcas') or []) or '-'))
+want = [l.rstrip('\n') for l in open(sys.argv[2]) if l.strip()]
+for w in want:
+    key = w.split(':', 1)[0]
+    g = [x for x in got if x.split(':', 1)[0] == key]
+    ok = g and g[0].rstrip() == w.rstrip()
+    print('%s - log: real %s: %s%s' % ('ok' if ok else 'not ok', sys.argv[3], w.rstrip(),
+                                       '' if ok else ' (got %r)' % (g[0] if g else None)))
+if len([x for x in got if x.startswith('host ')]) != len([w for w in want if w.startswith('host ')]):
+    print('not ok - log: real %s: host count differs' % sys.argv[3])
+PY
+done

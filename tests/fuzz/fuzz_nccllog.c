@@ -1,17 +1,19 @@
-/* Fuzz target: NCCL_DEBUG=INFO logs (`preflight log`): line splitting, host:pid:tid and
- * kubectl prefixes, version, transport, HCA and channel lines; then the findings and the
- * evidence built from what was read, rendered as YAML. */
+/* Fuzz target: NCCL_DEBUG=INFO logs (`preflight log`): line splitting, launcher prefixes and
+ * timestamps, host:pid:tid, version, transport, HCA and channel lines; then the hosts, the
+ * findings and the evidence built from what was read, rendered as YAML and as the human
+ * summary. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../../pkg/nccl/nccl.h"
+#include "../../pkg/nccllog/nccllog.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pf_nccllog log = {0};
+    pf_nccllog_file_begin(&log, "fuzz.log");
     pf_nccllog_text(&log, (const char *)data, size);
     if (log.nccl_lines > log.lines) abort();
     struct pf_verdict v;
@@ -19,12 +21,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pf_check *c = pf_verdict_add_check(&v, "nccl.log");
     for (size_t i = 0; i < log.n; i++)
         (void)pf_nccllog_gdr(&log.v[i]);
-    pf_nccllog_findings(c, &log, size & 1 ? "IB" : "");
-    pf_nccllog_evidence(c->evidence, &log);
+    pf_nccllog_check(&v, c, &log, size & 1 ? "IB" : "");
+    struct pf_buf b;
+    pf_buf_init(&b, (size_t)1 << 20);
+    pf_nccllog_render(&b, &log, c);
+    pf_buf_free(&b);
     pf_verdict_finalize(&v, NULL, NULL);
     char *yaml = NULL;
     size_t len = 0;
-    if (pf_verdict_to_yaml(&yaml, &len, &v) == 0) free(yaml);
+    if (pf_verdict_to_yaml(&yaml, &len, &v) != 0) abort(); /* a lost verdict */
+    free(yaml);
     pf_verdict_free(&v);
     pf_nccllog_free(&log);
     return 0;
