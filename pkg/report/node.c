@@ -127,8 +127,9 @@ int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const 
         }
     }
     if (r == 0)
-        r = pf_buf_addf(out, "%s{\"effect\":\"NoSchedule\",\"key\":\"%s\",\"value\":",
-                        first ? "" : ",", PF_REPORT_NODE_KEY);
+        r = pf_buf_addf(out,
+                        "%s{\"effect\":\"NoSchedule\",\"key\":\"%s\",\"value\":", first ? "" : ",",
+                        PF_REPORT_NODE_KEY);
     if (r == 0) r = pf_report_json_str(out, code);
     if (r == 0) r = pf_buf_addf(out, "}]}}");
     return r;
@@ -236,8 +237,8 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
                 break;
             }
             pf_buf_free(&res.body);
-            pf_report_api_request(&res, &a, "PATCH", path,
-                                  "application/strategic-merge-patch+json", body.data, deadline);
+            pf_report_api_request(&res, &a, "PATCH", path, "application/strategic-merge-patch+json",
+                                  body.data, deadline);
             done = res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300;
             if (!done && (res.status != 409 || attempt == 1))
                 node_finding(out, &res, &a, "tainting node", node);
@@ -251,8 +252,9 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
     pf_node_set_str(out->evidence, "node", node);
     pf_node_set_str(out->evidence, "mark", how == PF_MARK_NODE_LABEL ? "label" : "taint");
     if (done)
-        pf_check_set_message(out, how == PF_MARK_NODE_LABEL ? "node %s labelled %s=%s"
-                                                            : "node %s tainted %s=%s:NoSchedule",
+        pf_check_set_message(out,
+                             how == PF_MARK_NODE_LABEL ? "node %s labelled %s=%s"
+                                                       : "node %s tainted %s=%s:NoSchedule",
                              node, PF_REPORT_NODE_KEY, code);
 #endif
 }
@@ -272,8 +274,7 @@ void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_
     snprintf(code_copy, sizeof(code_copy), "%s", code ? code : "");
     double t = pf_now();
     struct pf_check *c = pf_verdict_add_check(v, "report.node");
-    pf_report_mark_node(c, ctx, failure_class, pf_node_get_str(v->pod, "node"), code_copy,
-                        budget);
+    pf_report_mark_node(c, ctx, failure_class, pf_node_get_str(v->pod, "node"), code_copy, budget);
     c->seconds = pf_now() - t;
     pf_verdict_finalize(v, policy, policy_arg);
 }
