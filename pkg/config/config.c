@@ -583,10 +583,18 @@ FIELD(f_metrics)
     return r;
 }
 
+FIELD(f_mark_node)
+{
+    static const char *const names[] = {"none", "label", "taint"};
+    return get_enum(x, v, key, names, 3, &x->c->report_mark_node);
+}
+
 FIELD(f_report)
 {
-    static const struct field fields[] = {
-        {"events", f_events}, {"annotate", f_annotate}, {"metricsFile", f_metrics}};
+    static const struct field fields[] = {{"events", f_events},
+                                          {"annotate", f_annotate},
+                                          {"metricsFile", f_metrics},
+                                          {"markNode", f_mark_node}};
     return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
 }
 

@@ -65,7 +65,11 @@ struct pf_config {
     bool report_events;
     bool report_annotate;
     char report_metrics_file[1024];
+    int report_mark_node; /* enum pf_mark_node */
 };
+
+/* report.markNode: what preflight does to its own node after a node-class failure. */
+enum pf_mark_node { PF_MARK_NODE_NONE, PF_MARK_NODE_LABEL, PF_MARK_NODE_TAINT };
 
 /* Fills the defaults. */
 void pf_config_defaults(struct pf_config *c);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "k8s_api.h"
 #include "report.h"
 
 #ifndef PF_VERSION
@@ -81,14 +82,7 @@ static bool curl_load(const char *override)
     return true;
 }
 
-/* ---- one HTTP exchange */
-struct http {
-    long status;   /* HTTP status, 0 when none came */
-    int curl_code; /* CURLE_* */
-    char error[PF_CURL_ERROR_SIZE + 64];
-    struct pf_buf body; /* the response, at most 64 KiB kept */
-};
-
+/* ---- one HTTP exchange (struct http and struct api: k8s_api.h) */
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
     struct pf_buf *b = userdata;
@@ -97,12 +91,6 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     (void)pf_buf_add(b, ptr, n < room ? n : room); /* the rest is dropped, not an error */
     return n;
 }
-
-struct api {
-    char base[600];                /* https://host:port */
-    char cafile[PF_HOST_PATH_MAX]; /* "" when the service account has no ca.crt */
-    char *token;
-};
 
 static void http_do(struct http *res, const struct api *a, const char *method, const char *path,
                     const char *content_type, const char *body, double deadline)
@@ -225,6 +213,20 @@ static void finding_for(struct pf_check *out, const struct http *res, const char
 static bool http_ok(const struct http *res)
 {
     return res->curl_code == PF_CURLE_OK && res->status >= 200 && res->status < 300;
+}
+
+bool pf_report_api_load(const char *override, const char **why)
+{
+    bool ok = curl_load(override);
+    *why = curl.error;
+    return ok;
+}
+
+void pf_report_api_request(struct http *res, const struct api *a, const char *method,
+                           const char *path, const char *content_type, const char *body,
+                           double deadline)
+{
+    http_do(res, a, method, path, content_type, body, deadline);
 }
 #endif /* !PF_STATIC */
 
@@ -374,6 +376,8 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
         c->seconds = pf_now() - t;
         pf_verdict_finalize(v, policy, policy_arg);
     }
+    if (cfg->report_mark_node != PF_MARK_NODE_NONE)
+        pf_report_node_stage(ctx, policy, policy_arg, pf_node_get_str(v->extra, "failureClass"));
     if (cfg->report_metrics_file[0]) {
         v->duration_seconds = pf_now() - t0;
         if (pf_report_metrics_write(v, cfg->report_metrics_file) < 0) {

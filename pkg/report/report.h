@@ -36,6 +36,29 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
  * budget_s bounds the whole exchange with the API server. */
 void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budget_s);
 
+/* Node marking (report.markNode: label | taint), after a failure of class "node" (the
+ * verdict's failureClass: failure_class; any other class, or NULL, does nothing): patches the
+ * pod's own node (NODE_NAME) with the label preflight.dev/unfit=<code> or a NoSchedule taint
+ * preflight.dev/unfit=<code>:NoSchedule, code being the first failing finding, so that the
+ * next attempt is scheduled elsewhere. Adds the check `report.node`; never fails the gate.
+ * Needs get and patch on nodes (a ClusterRole). */
+#define PF_REPORT_NODE_KEY "preflight.dev/unfit"
+void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg,
+                          const char *failure_class);
+/* The check itself: marks node `node` for finding `code` when failure_class is "node". */
+void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *failure_class,
+                         const char *node, const char *code, double budget_s);
+/* The label patch, a JSON merge patch as `kubectl label node N preflight.dev/unfit=CODE`
+ * sends (Content-Type application/merge-patch+json). */
+int pf_report_node_label_patch(struct pf_buf *out, const char *code);
+/* The taint patch, a strategic merge patch as `kubectl taint node N
+ * preflight.dev/unfit=CODE:NoSchedule` sends (application/strategic-merge-patch+json): the
+ * node's whole taint list (a list without a merge key is replaced whole), our taint added or
+ * its value replaced, plus metadata.resourceVersion, so that a taint added by someone else
+ * meanwhile makes the API server answer 409 instead of being lost. node_json: the node as GET
+ * returned it. Returns -1 when node_json has no metadata.resourceVersion. */
+int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const char *code);
+
 /* ---- The few libcurl constants used (libcurl is dlopened: no curl headers are needed to
  * build). Values from curl/curl.h; tests/unit/test_report.c compares them with the real
  * header where it is installed. */

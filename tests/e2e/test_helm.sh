@@ -37,7 +37,7 @@ for vf in "$K"/values-*.yaml; do
     python3 -c '
 import sys, yaml
 for d in yaml.safe_load_all(open(sys.argv[1])):
-    if d and d.get("kind") == "ConfigMap":
+    if d and d.get("kind") == "ConfigMap" and "config.yaml" in d["data"]:
         open(sys.argv[2], "w").write(d["data"]["config.yaml"])' "$r" "$T/config-$name.yaml"
     "$PREFLIGHT" check --config "$T/config-$name.yaml" --root "$T/emptyroot" --format yaml --verdict - >/dev/null 2>"$T/err"
     rc=$?
@@ -65,9 +65,42 @@ expect_eq "helm: test Job is Indexed with worldSize pods" \
     "$(q "$D" '[get("Job")["spec"][k] for k in ("completionMode","completions","parallelism")]')" '["Indexed", 2, 2]'
 expect_eq "helm: test Job pods use the Service as subdomain and carry its selector label" \
     "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["subdomain"] == get("Service")["metadata"]["name"] and all(get("Job")["spec"]["template"]["metadata"]["labels"][k] == v for k, v in get("Service")["spec"]["selector"].items())')" "True"
-expect_eq "helm: podFailurePolicy fails the Job on exit 1 and 2 of preflight" \
-    "$(q "$D" 'get("Job")["spec"]["podFailurePolicy"]["rules"][0]')" \
-    '{"action": "FailJob", "onExitCodes": {"containerName": "preflight", "operator": "In", "values": [1, 2]}}'
+expect_eq "helm: podFailurePolicy: spec (3, and 1, 2) fails the Job, node (4) counts, peer (5) is ignored" \
+    "$(q "$D" '[(r["action"], r["onExitCodes"]["values"]) for r in get("Job")["spec"]["podFailurePolicy"]["rules"] if "onExitCodes" in r and r["onExitCodes"]["containerName"] == "preflight"]')" \
+    '[["FailJob", [1, 2, 3]], ["Count", [4]], ["Ignore", [5]]]'
+expect_eq "helm: the preflight container writes its reason to the termination log" \
+    "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"]')" "FallbackToLogsOnError"
+expect_eq "helm: test pods one per node (podAntiAffinity on kubernetes.io/hostname, the test Job's pods)" \
+    "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]')" \
+    '[{"labelSelector": {"matchLabels": {"batch.kubernetes.io/job-name": "pf-preflight-test"}}, "topologyKey": "kubernetes.io/hostname"}]'
+expect_eq "helm: no ClusterRole unless markNode asks" "$(q "$D" 'get("ClusterRole")')" "None"
+expect_eq "helm: the token Secret is kept by helm (resource-policy keep)" \
+    "$(q "$D" 'get("Secret")["metadata"]["annotations"]["helm.sh/resource-policy"]')" "keep"
+check "helm: Chart.yaml states kubeVersion >=1.26 (podFailurePolicy on by default)" grep -qx 'kubeVersion: ">=1.26.0-0"' "$CHART/Chart.yaml"
+if "$HELM" template pf "$CHART" --kube-version 1.25.9 >/dev/null 2>"$T/err"; then notok "helm: refuses Kubernetes 1.25" "rendered"
+else check "helm: refuses Kubernetes 1.25 (kubeVersion)" grep -q "kubeVersion" "$T/err"; fi
+C=$T/render-cluster.yaml
+expect_eq "helm cluster: fullnameOverride names every object" \
+    "$(q "$C" 'sorted(set(d["metadata"]["name"].split("-")[0] for d in docs))')" '["fabric"]'
+expect_eq "helm cluster: priority class, scheduler, runtime class, pod security context, pull secret" \
+    "$(q "$C" '[get("Job")["spec"]["template"]["spec"].get(k) for k in ("priorityClassName", "schedulerName", "runtimeClassName", "securityContext", "imagePullSecrets")]')" \
+    '["training-high", "volcano", "nvidia", {"fsGroup": 2000}, [{"name": "regcred"}]]'
+expect_eq "helm cluster: container securityContext replaced by the value" \
+    "$(q "$C" 'get("Job")["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"]["add"]')" '["IPC_LOCK", "NET_RAW"]'
+expect_eq "helm cluster: the NCCL ConfigMap, then envFrom, read by preflight" \
+    "$(q "$C" '[get("ConfigMap", "fabric-check-nccl")["data"], get("Job")["spec"]["template"]["spec"]["containers"][0]["envFrom"]]')" \
+    '[{"NCCL_IB_HCA": "=mlx5_0,mlx5_1", "NCCL_SOCKET_IFNAME": "net1"}, [{"configMapRef": {"name": "fabric-check-nccl"}}, {"secretRef": {"name": "site-env"}}]]'
+expect_eq "helm cluster: extra volume and mount" \
+    "$(q "$C" '[[v["name"] for v in get("Job")["spec"]["template"]["spec"]["volumes"]][-1], get("Job")["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][-1]]')" \
+    '["topo", {"mountPath": "/etc/nccl", "name": "topo", "readOnly": true}]'
+expect_eq "helm cluster: Kueue queue on the Job, labels and Multus on the pods" \
+    "$(q "$C" '[get("Job")["metadata"]["labels"]["kueue.x-k8s.io/queue-name"], get("Job")["spec"]["template"]["metadata"]["labels"]["team"], get("Job")["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]]')" \
+    '["team-a", "ml-platform", "ml/sriov-rdma-a"]'
+expect_eq "helm cluster: markNode taint: a ClusterRole get/patch nodes bound to the ServiceAccount" \
+    "$(q "$C" '[get("ClusterRole")["rules"], get("ClusterRoleBinding")["subjects"]]')" \
+    '[[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}], [{"kind": "ServiceAccount", "name": "fabric-check", "namespace": "ml"}]]'
+expect_eq "helm cluster: the user's affinity kept, the one-per-node podAntiAffinity added" \
+    "$(q "$C" 'sorted(get("Job")["spec"]["template"]["spec"]["affinity"])')" '["nodeAffinity", "podAntiAffinity"]'
 expect_eq "helm: coordinator is index 0 of the test Job" \
     "$(q "$D" '[e["value"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_COORDINATOR"][0]')" \
     "pf-preflight-test-0.pf-preflight:29400"

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # manifests/: every file validated against the Kubernetes 1.30 API schemas (types, required
-# and unknown fields), the validator itself shown to refuse bad objects, the properties the
-# rendezvous depends on, and the ConfigMap's config accepted by preflight.
+# and unknown fields) or, for the launchers' custom resources (JobSet, TrainJob, PyTorchJob,
+# MPIJob, Volcano Job, LeaderWorkerSet), against the openAPIV3Schema of the launcher's own
+# CRD (tests/k8s/crds/, SOURCES.md names where each comes from); the validator itself shown to
+# refuse bad objects; the properties the rendezvous depends on; and the ConfigMap's config
+# accepted by preflight. No cluster and no launcher controller runs here.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "manifests" "$TOOLS_WHY"; exit 0; fi
@@ -19,6 +22,11 @@ for f in "$PREFLIGHT_SRC"/tests/k8s/bad/*.yaml; do
 done
 expect_eq "validator names the misspelt field" \
     "$($VALIDATE "$PREFLIGHT_SRC/tests/k8s/bad/typo.yaml" | grep -c 'unknown field "publishNotReadyAdresses"')" "1"
+$VALIDATE "$PREFLIGHT_SRC/tests/k8s/bad/crd-jobset.yaml" >"$T/val" 2>&1
+expect_eq "CRD validator: unknown field deep in a JobSet's pod template, wrong type, bad enum" \
+    "$(grep -c -e 'containers/0/terminationMessagePolicyy: unknown field' -e 'replicas: string "2" where integer' -e '"RestartJobsSet" is not one of' "$T/val")" "4"
+expect_eq "CRD validator: every launcher's CRD is loaded" \
+    "$(for k in JobSet TrainJob TrainingRuntime PyTorchJob MPIJob LeaderWorkerSet; do grep -l "^  names:" "$PREFLIGHT_SRC"/tests/k8s/crds/*.yaml | xargs grep -l "kind: $k\$" | head -1 | wc -l; done | tr -d '\n')" "111111"
 
 q() { python3 - "$@" <<'PY'
 import json, sys, yaml
@@ -95,3 +103,83 @@ mkdir -p "$T/root"
 "$PREFLIGHT" check --config "$T/config.yaml" --root "$T/root" --format yaml --verdict - >/dev/null 2>"$T/err"
 rc=$?
 if [ $rc -ne 2 ]; then ok "configmap: preflight accepts config.yaml"; else notok "configmap: preflight accepts config.yaml" "$(head -2 "$T/err")"; fi
+
+# ---- the launchers: every pod template in every manifest (found wherever it sits in the
+# custom resource) runs preflight as an initContainer that shares with the trainer what it
+# checks, and gives what the identity rules read
+lq() { python3 - "$@" <<'PY'
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+def templates(v, out):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            if k in ("template", "workerTemplate", "leaderTemplate") and isinstance(x, dict) and "containers" in (x.get("spec") or {}):
+                out.append(x)
+            else:
+                templates(x, out)
+    elif isinstance(v, list):
+        for x in v:
+            templates(x, out)
+    return out
+def kind(k):
+    return next(d for d in docs if d["kind"] == k)
+def inits(t): return t["spec"].get("initContainers", [])
+# the pod templates that run preflight (an MPIJob's launcher runs none)
+tpls = [t for t in templates(docs, []) if any(c["name"] == "preflight" for c in inits(t))]
+def pf(t): return next(c for c in inits(t) if c["name"] == "preflight")
+def trainer(t): return t["spec"]["containers"][0]
+def env(c): return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+r = eval(sys.argv[2])
+print(json.dumps(r, sort_keys=True) if isinstance(r, (list, dict)) else r)
+PY
+}
+for f in "$M"/*.yaml; do
+    n=$(basename "$f" .yaml)
+    [ "$(lq "$f" 'len(tpls)')" = 0 ] && continue
+    expect_eq "$n: every initContainer has terminationMessagePolicy FallbackToLogsOnError" \
+        "$(lq "$f" 'sorted(set(c.get("terminationMessagePolicy") for t in tpls for c in inits(t)))')" '["FallbackToLogsOnError"]'
+    expect_eq "$n: preflight and the trainer share /dev/shm, NCCL env, capabilities, resources" \
+        "$(lq "$f" 'sorted(set(json.dumps([[m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/dev/shm"] == ["dshm"] for c in (pf(t), trainer(t))] + [pf(t)["envFrom"] == trainer(t)["envFrom"] == [{"configMapRef": {"name": "trainer-nccl"}}], pf(t)["securityContext"] == trainer(t)["securityContext"], pf(t)["resources"]["limits"] == trainer(t)["resources"]["limits"]]) for t in tpls))')" \
+        '["[true, true, true, true, true]"]'
+    expect_eq "$n: the podinfo volume holds labels and annotations; POD_NAME and NODE_NAME set" \
+        "$(lq "$f" 'sorted(set(json.dumps([sorted(i["path"] for v in t["spec"]["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), env(pf(t))["POD_NAME"], env(pf(t))["NODE_NAME"]]) for t in tpls))')" \
+        '["[[\"annotations\", \"labels\"], {\"fieldRef\": {\"fieldPath\": \"metadata.name\"}}, {\"fieldRef\": {\"fieldPath\": \"spec.nodeName\"}}]"]'
+    expect_eq "$n: preflight runs first (after preflight-install in the training-image mode)" \
+        "$(lq "$f" 'all([c["name"] for c in inits(t)] in (["preflight"], ["preflight-install", "preflight"]) for t in tpls)')" "True"
+done
+J=$M/jobset.yaml
+expect_eq "jobset: DNS of not-ready pods, Indexed Jobs, world size = Jobs x pods" \
+    "$(lq "$J" 'kind("JobSet")["spec"]["network"]["publishNotReadyAddresses"] and all(r["template"]["spec"]["completionMode"] == "Indexed" for r in kind("JobSet")["spec"]["replicatedJobs"]) and int(env(pf(tpls[0]))["PREFLIGHT_WORLD_SIZE"]) == sum(r["replicas"] * r["template"]["spec"]["completions"] for r in kind("JobSet")["spec"]["replicatedJobs"])')" "True"
+TJ=$M/trainjob.yaml
+expect_eq "trainjob: PET_* injected into the preflight initContainer of the node job" \
+    "$(lq "$TJ" '[kind("TrainingRuntime")["spec"]["mlPolicy"]["torch"]["envInjection"]["targets"], [r["name"] for r in kind("TrainingRuntime")["spec"]["template"]["spec"]["replicatedJobs"]], "PREFLIGHT_WORLD_SIZE" in env(pf(tpls[0])), kind("TrainJob")["spec"]["runtimeRef"]["name"] == kind("TrainingRuntime")["metadata"]["name"]]')" \
+    '[[{"containerNames": ["preflight"], "jobName": "node"}], ["node"], false, true]'
+P=$M/pytorchjob.yaml
+expect_eq "pytorchjob: own headless Service publishes not-ready pods; both replica types use it as subdomain" \
+    "$(lq "$P" '[kind("Service")["spec"]["clusterIP"], kind("Service")["spec"]["publishNotReadyAddresses"], kind("Service")["spec"]["selector"], sorted(set(t["spec"]["subdomain"] for t in tpls)), len(tpls)]')" \
+    '["None", true, {"training.kubeflow.org/job-name": "trainer"}, ["trainer"], 2]'
+expect_eq "pytorchjob: world size = master + worker replicas" \
+    "$(lq "$P" 'int(env(pf(tpls[0]))["PREFLIGHT_WORLD_SIZE"]) == sum(r["replicas"] for r in kind("PyTorchJob")["spec"]["pytorchReplicaSpecs"].values())')" "True"
+MP=$M/mpijob.yaml
+expect_eq "mpijob: a headless Service selects worker 0 alone, publishes it not-ready, and is the coordinator" \
+    "$(lq "$MP" '[kind("Service")["spec"]["publishNotReadyAddresses"], kind("Service")["spec"]["selector"], env(pf(tpls[-1]))["PREFLIGHT_COORDINATOR"], int(env(pf(tpls[-1]))["PREFLIGHT_WORLD_SIZE"]) == kind("MPIJob")["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]]')" \
+    '[true, {"training.kubeflow.org/job-name": "trainer", "training.kubeflow.org/job-role": "worker", "training.kubeflow.org/replica-index": "0"}, "trainer-rank0:29400", true]'
+expect_eq "mpijob: the launcher runs no preflight" \
+    "$(lq "$MP" 'kind("MPIJob")["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"].get("initContainers")')" "None"
+V=$M/volcano-job.yaml
+expect_eq "volcano: svc plugin publishes not-ready pods, env plugin gives VC_TASK_INDEX, gang of all pods" \
+    "$(lq "$V" '[kind("Job")["spec"]["plugins"], kind("Job")["spec"]["minAvailable"] == sum(t["replicas"] for t in kind("Job")["spec"]["tasks"]), "PREFLIGHT_WORLD_SIZE" in env(pf(tpls[0]))]')" \
+    '[{"env": [], "svc": ["--publish-not-ready-addresses=true"]}, true, false]'
+L=$M/leaderworkerset.yaml
+expect_eq "leaderworkerset: workers start without waiting for the leader to be Ready; no world size of ours" \
+    "$(lq "$L" '[kind("LeaderWorkerSet")["spec"]["startupPolicy"], "PREFLIGHT_WORLD_SIZE" in env(pf(tpls[0])), "PREFLIGHT_COORDINATOR" in env(pf(tpls[0]))]')" '["LeaderCreated", false, false]'
+
+# ---- the exit-code recipes: spec stops, node and peer retry
+expect_eq "indexed-job: podFailurePolicy: spec (3) fails the Job, node (4) counts, peer (5) is ignored" \
+    "$(q "$M/indexed-job.yaml" '[(r["action"], r["onExitCodes"]["values"]) for r in get("Job")["spec"]["podFailurePolicy"]["rules"] if "onExitCodes" in r and r["onExitCodes"]["containerName"] == "preflight"]')" \
+    '[["FailJob", [1, 2, 3]], ["Count", [4]], ["Ignore", [5]]]'
+for w in jobset trainjob; do
+    expect_eq "$w: child Jobs fail on spec (3) by podFailurePolicy, on node/peer by backoffLimit 0; the set stops on the first, restarts on the second" \
+        "$(lq "$M/$w.yaml" 'json.dumps([[(r["action"], r.get("onExitCodes", {}).get("values")) for r in rj["template"]["spec"]["podFailurePolicy"]["rules"]] + [rj["template"]["spec"]["backoffLimit"]] for rj in (kind("JobSet") if "JobSet" in [d["kind"] for d in docs] else kind("TrainingRuntime")["spec"]["template"])["spec"]["replicatedJobs"]]) + " " + json.dumps([(r["action"], r["onJobFailureReasons"]) for r in (kind("JobSet")["spec"] if "JobSet" in [d["kind"] for d in docs] else kind("TrainingRuntime")["spec"]["template"]["spec"])["failurePolicy"]["rules"]])')" \
+        '[[["FailJob", [1, 2, 3]], ["Count", [4]], ["Count", [5]], ["Ignore", null], 0]] [["FailJobSet", ["PodFailurePolicy"]], ["RestartJobSet", ["BackoffLimitExceeded"]]]'
+done

@@ -64,6 +64,16 @@ class H(BaseHTTPRequestHandler):
                 "message": '%s is forbidden: User "system:serviceaccount:ml:default" cannot '
                            '%s resource "%s" in API group "" in the namespace "ml"' % (res, verb, res),
                 "reason": "Forbidden", "code": 403})
+        if self.path == "/api/v1/nodes/node-a":
+            if self.command == "GET":
+                self.server.gets = getattr(self.server, "gets", 0) + 1
+                return self.reply(200, {"kind": "Node", "metadata": {"name": "node-a",
+                    "resourceVersion": str(100 + self.server.gets)},
+                    "spec": {"taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]}})
+            self.server.patches = getattr(self.server, "patches", 0) + 1
+            if mode == "node409" and self.server.patches == 1:
+                return self.reply(409, {"kind": "Status", "reason": "Conflict", "code": 409})
+            return self.reply(200, {"kind": "Node", "metadata": {"name": "node-a"}})
         try:
             doc = json.loads(body)
         except ValueError:
@@ -273,6 +283,47 @@ else
     notok "report wrong CA: start the HTTPS server" "no port"
 fi
 stop_server
+
+# ---- node marking (report.markNode): the label and the taint that `kubectl label` and
+# `kubectl taint` would send, on the pod's own node. The verdict's failure class is not
+# produced by `preflight run` here, so the test drives pf_report_mark_node through the unit
+# test binary (test_mark_node_live) against this server.
+UNIT_REPORT=${PREFLIGHT%/preflight}/tests/test_report
+mark() { # MODE HOW
+    start_server "$1" || return 1
+    (cd "$PREFLIGHT_SRC/tests" && PF_TEST_APISERVER_PORT=$PORT PF_TEST_ROOT=$T/root PF_TEST_MARK=$2 \
+        "$UNIT_REPORT" >"$T/mark-$1-$2.txt" 2>&1)
+}
+if [ -x "$UNIT_REPORT" ] && mark node label; then
+    expect_eq "markNode label: one merge patch on the node, exactly the label" \
+        "$(python3 -c 'import json,sys; print(json.dumps([(r["method"], r["path"], r["ctype"], r["body"]) for r in map(json.loads, open(sys.argv[1]))]))' "$LOG")" \
+        '[["PATCH", "/api/v1/nodes/node-a", "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"preflight.dev/unfit\":\"port-down\"}}}"]]'
+    check "markNode label: the check says what it did" grep -q "report.node: node node-a labelled preflight.dev/unfit=port-down" "$T/mark-node-label.txt"
+    mark node taint
+    expect_eq "markNode taint: GET the node, then a strategic merge patch keeping its taints, with its resourceVersion" \
+        "$(python3 -c 'import json,sys; print(json.dumps([(r["method"], r["ctype"], r["body"]) for r in map(json.loads, open(sys.argv[1]))]))' "$LOG")" \
+        '[["GET", "application/json", ""], ["PATCH", "application/strategic-merge-patch+json", "{\"metadata\":{\"resourceVersion\":\"101\"},\"spec\":{\"taints\":[{\"key\": \"nvidia.com/gpu\", \"effect\": \"NoSchedule\"},{\"effect\":\"NoSchedule\",\"key\":\"preflight.dev/unfit\",\"value\":\"port-down\"}]}}"]]'
+    check "markNode taint: the check says what it did" grep -q "report.node: node node-a tainted preflight.dev/unfit=port-down:NoSchedule" "$T/mark-node-taint.txt"
+    mark node409 taint
+    expect_eq "markNode taint: a 409 Conflict reads the node again and patches with the new resourceVersion" \
+        "$(python3 -c 'import json,sys; print(json.dumps([(r["method"], json.loads(r["body"])["metadata"]["resourceVersion"] if r["body"] else None) for r in map(json.loads, open(sys.argv[1]))]))' "$LOG")" \
+        '[["GET", null], ["PATCH", "101"], ["GET", null], ["PATCH", "102"]]'
+    check "markNode taint after 409: done, no finding" bash -c "grep -q 'tainted' '$T/mark-node409-taint.txt' && ! grep -q '^finding' '$T/mark-node409-taint.txt'"
+    mark forbidden label
+    check "markNode 403: node-forbidden, a warn" grep -q "^finding: node-forbidden labelling node node-a: HTTP 403" "$T/mark-forbidden-label.txt"
+else
+    skip "report markNode" "build/san/tests/test_report missing (make ASAN=1 UBSAN=1 unit-build)"
+fi
+stop_server
+
+# ---- report.markNode in the config: none | label | taint, anything else a usage error
+printf 'report:\n  markNode: taint\n' >"$T/config-mark.yaml"
+"$PREFLIGHT" check --config "$T/config-mark.yaml" --root "$T/root" --format yaml --verdict - >/dev/null 2>"$T/err"
+check "config report.markNode: taint is accepted" test $? -ne 2
+printf 'report:\n  markNode: cordon\n' >"$T/config-mark.yaml"
+"$PREFLIGHT" check --config "$T/config-mark.yaml" --root "$T/root" --format yaml --verdict - >/dev/null 2>"$T/err"
+expect_eq "config report.markNode: cordon is a usage error naming the key" \
+    "$?:$(grep -c 'markNode' "$T/err")" "2:1"
 
 # ---- outside a pod: skip
 run outside "$T/config.yaml"

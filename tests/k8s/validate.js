@@ -6,7 +6,14 @@
 //   * unknown fields (a typo such as `publishNotReadyAdresses`), which those validators let
 //     through, by walking each object against the interfaces of the npm package
 //     kubernetes-types (also generated from the OpenAPI spec, one interface per schema).
-// Usage: NODE_PATH=build/tools/node_modules node tests/k8s/validate.js FILE...
+// Custom resources of the training launchers (JobSet, TrainJob, PyTorchJob, MPIJob, Volcano
+// Job, LeaderWorkerSet) are validated against the openAPIV3Schema of their CRD, read from the
+// CRD YAML files in tests/k8s/crds/ (or --crds DIR), the way the API server's structural
+// schema validation would: types, formats, enums, required fields, bounds, patterns, and
+// unknown fields (which the API server prunes, or refuses with strict field validation).
+// CEL rules (x-kubernetes-validations) are not evaluated: no CEL interpreter here. Every pod
+// template inside a custom resource is also validated against the Kubernetes API schemas.
+// Usage: NODE_PATH=build/tools/node_modules node tests/k8s/validate.js [--crds DIR] FILE...
 // Prints "ok FILE: Kind/name" or "error FILE: Kind/name: /path: problem" per document and
 // exits 1 when any document is invalid or of a kind it does not know.
 "use strict";
@@ -107,9 +114,124 @@ function modulesFor(apiVersion) {
   return [models, `${short}/${version}`];
 }
 
+// ---- CRDs: "group/version Kind" -> openAPIV3Schema
+const crds = new Map();
+function loadCrds(dir) {
+  if (!fs.existsSync(dir)) return;
+  for (const f of fs.readdirSync(dir).filter((n) => n.endsWith(".yaml")).sort()) {
+    for (const d of yaml.loadAll(fs.readFileSync(path.join(dir, f), "utf8"))) {
+      if (!d || d.kind !== "CustomResourceDefinition") continue;
+      for (const v of d.spec.versions || [])
+        if (v.served !== false && v.schema && v.schema.openAPIV3Schema)
+          crds.set(`${d.spec.group}/${v.name} ${d.spec.names.kind}`, { schema: v.schema.openAPIV3Schema, file: f });
+    }
+  }
+}
+
+const typeOf = (v) =>
+  v === null ? "null" : Array.isArray(v) ? "array" : Number.isInteger(v) ? "integer" : typeof v;
+
+// Validates value against an OpenAPI v3 (structural) schema s; pushes "where: problem".
+function checkSchema(value, s, where, problems) {
+  if (!s) return;
+  const at = where || "/";
+  if (value === null) {
+    if (!s.nullable && s.type) problems.push(`${at}: null where ${s.type} is wanted`);
+    return;
+  }
+  for (const sub of s.allOf || []) checkSchema(value, sub, where, problems);
+  for (const key of ["anyOf", "oneOf"]) {
+    if (!s[key] || s["x-kubernetes-int-or-string"]) continue;
+    const ok = s[key].filter((sub) => {
+      const p = [];
+      checkSchema(value, Object.assign({ "x-kubernetes-preserve-unknown-fields": true }, sub), where, p);
+      return p.length === 0;
+    }).length;
+    if (key === "anyOf" ? ok === 0 : ok !== 1) problems.push(`${at}: matches ${ok} of the ${key} schemas`);
+  }
+  const t = typeOf(value);
+  if (s["x-kubernetes-int-or-string"]) {
+    if (t !== "integer" && t !== "string") problems.push(`${at}: ${t} where an integer or a string is wanted`);
+    return;
+  }
+  if (s.type) {
+    const good = s.type === t || (s.type === "number" && t === "integer");
+    if (!good) {
+      problems.push(`${at}: ${t} ${JSON.stringify(value).slice(0, 40)} where ${s.type} is wanted`);
+      return;
+    }
+  }
+  if (s.enum && !s.enum.some((e) => e === value)) problems.push(`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(s.enum)}`);
+  if (t === "integer" || t === "number") {
+    if (s.format === "int32" && (value < -2147483648 || value > 2147483647)) problems.push(`${at}: ${value} is out of int32 range`);
+    if (s.minimum !== undefined && (s.exclusiveMinimum ? value <= s.minimum : value < s.minimum)) problems.push(`${at}: ${value} is below the minimum ${s.minimum}`);
+    if (s.maximum !== undefined && (s.exclusiveMaximum ? value >= s.maximum : value > s.maximum)) problems.push(`${at}: ${value} is above the maximum ${s.maximum}`);
+  }
+  if (t === "string") {
+    if (s.minLength !== undefined && value.length < s.minLength) problems.push(`${at}: shorter than ${s.minLength}`);
+    if (s.maxLength !== undefined && value.length > s.maxLength) problems.push(`${at}: longer than ${s.maxLength}`);
+    let re = null;
+    try {
+      re = s.pattern ? new RegExp(s.pattern, "u") : null;
+    } catch (e) {
+      re = null; // an RE2 construct JavaScript lacks: left to the API server
+    }
+    if (re && !re.test(value)) problems.push(`${at}: "${value}" does not match ${s.pattern}`);
+  }
+  if (t === "array") {
+    if (s.minItems !== undefined && value.length < s.minItems) problems.push(`${at}: fewer than ${s.minItems} items`);
+    if (s.maxItems !== undefined && value.length > s.maxItems) problems.push(`${at}: more than ${s.maxItems} items`);
+    value.forEach((v, i) => checkSchema(v, s.items, `${where}/${i}`, problems));
+  }
+  if (t === "object") {
+    for (const r of s.required || []) if (!(r in value)) problems.push(`${at}: missing required field "${r}"`);
+    const props = s.properties || {};
+    const embedded = s["x-kubernetes-embedded-resource"];
+    for (const k of Object.keys(value)) {
+      if (k in props) checkSchema(value[k], props[k], `${where}/${k}`, problems);
+      else if (typeof s.additionalProperties === "object") checkSchema(value[k], s.additionalProperties, `${where}/${k}`, problems);
+      else if (s.additionalProperties === true || s["x-kubernetes-preserve-unknown-fields"]) continue;
+      else if (embedded && ["apiVersion", "kind", "metadata"].includes(k)) continue;
+      else if (where === "" && ["apiVersion", "kind", "metadata"].includes(k)) continue;
+      else if (s.properties || s.additionalProperties === false) problems.push(`${where}/${k}: unknown field "${k}"`);
+    }
+  }
+}
+
+// Pod templates inside a custom resource: objects under a key "template" whose spec has
+// containers (the pod template of a Job inside a JobSet or TrainingRuntime is itself inside a
+// "template": only the innermost one has containers).
+function podTemplates(v, where, out) {
+  if (!v || typeof v !== "object") return out;
+  for (const [k, x] of Object.entries(v)) {
+    if (!x || typeof x !== "object") continue;
+    if (k === "template" && x.spec && Array.isArray(x.spec.containers)) out.push([where + "/" + k, x]);
+    else podTemplates(x, where + "/" + k, out);
+  }
+  return out;
+}
+
+function validatePodTemplate(tpl, where, problems) {
+  const { PodTemplateSpec } = require("kubernetes-models/v1");
+  try {
+    new PodTemplateSpec(tpl).validate();
+  } catch (e) {
+    problems.push(`${where}: ` + String(e.message || e).replace(/^data/, "").split(", ").join("; "));
+  }
+  walk(tpl, "core/v1", "PodTemplateSpec", where, problems);
+}
+
 function validateDoc(doc) {
   const problems = [];
   if (!doc.apiVersion || !doc.kind) return ["missing apiVersion or kind"];
+  const crd = crds.get(`${doc.apiVersion} ${doc.kind}`);
+  if (crd) {
+    checkSchema(doc, crd.schema, "", problems);
+    const meta = doc.metadata || {};
+    if (!meta.name && !meta.generateName) problems.push(`/metadata: missing name`);
+    for (const [where, tpl] of podTemplates(doc.spec, "/spec", [])) validatePodTemplate(tpl, where, problems);
+    return problems;
+  }
   const [modelsMod, typesMod] = modulesFor(doc.apiVersion);
   let Model;
   try {
@@ -129,7 +251,14 @@ function validateDoc(doc) {
 }
 
 let bad = 0;
-for (const file of process.argv.slice(2)) {
+let args = process.argv.slice(2);
+let crdDir = path.join(__dirname, "crds");
+if (args[0] === "--crds") {
+  crdDir = args[1];
+  args = args.slice(2);
+}
+loadCrds(crdDir);
+for (const file of args) {
   let docs;
   try {
     docs = yaml.loadAll(fs.readFileSync(file, "utf8"));

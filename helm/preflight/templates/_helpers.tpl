@@ -3,10 +3,16 @@ Names. Every name is derived from the release, so that the helpers give the same
 they are included from a parent chart (with this chart as a dependency).
 */}}
 {{- define "preflight.fullname" -}}
-{{- if contains "preflight" .Release.Name -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- if $v.fullnameOverride -}}
+{{- $v.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default "preflight" $v.nameOverride -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 50 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-preflight" .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -86,6 +92,11 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
   {{- end }}
   imagePullPolicy: {{ $v.image.pullPolicy }}
   args: [run]
+  terminationMessagePolicy: FallbackToLogsOnError   # preflight's one-line reason
+  {{- with include "preflight.trainerEnvFrom" $ctx }}
+  envFrom:
+    {{- . | nindent 4 }}
+  {{- end }}
   env:
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
@@ -113,7 +124,10 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
     {{- with $v.env }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
-  {{- if $v.ipcLock }}
+  {{- if $v.securityContext }}
+  securityContext:
+    {{- toYaml $v.securityContext | nindent 4 }}
+  {{- else if $v.ipcLock }}
   {{- /* added capabilities reach root processes only: IPC_LOCK needs UID 0 to take effect */}}
   securityContext:
     runAsUser: 0
@@ -139,6 +153,27 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
     {{- if $v.trainingImage }}
     - {name: preflight-bin, mountPath: /opt/preflight, readOnly: true}
     {{- end }}
+    {{- with $v.extraVolumeMounts }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/*
+preflight.trainerEnvFrom: the envFrom list preflight uses (the ncclEnv ConfigMap, then
+envFrom); give your trainer container the same, so that a pass holds for the trainer's view:
+  envFrom:
+    {{- include "preflight.trainerEnvFrom" . | nindent 4 }}
+Empty when neither is set.
+*/}}
+{{- define "preflight.trainerEnvFrom" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- if $v.ncclEnv }}
+- configMapRef:
+    name: {{ include "preflight.fullname" . }}-nccl
+{{- end }}
+{{- with $v.envFrom }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* The initContainer that copies the binary in, when preflight runs in the training image. */}}
@@ -150,6 +185,7 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
   image: {{ include "preflight.image" $ctx }}
   imagePullPolicy: {{ $v.image.pullPolicy }}
   args: [install, /opt/preflight]
+  terminationMessagePolicy: FallbackToLogsOnError
   volumeMounts:
     - {name: preflight-bin, mountPath: /opt/preflight}
 {{- end -}}
@@ -196,5 +232,8 @@ Mount the volume preflight-verdict at /run/preflight in the trainer to read verd
 {{- if $v.trainingImage }}
 - name: preflight-bin
   emptyDir: {}
+{{- end }}
+{{- with $v.extraVolumes }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}

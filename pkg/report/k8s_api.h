@@ -1,0 +1,32 @@
+/* report (private): one HTTPS exchange with the Kubernetes API server through libcurl, shared
+ * by the Event and annotation (k8s.c) and node marking (node.c). Not part of report.h. */
+#ifndef PF_REPORT_K8S_API_H
+#define PF_REPORT_K8S_API_H
+
+#include <stdbool.h>
+
+#include "report.h"
+
+#ifndef PF_STATIC
+struct http {
+    long status;   /* HTTP status, 0 when none came */
+    int curl_code; /* CURLE_* */
+    char error[PF_CURL_ERROR_SIZE + 64];
+    struct pf_buf body; /* the response, at most 64 KiB kept */
+};
+
+struct api {
+    char base[600];                /* https://host:port */
+    char cafile[PF_HOST_PATH_MAX]; /* "" when the service account has no ca.crt */
+    char *token;
+};
+
+/* Loads libcurl once (override: PREFLIGHT_LIBCURL); false with *why set when it cannot. */
+bool pf_report_api_load(const char *override, const char **why);
+/* One request; res->body must be freed by the caller. */
+void pf_report_api_request(struct http *res, const struct api *a, const char *method,
+                           const char *path, const char *content_type, const char *body,
+                           double deadline);
+#endif
+
+#endif
