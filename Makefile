@@ -32,7 +32,8 @@ B       := build/$(VARIANT)
 
 PKG_SRCS  := $(sort $(wildcard pkg/*/*.c))
 PKG_OBJS  := $(PKG_SRCS:%.c=$(B)/%.o)
-MAIN_OBJ  := $(B)/cmd/preflight/main.o
+MAIN_SRCS := $(sort $(wildcard cmd/preflight/*.c))
+MAIN_OBJ  := $(MAIN_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
@@ -77,7 +78,7 @@ $(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)
 
 # ---- fully static variant (musl; libyaml built for musl from Debian's source package)
 static: bin/preflight-static
-bin/preflight-static: $(PKG_SRCS) cmd/preflight/main.c docs/checks.md scripts/build-static.sh
+bin/preflight-static: $(PKG_SRCS) $(MAIN_SRCS) docs/checks.md scripts/build-static.sh
 	scripts/build-static.sh
 
 # ---- tests

@@ -34,6 +34,6 @@ werror=""
 musl-gcc -std=c11 -O2 -static -DPF_STATIC -DPF_VERSION="\"$version\"" -DPF_GIT="\"$git\"" \
     -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings \
     -Wvla $werror -fno-strict-aliasing -Ibuild/static/include -idirafter build/static/kernel \
-    -o bin/preflight-static cmd/preflight/main.c $(ls pkg/*/*.c) scripts/static-compat.c \
+    -o bin/preflight-static cmd/preflight/*.c $(ls pkg/*/*.c) scripts/static-compat.c \
     "$yaml" "$jansson" "$sodium" -lm
 echo "built bin/preflight-static"

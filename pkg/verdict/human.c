@@ -181,8 +181,8 @@ static const char *verdict_word(enum pf_status s)
     return s == PF_FAIL ? "FAIL" : s == PF_WARN ? "WARN" : "PASS";
 }
 
-/* "preflight FAIL: 2 failed, 1 warning, 6 passed, 6 skipped; pod trainer-5 (namespace ml) on
- * node gpu-node-22, rank 3 of 16" */
+/* "preflight FAIL: 2 failed, 1 warning, 6 passed, 6 skipped; pod ml/trainer-5, node
+ * gpu-node-22, rank 3/16" */
 static void header(struct hw *h, const struct pf_verdict *v)
 {
     size_t n[PF_FAIL + 1] = {0};
@@ -200,15 +200,15 @@ static void header(struct hw *h, const struct pf_verdict *v)
     const char *pod = str_or(v->pod, "name", NULL);
     const char *ns = str_or(v->pod, "namespace", NULL);
     const char *node = str_or(v->pod, "node", NULL);
-    if (pod) pf_buf_addf(&b, "; pod %s", pod);
-    if (pod && ns) pf_buf_addf(&b, " (namespace %s)", ns);
-    if (node) pf_buf_addf(&b, "%snode %s", pod ? " on " : "; ", node);
+    const char *sep2 = "; ";
+    if (pod) pf_buf_addf(&b, "%spod %s%s%s", sep2, ns ? ns : "", ns ? "/" : "", pod), sep2 = ", ";
+    if (node) pf_buf_addf(&b, "%snode %s", sep2, node), sep2 = ", ";
     if (pf_node_get(v->pod, "rank")) {
         char rank[32], world[32];
         scalar_text(rank, sizeof(rank), pf_node_get(v->pod, "rank"));
         scalar_text(world, sizeof(world), pf_node_get(v->pod, "worldSize"));
-        pf_buf_addf(&b, "%srank %s", pod || node ? ", " : "; ", rank);
-        if (pf_node_get(v->pod, "worldSize")) pf_buf_addf(&b, " of %s", world);
+        pf_buf_addf(&b, "%srank %s", sep2, rank);
+        if (pf_node_get(v->pod, "worldSize")) pf_buf_addf(&b, "/%s", world);
     }
     hw_esc(h, C_BOLD);
     hw_put(h, "preflight");
@@ -271,21 +271,19 @@ static void remedies(struct hw *h, const struct pf_check *c)
         hw_put(h, "fix");
         hw_esc(h, C_RESET);
         if (distinct > 1) {
-            char list[1024];
+            /* "for port-down (mlx5_1 port 1, mlx5_2 port 1):" */
+            char list[1024], subj[1024], label[2100];
             pf_strlist_join(list, sizeof(list), &codes, ", ");
+            pf_strlist_join(subj, sizeof(subj), &subjects, ", ");
+            if (all_subjects && subjects.n)
+                snprintf(label, sizeof(label), "for %s (%s):", list, subj);
+            else
+                snprintf(label, sizeof(label), "for %s:", list);
             h->pending = true;
-            hw_words(h, IND + 2, "for");
-            h->pending = true;
-            hw_words(h, IND + 2, list);
-            if (all_subjects && subjects.n) {
-                char subj[1040];
-                pf_strlist_join(list, sizeof(list), &subjects, ", ");
-                snprintf(subj, sizeof(subj), "(%s)", list);
-                h->pending = true;
-                hw_words(h, IND + 2, subj);
-            }
+            hw_words(h, IND + 2, label);
+        } else {
+            hw_put(h, ":");
         }
-        hw_put(h, ":");
         h->pending = true;
         hw_words(h, IND + 2, seen.v[r]);
         hw_nl(h);
