@@ -46,10 +46,11 @@ all: bin/preflight
 
 help:
 	@echo "make            build bin/preflight"
-	@echo "make static     build bin/preflight-static (musl, no dlopen)"
-	@echo "make demo       install build deps, build, run a local multi-pod preflight"
+	@echo "make static     build bin/preflight-static (musl, no dlopen; installs musl-tools)"
+	@echo "make demo       install the demo's deps, build, run a local multi-pod preflight"
 	@echo "make test       install test deps, build with ASan/UBSan, run every test"
-	@echo "make bench      benchmarks (wall time, peak RSS, bandwidth tables)"
+	@echo "make bench      install test deps, benchmarks (wall time, peak RSS, bandwidth)"
+	@echo "                (scripts/deps.sh says what it installs; Debian 12, as root)"
 	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS (default 30)"
 	@echo "make format     clang-format the tree"
 

@@ -6,6 +6,11 @@
 # PF_GIT, when set, is the commit shown by `preflight version` (a build without .git).
 set -eu
 cd "$(dirname "$0")/.."
+# musl-gcc (musl-tools) and the static libraries: installed when missing (scripts/deps.sh says
+# what it installs; it needs root)
+if ! command -v musl-gcc >/dev/null || [ ! -f "$(gcc -print-file-name=libyaml.a)" ]; then
+    scripts/deps.sh static || { echo "build-static: musl-gcc missing and not installable (apt-get install musl-tools as root)" >&2; exit 1; }
+fi
 command -v musl-gcc >/dev/null || { echo "build-static: musl-gcc missing (apt-get install musl-tools)" >&2; exit 1; }
 yaml=$(gcc -print-file-name=libyaml.a)
 [ -f "$yaml" ] || yaml=/usr/lib/x86_64-linux-gnu/libyaml.a
