@@ -13,8 +13,8 @@
 
 /* What the command line asked for, besides the options in struct pf_options. */
 struct pf_cli {
-    const char *cmd;                    /* the subcommand; NULL when none was given */
-    const char *arg;                    /* explain's ID|CODE, install's DIR, help's COMMAND */
+    const char *cmd;                   /* the subcommand; NULL when none was given */
+    const char *arg;                   /* explain's ID|CODE, install's DIR, help's COMMAND */
     const char *args[PF_CLI_MAX_ARGS]; /* log's files */
     int nargs;
     bool list; /* explain --list */

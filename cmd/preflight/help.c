@@ -49,7 +49,8 @@ static const struct opt_help opts[] = {
      "number of pods (default: the launcher's pod count, e.g. PET_NNODES)"},
     {"--coordinator HOST[:PORT]", "PREFLIGHT_COORDINATOR", G_RUN,
      "rank 0's address (default: MASTER_ADDR, or <prefix>-0.<subdomain>)"},
-    {"--port N", "PREFLIGHT_PORT", G_RUN, "rendezvous port (default 29400, config rendezvous.port)"},
+    {"--port N", "PREFLIGHT_PORT", G_RUN,
+     "rendezvous port (default 29400, config rendezvous.port)"},
     {"--env-file FILE", "PREFLIGHT_ENV_FILE", G_ENV,
      "lint the KEY=VALUE lines of FILE instead of this process's environment"},
     {"--list", NULL, G_EXPLAIN, "list every check id and finding code"},
@@ -108,8 +109,7 @@ static const struct cmd_help cmds[] = {
      "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
      "hands it to the training container through an emptyDir.\n",
      "  preflight install /opt/preflight\n"},
-    {"version", 0, "preflight version",
-     "version, build info, which optional libraries load here",
+    {"version", 0, "preflight version", "version, build info, which optional libraries load here",
      "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"
      "libibverbs and libcurl load here (--version prints the first line only).\n",
      "  preflight version\n"},
@@ -164,10 +164,10 @@ const char *pf_cli_suggest_command(const char *word)
 
 const char *pf_cli_suggest_option(const char *word)
 {
-    static const char *const names[] = {
-        "--config", "--verdict",     "--root", "--format",   "--strict", "--timeout",
-        "--rank",   "--world-size",  "--port", "--env-file", "--list",   "--verbose",
-        "--help",   "--coordinator", "--version"};
+    static const char *const names[] = {"--config", "--verdict",     "--root",   "--format",
+                                        "--strict", "--timeout",     "--rank",   "--world-size",
+                                        "--port",   "--env-file",    "--list",   "--verbose",
+                                        "--help",   "--coordinator", "--version"};
     return nearest(word, names, PF_ARRAY_LEN(names));
 }
 
@@ -206,12 +206,14 @@ static void options_of(FILE *f, unsigned group, bool with_commands)
         if (!(h->groups & group)) continue;
         char text[512];
         size_t n = (size_t)snprintf(text, sizeof(text), "%s", h->text);
-        if (h->var && n < sizeof(text)) n += (size_t)snprintf(text + n, sizeof(text) - n, " [%s]", h->var);
+        if (h->var && n < sizeof(text))
+            n += (size_t)snprintf(text + n, sizeof(text) - n, " [%s]", h->var);
         if (with_commands && h->groups != ~0u && h->groups != G_OUT) {
             const char *sep = " (";
             for (size_t k = 0; k < PF_ARRAY_LEN(cmds) && n < sizeof(text); k++)
                 if (cmds[k].group & h->groups) {
-                    n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s only", sep, cmds[k].name);
+                    n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s only", sep,
+                                          cmds[k].name);
                     sep = ", ";
                 }
             if (n < sizeof(text)) snprintf(text + n, sizeof(text) - n, ")");
@@ -267,7 +269,8 @@ void pf_cli_help(FILE *f, const char *cmd)
     if (c->group) {
         fputs("\noptions [environment variable]:\n", f);
         options_of(f, c->group, false);
-        if (c->group == G_RUN) fputs("  the rendezvous token is read from PREFLIGHT_TOKEN only\n", f);
+        if (c->group == G_RUN)
+            fputs("  the rendezvous token is read from PREFLIGHT_TOKEN only\n", f);
     }
     if (c->group & G_OUT) {
         fputs("\noutput:\n  ", f);

@@ -68,8 +68,8 @@ static int parse_int(const char *what, const char *s, long lo, long hi, int *out
     errno = 0;
     long v = strtol(s, &end, 10);
     if (!*s || *end || errno || v < lo || v > hi) {
-        pf_cli_usage_error(NULL, "%s: expected an integer in %ld..%ld, found \"%s\"", what, lo,
-                           hi, s);
+        pf_cli_usage_error(NULL, "%s: expected an integer in %ld..%ld, found \"%s\"", what, lo, hi,
+                           s);
         return -1;
     }
     *out = (int)v;
@@ -103,8 +103,8 @@ static int parse_format(const char *what, const char *s, enum pf_format *out)
 /* PREFLIGHT_STRICT and PREFLIGHT_VERBOSE: 1/true/yes or 0/false/no. */
 static int parse_bool(const char *what, const char *s, bool *out)
 {
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false",
-                                                                               "no", "off"};
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
+                                                                                "off"};
     for (size_t i = 0; i < PF_ARRAY_LEN(yes); i++) {
         if (strcasecmp(s, yes[i]) == 0) return *out = true, 0;
         if (strcasecmp(s, no[i]) == 0) return *out = false, 0;
@@ -120,8 +120,9 @@ static int parse_coordinator(const char *what, const char *s, struct pf_rdv_opts
     int port = 0;
     if (strlen(s) >= sizeof(rdv->coordinator) ||
         pf_rdv_split_hostport(host, sizeof(host), &port, s) < 0)
-        return pf_cli_usage_error(NULL, "%s: %s (expected HOST[:PORT], e.g. trainer-0.trainer:29400)",
-                                  what, strlen(s) >= sizeof(rdv->coordinator) ? "too long" : pf_err_msg()),
+        return pf_cli_usage_error(
+                   NULL, "%s: %s (expected HOST[:PORT], e.g. trainer-0.trainer:29400)", what,
+                   strlen(s) >= sizeof(rdv->coordinator) ? "too long" : pf_err_msg()),
                -1;
     bool v6 = strchr(host, ':') != NULL;
     for (const char *p = host; *p; p++) {
@@ -171,7 +172,8 @@ static int bad_option(const char *cmd, int c, const char *arg)
         snprintf(name, sizeof(name), "-%c", optopt);
     }
     const char *near = pf_cli_suggest_option(name);
-    if (near) return pf_cli_usage_error(cmd, "unknown option '%s' (did you mean '%s'?)", name, near);
+    if (near)
+        return pf_cli_usage_error(cmd, "unknown option '%s' (did you mean '%s'?)", name, near);
     return pf_cli_usage_error(cmd, "unknown option '%s'", name);
 }
 
@@ -181,8 +183,8 @@ struct seen {
 };
 
 /* One option getopt_long accepted. Returns -1 to go on, else an exit code. */
-static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int c,
-                const char *val, bool *help, bool *version)
+static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int c, const char *val,
+                bool *help, bool *version)
 {
     switch (c) {
     case 'h':
@@ -224,7 +226,7 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
     case O_WORLD:
         set->world = true;
         return parse_int("--world-size", val, 1, 1 << 20, &o->rdv.world_size) < 0 ? PF_EXIT_USAGE
-                                                                                 : -1;
+                                                                                  : -1;
     case O_PORT:
         set->port = true;
         return parse_int("--port", val, 1, 65535, &o->rdv.port) < 0 ? PF_EXIT_USAGE : -1;
@@ -338,7 +340,8 @@ static int check_command(struct pf_cli *cli, const struct pf_options *o)
     }
     if (!pf_cli_is_command(cmd)) {
         const char *near = pf_cli_suggest_command(cmd);
-        if (near) return pf_cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", cmd, near);
+        if (near)
+            return pf_cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", cmd, near);
         return pf_cli_usage_error(NULL, "unknown command '%s'", cmd);
     }
     if (o->env_file && strcmp(cmd, "env") != 0)
