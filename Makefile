@@ -32,7 +32,8 @@ B       := build/$(VARIANT)
 
 PKG_SRCS  := $(sort $(wildcard pkg/*/*.c))
 PKG_OBJS  := $(PKG_SRCS:%.c=$(B)/%.o)
-MAIN_OBJ  := $(B)/cmd/preflight/main.o
+MAIN_SRCS := $(sort $(wildcard cmd/preflight/*.c))
+MAIN_OBJ  := $(MAIN_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c tests/unit/*/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
@@ -45,10 +46,11 @@ all: bin/preflight
 
 help:
 	@echo "make            build bin/preflight"
-	@echo "make static     build bin/preflight-static (musl, no dlopen)"
-	@echo "make demo       install build deps, build, run a local multi-pod preflight"
+	@echo "make static     build bin/preflight-static (musl, no dlopen; installs musl-tools)"
+	@echo "make demo       install the demo's deps, build, run a local multi-pod preflight"
 	@echo "make test       install test deps, build with ASan/UBSan, run every test"
-	@echo "make bench      benchmarks (wall time, peak RSS, bandwidth tables)"
+	@echo "make bench      install test deps, benchmarks (wall time, peak RSS, bandwidth)"
+	@echo "                (scripts/deps.sh says what it installs; Debian 12, as root)"
 	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS (default 30)"
 	@echo "make format     clang-format the tree"
 
@@ -77,7 +79,7 @@ $(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)
 
 # ---- fully static variant (musl; libyaml built for musl from Debian's source package)
 static: bin/preflight-static
-bin/preflight-static: $(PKG_SRCS) cmd/preflight/main.c docs/checks.md scripts/build-static.sh
+bin/preflight-static: $(PKG_SRCS) $(MAIN_SRCS) docs/checks.md scripts/build-static.sh
 	scripts/build-static.sh
 
 # ---- tests

@@ -6,6 +6,11 @@
 # PF_GIT, when set, is the commit shown by `preflight version` (a build without .git).
 set -eu
 cd "$(dirname "$0")/.."
+# musl-gcc (musl-tools) and the static libraries: installed when missing (scripts/deps.sh says
+# what it installs; it needs root)
+if ! command -v musl-gcc >/dev/null || [ ! -f "$(gcc -print-file-name=libyaml.a)" ]; then
+    scripts/deps.sh static || { echo "build-static: musl-gcc missing and not installable (apt-get install musl-tools as root)" >&2; exit 1; }
+fi
 command -v musl-gcc >/dev/null || { echo "build-static: musl-gcc missing (apt-get install musl-tools)" >&2; exit 1; }
 yaml=$(gcc -print-file-name=libyaml.a)
 [ -f "$yaml" ] || yaml=/usr/lib/x86_64-linux-gnu/libyaml.a
@@ -34,6 +39,6 @@ werror=""
 musl-gcc -std=c11 -O2 -static -DPF_STATIC -DPF_VERSION="\"$version\"" -DPF_GIT="\"$git\"" \
     -Wall -Wextra -Wshadow -Wformat=2 -Wmissing-prototypes -Wstrict-prototypes -Wwrite-strings \
     -Wvla $werror -fno-strict-aliasing -Ibuild/static/include -idirafter build/static/kernel \
-    -o bin/preflight-static cmd/preflight/main.c $(ls pkg/*/*.c) scripts/static-compat.c \
+    -o bin/preflight-static cmd/preflight/*.c $(ls pkg/*/*.c) scripts/static-compat.c \
     "$yaml" "$jansson" "$sodium" -lm
 echo "built bin/preflight-static"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real 4-pod `preflight run` on this machine: as root, four "pods" in network and UTS
 # namespaces on a bridge, finding rank 0 through dnsmasq as in Kubernetes
-# (tests/e2e/pods.sh); otherwise four processes on loopback. Prints short progress, then
-# rank 0's verdict (the human table, then the YAML). Leaves no process or namespace behind.
+# (tests/e2e/pods.sh); otherwise four processes on loopback. Prints rank 0's log as
+# `kubectl logs` of its initContainer would show it (progress lines, then the human verdict),
+# and the start of its YAML verdict. Leaves no process or namespace behind.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=${PREFLIGHT:-bin/preflight}
@@ -34,7 +35,7 @@ if $netns; then
         pod_start "$i" "$tmp/out$i" env POD_NAME="trainer-$i" POD_NAMESPACE=ml \
             NODE_NAME="node-$i" PREFLIGHT_WORLD_SIZE=4 NCCL_SOCKET_IFNAME=eth0 \
             "$bin" run --config "$tmp/config.yaml" --verdict "$tmp/v$i.yaml" \
-            --format "$([ "$i" = 0 ] && echo human || echo yaml)" --timeout 60
+            --timeout 60
         pids+=("${POD_PID[$i]}")
     done
     echo "started trainer-0..3: each derives its rank from its hostname and finds rank 0 at"
@@ -45,8 +46,7 @@ else
     for i in 0 1 2 3; do
         env POD_NAME="trainer-$i" POD_NAMESPACE=ml NODE_NAME=localhost NCCL_SOCKET_IFNAME=lo \
             "$bin" run --rank "$i" --world-size 4 --coordinator 127.0.0.1 --port "$port" \
-            --config "$tmp/config.yaml" --verdict "$tmp/v$i.yaml" \
-            --format "$([ "$i" = 0 ] && echo human || echo yaml)" --timeout 60 \
+            --config "$tmp/config.yaml" --verdict "$tmp/v$i.yaml" --timeout 60 \
             >"$tmp/out$i" 2>&1 &
         pids+=($!)
     done
@@ -59,14 +59,13 @@ for i in 0 1 2 3; do
     echo "trainer-$i finished: exit $r"
 done
 pids=()
-echo
-echo "rank 0's progress:"
-grep -E 'preflight: (rank|tcp|all|[0-9]+ of|waiting|lost)' "$tmp/out0" | sed 's/^[^ ]* preflight: /  /' | head -20
 if [ -s "$tmp/v0.yaml" ]; then
-    printf '\n\033[1m== rank 0'"'"'s verdict\033[0m\n'
-    grep -vE '^[0-9T:Z-]+ preflight: ' "$tmp/out0"
-    printf '\n\033[1m== rank 0'"'"'s verdict (YAML)\033[0m\n'
-    cat "$tmp/v0.yaml"
+    printf '\n\033[1m== rank 0'"'"'s log, as kubectl logs shows it (%s lines)\033[0m\n' "$(wc -l <"$tmp/out0")"
+    cat "$tmp/out0"
+    printf '\n\033[1m== the start of rank 0'"'"'s YAML verdict (%s, %s lines)\033[0m\n' \
+        "$tmp/v0.yaml" "$(wc -l <"$tmp/v0.yaml")"
+    head -12 "$tmp/v0.yaml"
+    echo "..."
 else
     echo "rank 0 wrote no verdict; its output:"
     tail -20 "$tmp/out0"

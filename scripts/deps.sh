@@ -1,33 +1,40 @@
 #!/bin/sh
-# Installs what `make` (build), `make demo` (demo) or `make test` (test) needs and this
-# machine lacks.
+# Installs what `make` (build), `make demo` (demo), `make static` (static), `make test` and
+# `make bench` (test) need and this machine lacks, and says what it installs and why.
 # Debian 12; needs root for apt-get. Prints nothing when everything is present.
 set -eu
 build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev libsodium-dev pkg-config git ca-certificates"
+# libibverbs1 + ibverbs-providers: rdma.verbs loads the real library (it lists no device
+# without an RDMA NIC, so on a fixture tree the check skips instead of failing)
+static_pkgs="$build_pkgs musl-tools"
 test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute2 dnsmasq-base
+  libibverbs1 ibverbs-providers
   iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
   curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils
   podman debootstrap debian-archive-keyring binutils file"
 # the demo's pods: network namespaces (iproute2), hostnames (util-linux unshare), and a DNS
 # server for the headless Service's names (dnsmasq)
-demo_pkgs="$build_pkgs iproute2 util-linux dnsmasq-base"
+demo_pkgs="$build_pkgs iproute2 util-linux dnsmasq-base libibverbs1 ibverbs-providers"
 case "${1:-build}" in
     build) want=$build_pkgs ;;
     demo) want=$demo_pkgs ;;
+    static) want=$static_pkgs ;;
     test) want=$test_pkgs
         # Node.js for the manifest validation. A machine may carry another distribution's
         # nodejs, which bundles npm and conflicts with Debian's npm package: install
         # Debian's only for what is absent.
         command -v node >/dev/null 2>&1 || want="$want nodejs"
         command -v npm >/dev/null 2>&1 || want="$want npm" ;;
-    *) echo "usage: $0 build|demo|test" >&2; exit 2 ;;
+    *) echo "usage: $0 build|demo|static|test" >&2; exit 2 ;;
 esac
 missing=""
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
-echo "installing:$missing"
+what=${1:-build}
+case "$what" in test) what="test and make bench" ;; esac
+echo "deps.sh: make $what needs:$missing; installing them with apt-get (Debian packages)"
 if [ "$(id -u)" -ne 0 ]; then
     echo "deps.sh: need root to install:$missing" >&2
     exit 1
@@ -36,3 +43,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
+echo "deps.sh: installed:$missing"

@@ -112,7 +112,7 @@ static void record_pod(struct session *s)
 
 static bool use_human(const struct pf_options *o)
 {
-    return o->format == PF_FORMAT_HUMAN || (o->format == PF_FORMAT_AUTO && o->out_is_tty);
+    return o->format != PF_FORMAT_YAML; /* human unless asked: kubectl logs read it too */
 }
 
 static bool want_color(const struct pf_options *o)
@@ -133,7 +133,8 @@ static int deliver(struct session *s, const struct pf_options *o, const char *pa
     }
     if (path && strcmp(path, "-") == 0) return r;
     if (use_human(o)) {
-        pf_verdict_render_human(o->out, &s->verdict, want_color(o));
+        struct pf_human_style st = {want_color(o), o->width ? o->width : 80, o->verbose};
+        pf_verdict_render_human_style(o->out, &s->verdict, &st);
         if (path && r == 0) fprintf(o->out, "\nverdict written to %s\n", path);
     } else {
         char *yaml = NULL;

@@ -24,6 +24,8 @@ struct pf_options {
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */
     bool out_is_tty;
+    int width;    /* the human form's line width: COLUMNS, the terminal's, else 80 */
+    bool verbose; /* -v: every check with its findings in the human form */
 };
 
 void pf_options_init(struct pf_options *o);

@@ -124,7 +124,7 @@ static void find_visit(void *arg, const char *check, const struct section *cs,
     if (f->code && strcmp(code->name, f->code) == 0 &&
         (!f->check || strcmp(check, f->check) == 0)) {
         if (f->hits++) pf_buf_add(f->out, "\n", 1);
-        pf_buf_addf(f->out, "%s / %s\n", check, code->name);
+        pf_buf_addf(f->out, "### %s / %s\n", check, code->name);
         append_range(f->out, code->body, code->end);
     }
 }
@@ -152,9 +152,16 @@ void pf_explain_list(struct pf_strlist *ids, struct pf_strlist *codes)
     walk(list_visit, &n);
 }
 
-int pf_explain(struct pf_buf *out, const char *what)
+int pf_explain(struct pf_buf *out, const char *what_in)
 {
-    char check[64] = "", code[64] = "";
+    /* ids and codes are lower case: P2P-DISABLED finds p2p-disabled */
+    char what[128];
+    size_t wn = 0;
+    for (; what_in[wn] && wn + 1 < sizeof(what); wn++)
+        what[wn] =
+            (char)(what_in[wn] >= 'A' && what_in[wn] <= 'Z' ? what_in[wn] + 32 : what_in[wn]);
+    what[wn] = '\0';
+    char check[128] = "", code[128] = "";
     const char *slash = strchr(what, '/');
     if (slash) {
         snprintf(check, sizeof(check), "%.*s", (int)(slash - what), what);
@@ -196,9 +203,9 @@ int pf_explain(struct pf_buf *out, const char *what)
         r = pf_err_set(PF_ENOENT, "no check or finding code named '%s' (did you mean '%s'?)", what,
                        best);
     else
-        r = pf_err_set(PF_ENOENT,
-                       "no check or finding code named '%s' (see docs/checks.md for the list)",
-                       what);
+        r = pf_err_set(
+            PF_ENOENT,
+            "no check or finding code named '%s' ('preflight explain --list' lists them)", what);
     pf_strlist_free(&ids);
     pf_strlist_free(&codes);
     return r;

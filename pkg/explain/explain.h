@@ -24,4 +24,9 @@ int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *cod
 /* Every check id ("## `id`") and every "id/code" ("### `code`" under it) in the document. */
 void pf_explain_list(struct pf_strlist *ids, struct pf_strlist *codes);
 
+/* Appends md rendered for reading: headings underlined, paragraphs and list items re-wrapped
+ * to width with hanging indents, **bold** and `code` as ANSI (ansi) or as plain text with
+ * the markup characters dropped. */
+void pf_explain_render(struct pf_buf *out, const char *md, bool ansi, int width);
+
 #endif

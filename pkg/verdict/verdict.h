@@ -140,7 +140,19 @@ bool pf_verdict_is_secret_name(const char *name);
 
 /* YAML form into a fresh string (caller frees). */
 int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v);
-/* Human form: aligned table, one line per finding with its remedy. color: ANSI colours. */
+/* How the human form looks: ANSI colours, the line width it wraps to (at least 40), and
+ * verbose: every check with its findings (skips with their reasons) instead of one line a
+ * pass and one line for all skips. */
+struct pf_human_style {
+    bool color;
+    int width;
+    bool verbose;
+};
+/* Human form: a header line (verdict, counts, pod, node, rank), failures, warnings, passes,
+ * skips, collectives; see docs/verdict.md. */
+void pf_verdict_render_human_style(FILE *f, const struct pf_verdict *v,
+                                   const struct pf_human_style *st);
+/* The same, 80 columns wide, not verbose. */
 void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color);
 /* Writes the YAML form to path atomically (temp file in the same folder + rename), creating
  * the parent folder when missing. "-" writes to stdout. */

@@ -104,6 +104,63 @@ suite() {
     rc_is envrank 2
     err_has envrank 'PREFLIGHT_RANK: expected an integer'
 
+    # ---- each command's own help, --version, did-you-mean
+    local c
+    for c in run check env explain log install version; do
+        p "help-$c" -- "$c" --help
+        rc_is "help-$c" 0
+        out_has "help-$c" "usage: preflight $c"
+        out_has "help-$c" "examples:"
+        p "helpcmd-$c" -- help "$c"
+        check "${L}'help $c' is '$c --help'" cmp -s "$T/help-$c.out" "$T/helpcmd-$c.out"
+    done
+    out_has help-run "--coordinator HOST[:PORT]"
+    check "${L}check --help: no rendezvous options" bash -c "! grep -q -- '--coordinator' '$T/help-check.out'"
+    out_has help-env "--env-file FILE"
+    out_has help-explain "--list"
+    check "${L}help lines fit 80 columns" bash -c "! cat '$T'/help*.out | grep -qE '^.{81}'"
+    p version-flag -- --version
+    rc_is version-flag 0
+    check "${L}--version: one line 'preflight X.Y.Z (git ...)'" \
+        bash -c "[ \$(wc -l <'$T/version-flag.out') = 1 ] && grep -qE '^preflight [0-9]+\.[0-9]+\.[0-9]+ \(git ' '$T/version-flag.out'"
+    usage typo-cmd "unknown command 'chek' (did you mean 'check'?)" chek
+    usage typo-flag "unknown option '--formt' (did you mean '--format'?)" check --formt yaml
+    usage typo-help "no command 'chekc' (did you mean 'check'?)" help chekc
+    usage ambiguous "option '--ver' is ambiguous (--verdict, --verbose, --version)" check --ver
+    usage coord-port "--coordinator: \"host:99999\": port must be 1..65535" run --coordinator host:99999
+    usage coord-host "--coordinator: \"a/b:1\": '/' cannot be in a host name" run --coordinator a/b:1
+    usage coord-empty "--coordinator: \":29400\": expected HOST[:PORT]" run --coordinator :29400
+    p coord-env PREFLIGHT_COORDINATOR=host:0 -- run --root "$EMPTY"
+    rc_is coord-env 2
+    err_has coord-env 'PREFLIGHT_COORDINATOR: "host:0": port must be 1..65535'
+    usage dash-human "--verdict - puts the YAML verdict on stdout, so --format human cannot" \
+        env --root "$EMPTY" --verdict - --format human
+    p dash-human-env PREFLIGHT_FORMAT=human -- env --root "$EMPTY" --verdict -
+    rc_is dash-human-env 2
+    err_has dash-human-env "PREFLIGHT_FORMAT human cannot"
+    usage list-elsewhere "--list is an option of 'preflight explain', not of 'check'" check --list
+
+    # ---- PREFLIGHT_FORMAT, PREFLIGHT_STRICT, PREFLIGHT_VERBOSE, and the flags over them
+    p v-format PREFLIGHT_FORMAT=yaml -- env --root "$EMPTY"
+    expect_eq "${L}PREFLIGHT_FORMAT=yaml: YAML on stdout" "$(yamlv v-format.out "d['kind']")" Verdict
+    p v-format-flag PREFLIGHT_FORMAT=yaml -- env --root "$EMPTY" --format human
+    out_has v-format-flag "preflight PASS: "
+    p v-format-bad PREFLIGHT_FORMAT=xml -- env --root "$EMPTY"
+    rc_is v-format-bad 2
+    err_has v-format-bad 'PREFLIGHT_FORMAT: expected human or yaml, found "xml"'
+    p v-strict NCCL_DEBUG=TRACE PREFLIGHT_STRICT=1 -- env --root "$EMPTY"
+    rc_is v-strict 1
+    p v-strict-off NCCL_DEBUG=TRACE PREFLIGHT_STRICT=false -- env --root "$EMPTY"
+    rc_is v-strict-off 0
+    p v-strict-bad PREFLIGHT_STRICT=maybe -- env --root "$EMPTY"
+    rc_is v-strict-bad 2
+    err_has v-strict-bad 'PREFLIGHT_STRICT: expected 1 or 0 (true or false), found "maybe"'
+    p v-verbose PREFLIGHT_VERBOSE=1 -- env --root "$EMPTY"
+    check "${L}PREFLIGHT_VERBOSE=1: no folded skip line" bash -c "! grep -q '(-v says why)' '$T/v-verbose.out'"
+    p v-envfile PREFLIGHT_ENV_FILE="$T/missing.env" -- env --root "$EMPTY"
+    rc_is v-envfile 2
+    err_has v-envfile "$T/missing.env"
+
     # ---- exit codes: 0 pass, 0 warn, 1 fail; --strict and policy.failOn: warn
     p pass -- env --root "$EMPTY" --format yaml
     rc_is pass 0
@@ -278,8 +335,10 @@ suite() {
     err_has unwritable "/proc/version/v.yaml"
     p human -- env --root "$EMPTY" --format human
     check "${L}--format human: not YAML" bash -c "! grep -q '^apiVersion:' '$T/human.out'"
+    # human on stdout whether or not it is a terminal (kubectl exec without -t, kubectl logs)
     p auto -- env --root "$EMPTY"
-    expect_eq "${L}stdout not a terminal: YAML" "$(yamlv auto.out "d['kind']")" Verdict
+    out_has auto "preflight PASS: "
+    check "${L}stdout not a terminal: still the human form" bash -c "! grep -q '^apiVersion:' '$T/auto.out'"
 
     # ---- explain: every check id and finding code in docs/checks.md
     local ids codes n=0 bad=""
@@ -306,6 +365,24 @@ suite() {
     p explain-none -- explain no-such-code
     rc_is explain-none 2
     err_has explain-none "no check or finding code named 'no-such-code'"
+
+    # explain renders the markdown: plain text off a terminal, case-insensitive, --list
+    p explain-upper -- explain P2P-DISABLED
+    rc_is explain-upper 0
+    out_has explain-upper "nccl.env / p2p-disabled"
+    out_has explain-upper "Default: fail"
+    check "${L}explain: no markdown markup off a terminal" \
+        bash -c "! grep -qE '\\*\\*|^#|\`' '$T/explain-upper.out'"
+    check "${L}explain: lines fit 80 columns" bash -c "! grep -qE '^.{81}' '$T/explain-upper.out'"
+    p explain-cols COLUMNS=50 -- explain port-down
+    check "${L}explain: COLUMNS=50 respected" bash -c "! grep -qE '^.{51}' '$T/explain-cols.out'"
+    p explain-typo -- explain P2P-DISABLD
+    rc_is explain-typo 2
+    err_has explain-typo "did you mean 'p2p-disabled'?"
+    p explain-list -- explain --list
+    rc_is explain-list 0
+    out_has explain-list "rdma.ports: port-down, port-not-linkup"
+    out_has explain-list "nccl.env: "
 
     # ---- version
     p version -- version

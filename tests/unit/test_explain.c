@@ -30,6 +30,10 @@ static const struct lookup_case lookups[] = {
     {"rendezvous/timeout", 0, {"rendezvous / timeout", "**Default:** fail"}},
     {"collective.tcp/below-threshold", 0, {"**Default:** warn", "tcp.minBusbwGBps"}},
     {"missing-rank", PF_ENOENT, {"did you mean 'missing-ranks'?"}},
+    /* case does not matter */
+    {"P2P-DISABLED", 0, {"nccl.env / p2p-disabled", "**Default:** fail"}},
+    {"RDMA.Ports", 0, {"## `rdma.ports`"}},
+    {"P2P-DISABLD", PF_ENOENT, {"did you mean 'p2p-disabled'?"}},
 };
 
 static void test_lookup(void **state)
@@ -80,9 +84,51 @@ static void test_remedy(void **state)
     }
 }
 
+/* Rendered plain: no markup characters, headings underlined, every line within the width,
+ * list items with a hanging indent. ANSI: bold and code as escape sequences. */
+static void test_render(void **state)
+{
+    (void)state;
+    static const char md[] =
+        "## `rdma.ports`\n\n"
+        "### `port-down`\n\n"
+        "**Default:** fail\n\n"
+        "The port's logical state is not ACTIVE (DOWN, INIT, ARMED), or it cannot be told that\n"
+        "the port is usable: run `ibstat` on the node and look at the port's state there.\n\n"
+        "* first item of a list that is long enough to need a second line when it is wrapped\n"
+        "  at forty columns\n"
+        "* second\n\n"
+        "```\nverbatim   text\n```\n";
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    pf_explain_render(&b, md, false, 40);
+    const char *t = b.data;
+    assert_null(strstr(t, "**"));
+    assert_null(strchr(t, '`'));
+    assert_null(strchr(t, '#'));
+    assert_non_null(strstr(t, "rdma.ports\n==========\n"));
+    assert_non_null(strstr(t, "port-down\n---------\n"));
+    assert_non_null(strstr(t, "\nDefault: fail\n"));
+    assert_non_null(strstr(t, "  * first item"));
+    assert_non_null(strstr(t, "\n    verbatim   text\n"));
+    for (const char *l = t; *l;) {
+        size_t n = strcspn(l, "\n");
+        if (n > 40) fail_msg("line longer than 40: %.*s", (int)n, l);
+        if (strncmp(l, "  * first", 9) == 0) assert_memory_equal(l + n + 1, "    ", 4);
+        l += n + (l[n] == '\n');
+    }
+    pf_buf_free(&b);
+    pf_buf_init(&b, 1 << 16);
+    pf_explain_render(&b, md, true, 80);
+    assert_non_null(strstr(b.data, "\033[1mDefault:\033[22m fail"));
+    assert_non_null(strstr(b.data, "\033[36mibstat\033[39m"));
+    pf_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_render),
         cmocka_unit_test(test_lookup),
         cmocka_unit_test(test_remedy),
     };
