@@ -1,8 +1,9 @@
 /* What launchers and log collectors put around NCCL's lines: Open MPI `[1,26]<stdout>:`,
  * torchrun `[rank0]:` / `[default0]:`, `kubectl logs --prefix` `[pod/NAME/CONTAINER]`, Slurm
- * `srun -l` `12: `, MPICH `-l` `[12] `, pdsh `host: `, Ray `(pid=123, ip=10.0.0.1)` and
- * ` [repeated 15x across cluster]`, docker compose `name_1  | `, ISO and syslog timestamps,
+ * `srun -l` `12: `, MPICH `-l` `[12] `, `[host:slot]:`, pdsh `host: `, Ray `(pid=123, ip=10.0.0.1)`
+ * and ` [repeated 15x across cluster]`, docker compose `name_1  | `, ISO and syslog timestamps,
  * ANSI colour codes and CRLF (docs/checks.md, `nccl.log`). */
+#define _GNU_SOURCE
 #include "internal.h"
 
 #include <ctype.h>
@@ -155,6 +156,13 @@ static const char *strip_one(const char *s, struct nl_decor *d)
             /* torchrun "[rank3]:", "[default3]:"; MPICH -l "[3] " */
             set(d->tag, sizeof(d->tag), in + k, n - k);
             return close[1] == ':' ? close + 2 : close + 1;
+        }
+        const char *colon = memrchr(in, ':', n);
+        if (colon && colon > in && close[1] == ':' && !memchr(in, ' ', n) &&
+            digits(colon + 1, (size_t)(close - colon - 1))) {
+            /* "[nccl-e9ef-7d4f-1:2]:" host and local slot, as SkyPilot's runs print them */
+            set(d->tag, sizeof(d->tag), colon + 1, (size_t)(close - colon - 1));
+            return close + 2;
         }
         const char *t = nl_skip_timestamp(s);
         if (t != s) return t;

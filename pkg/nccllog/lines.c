@@ -173,6 +173,14 @@ static void parse_network(struct pf_nccllog_proc *p, const char *msg)
         set_word(p->network, sizeof(p->network), s + 4, ".\r\n");
     if (strncmp(msg, "P2P plugin ", 11) == 0 && !p->network[0]) /* the net plugin's name */
         set_word(p->network, sizeof(p->network), msg + 11, " \r\n");
+    /* a network plugin's own lines name it: Google's "NET/gIB : GPU Direct RDMA Enabled for
+     * HCA 0 'mlx5_0'", GPUDirect-TCPX(O)'s "NET/GPUDirectTCPX ver. 3.1.8." */
+    static const char *const plugins[] = {"NET/gIB", "NET/GPUDirectTCPX", "NET/FasTrak"};
+    for (size_t i = 0; i < sizeof(plugins) / sizeof(plugins[0]) && !p->network[0]; i++) {
+        size_t n = strlen(plugins[i]);
+        if (strncmp(msg, plugins[i], n) == 0 && !isalnum((unsigned char)msg[n]))
+            snprintf(p->network, sizeof(p->network), "%s", plugins[i] + 4);
+    }
     if ((s = strcasestr(msg, "Selected provider is "))) {
         s += strlen("Selected provider is ");
         set_word(p->ofi_provider, sizeof(p->ofi_provider), s, ", \r\n");
@@ -250,7 +258,8 @@ static void parse_comm(struct pf_nccllog_proc *p, const char *msg)
 static void parse_nvls_collnet(struct pf_nccllog_proc *p, const char *msg)
 {
     if (strstr(msg, "NVLS multicast support is available")) p->nvls_cap = true;
-    if (strstr(msg, "Connected NVLS")) p->nvls = true;
+    /* NVLS buffers set up ("NVLS comm 0x... headRank 0 nHeads 8 ...") or connected */
+    if (strstr(msg, "Connected NVLS") || strncmp(msg, "NVLS comm ", 10) == 0) p->nvls = true;
     long v = num_after(msg, "coll channels, ");
     if (strstr(msg, " nvls channels")) {
         const char *s = strstr(msg, " nvls channels");

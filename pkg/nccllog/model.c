@@ -95,6 +95,9 @@ static bool parse_hpt(const char *tok, size_t len, char *host, size_t hn, long *
     const char *h = tok;
     const char *t = nl_skip_timestamp(h); /* a collector's timestamp glued to the host */
     if (t > h && t < tok + i - 1) h = t;
+    /* a launcher's "[...]:" glued to the host ("[host:2]:host:pid:tid"): the host follows it */
+    for (const char *q = h; q < tok + i - 1; q++)
+        if (q[0] == ']' && q + 1 < tok + i - 1) h = q[1] == ':' ? q + 2 : q + 1;
     nl_copy(host, hn, h, (size_t)(tok + i - 1 - h));
     return host[0] != '\0' && *pid >= 0;
 }
