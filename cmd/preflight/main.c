@@ -38,10 +38,15 @@ static const char usage_text[] =
     "  --world-size N        number of pods (PREFLIGHT_WORLD_SIZE)\n"
     "  --coordinator HOST[:PORT]  rank 0's address (PREFLIGHT_COORDINATOR)\n"
     "  --port N              rendezvous port (PREFLIGHT_PORT)\n"
+    "  --dry-run             run: print this pod's rank, world size and rank 0's address and\n"
+    "                        the rule that found them; check and join nothing\n"
+    "  --termination-log FILE  run: the one-line reason goes there (PREFLIGHT_TERMINATION_LOG;\n"
+    "                        default /dev/termination-log when it exists)\n"
     "  --env-file FILE       env: lint KEY=VALUE lines from FILE\n"
     "  the rendezvous token is read from PREFLIGHT_TOKEN only\n"
     "\n"
-    "exit codes: 0 pass or warn, 1 fail (warn too with --strict), 2 usage or config error\n";
+    "exit codes: 0 pass or warn, 2 usage or config error; a failure (warn too with --strict)\n"
+    "  exits with its class: 3 spec, 4 node, 5 peer (1 when unclassified)\n";
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -133,14 +138,14 @@ int main(int argc, char **argv)
         } else {
             snprintf(name, sizeof(name), "%s", a);
         }
-        if (strcmp(name, "--strict") == 0) {
+        if (strcmp(name, "--strict") == 0 || strcmp(name, "--dry-run") == 0) {
             if (val) return usage_error("%s takes no value", name);
-            o.strict = true;
+            *(name[2] == 's' ? &o.strict : &o.dry_run) = true;
             continue;
         }
         static const char *const with_value[] = {
-            "--config", "--verdict",    "--root",        "--format", "--timeout",
-            "--rank",   "--world-size", "--coordinator", "--port",   "--env-file"};
+            "--config",     "--verdict",     "--root", "--format",   "--timeout",        "--rank",
+            "--world-size", "--coordinator", "--port", "--env-file", "--termination-log"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= strcmp(name, with_value[k]) == 0;
@@ -160,6 +165,8 @@ int main(int argc, char **argv)
             set_root = true;
         } else if (strcmp(name, "--env-file") == 0)
             o.env_file = val;
+        else if (strcmp(name, "--termination-log") == 0)
+            o.termination_log = val;
         else if (strcmp(name, "--coordinator") == 0) {
             if (!*val || strlen(val) >= sizeof(o.rdv.coordinator))
                 return usage_error("--coordinator: expected HOST[:PORT], found \"%s\"", val);

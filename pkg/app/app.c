@@ -50,9 +50,9 @@ static int policy_fn(void *arg, const char *check_id, const char *code, enum pf_
 static int exit_code(const struct pf_options *o, const struct pf_config *c,
                      const struct pf_verdict *v)
 {
-    if (v->verdict == PF_FAIL) return PF_EXIT_FAIL;
-    if (v->verdict == PF_WARN && (o->strict || c->fail_on == PF_WARN)) return PF_EXIT_FAIL;
-    return PF_EXIT_PASS;
+    (void)o;
+    (void)c;
+    return pf_verdict_exit_code(v); /* warn_fails was set in session_open */
 }
 
 static const char *env_or(const struct pf_env *e, const char *name, const char *dflt)
@@ -81,6 +81,7 @@ static int session_open(struct session *s, const struct pf_options *o)
         int r = pf_config_load(&s->config, o->config_path);
         if (r < 0) return r;
     }
+    s->verdict.warn_fails = o->strict || s->config.fail_on == PF_WARN; /* the exit code's rule */
     int r = pf_host_init(&s->ctx.host, o->root ? o->root : "/");
     if (r < 0) return r;
     pf_env_from_environ(&s->ctx.env, o->environ_);
@@ -242,6 +243,12 @@ int pf_app_run(const struct pf_options *o)
         goto out;
     }
     const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
+    char term[PF_HOST_PATH_MAX] = "";
+    (void)pf_report_termination_path(term, sizeof(term),
+                                     o->termination_log
+                                         ? o->termination_log
+                                         : env_or(&s.ctx.env, "PREFLIGHT_TERMINATION_LOG", NULL));
+    pf_verdict_guard_termination(term);
     r = local_checks(&s, o, path, true);
     if (r < 0) {
         code = usage_error(o);
@@ -255,6 +262,8 @@ int pf_app_run(const struct pf_options *o)
     pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
     pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
+    if (pf_report_termination_write(&s.verdict, term) < 0) /* never fails the run */
+        fprintf(o->err, "preflight: %s\n", pf_err_msg());
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
     session_close(&s);

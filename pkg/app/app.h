@@ -24,6 +24,8 @@ struct pf_options {
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */
     bool out_is_tty;
+    const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
+    bool dry_run;                /* run --dry-run: print the identity, join nothing */
 };
 
 void pf_options_init(struct pf_options *o);
