@@ -233,6 +233,29 @@ out:
     return code;
 }
 
+/* run --dry-run: this pod's identity and the rule that found it; nothing is checked or joined.
+ * 0 when it is complete, 2 with the missing piece named. */
+static int dry_run(struct session *s, const struct pf_options *o)
+{
+    struct pf_rdv_ident id;
+    int port = s->config.rendezvous_port > 0 ? s->config.rendezvous_port : 29400;
+    if (pf_rdv_whoami(&id, &o->rdv, &s->ctx, port) < 0) return usage_error(o);
+    struct pf_node *doc = pf_node_new_map();
+    struct pf_node *m = pf_node_set_map(doc, "identity");
+    pf_rdv_ident_evidence(m, &id);
+    if (id.member) {
+        pf_node_set_str(m, "rankFrom", id.rank_from);
+        pf_node_set_str(m, "worldSizeFrom", id.world_from);
+        if (id.coord_from[0]) pf_node_set_str(m, "coordinatorFrom", id.coord_from);
+        pf_node_set_int(m, "port", id.port);
+    }
+    char *yaml = NULL;
+    if (pf_node_to_yaml(&yaml, NULL, doc) == 0) fputs(yaml, o->out);
+    free(yaml);
+    pf_node_free(doc);
+    return PF_EXIT_PASS;
+}
+
 int pf_app_run(const struct pf_options *o)
 {
     struct session s;
@@ -240,6 +263,10 @@ int pf_app_run(const struct pf_options *o)
     int r = session_open(&s, o);
     if (r < 0) {
         code = usage_error(o);
+        goto out;
+    }
+    if (o->dry_run) {
+        code = dry_run(&s, o);
         goto out;
     }
     const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;

@@ -18,8 +18,9 @@
 #define PF_REPORT_EVENT_MSG_MAX 1024
 #define PF_REPORT_ANNOTATION "preflight.dev/verdict"
 #define PF_REPORT_ANNOTATION_SUMMARY "preflight.dev/summary"
-#define PF_REPORT_ANNOTATION_CLASS "preflight.dev/failure-class" /* spec|node|peer, when failing   \
-                                                                  */
+#define PF_REPORT_ANNOTATION_CLASS                                                                 \
+    "preflight.dev/failure-class" /* spec|node|peer, when failing                                  \
+                                   */
 
 /* The service-account folder every pod gets (read under the root prefix). */
 #define PF_REPORT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"

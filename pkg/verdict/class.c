@@ -87,8 +87,8 @@ void pf_verdict_reason_line(char *out, size_t n, const struct pf_verdict *v)
     const char *node = pf_node_get_str(v->pod, "node");
     char head[160];
     const char *cls = pf_class_name(v->failure_class);
-    snprintf(head, sizeof(head), "%s%s%s%s%s%s", pf_status_name(v->verdict), *cls ? " (" : "",
-             cls, *cls ? ")" : "", node && *node ? " " : "", node && *node ? node : "");
+    snprintf(head, sizeof(head), "%s%s%s%s%s%s", pf_status_name(v->verdict), *cls ? " (" : "", cls,
+             *cls ? ")" : "", node && *node ? " " : "", node && *node ? node : "");
     const struct pf_check *c;
     const struct pf_finding *f;
     first_cause(v, &c, &f);
