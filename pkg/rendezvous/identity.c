@@ -286,6 +286,8 @@ void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int ran
     case PF_RDV_NAMING_JOBSET:
         if (id->per_job > 0)
             r = pf_snprintf(out, n, "%s-%d-%d", id->prefix, rank / id->per_job, rank % id->per_job);
+        else /* one Job */
+            r = pf_snprintf(out, n, "%s-0-%d", id->prefix, rank);
         break;
     case PF_RDV_NAMING_MPI:
         r = rank < id->per_job

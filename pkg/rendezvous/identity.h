@@ -12,7 +12,7 @@ struct pf_rdv_guess {
     char rank_missing[400];
     char world_missing[400];
     char coord_missing[400];
-    bool coord_strong;       /* the coordinator came from the launcher's own variable */
+    bool coord_strong;        /* the coordinator came from the launcher's own variable */
     char default_domain[256]; /* the subdomain the launcher sets, used while the FQDN is unknown */
 };
 

@@ -21,7 +21,8 @@ static void set_rule(struct pf_rdv_guess *g, const char *rule, const char *fmt, 
     va_end(ap);
 }
 
-static void missing(char *out, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void missing(char *out, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void missing(char *out, size_t n, const char *fmt, ...)
 {
     va_list ap;
@@ -205,11 +206,13 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
                  list);
         g->id->rank = -1;
         g->id->world_size = -1;
-        RANK_MISSING(g, "Volcano Job with tasks %s: VC_TASK_INDEX counts within a task, and how "
-                        "ranks span tasks depends on the plugin; set PREFLIGHT_RANK",
+        RANK_MISSING(g,
+                     "Volcano Job with tasks %s: VC_TASK_INDEX counts within a task, and how "
+                     "ranks span tasks depends on the plugin; set PREFLIGHT_RANK",
                      list);
-        WORLD_MISSING(g, "Volcano Job with tasks %s: set PREFLIGHT_WORLD_SIZE (the pods that "
-                         "train)",
+        WORLD_MISSING(g,
+                      "Volcano Job with tasks %s: set PREFLIGHT_WORLD_SIZE (the pods that "
+                      "train)",
                       list);
         COORD_MISSING(g, "Volcano Job with tasks %s: set PREFLIGHT_COORDINATOR or MASTER_ADDR",
                       list);
@@ -244,8 +247,9 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
         set_coord(g, name, first);
     }
     if (!num)
-        WORLD_MISSING(g, "Volcano's svc plugin sets VC_<TASK>_NUM; it is not here (no svc plugin?): "
-                         "set PREFLIGHT_WORLD_SIZE");
+        WORLD_MISSING(g,
+                      "Volcano's svc plugin sets VC_<TASK>_NUM; it is not here (no svc plugin?): "
+                      "set PREFLIGHT_WORLD_SIZE");
     if (!idx)
         RANK_MISSING(g, "Volcano's env plugin sets VC_TASK_INDEX; it is not here: add the env "
                         "plugin or set PREFLIGHT_RANK");
@@ -363,8 +367,9 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
         snprintf(g->id->rank_from, sizeof(g->id->rank_from), "hostname %.80s", g->host);
         pf_rdv_from(g->id, "hostname %s", g->host);
     } else {
-        RANK_MISSING(g, "PyTorchJob pod \"%s\" has neither a <job>-master-0 / <job>-worker-N name "
-                        "nor the replica-type and replica-index labels: set PREFLIGHT_RANK",
+        RANK_MISSING(g,
+                     "PyTorchJob pod \"%s\" has neither a <job>-master-0 / <job>-worker-N name "
+                     "nor the replica-type and replica-index labels: set PREFLIGHT_RANK",
                      g->host);
     }
     if (job[0]) {
@@ -385,7 +390,8 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
              "Kubeflow PyTorchJob (%s): <job>-master-0 is rank 0, <job>-worker-N rank N+1; rank "
              "0's address is the master's own Service <job>-master-0; world = pods (PET_NNODES, "
              "never WORLD_SIZE, which counts processes)",
-             why_label ? "its labels" : "a <job>-master-0 / <job>-worker-N name without a subdomain");
+             why_label ? "its labels"
+                       : "a <job>-master-0 / <job>-worker-N name without a subdomain");
     return 1;
 }
 
@@ -408,8 +414,10 @@ static int rule_mpijob(struct pf_rdv_guess *g, const struct pf_rdv_podinfo *pi, 
         set_rule(g, "mpijob",
                  "%s launcher: it runs mpirun and is no rank of the all-reduce (no replica-index "
                  "label: runLauncherAsWorker is off%s)",
-                 why, pi->labels ? "" : "; without the podinfo labels this cannot be told: set "
-                                        "PREFLIGHT_RANK=0 when the launcher trains too");
+                 why,
+                 pi->labels ? ""
+                            : "; without the podinfo labels this cannot be told: set "
+                              "PREFLIGHT_RANK=0 when the launcher trains too");
         g->id->member = false;
         return 1;
     }
@@ -420,12 +428,13 @@ static int rule_mpijob(struct pf_rdv_guess *g, const struct pf_rdv_podinfo *pi, 
         g->id->rank = launcher ? 0 : (int)ord + (as_worker ? 1 : 0);
         snprintf(g->id->rank_from, sizeof(g->id->rank_from), "hostname %.80s", g->host);
     }
-    WORLD_MISSING(g, "MPIJob puts no pod count on its pods (the hostfile is the launcher's): set "
-                     "PREFLIGHT_WORLD_SIZE to the number of workers%s",
+    WORLD_MISSING(g,
+                  "MPIJob puts no pod count on its pods (the hostfile is the launcher's): set "
+                  "PREFLIGHT_WORLD_SIZE to the number of workers%s",
                   as_worker ? " plus the launcher" : "");
     set_rule(g, "mpijob",
-             "%s: worker i is rank i%s; rank 0 is %s in the subdomain %s; the launcher is %s",
-             why, as_worker ? "+1" : "", as_worker ? "<job>-launcher" : "<job>-worker-0", job,
+             "%s: worker i is rank i%s; rank 0 is %s in the subdomain %s; the launcher is %s", why,
+             as_worker ? "+1" : "", as_worker ? "<job>-launcher" : "<job>-worker-0", job,
              as_worker ? "rank 0 (runLauncherAsWorker)" : "no rank");
     return 1;
 }
@@ -452,8 +461,7 @@ int pf_rdv_rule_pet(struct pf_rdv_guess *g, const struct pf_env *env,
     } else {
         const char *jci = pf_rdv_env(env, "JOB_COMPLETION_INDEX");
         const char *rk = pf_rdv_env(env, "RANK");
-        if (jci ? set_rank(g, "JOB_COMPLETION_INDEX", jci) < 0
-                : rk && set_rank(g, "RANK", rk) < 0)
+        if (jci ? set_rank(g, "JOB_COMPLETION_INDEX", jci) < 0 : rk && set_rank(g, "RANK", rk) < 0)
             return PF_EUSAGE;
     }
     if (nn) {
@@ -464,8 +472,9 @@ int pf_rdv_rule_pet(struct pf_rdv_guess *g, const struct pf_env *env,
             snprintf(n1, sizeof(n1), "%.*s", (int)(colon - nn), nn);
             if (set_world(g, "PET_NNODES", n1) < 0) return PF_EUSAGE;
         } else if (colon) {
-            WORLD_MISSING(g, "PET_NNODES=%s is an elastic range, not a pod count: set "
-                             "PREFLIGHT_WORLD_SIZE",
+            WORLD_MISSING(g,
+                          "PET_NNODES=%s is an elastic range, not a pod count: set "
+                          "PREFLIGHT_WORLD_SIZE",
                           nn);
         } else if (set_world(g, "PET_NNODES", nn) < 0) {
             return PF_EUSAGE;
@@ -490,8 +499,9 @@ int pf_rdv_rule_pet(struct pf_rdv_guess *g, const struct pf_env *env,
         set_rule(g, "torchrun",
                  "torchrun's PET_* variables: rank = PET_NODE_RANK, world = PET_NNODES (nodes, "
                  "not processes), rank 0 = PET_MASTER_ADDR");
-    if (g->id->rank < 0) RANK_MISSING(g, "PET_NNODES is set but PET_NODE_RANK is not: set it, or "
-                                         "PREFLIGHT_RANK");
+    if (g->id->rank < 0)
+        RANK_MISSING(g, "PET_NNODES is set but PET_NODE_RANK is not: set it, or "
+                        "PREFLIGHT_RANK");
     return 1;
 }
 
@@ -536,7 +546,8 @@ int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
         pf_rdv_from(id, "%s=%s", what, jci);
     } else {
         char p[256];
-        if (pf_rdv_trailing_ordinal(g->host, p, sizeof(p), &c)) pf_rdv_from(id, "hostname %s", g->host);
+        if (pf_rdv_trailing_ordinal(g->host, p, sizeof(p), &c))
+            pf_rdv_from(id, "hostname %s", g->host);
     }
     snprintf(id->prefix, sizeof(id->prefix), "%s-%s", js, rj);
     pf_strcpy(g->default_domain, sizeof(g->default_domain), js);
@@ -583,14 +594,16 @@ int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
         per_job = (int)(W / G);
         id->rank = (int)(gi * per_job + c);
     } else if (W > 0) {
-        RANK_MISSING(g, "JobSet with %ld Jobs and %d pods: the Jobs are not of one size (or the "
-                        "completion index %ld is too large), so the global rank cannot be told "
-                        "from job-global-index %ld: set PREFLIGHT_RANK",
+        RANK_MISSING(g,
+                     "JobSet with %ld Jobs and %d pods: the Jobs are not of one size (or the "
+                     "completion index %ld is too large), so the global rank cannot be told "
+                     "from job-global-index %ld: set PREFLIGHT_RANK",
                      G, W, c, gi);
     } else {
-        RANK_MISSING(g, "JobSet with %ld Jobs: the global rank is job-global-index (%ld) x pods "
-                        "per Job + completion index (%ld), and pods per Job is the world size / "
-                        "%ld: set PREFLIGHT_WORLD_SIZE to the JobSet's pod count",
+        RANK_MISSING(g,
+                     "JobSet with %ld Jobs: the global rank is job-global-index (%ld) x pods "
+                     "per Job + completion index (%ld), and pods per Job is the world size / "
+                     "%ld: set PREFLIGHT_WORLD_SIZE to the JobSet's pod count",
                      G, gi, c, G);
     }
     if (id->rank >= 0)
@@ -605,10 +618,11 @@ int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
         id->per_job = per_job;
         if (per_job > 0 && R > 0) id->named_ranks = (int)(R * per_job);
     } else if (!co) {
-        COORD_MISSING(g, "rank 0 is pod 0 of Job 0 of the JobSet's first replicatedJob, and this "
-                         "pod's replicatedJob \"%s\" is not the first (job-global-index %ld, "
-                         "job-index %ld): set spec.coordinator on the JobSet, MASTER_ADDR or "
-                         "PREFLIGHT_COORDINATOR",
+        COORD_MISSING(g,
+                      "rank 0 is pod 0 of Job 0 of the JobSet's first replicatedJob, and this "
+                      "pod's replicatedJob \"%s\" is not the first (job-global-index %ld, "
+                      "job-index %ld): set spec.coordinator on the JobSet, MASTER_ADDR or "
+                      "PREFLIGHT_COORDINATOR",
                       rj, gi, ji);
     }
     set_rule(g, "jobset",
@@ -641,9 +655,10 @@ int pf_rdv_rule_indexed_job(struct pf_rdv_guess *g, const struct pf_env *env,
         /* "<x>-<a>-<index>" without labels: JobSet's Job a, or an Indexed Job named "<x>-<a>" */
         if (!pi->labels && ord == g->id->rank &&
             pf_rdv_trailing_ordinal(g->id->prefix, p2, sizeof(p2), &a) && a > 0) {
-            RANK_MISSING(g, "hostname \"%s\" may be pod %ld of Job %ld of a JobSet or pod %ld of "
-                            "an Indexed Job named \"%s\": mount the podinfo labels "
-                            "(jobset.sigs.k8s.io/*) or set PREFLIGHT_RANK",
+            RANK_MISSING(g,
+                         "hostname \"%s\" may be pod %ld of Job %ld of a JobSet or pod %ld of "
+                         "an Indexed Job named \"%s\": mount the podinfo labels "
+                         "(jobset.sigs.k8s.io/*) or set PREFLIGHT_RANK",
                          g->host, ord, a, ord, g->id->prefix);
             COORD_MISSING(g, "see the rank");
             g->id->rank = -1;
