@@ -38,7 +38,7 @@ static const struct opt_help opts[] = {
      "root prefix for /sys, /dev, /proc and the downward-API folder (default /)"},
     {"--format human|yaml", "PREFLIGHT_FORMAT", G_OUT,
      "what stdout shows: human (the default, terminal or not) or the YAML verdict"},
-    {"--strict", "PREFLIGHT_STRICT=1", G_OUT, "a warning counts as a failure (exit 1)"},
+    {"--strict", "PREFLIGHT_STRICT=1", G_OUT, "a warning counts as a failure (exit by its class)"},
     {"--timeout SECONDS", "PREFLIGHT_TIMEOUT", G_OUT,
      "hard deadline for the whole run; the verdict is still written"},
     {"-v, --verbose", "PREFLIGHT_VERBOSE=1", G_OUT,
@@ -51,6 +51,12 @@ static const struct opt_help opts[] = {
      "rank 0's address (default: MASTER_ADDR, or <prefix>-0.<subdomain>)"},
     {"--port N", "PREFLIGHT_PORT", G_RUN,
      "rendezvous port (default 29400, config rendezvous.port)"},
+    {"--dry-run", NULL, G_RUN,
+     "print this pod's rank, world size and rank 0's address and the rule that found them; "
+     "check and join nothing (exit 2 when a piece is missing)"},
+    {"--termination-log FILE", "PREFLIGHT_TERMINATION_LOG", G_RUN,
+     "where the one-line reason of a failure goes (default /dev/termination-log when it "
+     "exists)"},
     {"--env-file FILE", "PREFLIGHT_ENV_FILE", G_ENV,
      "lint the KEY=VALUE lines of FILE instead of this process's environment"},
     {"--list", NULL, G_EXPLAIN, "list every check id and finding code"},
@@ -167,7 +173,8 @@ const char *pf_cli_suggest_option(const char *word)
     static const char *const names[] = {"--config", "--verdict",     "--root",   "--format",
                                         "--strict", "--timeout",     "--rank",   "--world-size",
                                         "--port",   "--env-file",    "--list",   "--verbose",
-                                        "--help",   "--coordinator", "--version"};
+                                        "--help",   "--coordinator", "--version",
+                                        "--dry-run", "--termination-log"};
     return nearest(word, names, PF_ARRAY_LEN(names));
 }
 
@@ -236,8 +243,10 @@ static const char output_text[] =
     "--verdict FILE to have both). Progress lines go to stderr.\n";
 
 static const char exit_text[] =
-    "0 pass or warn; 1 fail (warn too with --strict or policy.failOn: warn); 2 usage or config\n"
-    "error (the message names the flag, or the file, line and key)\n";
+    "0 pass or warn; 2 usage or config error (the message names the flag, or the file, line\n"
+    "and key); a failure (a warning too with --strict or policy.failOn: warn) exits with its\n"
+    "class: 3 spec (the pod spec or job config is wrong), 4 node (this node is unfit), 5 peer\n"
+    "(another pod or the path to it failed); 1 when a failing finding has no class\n";
 
 void pf_cli_help(FILE *f, const char *cmd)
 {

@@ -27,6 +27,8 @@ enum {
     O_ENV_FILE,
     O_LIST,
     O_VERSION,
+    O_DRY_RUN,
+    O_TERMINATION_LOG,
 };
 
 static const struct option long_opts[] = {
@@ -45,6 +47,8 @@ static const struct option long_opts[] = {
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, O_VERSION},
+    {"dry-run", no_argument, NULL, O_DRY_RUN},
+    {"termination-log", required_argument, NULL, O_TERMINATION_LOG},
     {NULL, 0, NULL, 0},
 };
 
@@ -179,7 +183,7 @@ static int bad_option(const char *cmd, int c, const char *arg)
 
 struct seen {
     bool config, verdict, root, format, strict, timeout, verbose, rank, world, coord, port,
-        env_file;
+        env_file, termination_log;
 };
 
 /* One option getopt_long accepted. Returns -1 to go on, else an exit code. */
@@ -201,6 +205,12 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
         return -1;
     case O_LIST:
         cli->list = true;
+        return -1;
+    case O_DRY_RUN:
+        o->dry_run = true;
+        return -1;
+    case O_TERMINATION_LOG:
+        o->termination_log = val, set->termination_log = true;
         return -1;
     case O_CONFIG:
         o->config_path = val, set->config = true;

@@ -50,9 +50,9 @@ static int policy_fn(void *arg, const char *check_id, const char *code, enum pf_
 static int exit_code(const struct pf_options *o, const struct pf_config *c,
                      const struct pf_verdict *v)
 {
-    if (v->verdict == PF_FAIL) return PF_EXIT_FAIL;
-    if (v->verdict == PF_WARN && (o->strict || c->fail_on == PF_WARN)) return PF_EXIT_FAIL;
-    return PF_EXIT_PASS;
+    (void)o;
+    (void)c;
+    return pf_verdict_exit_code(v); /* warn_fails was set in session_open */
 }
 
 static const char *env_or(const struct pf_env *e, const char *name, const char *dflt)
@@ -81,6 +81,7 @@ static int session_open(struct session *s, const struct pf_options *o)
         int r = pf_config_load(&s->config, o->config_path);
         if (r < 0) return r;
     }
+    s->verdict.warn_fails = o->strict || s->config.fail_on == PF_WARN; /* the exit code's rule */
     int r = pf_host_init(&s->ctx.host, o->root ? o->root : "/");
     if (r < 0) return r;
     pf_env_from_environ(&s->ctx.env, o->environ_);
@@ -233,6 +234,29 @@ out:
     return code;
 }
 
+/* run --dry-run: this pod's identity and the rule that found it; nothing is checked or joined.
+ * 0 when it is complete, 2 with the missing piece named. */
+static int dry_run(struct session *s, const struct pf_options *o)
+{
+    struct pf_rdv_ident id;
+    int port = s->config.rendezvous_port > 0 ? s->config.rendezvous_port : 29400;
+    if (pf_rdv_whoami(&id, &o->rdv, &s->ctx, port) < 0) return usage_error(o);
+    struct pf_node *doc = pf_node_new_map();
+    struct pf_node *m = pf_node_set_map(doc, "identity");
+    pf_rdv_ident_evidence(m, &id);
+    if (id.member) {
+        pf_node_set_str(m, "rankFrom", id.rank_from);
+        pf_node_set_str(m, "worldSizeFrom", id.world_from);
+        if (id.coord_from[0]) pf_node_set_str(m, "coordinatorFrom", id.coord_from);
+        pf_node_set_int(m, "port", id.port);
+    }
+    char *yaml = NULL;
+    if (pf_node_to_yaml(&yaml, NULL, doc) == 0) fputs(yaml, o->out);
+    free(yaml);
+    pf_node_free(doc);
+    return PF_EXIT_PASS;
+}
+
 int pf_app_run(const struct pf_options *o)
 {
     struct session s;
@@ -242,7 +266,17 @@ int pf_app_run(const struct pf_options *o)
         code = usage_error(o);
         goto out;
     }
+    if (o->dry_run) {
+        code = dry_run(&s, o);
+        goto out;
+    }
     const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
+    char term[PF_HOST_PATH_MAX] = "";
+    (void)pf_report_termination_path(term, sizeof(term),
+                                     o->termination_log
+                                         ? o->termination_log
+                                         : env_or(&s.ctx.env, "PREFLIGHT_TERMINATION_LOG", NULL));
+    pf_verdict_guard_termination(term);
     r = local_checks(&s, o, path, true);
     if (r < 0) {
         code = usage_error(o);
@@ -256,6 +290,8 @@ int pf_app_run(const struct pf_options *o)
     pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
     pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
+    if (pf_report_termination_write(&s.verdict, term) < 0) /* never fails the run */
+        fprintf(o->err, "preflight: %s\n", pf_err_msg());
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
     session_close(&s);

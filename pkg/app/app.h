@@ -26,6 +26,8 @@ struct pf_options {
     bool out_is_tty;
     int width;    /* the human form's line width: COLUMNS, the terminal's, else 80 */
     bool verbose; /* -v: every check with its findings in the human form */
+    const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
+    bool dry_run;                /* run --dry-run: print the identity, join nothing */
 };
 
 void pf_options_init(struct pf_options *o);

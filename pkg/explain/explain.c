@@ -275,3 +275,62 @@ int pf_explain_remedy(char *out, size_t n, const char *check_id, const char *cod
     }
     return 0;
 }
+
+/* ---- the failure class of a code ("**Class:** spec|node|peer" under its heading) */
+
+static const char *const class_names[] = {"", "peer", "node", "spec"};
+
+const char *pf_class_name(enum pf_class c)
+{
+    return (unsigned)c < PF_ARRAY_LEN(class_names) ? class_names[c] : "";
+}
+
+enum pf_class pf_class_parse(const char *s)
+{
+    for (size_t i = 1; s && i < PF_ARRAY_LEN(class_names); i++)
+        if (strcmp(s, class_names[i]) == 0) return (enum pf_class)i;
+    return PF_CLASS_NONE;
+}
+
+struct klass {
+    const char *check;
+    const char *code;
+    enum pf_class found;
+};
+
+static void class_visit(void *arg, const char *check, const struct section *cs,
+                        const struct section *code)
+{
+    struct klass *k = arg;
+    (void)cs;
+    if (!code || k->found || strcmp(code->name, k->code) != 0) return;
+    if (k->check && strcmp(check, k->check) != 0) return;
+    static const char tag[] = "\n**Class:** ";
+    for (const char *p = code->body - 1; p && p < code->end; p = strchr(p + 1, '\n')) {
+        if (strncmp(p, tag, sizeof(tag) - 1) != 0) continue;
+        const char *s = p + sizeof(tag) - 1;
+        char word[8];
+        size_t n = strcspn(s, " \n");
+        if (n >= sizeof(word) || s + n > code->end) return;
+        memcpy(word, s, n);
+        word[n] = '\0';
+        k->found = pf_class_parse(word);
+        return;
+    }
+}
+
+enum pf_class pf_explain_class(const char *check_id, const char *code)
+{
+    if (!code || !*code) return PF_CLASS_NONE;
+    struct klass k = {check_id, code, PF_CLASS_NONE};
+    walk(class_visit, &k);
+    if (!k.found && check_id && strcmp(check_id, "preflight") != 0) {
+        k.check = "preflight"; /* timeout, interrupted: under the stage that was under way */
+        walk(class_visit, &k);
+    }
+    if (!k.found && check_id) {
+        k.check = NULL;
+        walk(class_visit, &k);
+    }
+    return k.found;
+}

@@ -29,4 +29,15 @@ void pf_explain_list(struct pf_strlist *ids, struct pf_strlist *codes);
  * the markup characters dropped. */
 void pf_explain_render(struct pf_buf *out, const char *md, bool ansi, int width);
 
+/* Failure classes (docs/checks.md "class"), ordered so that the one that wins is the largest:
+ * spec over node over peer. */
+enum pf_class { PF_CLASS_NONE = 0, PF_CLASS_PEER, PF_CLASS_NODE, PF_CLASS_SPEC };
+const char *pf_class_name(enum pf_class c);  /* "spec", "node", "peer"; "" for none */
+enum pf_class pf_class_parse(const char *s); /* PF_CLASS_NONE when not a class name */
+
+/* The class of code under check_id, read from its "**Class:**" line; with the same fallbacks
+ * as pf_explain_remedy (the `preflight` section, then any check). PF_CLASS_NONE when the docs
+ * give none. docs/checks.md is the one table of classes. */
+enum pf_class pf_explain_class(const char *check_id, const char *code);
+
 #endif

@@ -185,6 +185,8 @@ void pf_explain_render(struct pf_buf *out, const char *md, bool ansi, int width)
             para_add(&pa, line + lead + b, n - lead - b);
             continue;
         }
+        /* "**Class:** node" right under "**Default:** fail" is a line of its own */
+        if (n >= 10 && strncmp(line, "**Class:**", 10) == 0) flush(out, &pa, ansi, width);
         if (!pa.open) {
             pa.prefix[0] = '\0';
             pa.indent = 0;

@@ -1,18 +1,21 @@
 /* Who am I, how many are we, and where is rank 0: pure functions of the options, the
- * environment and the host name (DESIGN.md "Rank and world size"; REFERENCE.md section 9). */
+ * environment, the host name and the pod's labels and annotations (docs/launchers.md holds
+ * what every launcher gives a pod, read from its source). The launcher rules themselves are in
+ * identity_launchers.c; this file holds the order they are tried in, the options that
+ * override them, and the names of pods by rank. */
 #define _GNU_SOURCE
-#include "rendezvous.h"
+#include "identity.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define RANK_MAX (1 << 20)
 
-/* A non-negative decimal integer, nothing else. */
-static int parse_count(const char *s, long *out)
+int pf_rdv_parse_count(const char *s, long *out)
 {
     if (!s || !*s) return PF_EINVAL;
     for (const char *p = s; *p; p++)
@@ -24,14 +27,41 @@ static int parse_count(const char *s, long *out)
     return 0;
 }
 
-static const char *env_nonempty(const struct pf_env *env, const char *name)
+const char *pf_rdv_env(const struct pf_env *env, const char *name)
 {
     const char *s = env ? pf_env_get(env, name) : NULL;
     return s && *s ? s : NULL;
 }
 
-/* "name-12" -> prefix "name", ordinal 12. False when there is no "-<digits>" tail. */
-static bool trailing_ordinal(const char *h, char *prefix, size_t n, long *ord)
+const char *pf_rdv_meta(const struct pf_rdv_podinfo *pi, const char *key)
+{
+    const char *s = pi->labels ? pf_k8s_map_get(pi->labels, key) : NULL;
+    if (!s && pi->annotations) s = pf_k8s_map_get(pi->annotations, key);
+    return s && *s ? s : NULL;
+}
+
+bool pf_rdv_meta_prefix(const struct pf_rdv_podinfo *pi, const char *prefix)
+{
+    const struct pf_k8s_map *m[2] = {pi->labels, pi->annotations};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; m[k] && i < m[k]->n; i++)
+            if (strncmp(m[k]->v[i].key, prefix, strlen(prefix)) == 0) return true;
+    return false;
+}
+
+void pf_rdv_from(struct pf_rdv_ident *id, const char *fmt, ...)
+{
+    if (id->nfrom >= (int)PF_ARRAY_LEN(id->from)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(id->from[id->nfrom], sizeof(id->from[0]), fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < id->nfrom; i++) /* each input once */
+        if (strcmp(id->from[i], id->from[id->nfrom]) == 0) return;
+    id->nfrom++;
+}
+
+bool pf_rdv_trailing_ordinal(const char *h, char *prefix, size_t n, long *ord)
 {
     size_t len = strlen(h);
     size_t i = len;
@@ -44,27 +74,6 @@ static bool trailing_ordinal(const char *h, char *prefix, size_t n, long *ord)
     prefix[i - 1] = '\0';
     *ord = strtol(h + i, NULL, 10);
     return true;
-}
-
-/* PyTorchJob: "<job>-master-0" or "<job>-worker-N". */
-static bool pytorch_name(const char *h, char *job, size_t n, long *rank)
-{
-    char prefix[256];
-    long ord;
-    if (!trailing_ordinal(h, prefix, sizeof(prefix), &ord)) return false;
-    size_t pl = strlen(prefix);
-    static const char *const roles[] = {"-master", "-worker"};
-    for (int r = 0; r < 2; r++) {
-        size_t rl = strlen(roles[r]);
-        if (pl <= rl || strcmp(prefix + pl - rl, roles[r]) != 0) continue;
-        if (r == 0 && ord != 0) return false;
-        if (pl - rl >= n) return false;
-        memcpy(job, prefix, pl - rl);
-        job[pl - rl] = '\0';
-        *rank = r == 0 ? 0 : ord + 1;
-        return true;
-    }
-    return false;
 }
 
 int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text)
@@ -95,7 +104,7 @@ int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text)
     if ((size_t)(he - h) >= n) return pf_err_set(PF_ETOOBIG, "\"%s\": host name too long", t);
     if (ps) {
         long p;
-        if (parse_count(ps, &p) < 0 || p < 1 || p > 65535)
+        if (pf_rdv_parse_count(ps, &p) < 0 || p < 1 || p > 65535)
             return pf_err_set(PF_EINVAL, "\"%s\": port must be 1..65535", t);
         *port = (int)p;
     }
@@ -104,31 +113,23 @@ int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text)
     return 0;
 }
 
-int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const struct pf_env *env,
-                    const char *hostname, const char *fqdn, enum pf_rdv_pytorch_hint hint,
-                    int default_port)
-{
-    memset(out, 0, sizeof(*out));
-    out->rank = -1;
-    out->world_size = -1;
-    out->port = o && o->port > 0 ? o->port : default_port;
-    const char *host = hostname ? hostname : "";
-    const char *s;
-    long v;
+/* The launcher rules, in the order they are tried: the first that recognises the pod decides
+ * (a rule returns 1), or finds the pod's inputs contradictory (< 0). */
+static const struct {
+    const char *name;
+    int (*fn)(struct pf_rdv_guess *g, const struct pf_env *env, const struct pf_rdv_podinfo *pi);
+} rules[] = {
+    {"lws", pf_rdv_rule_lws},
+    {"volcano", pf_rdv_rule_volcano},
+    {"kubeflow", pf_rdv_rule_kubeflow}, /* PyTorchJob, MPIJob */
+    {"pet", pf_rdv_rule_pet},           /* TrainJob with envInjection, torchrun's PET_* */
+    {"jobset", pf_rdv_rule_jobset},     /* JobSet, TrainJob without PET_* */
+    {"indexed-job", pf_rdv_rule_indexed_job},
+    {"ordinal", pf_rdv_rule_ordinal}, /* RANK, StatefulSet, a hostname's ordinal */
+};
 
-    /* naming: how pods of this job are called */
-    char job[256];
-    long host_rank = -1;
-    bool pt = hint != PF_RDV_PT_NO && pytorch_name(host, job, sizeof(job), &host_rank);
-    if (pt) {
-        out->naming = PF_RDV_NAMING_PYTORCH;
-        pf_strcpy(out->prefix, sizeof(out->prefix), job);
-    } else if (trailing_ordinal(host, out->prefix, sizeof(out->prefix), &host_rank)) {
-        out->naming = PF_RDV_NAMING_ORDINAL;
-    } else {
-        host_rank = -1;
-    }
-    /* the domain: what follows the host label in the FQDN (the pod's subdomain and beyond) */
+static void domain_of(struct pf_rdv_ident *out, const char *host, const char *fqdn)
+{
     if (fqdn && *fqdn && *host) {
         size_t hl = strlen(host);
         if (strncmp(fqdn, host, hl) == 0 && fqdn[hl] == '.' && fqdn[hl + 1])
@@ -136,42 +137,106 @@ int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const
     }
     size_t dl = strlen(out->domain);
     if (dl && out->domain[dl - 1] == '.') out->domain[dl - 1] = '\0';
+}
 
-    /* rank */
+/* The options and MASTER_ADDR: each overrides one piece of what the rule found. */
+static int apply_overrides(struct pf_rdv_guess *g, const struct pf_rdv_opts *o,
+                           const struct pf_env *env)
+{
+    struct pf_rdv_ident *id = g->id;
     if (o && o->rank >= 0) {
-        out->rank = o->rank;
-        pf_strcpy(out->rank_from, sizeof(out->rank_from), "--rank (PREFLIGHT_RANK)");
-    } else if ((s = env_nonempty(env, "JOB_COMPLETION_INDEX"))) {
-        if (parse_count(s, &v) < 0)
-            return pf_err_set(PF_EUSAGE, "JOB_COMPLETION_INDEX=%s: expected a non-negative integer",
-                              s);
-        out->rank = (int)v;
-        pf_strcpy(out->rank_from, sizeof(out->rank_from), "JOB_COMPLETION_INDEX");
-    } else if ((s = env_nonempty(env, "RANK"))) {
-        if (parse_count(s, &v) < 0)
-            return pf_err_set(PF_EUSAGE, "RANK=%s: expected a non-negative integer", s);
-        out->rank = (int)v;
-        pf_strcpy(out->rank_from, sizeof(out->rank_from), "RANK");
-    } else if (host_rank >= 0) {
-        out->rank = (int)host_rank;
-        pf_snprintf(out->rank_from, sizeof(out->rank_from), "hostname %.80s", host);
-    } else {
+        id->rank = o->rank;
+        id->member = true;
+        pf_strcpy(id->rank_from, sizeof(id->rank_from), "--rank (PREFLIGHT_RANK)");
+        pf_rdv_from(id, "PREFLIGHT_RANK=%d", o->rank);
+    }
+    if (o && o->world_size > 0) {
+        id->world_size = o->world_size;
+        pf_strcpy(id->world_from, sizeof(id->world_from), "--world-size (PREFLIGHT_WORLD_SIZE)");
+        pf_rdv_from(id, "PREFLIGHT_WORLD_SIZE=%d", o->world_size);
+    }
+    const char *coord = NULL, *s;
+    if (o && o->coordinator[0]) {
+        coord = o->coordinator;
+        pf_strcpy(id->coord_from, sizeof(id->coord_from), "--coordinator (PREFLIGHT_COORDINATOR)");
+    } else if ((s = pf_rdv_env(env, "MASTER_ADDR")) && !g->coord_strong) {
+        coord = s;
+        pf_strcpy(id->coord_from, sizeof(id->coord_from), "MASTER_ADDR");
+    }
+    if (!coord) return 0;
+    int port = id->port;
+    int r = pf_rdv_split_hostport(id->coordinator, sizeof(id->coordinator), &port, coord);
+    if (r < 0) {
+        char why[256]; /* pf_err_set writes where pf_err_msg reads: copy it first */
+        pf_strcpy(why, sizeof(why), pf_err_msg());
+        return pf_err_set(PF_EUSAGE, "%s: %s", id->coord_from, why);
+    }
+    pf_rdv_from(id, "%s=%s", o && o->coordinator[0] ? "PREFLIGHT_COORDINATOR" : "MASTER_ADDR",
+                coord);
+    /* MASTER_PORT is torch's port, not ours: a port only comes from our own flag */
+    if (o && o->coordinator[0]) id->port = port;
+    g->coord_missing[0] = '\0';
+    return 0;
+}
+
+/* rank 0's address from the naming and the domain, when no rule or option gave one */
+static void derive_coordinator(struct pf_rdv_guess *g)
+{
+    struct pf_rdv_ident *id = g->id;
+    if (id->coordinator[0] || g->coord_missing[0]) return;
+    char name0[300];
+    pf_rdv_pod_name(name0, sizeof(name0), id, 0);
+    if (!name0[0]) return;
+    id->wants_fqdn = true;
+    if (id->domain[0] && id->naming != PF_RDV_NAMING_PYTORCH)
+        pf_snprintf(id->coordinator, sizeof(id->coordinator), "%s.%s", name0, id->domain);
+    else if (g->default_domain[0] && id->naming != PF_RDV_NAMING_PYTORCH)
+        pf_snprintf(id->coordinator, sizeof(id->coordinator), "%s.%s", name0, g->default_domain);
+    else
+        pf_strcpy(id->coordinator, sizeof(id->coordinator), name0);
+    pf_strcpy(id->coord_from, sizeof(id->coord_from),
+              id->naming == PF_RDV_NAMING_PYTORCH ? "PyTorchJob master name"
+                                                  : "hostname and subdomain");
+}
+
+int pf_rdv_identify_pod(struct pf_rdv_ident *out, const struct pf_rdv_opts *o,
+                        const struct pf_env *env, const struct pf_rdv_podinfo *pi, int default_port)
+{
+    memset(out, 0, sizeof(*out));
+    out->rank = -1;
+    out->world_size = -1;
+    out->member = true;
+    out->port = o && o->port > 0 ? o->port : default_port;
+    struct pf_rdv_podinfo none = {0};
+    if (!pi) pi = &none;
+    const char *host = pi->hostname ? pi->hostname : "";
+    domain_of(out, host, pi->fqdn);
+
+    struct pf_rdv_guess g;
+    memset(&g, 0, sizeof(g));
+    g.id = out;
+    g.host = host;
+    g.opts = o;
+    int r = 0;
+    for (size_t i = 0; i < PF_ARRAY_LEN(rules) && r == 0; i++) {
+        r = rules[i].fn(&g, env, pi);
+        if (r < 0) return r;
+    }
+    if (!out->rule[0]) pf_strcpy(out->rule, sizeof(out->rule), "options");
+    r = apply_overrides(&g, o, env);
+    if (r < 0) return r;
+
+    if (!out->member) return 0; /* not a rank: nothing to meet, nothing more to know */
+    if (out->rank < 0) {
+        if (g.rank_missing[0]) return pf_err_set(PF_EUSAGE, "rank unknown: %s", g.rank_missing);
         return pf_err_set(PF_EUSAGE,
                           "rank unknown: hostname \"%s\" has no trailing ordinal (<name>-N) and "
                           "none of PREFLIGHT_RANK, JOB_COMPLETION_INDEX, RANK is set",
                           host);
     }
-
-    /* world size */
-    if (o && o->world_size > 0) {
-        out->world_size = o->world_size;
-        pf_strcpy(out->world_from, sizeof(out->world_from), "--world-size (PREFLIGHT_WORLD_SIZE)");
-    } else if ((s = env_nonempty(env, "WORLD_SIZE"))) {
-        if (parse_count(s, &v) < 0 || v < 1)
-            return pf_err_set(PF_EUSAGE, "WORLD_SIZE=%s: expected a positive integer", s);
-        out->world_size = (int)v;
-        pf_strcpy(out->world_from, sizeof(out->world_from), "WORLD_SIZE");
-    } else {
+    if (out->world_size < 0) {
+        if (g.world_missing[0])
+            return pf_err_set(PF_EUSAGE, "world size unknown: %s", g.world_missing);
         return pf_err_set(PF_EUSAGE,
                           "world size unknown: set PREFLIGHT_WORLD_SIZE (or WORLD_SIZE) to the "
                           "number of pods");
@@ -179,63 +244,78 @@ int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const
     if (out->rank >= out->world_size)
         return pf_err_set(PF_EUSAGE, "rank %d (from %s) is not below the world size %d (from %s)",
                           out->rank, out->rank_from, out->world_size, out->world_from);
-
-    /* rank 0's address */
-    const char *coord = NULL;
-    if (o && o->coordinator[0]) {
-        coord = o->coordinator;
-        pf_strcpy(out->coord_from, sizeof(out->coord_from),
-                  "--coordinator (PREFLIGHT_COORDINATOR)");
-    } else if ((s = env_nonempty(env, "MASTER_ADDR"))) {
-        coord = s;
-        pf_strcpy(out->coord_from, sizeof(out->coord_from), "MASTER_ADDR");
-    }
-    if (coord) {
-        int port = out->port;
-        int r = pf_rdv_split_hostport(out->coordinator, sizeof(out->coordinator), &port, coord);
-        if (r < 0) {
-            char why[256]; /* pf_err_set writes where pf_err_msg reads: copy it first */
-            pf_strcpy(why, sizeof(why), pf_err_msg());
-            return pf_err_set(PF_EUSAGE, "%s: %s", out->coord_from, why);
-        }
-        /* MASTER_PORT is torch's port, not ours: a port only comes from our own flag */
-        if (o && o->coordinator[0]) out->port = port;
-        return 0;
-    }
-    char name0[300];
-    pf_rdv_pod_name(name0, sizeof(name0), out, 0);
-    if (!name0[0]) {
-        if (out->rank == 0) return 0; /* rank 0 listens; it needs no address of its own */
+    derive_coordinator(&g);
+    if (!out->coordinator[0] && out->rank != 0) {
+        if (g.coord_missing[0])
+            return pf_err_set(PF_EUSAGE, "rank 0's address unknown: %s", g.coord_missing);
         return pf_err_set(PF_EUSAGE,
                           "rank 0's address unknown: hostname \"%s\" does not follow a <name>-N "
                           "pattern; set PREFLIGHT_COORDINATOR or MASTER_ADDR",
                           host);
     }
-    if (out->domain[0] && out->naming == PF_RDV_NAMING_ORDINAL)
-        pf_snprintf(out->coordinator, sizeof(out->coordinator), "%s.%s", name0, out->domain);
-    else
-        pf_strcpy(out->coordinator, sizeof(out->coordinator), name0);
-    pf_strcpy(out->coord_from, sizeof(out->coord_from),
-              out->naming == PF_RDV_NAMING_PYTORCH ? "PyTorchJob master name"
-                                                   : "hostname and subdomain");
     return 0;
+}
+
+int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const struct pf_env *env,
+                    const char *hostname, const char *fqdn, enum pf_rdv_pytorch_hint hint,
+                    int default_port)
+{
+    /* the hint stands for a labels file: with Kubeflow's labels, or without */
+    struct pf_k8s_kv kv = {.key = (char *)"training.kubeflow.org/operator-name",
+                           .value = (char *)"pytorchjob-controller"};
+    struct pf_k8s_map labels = {hint == PF_RDV_PT_YES ? &kv : NULL, hint == PF_RDV_PT_YES};
+    struct pf_rdv_podinfo pi = {
+        .hostname = hostname, .fqdn = fqdn, .labels = hint == PF_RDV_PT_UNKNOWN ? NULL : &labels};
+    return pf_rdv_identify_pod(out, o, env, &pi, default_port);
 }
 
 void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int rank)
 {
     if (n == 0) return;
     out[0] = '\0';
-    if (rank < 0) return;
+    if (rank < 0 || (id->named_ranks > 0 && rank >= id->named_ranks)) return;
+    int r = 0;
     switch (id->naming) {
     case PF_RDV_NAMING_ORDINAL:
-        if (pf_snprintf(out, n, "%s-%d", id->prefix, rank) < 0) out[0] = '\0';
+        r = pf_snprintf(out, n, "%s-%d", id->prefix, rank);
         break;
     case PF_RDV_NAMING_PYTORCH:
-        if ((rank == 0 ? pf_snprintf(out, n, "%s-master-0", id->prefix)
-                       : pf_snprintf(out, n, "%s-worker-%d", id->prefix, rank - 1)) < 0)
-            out[0] = '\0';
+        r = rank == 0 ? pf_snprintf(out, n, "%s-master-0", id->prefix)
+                      : pf_snprintf(out, n, "%s-worker-%d", id->prefix, rank - 1);
+        break;
+    case PF_RDV_NAMING_JOBSET:
+        if (id->per_job > 0)
+            r = pf_snprintf(out, n, "%s-%d-%d", id->prefix, rank / id->per_job, rank % id->per_job);
+        else /* one Job */
+            r = pf_snprintf(out, n, "%s-0-%d", id->prefix, rank);
+        break;
+    case PF_RDV_NAMING_MPI:
+        r = rank < id->per_job
+                ? pf_snprintf(out, n, "%s-launcher", id->prefix)
+                : pf_snprintf(out, n, "%s-worker-%d", id->prefix, rank - id->per_job);
+        break;
+    case PF_RDV_NAMING_LWS:
+        r = rank == 0 ? pf_snprintf(out, n, "%s", id->prefix)
+                      : pf_snprintf(out, n, "%s-%d", id->prefix, rank);
         break;
     default:
         break;
     }
+    if (r < 0) out[0] = '\0';
+}
+
+void pf_rdv_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id)
+{
+    pf_node_set_str(map, "rule", id->rule);
+    if (id->member) {
+        pf_node_set_int(map, "rank", id->rank);
+        pf_node_set_int(map, "worldSize", id->world_size);
+        if (id->coordinator[0]) pf_node_set_str(map, "coordinator", id->coordinator);
+    } else {
+        pf_node_set_bool(map, "member", false);
+    }
+    if (id->explain[0]) pf_node_set_str(map, "explain", id->explain);
+    struct pf_node *f = pf_node_set_seq(map, "from");
+    for (int i = 0; i < id->nfrom; i++)
+        pf_node_add_str(f, id->from[i]);
 }

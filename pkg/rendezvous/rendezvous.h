@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "../checks/checks.h"
+#include "../k8s/k8s.h"
 
 struct pf_rdv_opts {
     int rank;              /* -1: derive (JOB_COMPLETION_INDEX, RANK, hostname) */
@@ -37,6 +38,9 @@ enum pf_rdv_naming {
     PF_RDV_NAMING_NONE = 0, /* unknown: ranks are named by number only */
     PF_RDV_NAMING_ORDINAL,  /* <prefix>-<rank> (StatefulSet, Indexed Job, JobSet) */
     PF_RDV_NAMING_PYTORCH,  /* <job>-master-0 is rank 0, <job>-worker-N is rank N+1 */
+    PF_RDV_NAMING_JOBSET,   /* <prefix>-<rank / per_job>-<rank % per_job> (JobSet, TrainJob) */
+    PF_RDV_NAMING_MPI,      /* <job>-worker-<rank - shift>; rank 0 <job>-launcher when shift 1 */
+    PF_RDV_NAMING_LWS,      /* rank 0 <prefix> (the leader), rank N <prefix>-N */
 };
 
 /* Whether the pod carries Kubeflow's training labels (from the podinfo labels file). */
@@ -53,6 +57,24 @@ struct pf_rdv_ident {
     enum pf_rdv_naming naming;
     char prefix[256]; /* ORDINAL: "trainer"; PYTORCH: the job name */
     char domain[256]; /* the part of the FQDN after the host label ("" when unknown) */
+    /* which launcher rule decided, and from what (docs/launchers.md) */
+    char rule[24];      /* "jobset", "indexed-job", "statefulset", "pytorchjob", ... */
+    char explain[512];  /* one sentence: why this rule, what it assumed */
+    char from[12][160]; /* the inputs used: "JOB_COMPLETION_INDEX=3", "label k=v", ... */
+    int nfrom;
+    bool member;     /* false: this pod is no rank (an MPIJob launcher): nothing to meet */
+    int per_job;     /* JOBSET naming: pods per Job; MPI naming: the shift (0 or 1) */
+    int named_ranks; /* naming covers ranks below this (0: all) */
+    bool wants_fqdn; /* the result depends on the FQDN: resolve it and call again */
+};
+
+/* What a pod knows about itself besides its environment. */
+struct pf_rdv_podinfo {
+    const char *hostname;                   /* gethostname() */
+    const char *fqdn;                       /* canonical name, "" or NULL when unknown */
+    const struct pf_k8s_map *labels;        /* the downward-API labels file; NULL: not mounted */
+    const struct pf_k8s_map *annotations;   /* the annotations file; NULL: not mounted */
+    const struct pf_k8s_map *volcano_hosts; /* /etc/volcano/<task>.host files: task -> text */
 };
 
 /* Derives rank, world size and rank 0's address (DESIGN.md "Rank and world size").
@@ -63,6 +85,21 @@ struct pf_rdv_ident {
 int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const struct pf_env *env,
                     const char *hostname, const char *fqdn, enum pf_rdv_pytorch_hint hint,
                     int default_port);
+
+/* Derives rank, world size and rank 0's address for every launcher preflight knows
+ * (docs/launchers.md): options first, then the launcher's own variables, labels and names.
+ * Fills rule, explain and from. PF_EUSAGE naming the missing piece and how to give it. Pure. */
+int pf_rdv_identify_pod(struct pf_rdv_ident *out, const struct pf_rdv_opts *o,
+                        const struct pf_env *env, const struct pf_rdv_podinfo *pi,
+                        int default_port);
+
+/* Gathers what pf_rdv_identify_pod reads (hostname, its FQDN when needed, the podinfo files
+ * under ctx's root, /etc/volcano) and calls it. */
+int pf_rdv_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+                  int default_port);
+
+/* The identity as evidence: {rule, rank, worldSize, coordinator, member, explain, from}. */
+void pf_rdv_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id);
 
 /* The pod name rank would have under id's naming ("trainer-5"); "" when unknown. */
 void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int rank);

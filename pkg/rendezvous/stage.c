@@ -2165,31 +2165,6 @@ static int client_join(struct stage *S)
 
 /* ---- the stage */
 
-static enum pf_rdv_pytorch_hint pytorch_hint(struct pf_ctx *ctx)
-{
-    const char *dir = pf_env_get(&ctx->env, "PREFLIGHT_PODINFO");
-    if (!dir || !*dir) dir = "/etc/podinfo";
-    char *labels = NULL;
-    if (pf_host_read_all(&labels, NULL, 1 << 20, &ctx->host, "%s/labels", dir) < 0)
-        return PF_RDV_PT_UNKNOWN;
-    enum pf_rdv_pytorch_hint h =
-        strstr(labels, "training.kubeflow.org/") ? PF_RDV_PT_YES : PF_RDV_PT_NO;
-    free(labels);
-    return h;
-}
-
-static void canonical_name(const char *host, char *out, size_t n)
-{
-    out[0] = '\0';
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_flags = AI_CANONNAME;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
-        if (res->ai_canonname) snprintf(out, n, "%s", res->ai_canonname);
-        freeaddrinfo(res);
-    }
-}
-
 static void find_iface(struct stage *S)
 {
     struct pf_netif_list l = {0};
@@ -2293,24 +2268,25 @@ void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o)
     (void)pf_verdict_add_check(ctx->verdict, "collective.tcp");
 
     /* who am I */
-    char host[256] = "", fqdn[512] = "";
-    if (gethostname(host, sizeof(host)) != 0) host[0] = '\0';
-    host[sizeof(host) - 1] = '\0';
-    enum pf_rdv_pytorch_hint hint = pytorch_hint(ctx);
     int port = S->cfg->rendezvous_port > 0 ? S->cfg->rendezvous_port : 29400;
-    int r = pf_rdv_identify(&S->id, o, &ctx->env, host, NULL, hint, port);
-    if (r == 0 && S->id.rank != 0 && S->id.coord_from[0] &&
-        strcmp(S->id.coord_from, "hostname and subdomain") == 0) {
-        canonical_name(host, fqdn, sizeof(fqdn));
-        r = pf_rdv_identify(&S->id, o, &ctx->env, host, fqdn, hint, port);
-    }
+    int r = pf_rdv_whoami(&S->id, o, ctx, port);
     struct pf_check *c = chk(S, "rendezvous");
+    if (r == 0) pf_rdv_ident_evidence(pf_node_set_map(c->evidence, "identity"), &S->id);
     if (r < 0) {
         pf_check_add_finding(c, "identity-unknown", PF_FAIL, NULL, "%s", pf_err_msg());
         pf_check_skip(chk(S, "collective.tcp"), "no rendezvous: this pod's identity is unknown");
         stage_free(S);
         return;
     }
+    if (!S->id.member) {
+        pf_check_skip(c, "this pod is no rank: %s", S->id.explain);
+        pf_check_skip(chk(S, "collective.tcp"), "this pod is no rank of the all-reduce");
+        stage_free(S);
+        return;
+    }
+    char host[256] = "";
+    if (gethostname(host, sizeof(host)) != 0) host[0] = '\0';
+    host[sizeof(host) - 1] = '\0';
     S->rank = S->id.rank;
     S->world = S->id.world_size;
     pf_node_set_int(ctx->verdict->pod, "rank", S->rank);

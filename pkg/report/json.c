@@ -93,7 +93,13 @@ void pf_report_event_message(char *out, size_t max, const struct pf_verdict *v)
     if (max == 0) return;
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    pf_buf_addf(&b, "%s: %s", verdict_word(v->verdict), v->summary);
+    /* the class and the node first: what the scheduler, and whoever cordons, acts on */
+    const char *cls = pf_class_name(v->failure_class);
+    const char *where = pf_node_get_str(v->pod, "node");
+    pf_buf_addf(&b, "%s", verdict_word(v->verdict));
+    if (*cls) pf_buf_addf(&b, " (%s)", cls);
+    if (where && *where && v->verdict >= PF_WARN) pf_buf_addf(&b, " on node %s", where);
+    pf_buf_addf(&b, ": %s", v->summary);
     /* the culprits first: they name the node to cordon */
     size_t i = 0;
     for (const struct pf_node *c = v->culprits ? v->culprits->first : NULL; c; c = c->next, i++) {
@@ -188,6 +194,8 @@ int pf_report_annotation_patch(struct pf_buf *out, const struct pf_verdict *v)
     int r = pf_buf_add(out, "{\"metadata\":{\"annotations\":{", 28);
     r = r ? r : member(out, &f, PF_REPORT_ANNOTATION, verdict_word(v->verdict));
     r = r ? r : member(out, &f, PF_REPORT_ANNOTATION_SUMMARY, msg);
+    const char *cls = pf_class_name(v->failure_class);
+    if (*cls) r = r ? r : member(out, &f, PF_REPORT_ANNOTATION_CLASS, cls);
     r = r ? r : pf_buf_add(out, "}}}", 3);
     return r;
 }

@@ -377,7 +377,7 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
         pf_verdict_finalize(v, policy, policy_arg);
     }
     if (cfg->report_mark_node != PF_MARK_NODE_NONE)
-        pf_report_node_stage(ctx, policy, policy_arg, pf_node_get_str(v->extra, "failureClass"));
+        pf_report_node_stage(ctx, policy, policy_arg, pf_class_name(v->failure_class));
     if (cfg->report_metrics_file[0]) {
         v->duration_seconds = pf_now() - t0;
         if (pf_report_metrics_write(v, cfg->report_metrics_file) < 0) {

@@ -50,16 +50,23 @@ static void family(struct pf_buf *b, const char *name, const char *help)
     pf_buf_addf(b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 }
 
-/* name{k1="v1",k2="v2"} value; labels given as a NULL-terminated key, value list. */
+/* The pod every sample is labelled with: files of several pods in one textfile folder must
+ * not collide. */
+static const char *sample_pod;
+
+/* name{pod="p",k1="v1",k2="v2"} value; labels given as a NULL-terminated key, value list. */
 static void sample(struct pf_buf *b, const char *name, const char *const *labels, double d)
 {
-    pf_buf_addf(b, "%s", name);
+    pf_buf_addf(b, "%s{pod=\"", name);
+    pf_report_prom_escape(b, sample_pod ? sample_pod : "");
+    pf_buf_add(b, "\"", 1);
     for (size_t i = 0; labels && labels[i]; i += 2) {
-        pf_buf_addf(b, "%s%s=\"", i == 0 ? "{" : ",", labels[i]);
+        if (strcmp(labels[i], "pod") == 0) continue;
+        pf_buf_addf(b, ",%s=\"", labels[i]);
         pf_report_prom_escape(b, labels[i + 1]);
         pf_buf_add(b, "\"", 1);
     }
-    if (labels && labels[0]) pf_buf_add(b, "}", 1);
+    pf_buf_add(b, "}", 1);
     value(b, d);
 }
 
@@ -94,6 +101,7 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
     text_of(ns, sizeof(ns), v->pod, "namespace");
     text_of(node, sizeof(node), v->pod, "node");
     text_of(rank, sizeof(rank), v->pod, "rank");
+    sample_pod = pod;
     family(out, "preflight_info", "The run this file describes (always 1).");
     const char *info[] = {"version", PF_VERSION, "pod",  pod,  "namespace", ns,
                           "node",    node,       "rank", rank, NULL};
@@ -107,6 +115,15 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
     for (size_t i = 0; i < PF_ARRAY_LEN(verdicts); i++) {
         const char *l[] = {"verdict", pf_status_name(verdicts[i]), NULL};
         sample(out, "preflight_verdict", l, verdicts[i] == given);
+    }
+
+    family(out, "preflight_failure_class",
+           "The failure class of a failing run, one-hot over spec (pod spec or job config), node "
+           "(this pod's node) and peer (another pod or the path to it); all 0 when it passes.");
+    static const enum pf_class classes[] = {PF_CLASS_SPEC, PF_CLASS_NODE, PF_CLASS_PEER};
+    for (size_t i = 0; i < PF_ARRAY_LEN(classes); i++) {
+        const char *l[] = {"node", node, "class", pf_class_name(classes[i]), NULL};
+        sample(out, "preflight_failure_class", l, v->failure_class == classes[i]);
     }
 
     if (v->nchecks > 0) {
@@ -160,6 +177,7 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
 
     family(out, "preflight_duration_seconds", "Seconds the whole run took.");
     sample(out, "preflight_duration_seconds", NULL, v->duration_seconds);
+    sample_pod = NULL;
     return out->len > start && out->len < out->max ? 0 : PF_ETOOBIG;
 }
 

@@ -267,7 +267,9 @@ void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_
     const char *code = NULL;
     for (size_t i = 0; i < v->nchecks && !code; i++)
         for (size_t j = 0; j < v->checks[i].nfindings && !code; j++)
-            if (v->checks[i].findings[j].status == PF_FAIL) code = v->checks[i].findings[j].code;
+            if (v->checks[i].findings[j].status == PF_FAIL &&
+                v->checks[i].findings[j].cls == PF_CLASS_NODE)
+                code = v->checks[i].findings[j].code;
     double budget = pf_verdict_guard_remaining() - 1.0;
     if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
     char code_copy[PF_CODE_MAX];

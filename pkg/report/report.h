@@ -18,6 +18,9 @@
 #define PF_REPORT_EVENT_MSG_MAX 1024
 #define PF_REPORT_ANNOTATION "preflight.dev/verdict"
 #define PF_REPORT_ANNOTATION_SUMMARY "preflight.dev/summary"
+#define PF_REPORT_ANNOTATION_CLASS                                                                 \
+    "preflight.dev/failure-class" /* spec|node|peer, when failing                                  \
+                                   */
 
 /* The service-account folder every pod gets (read under the root prefix). */
 #define PF_REPORT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -89,8 +92,8 @@ enum {
  * invalid UTF-8 replaced by U+FFFD so the API server never rejects the body. */
 int pf_report_json_str(struct pf_buf *out, const char *s);
 
-/* The line an Event carries: "fail: 2 of 14 checks failed: nccl.env, rdma.ports;
- * culprits: rank 5 (trainer-5 on gpu-node-22): never joined the rendezvous", cut to max
+/* The line an Event carries: "fail (node) on node gpu-node-17: 2 of 14 checks failed: nccl.env,
+ * rdma.ports; culprits: rank 5 (trainer-5 on gpu-node-22): never joined the rendezvous", cut to max
  * bytes at a UTF-8 boundary with "..." appended. */
 void pf_report_event_message(char *out, size_t max, const struct pf_verdict *v);
 
@@ -110,11 +113,12 @@ struct pf_report_pod {
 int pf_report_event_body(struct pf_buf *out, const struct pf_verdict *v,
                          const struct pf_report_pod *pod, const char *timestamp);
 
-/* The JSON merge patch that sets the annotations preflight.dev/verdict and
- * preflight.dev/summary on the pod. */
+/* The JSON merge patch that sets the annotations preflight.dev/verdict,
+ * preflight.dev/summary and preflight.dev/failure-class on the pod. */
 int pf_report_annotation_patch(struct pf_buf *out, const struct pf_verdict *v);
 
-/* The Prometheus text exposition of the verdict (HELP/TYPE lines, label values escaped). */
+/* The Prometheus text exposition of the verdict (HELP/TYPE lines, label values escaped);
+ * every sample carries the label pod, preflight_failure_class the node and the class. */
 int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v);
 /* Writes it atomically (temp file in the same folder, fsync, rename; mode 0644), creating
  * the parent folder when missing. */
@@ -122,6 +126,18 @@ int pf_report_metrics_write(const struct pf_verdict *v, const char *path);
 
 /* Appends a label value escaped per the exposition format (\\, \", \n). */
 int pf_report_prom_escape(struct pf_buf *out, const char *s);
+
+/* ---- the termination message */
+
+#define PF_REPORT_TERMINATION_DEFAULT "/dev/termination-log"
+/* The kubelet keeps at most 4096 bytes of it (all containers of a pod together 12 KiB). */
+#define PF_REPORT_TERMINATION_MAX 1024
+/* Where the termination message goes: configured (--termination-log,
+ * PREFLIGHT_TERMINATION_LOG) when its folder exists; unconfigured, /dev/termination-log when
+ * that file exists (the kubelet made it). out is "" for nowhere. */
+int pf_report_termination_path(char *out, size_t n, const char *configured);
+/* Writes the verdict's one-line reason (pf_verdict_reason_line) to path; nothing for "". */
+int pf_report_termination_write(const struct pf_verdict *v, const char *path);
 
 /* `preflight install DIR`: copies the running binary (/proc/self/exe) to DIR/preflight,
  * atomically (temp file + rename) with mode 0755. out gets the path written. */

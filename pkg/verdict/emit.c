@@ -291,6 +291,7 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
     kv(&o, "apiVersion", "preflight/v1");
     kv(&o, "kind", "Verdict");
     kv(&o, "verdict", pf_status_name(v->verdict));
+    if (v->failure_class) kv(&o, "failureClass", pf_class_name(v->failure_class));
     kv(&o, "summary", v->summary);
     kv(&o, "generatedAt", v->generated_at);
     scalar(&o, "durationSeconds", true);
@@ -317,6 +318,7 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
                 map_start(&o, false);
                 kv(&o, "code", f->code);
                 kv(&o, "status", pf_status_name(f->status));
+                if (f->cls && f->status >= PF_WARN) kv(&o, "class", pf_class_name(f->cls));
                 kv(&o, "message", f->message ? f->message : "");
                 if (f->remedy) kv(&o, "remedy", f->remedy);
                 map_end(&o);

@@ -18,6 +18,8 @@ struct snapshot {
     size_t deadline_len;
     char *signal_yaml;
     size_t signal_len;
+    int deadline_exit, signal_exit;            /* the exit code of each (its failure class) */
+    char deadline_line[512], signal_line[512]; /* the termination message of each */
 };
 
 static char guard_path[4096];
@@ -30,6 +32,7 @@ static double guard_timeout;
 static double guard_started; /* monotonic seconds at install */
 static _Atomic(struct snapshot *) current;
 static volatile sig_atomic_t guard_armed;
+static char guard_term[4096]; /* termination message file; "" = none */
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -67,11 +70,22 @@ static void handler(int sig)
             }
         }
     }
+    int code = 1;
+    if (s) {
+        const char *line = sig == SIGALRM ? s->deadline_line : s->signal_line;
+        code = sig == SIGALRM ? s->deadline_exit : s->signal_exit;
+        int fd =
+            guard_term[0] ? open(guard_term, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+        if (fd >= 0) {
+            write_all(fd, line, strlen(line));
+            close(fd);
+        }
+    }
     if (sig == SIGALRM)
         say("preflight: deadline reached; verdict written (fail)\n");
     else
         say("preflight: stopped by a signal; verdict written (fail)\n");
-    _exit(1);
+    _exit(code);
 }
 
 int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg)
@@ -110,8 +124,14 @@ double pf_verdict_guard_remaining(void)
     return left > 0 ? left : 0;
 }
 
+void pf_verdict_guard_termination(const char *path)
+{
+    if (pf_strcpy(guard_term, sizeof(guard_term), path ? path : "") < 0) guard_term[0] = '\0';
+}
+
 static char *render(const struct pf_verdict *v, const char *stage_id, const char *code,
-                    const char *msg, double duration, size_t *len)
+                    const char *msg, double duration, size_t *len, int *exit_code, char *line,
+                    size_t nline)
 {
     struct pf_verdict copy;
     pf_verdict_clone(&copy, v);
@@ -121,6 +141,9 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     pf_verdict_finalize(&copy, guard_policy, guard_arg);
     /* the gate must not open on an interrupted run, whatever the policy says */
     copy.verdict = PF_FAIL;
+    pf_verdict_classify(&copy);
+    *exit_code = pf_verdict_exit_code(&copy);
+    pf_verdict_reason_line(line, nline, &copy);
     char *yaml = NULL;
     if (pf_verdict_to_yaml(&yaml, len, &copy) < 0) yaml = NULL;
     pf_verdict_free(&copy);
@@ -135,10 +158,12 @@ void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, c
              doing);
     /* rendered in advance: at the deadline the run has lasted --timeout; a signal's verdict
      * says how long it had run when this stage began (at least that long) */
-    s->deadline_yaml = render(v, stage_id, "timeout", msg, guard_timeout, &s->deadline_len);
+    s->deadline_yaml = render(v, stage_id, "timeout", msg, guard_timeout, &s->deadline_len,
+                              &s->deadline_exit, s->deadline_line, sizeof(s->deadline_line));
     snprintf(msg, sizeof(msg), "stopped by SIGTERM or SIGINT while %s", doing);
     s->signal_yaml =
-        render(v, stage_id, "interrupted", msg, pf_now() - guard_started, &s->signal_len);
+        render(v, stage_id, "interrupted", msg, pf_now() - guard_started, &s->signal_len,
+               &s->signal_exit, s->signal_line, sizeof(s->signal_line));
     if (!s->deadline_yaml || !s->signal_yaml) {
         free(s->deadline_yaml);
         free(s->signal_yaml);

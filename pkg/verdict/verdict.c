@@ -192,6 +192,7 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
                 if (pf_explain_remedy(remedy, sizeof(remedy), c->id, f.code) == 0)
                     f.remedy = pf_xstrdup(remedy);
             }
+            if (f.cls == PF_CLASS_NONE) f.cls = pf_explain_class(c->id, f.code);
             c->findings[keep++] = f;
         }
         c->nfindings = keep;
@@ -226,6 +227,7 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
         worst = PF_FAIL;
     }
     v->verdict = worst;
+    pf_verdict_classify(v);
     if (nfail)
         snprintf(v->summary, sizeof(v->summary), "%zu of %zu checks failed: %s%s%s", nfail,
                  v->nchecks, failed, nwarn ? "; warnings: " : "", nwarn ? warned : "");

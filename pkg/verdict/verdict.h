@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../base/base.h"
+#include "../explain/explain.h"
 
 /* Ordered so that the worst status is the largest. */
 enum pf_status {
@@ -78,6 +79,7 @@ struct pf_finding {
     enum pf_status status;
     char *message;
     char *remedy;
+    enum pf_class cls; /* PF_CLASS_NONE: the class docs/checks.md gives the code (finalize) */
 };
 
 struct pf_check {
@@ -115,6 +117,8 @@ struct pf_verdict {
     struct pf_node *culprits;    /* seq of maps: rank, pod, node, reason */
     struct pf_node *ranks;       /* seq of maps (rank 0): every rank's check statuses */
     struct pf_node *extra;       /* map: other top-level keys (e.g. logs) */
+    bool warn_fails;             /* --strict or policy.failOn: warn (set before finalize) */
+    enum pf_class failure_class; /* finalize: the winning class of the failing findings */
 };
 
 void pf_verdict_init(struct pf_verdict *v);
@@ -134,6 +138,20 @@ typedef int (*pf_policy_fn)(void *arg, const char *check_id, const char *code,
 /* Applies the policy, derives each check's status from its findings, fills remedies from the
  * docs where a check gave none, computes verdict and summary. Call once, before output. */
 void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg);
+
+/* Sets failure_class from the failing findings (finalize calls it); a `peer` finding counts as
+ * `node` on a pod that the culprits name. */
+void pf_verdict_classify(struct pf_verdict *v);
+/* Exit codes of a failing verdict, by failure class (docs/checks.md). */
+enum { PF_EXIT_CLASS_SPEC = 3, PF_EXIT_CLASS_NODE = 4, PF_EXIT_CLASS_PEER = 5 };
+/* The exit code a finalized verdict gives: 0 pass or warn (warn fails when warn_fails), else
+ * the code of failure_class, 1 when no failing finding has a class. */
+int pf_verdict_exit_code(const struct pf_verdict *v);
+/* Whether the verdict fails the gate (fail, or warn when warn_fails). */
+bool pf_verdict_fails(const struct pf_verdict *v);
+/* One line for a termination message or an Event: "fail (node) gpu-17: rdma.ports: mlx5_1
+ * port 1 DOWN" (node and class left out when unknown). */
+void pf_verdict_reason_line(char *out, size_t n, const struct pf_verdict *v);
 
 /* True for variable names whose values must never appear (TOKEN, SECRET, PASSWORD, KEY). */
 bool pf_verdict_is_secret_name(const char *name);
@@ -167,13 +185,16 @@ void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v);
 
 /* ---- The guard: a verdict is never lost. After pf_verdict_guard_install, SIGTERM, SIGINT
  * and the deadline (SIGALRM) write the last snapshot, with the stage in progress marked
- * failed, atomically to the verdict path and end the process with exit code 1. The handler
- * only writes bytes rendered beforehand (async-signal-safe). */
+ * failed, atomically to the verdict path and end the process with the exit code of its failure
+ * class. The handler only writes bytes rendered beforehand (async-signal-safe). */
 int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg);
 /* Renders a new snapshot: v as it is now, plus check stage_id failed with code "timeout"
  * (deadline) or "interrupted" (signal) and a message saying what was under way. */
 void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, const char *doing);
 /* Seconds left before the deadline (a large number when there is none). */
 double pf_verdict_guard_remaining(void);
+/* Where the handler also writes the snapshot's one-line reason (a termination message);
+ * NULL or "" for nowhere. The handler exits with the snapshot's class exit code. */
+void pf_verdict_guard_termination(const char *path);
 /* Stops the guard (before the final verdict is written). */
 void pf_verdict_guard_disarm(void);

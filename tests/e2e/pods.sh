@@ -14,6 +14,11 @@
 #   pod_start I OUT CMD...    run CMD in pod I in the background; its pid in POD_PID[I],
 #                             stdout+stderr to OUT
 #   pods_cleanup              kill what runs, remove the namespaces and files
+#   pod_name I HOST [SUB]     give pod I a launcher's hostname and subdomain (the Service):
+#                             its /etc/hosts line and a DNS name HOST.SUB.ml.svc.cluster.local
+#                             (without SUB: HOST.ml.svc.cluster.local, a per-pod Service)
+#   pod_exec_named I CMD...   pod_exec under the name pod_name gave (trainer-I when none)
+#   pod_start_named I OUT CMD...  pod_start under that name
 # Addresses: 10.213.0.1 is the switch (and DNS), pod I is 10.213.0.(10+I). They exist only
 # inside these namespaces.
 
@@ -108,4 +113,34 @@ pods_cleanup() {
     [ -n "${PODS_DIR:-}" ] && rm -rf "$PODS_DIR"
     wait 2>/dev/null
     true
+}
+
+declare -a POD_HOST=()
+
+pod_name() {
+    local i=$1 host=$2 sub=${3:-} fqdn
+    POD_HOST[$i]=$host
+    if [ -n "$sub" ]; then fqdn="$host.$sub.$PODS_NS.svc.cluster.local"; else fqdn="$host.$PODS_NS.svc.cluster.local"; fi
+    # as the kubelet writes it: the FQDN only with a subdomain
+    if [ -n "$sub" ]; then
+        printf '127.0.0.1\tlocalhost\n%s\t%s\t%s\n' "$(pods_ip "$i")" "$fqdn" "$host" >"/etc/netns/$(pods_ns "$i")/hosts"
+    else
+        printf '127.0.0.1\tlocalhost\n%s\t%s\n' "$(pods_ip "$i")" "$host" >"/etc/netns/$(pods_ns "$i")/hosts"
+    fi
+    printf '%s\t%s\n' "$(pods_ip "$i")" "$fqdn" >>"$PODS_DIR/svc.hosts"
+    pods_reload_dns
+}
+
+pod_exec_named() {
+    local i=$1
+    shift
+    ip netns exec "$(pods_ns "$i")" unshare --uts sh -c 'hostname "$0" && exec "$@"' \
+        "${POD_HOST[$i]:-$PODS_SVC-$i}" "$@"
+}
+
+pod_start_named() {
+    local i=$1 out=$2
+    shift 2
+    pod_exec_named "$i" "$@" >"$out" 2>&1 &
+    POD_PID[$i]=$!
 }

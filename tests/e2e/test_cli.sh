@@ -149,7 +149,7 @@ suite() {
     rc_is v-format-bad 2
     err_has v-format-bad 'PREFLIGHT_FORMAT: expected human or yaml, found "xml"'
     p v-strict NCCL_DEBUG=TRACE PREFLIGHT_STRICT=1 -- env --root "$EMPTY"
-    rc_is v-strict 1
+    rc_is v-strict 3 # debug-verbose is a spec finding: exit 3 under --strict
     p v-strict-off NCCL_DEBUG=TRACE PREFLIGHT_STRICT=false -- env --root "$EMPTY"
     rc_is v-strict-off 0
     p v-strict-bad PREFLIGHT_STRICT=maybe -- env --root "$EMPTY"
@@ -169,15 +169,15 @@ suite() {
     rc_is warn 0
     expect_eq "${L}warn: verdict warn" "$(yamlv warn.out "d['verdict']")" warn
     p strict NCCL_DEBUG=TRACE -- env --root "$EMPTY" --strict
-    rc_is strict 1
+    rc_is strict 3 # debug-verbose: spec
     printf 'policy:\n  failOn: warn\n' >"$T/failon-warn.yaml"
     printf 'policy:\n  failOn: fail\n' >"$T/failon-fail.yaml"
     p failon NCCL_DEBUG=TRACE -- env --root "$EMPTY" --config "$T/failon-warn.yaml"
-    rc_is failon 1
+    rc_is failon 3
     p failon-pass -- env --root "$EMPTY" --config "$T/failon-warn.yaml"
     rc_is failon-pass 0
     p fail NCCL_P2P_DISABLE=1 -- env --root "$EMPTY" --format yaml
-    rc_is fail 1
+    rc_is fail 3 # p2p-disabled: spec
     expect_eq "${L}fail: verdict fail" "$(yamlv fail.out "d['verdict']")" fail
     printf 'policy:\n  findings:\n    p2p-disabled: ignore\n' >"$T/ignore.yaml"
     p ignore NCCL_P2P_DISABLE=1 -- env --root "$EMPTY" --config "$T/ignore.yaml" --format yaml
@@ -186,7 +186,7 @@ suite() {
 
     # ---- each variable honoured, and its flag overriding it
     p v-config NCCL_DEBUG=TRACE PREFLIGHT_CONFIG="$T/failon-warn.yaml" -- env --root "$EMPTY"
-    rc_is v-config 1
+    rc_is v-config 3
     p v-config-flag NCCL_DEBUG=TRACE PREFLIGHT_CONFIG="$T/failon-warn.yaml" -- \
         env --root "$EMPTY" --config "$T/failon-fail.yaml"
     rc_is v-config-flag 0
@@ -257,7 +257,7 @@ suite() {
             kill -"$sig" "$pid"
             wait "$pid"
             echo $? >"$T/sig$sig.rc"
-            rc_is "sig$sig" 1
+            rc_is "sig$sig" 4 # interrupted: node (drained, deleted)
             expect_eq "${L}SIG$sig: verdict file parses and fails" "$(yamlv sig.yaml "d['verdict']")" fail
             expect_eq "${L}SIG$sig: says why" \
                 "$(yamlv sig.yaml "[(f['code'], 'stopped by SIGTERM or SIGINT while waiting for 1 of 2 ranks' in f['message']) for f in check('rendezvous')['findings']]")" \
@@ -267,7 +267,7 @@ suite() {
         done
         # the stages keep within --timeout by themselves: the rendezvous gives up in time
         rdv deadline -- --rank 0 --world-size 2 --port 29421 --timeout 2
-        rc_is deadline 1
+        rc_is deadline 5 # missing-ranks: peer
         expect_eq "${L}deadline: the rendezvous gives up within --timeout" \
             "$(yamlv deadline.out "[f['code'] for f in check('rendezvous')['findings']]")" \
             '["missing-ranks"]'
@@ -287,7 +287,7 @@ suite() {
         kill -CONT "$pid"
         wait "$pid"
         echo $? >"$T/stuck.rc"
-        rc_is stuck 1
+        rc_is stuck 5 # rendezvous/timeout: peer
         expect_eq "${L}stuck: the deadline's verdict" \
             "$(yamlv stuck.yaml "[(f['code'], 'deadline of 5 s (--timeout) reached while waiting for 1 of 2 ranks' in f['message']) for f in check('rendezvous')['findings']]")" \
             '[["timeout", true]]'

@@ -2,7 +2,8 @@
 # Every check id and every finding code the code can emit has a `preflight explain` entry:
 # the ids and codes are collected from the sources under pkg/ (the string literals passed to
 # the functions that add checks and findings), and each must explain with a "Default:"
-# line. Where the call names its check too, the pair "id/code" must explain, so a code
+# line followed by a "Class: spec|node|peer" line (the failure class that decides the exit
+# code). Where the call names its check too, the pair "id/code" must explain, so a code
 # documented under one check only does not hide its absence under another. A code under two
 # checks explains with both sections.
 source "$(dirname "$0")/lib.sh"
@@ -129,6 +130,9 @@ while IFS=$'\t' read -r kind name; do
         bad="$bad $kind:$name(exit $rc)"
     elif [ "$kind" != id ] && ! grep -q '^Default: ' <<<"$out"; then
         bad="$bad $kind:$name(no Default line)"
+    elif [ "$kind" != id ] && [ "$(grep -A1 '^Default: ' <<<"$out" | grep -cE '^Class: (spec|node|peer)$')" \
+        != "$(grep -c '^Default: ' <<<"$out")" ]; then
+        bad="$bad $kind:$name(no Class line after a Default line)"
     elif [ "$kind" = id ] && ! grep -qxF "$name" <<<"$out"; then
         bad="$bad $kind:$name(no heading)"
     fi
@@ -156,3 +160,31 @@ done
 expect_eq "explain timeout: one Default line a section" "$n" 4
 out=$("$PREFLIGHT" explain rendezvous/timeout 2>&1)
 expect_eq "explain rendezvous/timeout: that section only" "$(grep -c '^Default: ' <<<"$out")" 1
+
+# every documented code, emitted or not, has exactly one class right after its Default line
+python3 - "$PREFLIGHT_SRC/docs/checks" >"$T/classes" <<'PY'
+import glob, os, re, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.md"))):
+    lines = open(path).read().split("\n")
+    check = code = None
+    for i, l in enumerate(lines):
+        if l.startswith("## `"): check, code = l.split("`")[1], None
+        elif l.startswith("### `"): code = l.split("`")[1]
+        elif l.startswith("**Default:**") and code:
+            nxt = lines[i + 1] if i + 1 < len(lines) else ""
+            m = re.fullmatch(r"\*\*Class:\*\* (spec|node|peer)", nxt)
+            print("%s/%s\t%s" % (check, code, m.group(1) if m else "MISSING(%s)" % os.path.basename(path)))
+PY
+missing=$(grep -c MISSING "$T/classes")
+if [ "$missing" = 0 ] && [ "$(wc -l <"$T/classes")" -ge 90 ]; then
+    ok "docs/checks: all $(wc -l <"$T/classes") codes have a Class line after their Default line"
+else notok "docs/checks: every code has a Class line after its Default line" \
+    "$(grep MISSING "$T/classes" | tr '\n' ' ')"; fi
+# explain shows the class, per check where a code has two
+expect_eq "explain port-down: class node" "$("$PREFLIGHT" explain port-down | grep '^Class:')" "Class: node"
+expect_eq "explain p2p-disabled: class spec" "$("$PREFLIGHT" explain p2p-disabled | grep '^Class:')" "Class: spec"
+expect_eq "explain rendezvous/missing-ranks: class peer" \
+    "$("$PREFLIGHT" explain rendezvous/missing-ranks | grep '^Class:')" "Class: peer"
+expect_eq "explain timeout: rendezvous peer, preflight node" \
+    "$("$PREFLIGHT" explain timeout | grep -E '^(Class:|[a-z.]+ / timeout$)' | tr '\n' ' ')" \
+    "rendezvous / timeout Class: peer collective.tcp / timeout Class: peer collective.nccl / timeout Class: peer preflight / timeout Class: node "

@@ -164,14 +164,14 @@ suite() {
     sed 's/networks: \[ml\/sriov-a, ml\/sriov-b\]/networks: [ml\/sriov-a, ml\/sriov-b, ml\/sriov-c]/' \
         "$T/cfg-expect.yaml" >"$T/cfg-expect-c.yaml"
     pf netmissing "$ROOT" "$T/cfg-expect-c.yaml"
-    expect_rc netmissing 1
+    expect_rc netmissing 3
     expect_check netmissing net.multus fail "network-missing"
     expect_msg netmissing net.multus network-missing "network ml/sriov-c is not attached (attached: ovn-kubernetes, ml/sriov-a, ml/sriov-b)"
 
     # ---- the annotation names an interface the namespace does not have
     publish "$PI" "[$CLUSTER, $PNET1, $PNET2, $NET3]"
     pf ifmissing "$ROOT" "$T/cfg-expect.yaml"
-    expect_rc ifmissing 1
+    expect_rc ifmissing 4
     expect_check ifmissing net.multus fail "iface-missing"
     expect_msg ifmissing net.multus iface-missing "has no net3 (have: lo, eth0, net1, net2)"
     publish "$PI" "$HEALTHY"
@@ -179,7 +179,7 @@ suite() {
     # ---- net2 administratively down, then up without carrier (its peer down)
     ip -n "$POD" link set net2 down
     pf down "$ROOT" "$T/cfg-expect.yaml"
-    expect_rc down 1
+    expect_rc down 4
     expect_check down net.multus fail "iface-down"
     expect_msg down net.multus iface-down "net2 (ml/sriov-b) is administratively down"
     ip -n "$POD" link set net2 up
@@ -197,7 +197,7 @@ suite() {
     # ---- net2 lost the address IPAM gave it; then an element with no ips on a bare interface
     ip -n "$POD" addr del 10.203.2.11/24 dev net2
     pf noip "$ROOT" "$T/cfg-expect.yaml"
-    expect_rc noip 1
+    expect_rc noip 4
     expect_check noip net.multus fail "ip-missing"
     expect_msg noip net.multus ip-missing "net2 (ml/sriov-b) does not hold 10.203.2.11"
     publish "$PI" "[$CLUSTER, $PNET1, $NET2_NOIPS]"
@@ -209,7 +209,7 @@ suite() {
     # ---- MTU 1500 where 9000 is expected (and recorded by Multus)
     ip -n "$POD" link set net1 mtu 1500
     pf mtu "$ROOT" "$T/cfg-expect.yaml"
-    expect_rc mtu 1
+    expect_rc mtu 4
     expect_check mtu net.multus fail "mtu"
     expect_msg mtu net.multus mtu "net1 (ml/sriov-a) has MTU 1500, expect.mtu is 9000 (the annotation says 9000)"
     printf 'podinfo:\n  waitSeconds: 2\n' >"$T/cfg-noexpect.yaml"
@@ -244,7 +244,7 @@ suite() {
         '[["mlx5_3"], ["mlx5_4", "mlx5_5"]]'
     pf vfnordma "$T/sriov-no-rdma" "$T/cfg-expect.yaml" \
         PCIDEVICE_MELLANOX_COM_MLNX_SRIOV_RDMA=0000:c4:00.2,0000:c4:00.3
-    expect_rc vfnordma 1
+    expect_rc vfnordma 3
     expect_eq "${L}vfnordma: net.sriov fail" "$(st vfnordma net.sriov)" fail
     expect_eq "${L}vfnordma: vf-no-rdma among the findings" \
         "$(yq "$T/vfnordma.yaml" "'vf-no-rdma' in codes('net.sriov')")" True
@@ -253,7 +253,7 @@ suite() {
     # ---- NCCL_IB_HCA naming a device the pod was not given (mlx5_0 is the PF) or none at all
     pf hcapf "$T/sriov-healthy" "$T/cfg-expect.yaml" \
         PCIDEVICE_MELLANOX_COM_MLNX_SRIOV_RDMA=0000:c4:00.2,0000:c4:00.3 NCCL_IB_HCA==mlx5_0
-    expect_rc hcapf 1
+    expect_rc hcapf 3
     expect_check hcapf net.sriov fail "hca-not-allocated"
     expect_msg hcapf net.sriov hca-not-allocated "its RDMA devices: mlx5_3, mlx5_4, mlx5_5"
     pf hca9 "$T/sriov-healthy" "$T/cfg-expect.yaml" \
@@ -287,13 +287,13 @@ suite() {
     rm -rf "${PI:?}"
     publish "$PI" "[]" --key none
     pf never "$ROOT" "$T/cfg-expect.yaml"
-    expect_rc never 1
+    expect_rc never 3
     expect_check never net.multus fail "annotation-missing"
     expect_msg never net.multus annotation-missing "has no k8s.v1.cni.cncf.io/network-status annotation after"
     # ... nor past --timeout, when that ends first (the wait is cut, the verdict still written)
     printf 'expect:\n  networks: [ml/sriov-a]\npodinfo:\n  waitSeconds: 600\n' >"$T/cfg-long.yaml"
     pf never-timeout "$ROOT" "$T/cfg-long.yaml" PREFLIGHT_TIMEOUT=4
-    expect_eq "${L}never-timeout: ends with a verdict (not killed)" "$(rc never-timeout)" 1
+    expect_eq "${L}never-timeout: ends with a verdict (not killed)" "$(rc never-timeout)" 3
     expect_check never-timeout net.multus fail "annotation-missing"
     # no podinfo folder at all, with networks expected
     rm -rf "${PI:?}"

@@ -145,7 +145,7 @@ expect_eq "nccl: workload moe runs allreduce, alltoall" "$(coll moe "[x['op'] fo
 # ---- wrong data
 gpu wrong "$T/base.yaml" DOUBLE_NCCL_FAIL=wrong
 expect_eq "nccl: a wrong element: wrong-result" "$(nccl wrong)" "fail [wrong-result]"
-expect_eq "nccl: a wrong element: exit 1" "$(rc_of wrong)" 1
+expect_eq "nccl: a wrong element: exit 5 (peer)" "$(rc_of wrong)" 5
 expect_eq "nccl: a wrong element: the entry says correct: false" "$(coll wrong "[x['correct'] for x in c]")" '[false]'
 contains "nccl: a wrong element: names the rank and element" "$(msg wrong)" "1 wrong elements (first on rank 3 (GPU 3) element 0"
 clean wrong
@@ -153,7 +153,7 @@ clean wrong
 # ---- init fails at once
 gpu init "$T/base.yaml" DOUBLE_NCCL_FAIL=init
 expect_eq "nccl: init error: init-failed" "$(nccl init)" "fail [init-failed]"
-expect_eq "nccl: init error: exit 1" "$(rc_of init)" 1
+expect_eq "nccl: init error: exit 4 (node)" "$(rc_of init)" 4
 contains "nccl: init error: NCCL's result and last error in the message" "$(msg init)" \
     "ncclSystemError 2: unhandled system error"
 contains "nccl: init error: ncclGetLastError text kept" "$(msg init)" "Connect to 10.0.0.5<43771> failed"
@@ -173,7 +173,7 @@ clean async
 # ---- init never completes: aborted at the deadline (nccl.timeoutSeconds: 3)
 gpu hang "$T/base.yaml" DOUBLE_NCCL_FAIL=hang
 expect_eq "nccl: init hangs: timeout" "$(nccl hang)" "fail [timeout]"
-expect_eq "nccl: init hangs: exit 1" "$(rc_of hang)" 1
+expect_eq "nccl: init hangs: exit 5 (peer: timeout)" "$(rc_of hang)" 5
 secs=$(cat "$T/hang/secs")
 check "nccl: init hangs: the run ends in bounded time (${secs}s, deadline 3s)" \
     python3 -c "import sys; sys.exit(0 if 3 <= $secs < 20 else 1)"
@@ -209,7 +209,7 @@ expect_eq "nccl: IB without GDRDMA: exit 0 (warn)" "$(rc_of nogdr)" 0
 expect_eq "nccl: IB without GDRDMA: gpuDirectRdma false" "$(coll nogdr "[x['gpuDirectRdma'] for x in c]")" '[false]'
 gpu nogdrstrict "$T/base.yaml" DOUBLE_NCCL_NET=IB-nogdr -- --rank 0 --world-size 1 \
     --coordinator 127.0.0.1 --port 29851 --strict
-expect_eq "nccl: IB without GDRDMA under --strict: exit 1" "$(rc_of nogdrstrict)" 1
+expect_eq "nccl: IB without GDRDMA under --strict: exit 3 (a spec warning wins)" "$(rc_of nogdrstrict)" 3
 
 # ---- expectations: a floor, and the curve applies only between nodes
 printf 'messageBytes: 1048576\ntcp: {messageBytes: 1048576, iterations: 2}\nnccl: {iterations: 2, timeoutSeconds: 3}\nexpect: {busbwGBps: 5}\n' >"$T/floor.yaml"

@@ -28,7 +28,7 @@ expect_eq "no variables: exit 0" "$(rc_of "$T/clean.yaml")" 0
 # 2. P2P
 penv "$EMPTY" "$T/p2p.yaml" NCCL_P2P_DISABLE=1
 check "NCCL_P2P_DISABLE=1: p2p-disabled" has_code "$T/p2p.yaml" p2p-disabled
-expect_eq "NCCL_P2P_DISABLE=1: exit 1" "$(rc_of "$T/p2p.yaml")" 1
+expect_eq "NCCL_P2P_DISABLE=1: exit 3 (spec)" "$(rc_of "$T/p2p.yaml")" 3
 penv "$EMPTY" "$T/p2p-hex.yaml" NCCL_P2P_DISABLE=0x1
 check "NCCL_P2P_DISABLE=0x1 is 1 to NCCL: p2p-disabled" has_code "$T/p2p-hex.yaml" p2p-disabled
 penv "$EMPTY" "$T/p2p-true.yaml" NCCL_P2P_DISABLE=true

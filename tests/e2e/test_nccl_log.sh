@@ -45,7 +45,7 @@ expect_eq "log: roce: RoCE ports and OOB interface" \
     '[["mlx5_2:1/RoCE", "mlx5_3:1/RoCE"], ["net1:192.168.10.21"], true]'
 
 plog fallback "$L/socket-fallback.log"
-expect_log fallback fail socket-fallback 1
+expect_log fallback fail socket-fallback 4
 expect_eq "log: fallback: the Socket rank is named, with its interface and why it fails" \
     "$(q fallback "c['findings'][0]['message']")" \
     "trainer-1:81 used NET/Socket (eth0:10.244.2.7) for inter-node traffic: other ranks of this job use RDMA"
@@ -57,7 +57,7 @@ expect_eq "log: socket only: the reason is NET/IB's 'No device found'" \
     "$(q sockonly "c['findings'][0]['message'].endswith('NET/IB found no device')")" True
 printf 'expect: {transport: IB}\n' >"$T/ib.yaml"
 plog sockexpect --config "$T/ib.yaml" "$L/socket-only.log"
-expect_log sockexpect fail socket-fallback 1
+expect_log sockexpect fail socket-fallback 4
 expect_eq "log: socket only, expect.transport IB: says so" \
     "$(q sockexpect "c['findings'][0]['message'].endswith('expect.transport says RDMA')")" True
 
@@ -91,7 +91,7 @@ expect_eq "log: WARN lines kept as file:line message, timestamp or not" \
 expect_eq "log: WARN: the count is in the finding" "$(q warn "'logged 2 NCCL WARN' in c['findings'][0]['message']")" True
 
 plog mismatch "$L/version-mismatch.log"
-expect_log mismatch fail nccl-version-mismatch,nccl-warn 1
+expect_log mismatch fail nccl-version-mismatch,nccl-warn 3
 expect_eq "log: version mismatch: both versions and who runs them" \
     "$(q mismatch "[f['message'] for f in c['findings'] if f['code'] == 'nccl-version-mismatch'][0]")" \
     "ranks run different NCCL versions (2.18.3, 2.21.5): ws-0:100 2.21.5, ws-1:200 2.18.3"
@@ -110,7 +110,7 @@ expect_eq "log: no NCCL lines: the reason asks for NCCL_DEBUG=INFO" \
 
 # several files (one per rank, as `kubectl logs` of each pod) and stdin
 plog files "$L/ib-gdr.log" "$L/version-bare.log" "$L/socket-fallback.log"
-expect_log files fail socket-fallback 1
+expect_log files fail socket-fallback 4
 expect_eq "log: three files: listed in the evidence, processes of all of them" \
     "$(q files "[len(c['evidence']['files']), len([x for x in p if x.get('pid')])]")" "[3, 4]"
 env -i PATH="$PATH" NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \

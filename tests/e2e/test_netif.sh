@@ -124,7 +124,7 @@ suite() {
     pf nomatch NCCL_SOCKET_IFNAME=eth9
     expect_check nomatch fail "ifname-no-match"
     expect_msg nomatch ifname-no-match "NCCL_SOCKET_IFNAME=eth9 (from the environment) matches no interface (have: lo, eth0, net1, net2, docker0)"
-    expect_eq "${L}nomatch: exit code 1" "$(cat "$T/nomatch.rc")" 1
+    expect_eq "${L}nomatch: exit code 3 (spec)" "$(cat "$T/nomatch.rc")" 3
     pf nomatch-exact NCCL_SOCKET_IFNAME==net
     expect_check nomatch-exact fail "ifname-no-match"
     mkdir -p "$ROOT/etc"

@@ -99,7 +99,7 @@ expect_check cpu rdma.gpudirect skip ""
 # ---- broken fixtures
 r=$(mat node-ports-bad) || exit 1
 pf ports-bad "$r"
-expect_rc ports-bad 1
+expect_rc ports-bad 4
 expect_eq "ports-bad: verdict fail" "$(yq "$T/ports-bad.yaml" "d['verdict']")" fail
 expect_check ports-bad rdma.ports fail "port-down,port-down,port-not-linkup,port-not-linkup,port-rate"
 expect_eq "ports-bad: the 200 Gb/sec port is a warning naming mlx5_3" \
@@ -110,12 +110,12 @@ expect_eq "ports-bad: remedy filled from the docs" \
 
 r=$(mat node-no-devinfiniband) || exit 1
 pf nodev "$r"
-expect_rc nodev 1
+expect_rc nodev 3
 expect_check nodev rdma.devices fail "rdma-cm-missing,uverbs-missing"
 
 r=$(mat node-garbage) || exit 1
 pf garbage "$r"
-expect_rc garbage 1
+expect_rc garbage 3
 expect_check garbage rdma.ports fail "no-roce-gid,port-down,port-not-linkup,port-rate"
 expect_check garbage gpu.devices fail "gpu-count"
 expect_eq "garbage: the empty state file is named" \
@@ -125,23 +125,23 @@ expect_eq "garbage: the empty state file is named" \
 r=$(mat node-roce) || exit 1
 printf 'expect:\n  hcas: 8\n' >"$T/hcas8.yaml"
 pf roce-hcas8 "$r" --config "$T/hcas8.yaml"
-expect_rc roce-hcas8 1
+expect_rc roce-hcas8 4
 expect_check roce-hcas8 rdma.devices fail "hca-count"
 printf 'expect:\n  minPortRateGbps: 400\n' >"$T/rate400.yaml"
 pf roce-rate400 "$r" --config "$T/rate400.yaml"
-expect_rc roce-rate400 1
+expect_rc roce-rate400 4
 expect_check roce-rate400 rdma.ports fail "port-rate,port-rate"
 
 r=$(mat node-8gpu-ndr) || exit 1
 printf 'expect:\n  gpusPerPod: 4\n' >"$T/gpus4.yaml"
 pf ndr-gpus4 "$r" --config "$T/gpus4.yaml"
-expect_rc ndr-gpus4 1
+expect_rc ndr-gpus4 4
 expect_check ndr-gpus4 gpu.devices fail "gpu-count"
 
 r=$(mat cpu-node) || exit 1
 printf 'expect:\n  rdma: required\n' >"$T/required.yaml"
 pf cpu-required "$r" --config "$T/required.yaml"
-expect_rc cpu-required 1
+expect_rc cpu-required 4
 expect_check cpu-required rdma.devices fail "no-rdma-devices"
 
 r=$(mat node-ports-bad) || exit 1
@@ -157,10 +157,10 @@ pf nocm "$r"
 expect_check nocm rdma.devices warn "rdma-cm-missing"
 expect_healthy_rc nocm
 pf nocm-strict "$r" --strict
-expect_rc nocm-strict 1
+expect_rc nocm-strict 3
 printf 'policy:\n  findings:\n    rdma-cm-missing: fail\n' >"$T/cmfail.yaml"
 pf nocm-policy "$r" --config "$T/cmfail.yaml"
-expect_rc nocm-policy 1
+expect_rc nocm-policy 3
 expect_check nocm-policy rdma.devices fail "rdma-cm-missing"
 
 # ---- a uverbs node with no driver behind it (a char major that /proc/devices does not list)
@@ -174,7 +174,7 @@ if need_root "uverbs with no driver (ENXIO)"; then
         rm "$r/dev/infiniband/uverbs3"
         mknod -m 0666 "$r/dev/infiniband/uverbs3" c "$major" 0
         pf enxio "$r"
-        expect_rc enxio 1
+        expect_rc enxio 4
         expect_check enxio rdma.devices fail "uverbs-unopenable"
         expect_eq "enxio: message names mlx5_3 and ENXIO" \
             "$(yq "$T/enxio.yaml" "[('mlx5_3' in f['message'], 'ENXIO' in f['message']) for f in check('rdma.devices')['findings']]")" \
@@ -187,7 +187,7 @@ if need_root "uverbs not allowed (EACCES)"; then
     r=$(mat node-8gpu-ndr) || exit 1
     chmod 0600 "$r"/dev/infiniband/uverbs*
     WRAP="setpriv --reuid=65534 --regid=65534 --clear-groups" pf eacces "$r"
-    expect_rc eacces 1
+    expect_rc eacces 3
     expect_eq "eacces: every HCA unopenable with EACCES" \
         "$(yq "$T/eacces.yaml" "sorted(set((f['code'], 'EACCES' in f['message']) for f in check('rdma.devices')['findings']))")" \
         '[["uverbs-unopenable", true]]'
@@ -199,7 +199,7 @@ if need_root "memlock-low"; then
     NOLOCK="prlimit --memlock=65536:65536 setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock"
     r=$(mat node-8gpu-ndr) || exit 1
     WRAP=$NOLOCK pf memlock "$r"
-    expect_rc memlock 1
+    expect_rc memlock 3
     expect_check memlock rdma.memlock fail "memlock-low"
     expect_eq "memlock: soft limit and capability in evidence" \
         "$(yq "$T/memlock.yaml" "[check('rdma.memlock')['evidence']['soft'], check('rdma.memlock')['evidence']['capIpcLock']]")" \

@@ -177,7 +177,7 @@ if start_server ok; then
     VERDICT=$(yq "$V" 'd["verdict"]')
     expect_eq "report ok: verdict unchanged" "$VERDICT" "$BASE_VERDICT"
     python3 - "$LOG" "$TOKEN" "$VERDICT" >"$T/ok-check.txt" 2>&1 <<'PY'
-import json, sys
+import json, re, sys
 log, token, verdict = sys.argv[1:4]
 reqs = [json.loads(l) for l in open(log)]
 assert len(reqs) == 2, "want 2 requests, got %d" % len(reqs)
@@ -195,7 +195,7 @@ assert io == {"apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "namespace
 want = {"pass": ("PreflightPassed", "Normal"), "warn": ("PreflightWarning", "Warning"),
         "fail": ("PreflightFailed", "Warning")}[verdict]
 assert (b["reason"], b["type"]) == want, (b["reason"], b["type"])
-assert b["message"].startswith(verdict + ": "), b["message"]
+assert re.match(re.escape(verdict) + r"( \((spec|node|peer)\))?( on node \S+)?: ", b["message"]), b["message"]
 assert len(b["message"].encode()) <= 1024
 assert b["source"] == {"component": "preflight", "host": "node-a"}, b["source"]
 assert b["count"] == 1 and b["firstTimestamp"].endswith("Z")
@@ -205,17 +205,17 @@ assert patch["auth"] == "Bearer " + token
 p = json.loads(patch["body"])
 ann = p["metadata"]["annotations"]
 assert ann["preflight.dev/verdict"] == verdict, ann
-assert ann["preflight.dev/summary"].startswith(verdict + ": ")
+assert re.match(re.escape(verdict) + r"( \((spec|node|peer)\))?( on node \S+)?: ", ann["preflight.dev/summary"]), ann
 print("requests ok")
 PY
     if grep -q "requests ok" "$T/ok-check.txt"; then ok "report ok: server saw the right method, path, token and bodies"
     else notok "report ok: server saw the right method, path, token and bodies" "$(tail -3 "$T/ok-check.txt" | tr '\n' ' ')"; fi
     check "report ok: token never in the verdict" bash -c "! grep -q 'test-token' '$V'"
     M=$T/metrics/out/metrics.prom
-    check "report ok: metrics file holds the verdict" grep -qx "preflight_verdict{verdict=\"$VERDICT\"} 1" "$M"
+    check "report ok: metrics file holds the verdict" grep -qx "preflight_verdict{pod=\"[^\"]*\",verdict=\"$VERDICT\"} 1" "$M"
     check "report ok: metrics file has HELP and TYPE" grep -qx "# TYPE preflight_duration_seconds gauge" "$M"
     check "report ok: metrics file lists report.kubernetes" \
-        grep -q 'preflight_check_status{check="report.kubernetes",status="pass"} 1' "$M"
+        grep -q 'preflight_check_status{pod="[^"]*",check="report.kubernetes",status="pass"} 1' "$M"
     check "report ok: metrics file is 0644, no temp file left" \
         bash -c "[ \$(stat -c %a '$M') = 644 ] && [ \$(ls -A '$(dirname "$M")' | wc -l) = 1 ]"
 else

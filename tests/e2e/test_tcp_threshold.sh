@@ -69,7 +69,7 @@ expect_eq "high floor: the finding's remedy comes from docs/checks.md" \
 
 pair strict 'tcp: {messageBytes: 1048576, iterations: 2, minBusbwGBps: 100000}\n' --strict
 for r in 0 1; do
-    expect_eq "high floor --strict, rank $r: exit 1" "$(cat "$T/strict-$r.rc")" 1
+    expect_eq "high floor --strict, rank $r: exit 3 (a spec warning wins)" "$(cat "$T/strict-$r.rc")" 3
 done
 
 # ---- a floor any TCP stack reaches

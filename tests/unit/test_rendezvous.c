@@ -302,6 +302,351 @@ static const struct ident_case ident_cases[] = {
      .msg = {"--coordinator", "missing ']'"}},
 };
 
+/* Every launcher with the names, variables and labels it really gives a pod (docs/launchers.md
+ * names the source of each). labels: a downward-API labels file; NULL: not mounted. */
+struct launcher_case {
+    const char *name;
+    const char *host, *fqdn;
+    const char *env[8];
+    const char *labels;
+    const char *annotations;
+    int o_world;
+    const char *o_coord;
+    /* expected */
+    int rc;
+    const char *rule;
+    int rank, world;
+    const char *coord;
+    bool not_member;
+    const char *pod0, *pod_last; /* names of rank 0 and of rank world-1 ("" none) */
+    const char *msg[2];
+};
+
+#define JS_LABELS(js, rj, R, G, ji, gi)                                                            \
+    "jobset.sigs.k8s.io/global-replicas=\"" G "\"\n"                                               \
+    "jobset.sigs.k8s.io/job-global-index=\"" gi "\"\n"                                             \
+    "jobset.sigs.k8s.io/job-index=\"" ji "\"\n"                                                    \
+    "jobset.sigs.k8s.io/jobset-name=\"" js "\"\n"                                                  \
+    "jobset.sigs.k8s.io/replicatedjob-name=\"" rj "\"\n"                                           \
+    "jobset.sigs.k8s.io/replicatedjob-replicas=\"" R "\""
+
+static const struct launcher_case launcher_cases[] = {
+    {.name = "JobSet, 1 replicatedJob x 2 replicas: myjs-workers-1-3 is rank 1 x 4 + 3",
+     .host = "myjs-workers-1-3",
+     .fqdn = "myjs-workers-1-3.myjs.ml.svc.cluster.local",
+     .env = {"JOB_COMPLETION_INDEX=3"},
+     .labels = JS_LABELS("myjs", "workers", "2", "2", "1", "1"),
+     .o_world = 8,
+     .rule = "jobset",
+     .rank = 7,
+     .world = 8,
+     .coord = "myjs-workers-0-0.myjs.ml.svc.cluster.local",
+     .pod0 = "myjs-workers-0-0",
+     .pod_last = "myjs-workers-1-3"},
+    {.name = "JobSet without the FQDN: rank 0 in the JobSet's default subdomain",
+     .host = "myjs-workers-1-0",
+     .env = {"JOB_COMPLETION_INDEX=0"},
+     .labels = JS_LABELS("myjs", "workers", "2", "2", "1", "1"),
+     .o_world = 4,
+     .rule = "jobset",
+     .rank = 2,
+     .world = 4,
+     .coord = "myjs-workers-0-0.myjs",
+     .pod_last = "myjs-workers-1-1"},
+    {.name = "JobSet, 2 replicatedJobs x 2 replicas: the second one needs the coordinator label",
+     .host = "js2-beta-1-1",
+     .env = {"JOB_COMPLETION_INDEX=1"},
+     .labels = JS_LABELS("js2", "beta", "2", "4", "1", "3"),
+     .o_world = 8,
+     .rc = PF_EUSAGE,
+     .msg = {"rank 0's address unknown", "spec.coordinator"}},
+    {.name = "JobSet, 2 replicatedJobs: spec.coordinator's label names rank 0",
+     .host = "js2-beta-1-1",
+     .env = {"JOB_COMPLETION_INDEX=1"},
+     .labels = "jobset.sigs.k8s.io/coordinator=\"js2-alpha-0-0.js2\"\n" JS_LABELS(
+         "js2", "beta", "2", "4", "1", "3"),
+     .o_world = 8,
+     .rule = "jobset",
+     .rank = 7,
+     .world = 8,
+     .coord = "js2-alpha-0-0.js2",
+     .pod0 = ""},
+    {.name = "JobSet of several Jobs without a world size: the global rank needs it",
+     .host = "myjs-workers-1-3",
+     .env = {"JOB_COMPLETION_INDEX=3"},
+     .labels = JS_LABELS("myjs", "workers", "2", "2", "1", "1"),
+     .rc = PF_EUSAGE,
+     .msg = {"rank unknown", "PREFLIGHT_WORLD_SIZE"}},
+    {.name = "JobSet of Jobs of unequal size",
+     .host = "myjs-workers-1-3",
+     .env = {"JOB_COMPLETION_INDEX=3"},
+     .labels = JS_LABELS("myjs", "workers", "2", "2", "1", "1"),
+     .o_world = 7,
+     .rc = PF_EUSAGE,
+     .msg = {"not of one size", "PREFLIGHT_RANK"}},
+    {.name = "JobSet name without labels: ambiguous with an Indexed Job, never guessed",
+     .host = "myjs-workers-1-3",
+     .env = {"JOB_COMPLETION_INDEX=3", "WORLD_SIZE=8"},
+     .rc = PF_EUSAGE,
+     .msg = {"Job 1 of a JobSet", "podinfo labels"}},
+    {.name = "JobSet name without labels, Job 0: JobSet and Indexed Job agree",
+     .host = "llm-workers-0-3",
+     .fqdn = "llm-workers-0-3.llm.default.svc.cluster.local",
+     .env = {"JOB_COMPLETION_INDEX=3", "WORLD_SIZE=4"},
+     .rule = "indexed-job",
+     .rank = 3,
+     .world = 4,
+     .coord = "llm-workers-0-0.llm.default.svc.cluster.local"},
+    {.name = "TrainJob with envInjection: PET_* (init containers too)",
+     .host = "tj-node-0-2",
+     .env = {"PET_NNODES=4", "PET_NODE_RANK=2", "PET_MASTER_ADDR=tj-node-0-0.tj",
+             "PET_MASTER_PORT=29500", "PET_NPROC_PER_NODE=8", "JOB_COMPLETION_INDEX=2"},
+     .labels = JS_LABELS("tj", "node", "1", "3", "0", "2"),
+     .rule = "trainjob",
+     .rank = 2,
+     .world = 4,
+     .coord = "tj-node-0-0.tj",
+     .pod0 = "tj-node-0-0",
+     .pod_last = "tj-node-0-3"},
+    {.name = "TrainJob without PET_*: initializer Jobs before node are no ranks",
+     .host = "tj-node-0-3",
+     .env = {"JOB_COMPLETION_INDEX=3"},
+     .labels = JS_LABELS("tj", "node", "1", "3", "0", "2"),
+     .o_world = 4,
+     .rule = "trainjob",
+     .rank = 3,
+     .world = 4,
+     .coord = "tj-node-0-0.tj",
+     .pod_last = "tj-node-0-3"},
+    {.name = "torchrun's PET_* written by hand, elastic range of one size",
+     .host = "box",
+     .env = {"PET_NNODES=2:2", "PET_NODE_RANK=1", "PET_MASTER_ADDR=head.ml:29500"},
+     .rule = "torchrun",
+     .rank = 1,
+     .world = 2,
+     .coord = "head.ml"},
+    {.name = "PET_NNODES as an elastic range is no pod count",
+     .host = "box",
+     .env = {"PET_NNODES=1:4", "PET_NODE_RANK=1", "PET_MASTER_ADDR=head"},
+     .rc = PF_EUSAGE,
+     .msg = {"PET_NNODES=1:4", "elastic"}},
+    {.name = "PyTorchJob initContainer: no RANK/WORLD_SIZE, labels give the rank",
+     .host = "bert-worker-2",
+     .labels = "training.kubeflow.org/job-name=\"bert\"\n"
+               "training.kubeflow.org/operator-name=\"pytorchjob-controller\"\n"
+               "training.kubeflow.org/replica-index=\"2\"\n"
+               "training.kubeflow.org/replica-type=\"worker\"",
+     .o_world = 4,
+     .rule = "pytorchjob",
+     .rank = 3,
+     .world = 4,
+     .coord = "bert-master-0",
+     .pod0 = "bert-master-0",
+     .pod_last = "bert-worker-2"},
+    {.name = "PyTorchJob initContainer without PREFLIGHT_WORLD_SIZE",
+     .host = "bert-worker-2",
+     .labels = "training.kubeflow.org/operator-name=\"pytorchjob-controller\"",
+     .rc = PF_EUSAGE,
+     .msg = {"main containers only", "PREFLIGHT_WORLD_SIZE"}},
+    {.name = "PyTorchJob main container: WORLD_SIZE counts processes, PET_NNODES pods",
+     .host = "bert-worker-0",
+     .env = {"RANK=1", "WORLD_SIZE=16", "PET_NNODES=2", "PET_NPROC_PER_NODE=8",
+             "MASTER_ADDR=bert-master-0", "MASTER_PORT=23456"},
+     .labels = "training.kubeflow.org/operator-name=\"pytorchjob-controller\"\n"
+               "training.kubeflow.org/replica-index=\"0\"\n"
+               "training.kubeflow.org/replica-type=\"worker\"",
+     .rule = "pytorchjob",
+     .rank = 1,
+     .world = 2,
+     .coord = "bert-master-0"},
+    {.name = "MPIJob worker with labels: rank i, rank 0 is worker-0, not a master",
+     .host = "myjob-worker-0",
+     .fqdn = "myjob-worker-0.myjob.ml.svc.cluster.local",
+     .labels = "training.kubeflow.org/job-name=\"myjob\"\n"
+               "training.kubeflow.org/job-role=\"worker\"\n"
+               "training.kubeflow.org/operator-name=\"mpi-operator\"\n"
+               "training.kubeflow.org/replica-index=\"0\"",
+     .o_world = 2,
+     .rule = "mpijob",
+     .rank = 0,
+     .world = 2,
+     .pod0 = "myjob-worker-0",
+     .pod_last = "myjob-worker-1"},
+    {.name = "MPIJob worker-3 without labels: the subdomain <job> tells MPIJob from PyTorchJob",
+     .host = "myjob-worker-3",
+     .fqdn = "myjob-worker-3.myjob.ml.svc.cluster.local",
+     .o_world = 4,
+     .rule = "mpijob",
+     .rank = 3,
+     .world = 4,
+     .coord = "myjob-worker-0.myjob.ml.svc.cluster.local"},
+    {.name = "MPIJob with runLauncherAsWorker: worker i is rank i+1, the launcher rank 0",
+     .host = "myjob-worker-1",
+     .fqdn = "myjob-worker-1.myjob.ml.svc.cluster.local",
+     .labels = "training.kubeflow.org/job-role=\"worker\"\n"
+               "training.kubeflow.org/operator-name=\"mpi-operator\"\n"
+               "training.kubeflow.org/replica-index=\"2\"",
+     .o_world = 3,
+     .rule = "mpijob",
+     .rank = 2,
+     .world = 3,
+     .coord = "myjob-launcher.myjob.ml.svc.cluster.local",
+     .pod0 = "myjob-launcher",
+     .pod_last = "myjob-worker-1"},
+    {.name = "MPIJob launcher: no rank of the all-reduce",
+     .host = "myjob-launcher",
+     .fqdn = "myjob-launcher.myjob.ml.svc.cluster.local",
+     .labels = "training.kubeflow.org/job-role=\"launcher\"\n"
+               "training.kubeflow.org/operator-name=\"mpi-operator\"",
+     .rule = "mpijob",
+     .not_member = true},
+    {.name = "MPIJob worker without a world size",
+     .host = "myjob-worker-1",
+     .labels = "training.kubeflow.org/operator-name=\"mpi-operator\"",
+     .rc = PF_EUSAGE,
+     .msg = {"MPIJob", "PREFLIGHT_WORLD_SIZE"}},
+    {.name = "Volcano Job, one task: VC_TASK_INDEX, VC_WORKER_NUM, VC_WORKER_HOSTS",
+     .host = "vcjob-worker-2",
+     .env = {"VC_TASK_INDEX=2", "VK_TASK_INDEX=2", "VC_WORKER_NUM=4",
+             "VC_WORKER_HOSTS=vcjob-worker-0.vcjob,vcjob-worker-1.vcjob,vcjob-worker-2.vcjob,"
+             "vcjob-worker-3.vcjob"},
+     .rule = "volcano",
+     .rank = 2,
+     .world = 4,
+     .coord = "vcjob-worker-0.vcjob",
+     .pod_last = "vcjob-worker-3"},
+    {.name = "Volcano Job with a dashed task name",
+     .host = "vc-gpu-workers-1",
+     .env = {"VC_TASK_INDEX=1", "VC_GPU_WORKERS_NUM=2", "VC_GPU_WORKERS_HOSTS=vc-gpu-workers-0.vc"},
+     .labels = "volcano.sh/job-name=\"vc\"\nvolcano.sh/task-spec=\"gpu-workers\"",
+     .rule = "volcano",
+     .rank = 1,
+     .world = 2,
+     .coord = "vc-gpu-workers-0.vc"},
+    {.name = "Volcano Job master + worker: ranks across tasks are never guessed",
+     .host = "vcjob-worker-0",
+     .env = {"VC_TASK_INDEX=0", "VC_MASTER_NUM=1", "VC_WORKER_NUM=3"},
+     .rc = PF_EUSAGE,
+     .msg = {"MASTER", "PREFLIGHT_RANK"}},
+    {.name = "Volcano mpi plugin master: a launcher",
+     .host = "vcjob-master-0",
+     .env = {"VC_TASK_INDEX=0", "VC_MASTER_NUM=1", "VC_WORKER_NUM=3", "MPI_HOST=a,b,c"},
+     .rule = "volcano",
+     .not_member = true},
+    {.name = "LeaderWorkerSet worker: LWS_* in init containers too",
+     .host = "vllm-1-2",
+     .env = {"LWS_LEADER_ADDRESS=vllm-1.vllm.default", "LWS_GROUP_SIZE=4", "LWS_WORKER_INDEX=2"},
+     .rule = "lws",
+     .rank = 2,
+     .world = 4,
+     .coord = "vllm-1.vllm.default",
+     .pod0 = "vllm-1",
+     .pod_last = "vllm-1-3"},
+    {.name = "LeaderWorkerSet leader is rank 0",
+     .host = "vllm-1",
+     .env = {"LWS_LEADER_ADDRESS=vllm-1.vllm.default", "LWS_GROUP_SIZE=4", "LWS_WORKER_INDEX=0"},
+     .rule = "lws",
+     .rank = 0,
+     .world = 4},
+    {.name = "StatefulSet with its labels",
+     .host = "trainer-3",
+     .fqdn = "trainer-3.trainers.ml.svc.cluster.local",
+     .labels =
+         "apps.kubernetes.io/pod-index=\"3\"\nstatefulset.kubernetes.io/pod-name=\"trainer-3\"",
+     .o_world = 4,
+     .rule = "statefulset",
+     .rank = 3,
+     .world = 4,
+     .coord = "trainer-0.trainers.ml.svc.cluster.local"},
+    {.name = "Indexed Job with its job-name label",
+     .host = "train-2",
+     .env = {"JOB_COMPLETION_INDEX=2"},
+     .labels =
+         "batch.kubernetes.io/job-completion-index=\"2\"\nbatch.kubernetes.io/job-name=\"train\"",
+     .o_world = 3,
+     .rule = "indexed-job",
+     .rank = 2,
+     .world = 3,
+     .coord = "train-0"},
+    {.name = "flags win over a launcher's variables",
+     .host = "vllm-1-2",
+     .env = {"LWS_LEADER_ADDRESS=vllm-1.vllm.default", "LWS_GROUP_SIZE=4", "LWS_WORKER_INDEX=2"},
+     .o_world = 8,
+     .o_coord = "other:31000",
+     .rule = "lws",
+     .rank = 2,
+     .world = 8,
+     .coord = "other"},
+};
+
+static void map_of(struct pf_k8s_map *m, const char *text)
+{
+    memset(m, 0, sizeof(*m));
+    if (text) assert_int_equal(pf_k8s_map_parse(m, "labels", text, strlen(text)), 0);
+}
+
+static void test_identify_launchers(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < PF_ARRAY_LEN(launcher_cases); k++) {
+        const struct launcher_case *tc = &launcher_cases[k];
+        print_message("launcher: %s\n", tc->name);
+        struct pf_env env = {0};
+        for (int i = 0; i < 8 && tc->env[i]; i++) {
+            const char *eq = strchr(tc->env[i], '=');
+            char key[64];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - tc->env[i]), tc->env[i]);
+            pf_env_set(&env, key, eq + 1, "test");
+        }
+        struct pf_k8s_map labels, annotations;
+        map_of(&labels, tc->labels);
+        map_of(&annotations, tc->annotations);
+        struct pf_rdv_podinfo pi = {.hostname = tc->host,
+                                    .fqdn = tc->fqdn,
+                                    .labels = tc->labels ? &labels : NULL,
+                                    .annotations = tc->annotations ? &annotations : NULL};
+        struct pf_rdv_opts o = {.rank = -1, .world_size = tc->o_world ? tc->o_world : -1};
+        if (tc->o_coord) snprintf(o.coordinator, sizeof(o.coordinator), "%s", tc->o_coord);
+        struct pf_rdv_ident id;
+        int rc = pf_rdv_identify_pod(&id, &o, &env, &pi, DEFPORT);
+        if (tc->rc) {
+            assert_int_equal(rc, tc->rc);
+            for (int i = 0; i < 2 && tc->msg[i]; i++)
+                if (!strstr(pf_err_msg(), tc->msg[i]))
+                    fail_msg("'%s' not in: %s", tc->msg[i], pf_err_msg());
+        } else {
+            if (rc != 0) fail_msg("%s: %s", tc->name, pf_err_msg());
+            assert_string_equal(id.rule, tc->rule);
+            assert_true(id.explain[0] != '\0');
+            assert_true(id.nfrom > 0);
+            assert_int_equal(id.member, !tc->not_member);
+            if (!tc->not_member) {
+                assert_int_equal(id.rank, tc->rank);
+                assert_int_equal(id.world_size, tc->world);
+            }
+            if (tc->coord) assert_string_equal(id.coordinator, tc->coord);
+            char name[300];
+            if (tc->pod0) {
+                pf_rdv_pod_name(name, sizeof(name), &id, 0);
+                assert_string_equal(name, tc->pod0);
+            }
+            if (tc->pod_last) {
+                pf_rdv_pod_name(name, sizeof(name), &id, tc->world - 1);
+                assert_string_equal(name, tc->pod_last);
+            }
+            /* the evidence names the rule and what it read */
+            struct pf_node *ev = pf_node_new_map();
+            pf_rdv_ident_evidence(ev, &id);
+            assert_string_equal(pf_node_get_str(ev, "rule"), tc->rule);
+            assert_int_equal(pf_node_get(ev, "from")->count, (size_t)id.nfrom);
+            pf_node_free(ev);
+        }
+        pf_k8s_map_free(&labels);
+        pf_k8s_map_free(&annotations);
+        pf_env_free(&env);
+    }
+}
+
 static void test_identify_table(void **state)
 {
     (void)state;
@@ -1067,6 +1412,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_identify_table),
+        cmocka_unit_test(test_identify_launchers),
         cmocka_unit_test(test_identify_without_env_or_opts),
         cmocka_unit_test(test_pod_name),
         cmocka_unit_test(test_split_hostport),

@@ -122,11 +122,11 @@ static void test_event_message_names_culprits_and_checks(void **state)
     sample(&v, PF_FAIL);
     char msg[PF_REPORT_EVENT_MSG_MAX + 1];
     pf_report_event_message(msg, sizeof(msg), &v);
-    assert_string_equal(
-        msg, "fail: 1 of 5 checks failed: rdma.ports; warnings: nccl.env; culprits: rank 5 "
-             "(trainer-5 on gpu-node-22): never joined the rendezvous; "
-             "rdma.ports: mlx5_1 port 1 is 1: DOWN (want 4: ACTIVE); "
-             "nccl.env: NCCL_DEBUG=TRACE is set");
+    assert_string_equal(msg, "fail (node) on node gpu-node-17: 1 of 5 checks failed: rdma.ports; "
+                             "warnings: nccl.env; culprits: rank 5 "
+                             "(trainer-5 on gpu-node-22): never joined the rendezvous; "
+                             "rdma.ports: mlx5_1 port 1 is 1: DOWN (want 4: ACTIVE); "
+                             "nccl.env: NCCL_DEBUG=TRACE is set");
     pf_verdict_free(&v);
 
     sample(&v, PF_PASS);
@@ -179,7 +179,8 @@ static void test_event_body(void **state)
         "\"involvedObject\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"trainer-3\","
         "\"namespace\":\"ml\",\"uid\":\"1f0e-42\"},"
         "\"reason\":\"PreflightWarning\","
-        "\"message\":\"warn: 1 of 4 checks warn: nccl.env; nccl.env: NCCL_DEBUG=TRACE is set\","
+        "\"message\":\"warn on node gpu-node-17: 1 of 4 checks warn: nccl.env; nccl.env: "
+        "NCCL_DEBUG=TRACE is set\","
         "\"type\":\"Warning\",\"source\":{\"component\":\"preflight\",\"host\":\"gpu-node-17\"},"
         "\"firstTimestamp\":\"2026-11-21T14:00:03Z\",\"lastTimestamp\":\"2026-11-21T14:00:03Z\","
         "\"count\":1}");
@@ -280,18 +281,25 @@ static void test_metrics_golden(void **state)
         assert_int_equal(strncmp(line, family, strlen(family)), 0);
         samples++;
     }
-    /* 1 info + 3 verdict + 5 checks x 4 + 2 busbw + 2 algbw + rendezvous + duration */
-    assert_int_equal(samples, 1 + 3 + 20 + 2 + 2 + 1 + 1);
-    assert_non_null(strstr(b.data, "preflight_verdict{verdict=\"fail\"} 1\n"));
-    assert_non_null(strstr(b.data, "preflight_verdict{verdict=\"pass\"} 0\n"));
-    assert_non_null(
-        strstr(b.data, "preflight_check_status{check=\"rdma.ports\",status=\"fail\"} 1\n"));
-    assert_non_null(strstr(b.data,
-                           "preflight_collective_busbw_gbps{backend=\"nccl\",op=\"allreduce\","
-                           "bytes=\"268435456\"} 337.7\n"));
+    /* 1 info + 3 verdict + 3 class + 5 checks x 4 + 2 busbw + 2 algbw + rendezvous + duration */
+    assert_int_equal(samples, 1 + 3 + 3 + 20 + 2 + 2 + 1 + 1);
+    assert_non_null(strstr(b.data, "preflight_verdict{pod=\"trainer-3\",verdict=\"fail\"} 1\n"));
+    assert_non_null(strstr(b.data, "preflight_verdict{pod=\"trainer-3\",verdict=\"pass\"} 0\n"));
+    /* port-down is a node failure: the class and the node to act on */
+    assert_non_null(strstr(b.data, "preflight_failure_class{pod=\"trainer-3\",node=\"node "
+                                   "\\\"7\\\"\\\\\\n\",class=\"node\"} 1\n"));
+    assert_non_null(strstr(b.data, ",class=\"spec\"} 0\n"));
+    assert_non_null(strstr(b.data, ",class=\"peer\"} 0\n"));
+    assert_non_null(strstr(b.data, "preflight_check_status{pod=\"trainer-3\",check=\"rdma.ports\","
+                                   "status=\"fail\"} 1\n"));
+    assert_non_null(strstr(b.data, "preflight_collective_busbw_gbps{pod=\"trainer-3\",backend="
+                                   "\"nccl\",op=\"allreduce\",bytes=\"268435456\"} 337.7\n"));
     assert_non_null(strstr(b.data, "node=\"node \\\"7\\\"\\\\\\n\""));
-    assert_non_null(strstr(b.data, "preflight_rendezvous_seconds 1.5\n"));
-    assert_non_null(strstr(b.data, "preflight_duration_seconds 3.25\n"));
+    assert_non_null(strstr(b.data, "preflight_rendezvous_seconds{pod=\"trainer-3\"} 1.5\n"));
+    /* every sample carries the pod */
+    for (const char *p = b.data; (p = strchr(p, '\n')) && p[1]; p++)
+        if (p[1] != '#') assert_int_equal(strncmp(strchr(p + 1, '{'), "{pod=\"trainer-3\"", 16), 0);
+    assert_non_null(strstr(b.data, "preflight_duration_seconds{pod=\"trainer-3\"} 3.25\n"));
     free(copy);
     free(want);
     pf_buf_free(&b);
@@ -316,7 +324,7 @@ static void test_metrics_write_atomic(void **state)
     size_t len = 0;
     char *got = slurp(path, &len);
     assert_non_null(got);
-    assert_non_null(strstr(got, "preflight_verdict{verdict=\"pass\"} 1\n"));
+    assert_non_null(strstr(got, "preflight_verdict{pod=\"trainer-3\",verdict=\"pass\"} 1\n"));
     free(got);
     /* no temp file left beside it */
     char sub[256];

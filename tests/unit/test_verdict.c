@@ -218,6 +218,122 @@ static void test_yaml_invalid_utf8(void **state)
     pf_verdict_free(&v);
 }
 
+/* One verdict from a list of "check/code/status" findings (status "fail" or "warn"). */
+static void classed(struct pf_verdict *v, bool strict, const char *const *spec)
+{
+    pf_verdict_init(v);
+    pf_node_set_str(v->pod, "name", "trainer-3");
+    pf_node_set_str(v->pod, "node", "gpu-17");
+    pf_node_set_int(v->pod, "rank", 3);
+    v->warn_fails = strict;
+    for (; *spec; spec++) {
+        char id[64], code[64], st[8];
+        assert_int_equal(sscanf(*spec, "%63[^/]/%63[^/]/%7s", id, code, st), 3);
+        struct pf_check *c = pf_verdict_add_check(v, id);
+        pf_check_add_finding(c, code, (enum pf_status)pf_status_parse(st), NULL, "%s is bad", code);
+    }
+    pf_verdict_finalize(v, NULL, NULL);
+}
+
+static void test_failure_class_and_exit_code(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *findings[4];
+        bool strict;
+        const char *cls;
+        int code;
+    } t[] = {
+        {{"rdma.ports/port-down/fail", NULL}, false, "node", 4},
+        {{"nccl.env/p2p-disabled/fail", NULL}, false, "spec", 3},
+        {{"rendezvous/missing-ranks/fail", NULL}, false, "peer", 5},
+        /* spec over node over peer */
+        {{"rendezvous/missing-ranks/fail", "rdma.ports/port-down/fail",
+          "nccl.env/p2p-disabled/fail", NULL},
+         false,
+         "spec",
+         3},
+        {{"collective.tcp/peer-lost/fail", "rdma.ports/port-down/fail", NULL}, false, "node", 4},
+        /* the same code under two checks: the check decides */
+        {{"rendezvous/timeout/fail", NULL}, false, "peer", 5},
+        {{"gpu.devices/timeout/fail", NULL}, false, "node", 4}, /* the run's own timeout */
+        /* a warning fails only under --strict, with its class */
+        {{"nccl.env/debug-verbose/warn", NULL}, false, "", 0},
+        {{"nccl.env/debug-verbose/warn", NULL}, true, "spec", 3},
+        {{"nccl.env/debug-verbose/warn", "rendezvous/missing-ranks/fail", NULL}, false, "peer", 5},
+        /* a failing finding no document classes */
+        {{"x.y/no-such-code/fail", NULL}, false, "", 1},
+        {{NULL}, false, "", 0},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(t); i++) {
+        struct pf_verdict v;
+        classed(&v, t[i].strict, t[i].findings);
+        assert_string_equal(pf_class_name(v.failure_class), t[i].cls);
+        assert_int_equal(pf_verdict_exit_code(&v), t[i].code);
+        char *y = NULL;
+        assert_int_equal(pf_verdict_to_yaml(&y, NULL, &v), 0);
+        if (*t[i].cls) {
+            char want[64];
+            snprintf(want, sizeof(want), "\nfailureClass: %s\n", t[i].cls);
+            assert_non_null(strstr(y, want));
+        } else {
+            assert_null(strstr(y, "failureClass"));
+        }
+        free(y);
+        pf_verdict_free(&v);
+    }
+}
+
+static void test_culprit_pod_turns_peer_into_node(void **state)
+{
+    (void)state;
+    const char *f[] = {"collective.tcp/slow-node/fail", NULL};
+    struct pf_verdict v;
+    classed(&v, false, f);
+    assert_int_equal(pf_verdict_exit_code(&v), 5); /* another pod is slow */
+    pf_verdict_free(&v);
+    classed(&v, false, f);
+    pf_verdict_add_culprit(&v, 3, "trainer-3", "gpu-17", "every link is slow");
+    pf_verdict_finalize(&v, NULL, NULL);
+    assert_int_equal(pf_verdict_exit_code(&v), 4); /* this pod is the slow one */
+    assert_int_equal(v.checks[0].findings[0].cls, PF_CLASS_NODE);
+    pf_verdict_free(&v);
+    /* a culprit without a finding: the gate fails as peer on the others */
+    const char *none[] = {NULL};
+    classed(&v, false, none);
+    pf_verdict_add_culprit(&v, 5, "trainer-5", "gpu-22", "never joined the rendezvous");
+    pf_verdict_finalize(&v, NULL, NULL);
+    assert_int_equal(pf_verdict_exit_code(&v), 5);
+    char line[256];
+    pf_verdict_reason_line(line, sizeof(line), &v);
+    assert_string_equal(line, "fail (peer) gpu-17: culprit rank 5: never joined the rendezvous");
+    pf_verdict_free(&v);
+}
+
+static void test_reason_line(void **state)
+{
+    (void)state;
+    const char *f[] = {"rendezvous/missing-ranks/fail", "nccl.env/debug-verbose/warn",
+                       "rdma.ports/port-down/fail", NULL};
+    struct pf_verdict v;
+    classed(&v, false, f);
+    v.checks[2].findings[0].message[0] = 'P';
+    char line[256];
+    pf_verdict_reason_line(line, sizeof(line), &v);
+    assert_string_equal(line, "fail (node) gpu-17: rdma.ports: Port-down is bad");
+    pf_verdict_free(&v);
+    /* a message with a newline stays one line; a short buffer cuts it */
+    const char *g[] = {"nccl.env/p2p-disabled/fail", NULL};
+    classed(&v, false, g);
+    free(v.checks[0].findings[0].message);
+    v.checks[0].findings[0].message = pf_xstrdup("NCCL_P2P_DISABLE=1\nis set");
+    pf_verdict_reason_line(line, sizeof(line), &v);
+    assert_string_equal(line, "fail (spec) gpu-17: nccl.env: NCCL_P2P_DISABLE=1 is set");
+    pf_verdict_reason_line(line, 12, &v);
+    assert_string_equal(line, "fail (spec)");
+    pf_verdict_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +344,9 @@ int main(void)
         cmocka_unit_test(test_golden_yaml_and_human),
         cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_yaml_invalid_utf8),
+        cmocka_unit_test(test_failure_class_and_exit_code),
+        cmocka_unit_test(test_culprit_pod_turns_peer_into_node),
+        cmocka_unit_test(test_reason_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,94 @@
+/* What the identity rules read besides the environment: the host name, its FQDN (only when the
+ * answer depends on it: a lookup), the downward-API labels and annotations, and Volcano's
+ * hostfiles; all files under the root prefix. */
+#define _GNU_SOURCE
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rendezvous.h"
+
+static void canonical_name(const char *host, char *out, size_t n)
+{
+    out[0] = '\0';
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_flags = AI_CANONNAME;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
+        if (res->ai_canonname) pf_strcpy(out, n, res->ai_canonname);
+        freeaddrinfo(res);
+    }
+}
+
+/* A downward-API map file; false when it is not there. A malformed file is an error. */
+static int read_map(struct pf_k8s_map *out, bool *have, struct pf_ctx *ctx, const char *dir,
+                    const char *name)
+{
+    *have = false;
+    char *text = NULL;
+    size_t len = 0;
+    if (pf_host_read_all(&text, &len, PF_K8S_FILE_MAX, &ctx->host, "%s/%s", dir, name) < 0)
+        return 0;
+    char what[512];
+    snprintf(what, sizeof(what), "%s/%s", dir, name);
+    int r = pf_k8s_map_parse(out, what, text, len);
+    free(text);
+    if (r < 0) return pf_err_set(PF_EUSAGE, "%s", pf_err_msg());
+    *have = true;
+    return 0;
+}
+
+/* /etc/volcano/<task>.host files as task -> text */
+static void read_volcano(struct pf_k8s_map *out, struct pf_ctx *ctx)
+{
+    struct pf_strlist names = {0};
+    if (pf_host_list(&names, &ctx->host, "/etc/volcano") < 0) return;
+    for (size_t i = 0; i < names.n && out->n < 64; i++) {
+        size_t l = strlen(names.v[i]);
+        if (l <= 5 || strcmp(names.v[i] + l - 5, ".host") != 0) continue;
+        char *text = NULL;
+        if (pf_host_read_all(&text, NULL, 1 << 20, &ctx->host, "/etc/volcano/%s", names.v[i]) < 0)
+            continue;
+        out->v = pf_xrealloc(out->v, (out->n + 1) * sizeof(*out->v));
+        struct pf_k8s_kv *kv = &out->v[out->n++];
+        kv->key = pf_xstrdup(names.v[i]);
+        kv->key[l - 5] = '\0';
+        kv->value = text;
+        kv->value_len = strlen(text);
+    }
+    pf_strlist_free(&names);
+}
+
+int pf_rdv_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+                  int default_port)
+{
+    char host[256] = "", fqdn[512] = "";
+    if (gethostname(host, sizeof(host)) != 0) host[0] = '\0';
+    host[sizeof(host) - 1] = '\0';
+    const char *dir = pf_env_get(&ctx->env, "PREFLIGHT_PODINFO");
+    if (!dir || !*dir) dir = PF_K8S_PODINFO_DEFAULT;
+    struct pf_k8s_map labels = {0}, annotations = {0}, volcano = {0};
+    bool have_l, have_a;
+    int r = read_map(&labels, &have_l, ctx, dir, "labels");
+    if (r == 0) r = read_map(&annotations, &have_a, ctx, dir, "annotations");
+    if (r < 0) goto out;
+    read_volcano(&volcano, ctx);
+    struct pf_rdv_podinfo pi = {.hostname = host,
+                                .fqdn = NULL,
+                                .labels = have_l ? &labels : NULL,
+                                .annotations = have_a ? &annotations : NULL,
+                                .volcano_hosts = volcano.n ? &volcano : NULL};
+    r = pf_rdv_identify_pod(out, o, &ctx->env, &pi, default_port);
+    if (out->wants_fqdn) { /* the answer depends on the subdomain: look it up */
+        canonical_name(host, fqdn, sizeof(fqdn));
+        pi.fqdn = fqdn;
+        if (fqdn[0]) r = pf_rdv_identify_pod(out, o, &ctx->env, &pi, default_port);
+    }
+out:
+    pf_k8s_map_free(&labels);
+    pf_k8s_map_free(&annotations);
+    pf_k8s_map_free(&volcano);
+    return r;
+}
