@@ -19,7 +19,8 @@ void pf_dl_info_gather(struct pf_dl_info out[PF_DL_INFO_COUNT])
     for (size_t i = 0; i < PF_DL_INFO_COUNT; i++) {
         memset(&out[i], 0, sizeof(out[i]));
         out[i].soname = names[i];
-        snprintf(out[i].detail, sizeof(out[i].detail), "not in this build (static binary: no dlopen)");
+        snprintf(out[i].detail, sizeof(out[i].detail),
+                 "not in this build (static binary: no dlopen)");
     }
 }
 #else
@@ -95,8 +96,7 @@ static void info_verbs(struct pf_dl_info *o)
     char dir[PF_DL_PATH_MAX + 16];
     snprintf(dir, sizeof(dir), "%s", l->path);
     char *slash = strrchr(dir, '/');
-    if (slash)
-        snprintf(slash, sizeof(dir) - (size_t)(slash - dir), "/libibverbs");
+    if (slash) snprintf(slash, sizeof(dir) - (size_t)(slash - dir), "/libibverbs");
     struct pf_strlist prov = {0};
     DIR *d = slash ? opendir(dir) : NULL;
     for (struct dirent *e; d && (e = readdir(d));) {
@@ -109,8 +109,8 @@ static void info_verbs(struct pf_dl_info *o)
     char list[400];
     pf_strlist_join(list, sizeof(list), &prov, ", ");
     if (prov.n)
-        snprintf(o->detail, sizeof(o->detail), "%zu provider%s: %s", prov.n,
-                 prov.n == 1 ? "" : "s", list);
+        snprintf(o->detail, sizeof(o->detail), "%zu provider%s: %s", prov.n, prov.n == 1 ? "" : "s",
+                 list);
     else
         snprintf(o->detail, sizeof(o->detail), "no providers found in %.400s", dir);
     pf_strlist_free(&prov);
