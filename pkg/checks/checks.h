@@ -102,8 +102,6 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_topology_locality(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx);
-void pf_check_rdma_efa(struct pf_check *out, struct pf_ctx *ctx);
-void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);
 
 /* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
  * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
