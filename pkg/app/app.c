@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../dl/dl.h"
 #include "../explain/explain.h"
 #include "../nccl/nccl.h"
 #include "../report/report.h"
@@ -402,21 +403,12 @@ int pf_app_version(const struct pf_options *o)
             "gcc " __VERSION__
 #endif
     );
-    static const char *const libs[] = {"libcuda.so.1", "libnccl.so.2", "libibverbs.so.1",
-                                       "libcurl.so.4"};
-    for (size_t i = 0; i < PF_ARRAY_LEN(libs); i++) {
-#ifdef PF_STATIC
-        fprintf(o->out, "  %-16s not in this build (static binary: no dlopen)\n", libs[i]);
-#else
-        void *h = dlopen(libs[i], RTLD_LAZY | RTLD_LOCAL);
-        if (h) {
-            fprintf(o->out, "  %-16s loads\n", libs[i]);
-            dlclose(h);
-        } else {
-            const char *e = dlerror();
-            fprintf(o->out, "  %-16s missing (%s)\n", libs[i], e ? e : "not found");
-        }
-#endif
-    }
+    struct pf_dl_info info[PF_DL_INFO_COUNT];
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    pf_dl_info_gather(info);
+    pf_dl_info_format(&b, info);
+    if (b.data) fputs(b.data, o->out);
+    pf_buf_free(&b);
     return PF_EXIT_PASS;
 }

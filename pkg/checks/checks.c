@@ -119,16 +119,10 @@ void pf_checks_environment(struct pf_ctx *ctx)
         }
         free(info);
     }
-    char ver[512];
-    if (pf_host_read(ver, sizeof(ver), &ctx->host, "/proc/driver/nvidia/version") > 0) {
-        /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar ..." */
-        const char *p = strstr(ver, "Kernel Module");
-        if (p) {
-            char v[64] = "";
-            if (sscanf(p + strlen("Kernel Module"), " %63s", v) == 1)
-                pf_node_set_str(env, "driverVersion", v);
-        }
-    }
+    char ver[1024], v[64];
+    if (pf_host_read(ver, sizeof(ver), &ctx->host, "/proc/driver/nvidia/version") >= 0 &&
+        pf_nvidia_driver_version(v, sizeof(v), ver))
+        pf_node_set_str(env, "driverVersion", v);
     struct pf_node *hcas = pf_node_set_seq(env, "hcas");
     for (size_t i = 0; i < ctx->hcas.n; i++)
         pf_node_add_str(hcas, ctx->hcas.v[i]);

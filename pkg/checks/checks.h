@@ -81,6 +81,12 @@ void pf_checks_run(struct pf_ctx *ctx, unsigned mode);
  * verdict's environment. */
 void pf_checks_environment(struct pf_ctx *ctx);
 
+/* The driver version in the text of /proc/driver/nvidia/version, from its "NVRM version:"
+ * line in every form the driver writes: proprietary ("NVIDIA UNIX x86_64 Kernel Module
+ * 550.90.07  Fri May 31 ...", aarch64 too) and open ("NVIDIA UNIX Open Kernel Module for
+ * x86_64  565.57.01  Release Build  (builder@host)  <date>"), whatever the date's locale. */
+bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
+
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx);
@@ -96,6 +102,26 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_topology_locality(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx);
+
+/* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
+ * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
+ * its evidence (`fabric.clique`: "<clusterUuid>/<cliqueId>"). The ranks of one multi-node
+ * NVLink job must all share one; pf_fabric_compare writes one mismatch for every rank that
+ * differs from the identity most ranks have (ties: the lowest rank's) and returns how many
+ * differ (it writes at most max). */
+struct pf_fabric_rank {
+    int rank;
+    char cluster_uuid[40]; /* "" when the rank has no fabric */
+    unsigned clique;
+};
+struct pf_fabric_mismatch {
+    int rank;
+    char message[200];
+};
+size_t pf_fabric_compare(struct pf_fabric_mismatch *out, size_t max,
+                         const struct pf_fabric_rank *ranks, size_t n);
+/* Reads "<clusterUuid>/<cliqueId>" (gpu.fabric's evidence) into r; -1 when malformed. */
+int pf_fabric_parse(struct pf_fabric_rank *r, const char *text);
 
 /* rdma.counters runs around the collectives, not from the table: a snapshot of every port's
  * error counters before (pf_counters_snapshot, NULL when there are no HCAs), and the check

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "checks.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,15 @@
 
 #define CTR_NAME 64
 #define CTRS_MAX 8192
+#define CTR_NA LLONG_MIN /* the counter reads "N/A (no PMA)" */
 
 struct ctr {
     char hca[64];
     int port;
     char name[CTR_NAME];
     bool hw; /* hw_counters/ (driver specific) */
+    bool na; /* the file reads "N/A (no PMA)": the kernel's answer when the device has no
+              * Performance Management Agent (drivers/infiniband/core/sysfs.c) */
     unsigned long long v;
 };
 
@@ -67,7 +71,7 @@ static unsigned long long port_ctr_max(const char *name)
 static void add(struct pf_counters *s, const char *hca, int port, const char *name, bool hw,
                 long long v)
 {
-    if (s->n >= CTRS_MAX || v < 0) return;
+    if (s->n >= CTRS_MAX || (v < 0 && v != CTR_NA)) return;
     s->v = pf_xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
     struct ctr *c = &s->v[s->n++];
     memset(c, 0, sizeof(*c));
@@ -75,7 +79,21 @@ static void add(struct pf_counters *s, const char *hca, int port, const char *na
     snprintf(c->name, sizeof(c->name), "%s", name);
     c->port = port;
     c->hw = hw;
-    c->v = (unsigned long long)v;
+    c->na = v == CTR_NA;
+    c->v = v < 0 ? 0 : (unsigned long long)v;
+}
+
+/* One counter file: its value (0), CTR_NA when it reads "N/A ..." (not available), -2 when it
+ * is missing or not a number. */
+static int read_ctr(long long *out, const struct pf_host *h, const char *path)
+{
+    if (pf_host_read_ll(out, h, "%s", path) == 0) return 0;
+    char text[64];
+    if (pf_host_read(text, sizeof(text), h, "%s", path) >= 0 && strncmp(text, "N/A", 3) == 0) {
+        *out = CTR_NA;
+        return 0;
+    }
+    return -2;
 }
 
 struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
@@ -91,8 +109,10 @@ struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
             int pn = atoi(ports.v[p]);
             for (size_t i = 0; i < PF_ARRAY_LEN(port_ctrs); i++) {
                 long long v;
-                if (pf_host_read_ll(&v, &ctx->host, "/sys/class/infiniband/%s/ports/%s/counters/%s",
-                                    hca, ports.v[p], port_ctrs[i].name) == 0)
+                char path[512];
+                snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%s/counters/%s", hca,
+                         ports.v[p], port_ctrs[i].name);
+                if (read_ctr(&v, &ctx->host, path) == 0)
                     add(s, hca, pn, port_ctrs[i].name, false, v);
             }
             struct pf_strlist hw = {0};
@@ -101,10 +121,10 @@ struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
             for (size_t i = 0; i < hw.n; i++) {
                 long long v;
                 if (strcmp(hw.v[i], "lifespan") == 0) continue; /* a setting (ms), not a counter */
-                if (pf_host_read_ll(&v, &ctx->host,
-                                    "/sys/class/infiniband/%s/ports/%s/hw_counters/%s", hca,
-                                    ports.v[p], hw.v[i]) == 0)
-                    add(s, hca, pn, hw.v[i], true, v);
+                char path[512];
+                snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%s/hw_counters/%s",
+                         hca, ports.v[p], hw.v[i]);
+                if (read_ctr(&v, &ctx->host, path) == 0) add(s, hca, pn, hw.v[i], true, v);
             }
             pf_strlist_free(&hw);
         }
@@ -150,8 +170,8 @@ void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
     }
     double dt = after->t - before->t;
     pf_node_set_dbl(out->evidence, "intervalSeconds", (double)((long long)(dt * 10)) / 10);
-    struct pf_node *since_boot = NULL, *rises = NULL, *saturated = NULL;
-    size_t nports = 0, nrise = 0;
+    struct pf_node *since_boot = NULL, *rises = NULL, *saturated = NULL, *na = NULL;
+    size_t nports = 0, nrise = 0, nna = 0, nreadable = 0;
     char last_port[96] = "";
     /* per port, the counters that rose (one port-errors finding a port) */
     char port_msg[1024] = "";
@@ -178,6 +198,16 @@ void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
             snprintf(last_port, sizeof(last_port), "%s", key);
         }
         const struct ctr *b = find(before, c);
+        if (c->na) { /* not available: counted and listed, never compared */
+            nna++;
+            if (!na) na = pf_node_set_map(out->evidence, "notAvailable");
+            struct pf_node *l = pf_node_get(na, key);
+            if (!l) l = pf_node_set_seq(na, key);
+            pf_node_add_str(l, c->name);
+            continue;
+        }
+        if (!c->hw || is_hw_error(c->name)) nreadable++;
+        if (b && b->na) continue; /* N/A before, a number now: nothing to compare */
         if (c->v && (!c->hw || is_hw_error(c->name))) {
             if (!since_boot) since_boot = pf_node_set_map(out->evidence, "errorCountersSinceBoot");
             struct pf_node *m = pf_node_get(since_boot, key);
@@ -210,7 +240,20 @@ void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
             pm += (size_t)snprintf(port_msg + pm, sizeof(port_msg) - pm, "%s%s +%llu",
                                    pm ? ", " : "", c->name, d);
     }
-    pf_check_set_message(out, "%zu port%s, %zu error counter%s rose in %.1f s", nports,
-                         nports == 1 ? "" : "s", nrise, nrise == 1 ? "" : "s", dt);
+    if (nna) pf_node_set_int(out->evidence, "notAvailableCount", (long long)nna);
+    if (nna && nreadable == 0)
+        pf_check_skip(out,
+                      "every error counter of %zu port%s reads N/A (no PMA): the device has no "
+                      "Performance Management Agent, so errors cannot be counted here",
+                      nports, nports == 1 ? "" : "s");
+    else if (nna)
+        pf_check_set_message(out,
+                             "%zu port%s, %zu error counter%s rose in %.1f s; %zu counter%s not "
+                             "available (N/A, no PMA)",
+                             nports, nports == 1 ? "" : "s", nrise, nrise == 1 ? "" : "s", dt, nna,
+                             nna == 1 ? "" : "s");
+    else
+        pf_check_set_message(out, "%zu port%s, %zu error counter%s rose in %.1f s", nports,
+                             nports == 1 ? "" : "s", nrise, nrise == 1 ? "" : "s", dt);
     pf_counters_free(after);
 }

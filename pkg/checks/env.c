@@ -147,25 +147,38 @@ int pf_env_load_file(struct pf_env *e, const char *path)
     return r;
 }
 
-/* NCCL reads "VAR=value" lines with '#' comments and applies them with setenv(..., 0). */
+/* As NCCL's setEnvFile (src/misc/param.cc) reads a config file: lines of at most 4095
+ * bytes, one trailing '\r' dropped, a line whose first character is '#' skipped (a '#'
+ * further on is part of the value), the name everything before the first '=' and the value
+ * everything after it, neither trimmed, each cut at 1023 bytes; applied with setenv(..., 0),
+ * so a variable already set (the environment, or an earlier file) wins. A name with blanks
+ * ("NCCL_IB_DISABLE = 1") is kept as NCCL sets it: a variable NCCL never reads. Each value's
+ * origin is "FILE:LINE". */
 static void apply_conf(struct pf_env *e, const char *label, const char *text)
 {
     size_t lineno = 0;
-    char *copy = pf_xstrdup(text), *save = NULL;
-    for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    for (const char *p = text; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
         lineno++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
+        char line[4096];
+        if (len > sizeof(line) - 1) len = sizeof(line) - 1;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p = nl ? nl + 1 : p + strlen(p);
+        if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+        if (line[0] == '#') continue;
         char *eq = strchr(line, '=');
-        if (!eq) continue;
+        if (!eq || eq == line) continue; /* no '=', or setenv("") which fails */
         *eq = '\0';
-        char *k = pf_trim(line), *v = pf_trim(eq + 1);
-        if (!*k || pf_env_get(e, k)) continue;
+        char *k = line, *v = eq + 1;
+        if (strlen(k) > 1023) k[1023] = '\0';
+        if (strlen(v) > 1023) v[1023] = '\0';
+        if (pf_env_get(e, k)) continue;
         char origin[1100];
-        snprintf(origin, sizeof(origin), "%s", label);
+        snprintf(origin, sizeof(origin), "%s:%zu", label, lineno);
         pf_env_set(e, k, v, origin);
     }
-    free(copy);
 }
 
 void pf_env_load_nccl_conf(struct pf_env *e, const struct pf_host *h)

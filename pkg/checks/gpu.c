@@ -69,26 +69,48 @@ static void gpu_parse_info(struct gpu *g, const struct pf_host *h)
     g->minor = (int)v;
 }
 
-/* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 ..." or
- * "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build ...":
- * the first word after "Module" that starts with a digit and holds a dot. */
-static bool driver_version(char *out, size_t n, const struct pf_host *h)
+/* A driver version: digits and dots, at least one dot, none first or last ("550.90.07",
+ * "550.120"; not "x86_64", "31." of a localized date, or "09:35:42"). */
+static bool is_version_word(const char *w)
 {
-    char text[1024];
-    if (pf_host_read(text, sizeof(text), h, "/proc/driver/nvidia/version") < 0) return false;
-    char *nl = strchr(text, '\n');
-    if (nl) *nl = '\0';
-    const char *p = strstr(text, "Module");
+    size_t n = strlen(w);
+    if (n == 0 || !isdigit((unsigned char)w[0]) || !isdigit((unsigned char)w[n - 1])) return false;
+    bool dot = false;
+    for (const char *q = w; *q; q++) {
+        if (*q == '.') {
+            if (q[1] == '.') return false;
+            dot = true;
+        } else if (!isdigit((unsigned char)*q))
+            return false;
+    }
+    return dot;
+}
+
+bool pf_nvidia_driver_version(char *out, size_t n, const char *text)
+{
+    const char *p = strstr(text, "NVRM version:");
     if (!p) return false;
+    p += strlen("NVRM version:");
+    const char *eol = strchr(p, '\n');
+    size_t len = eol ? (size_t)(eol - p) : strlen(p);
+    char line[512];
+    snprintf(line, sizeof(line), "%.*s", (int)(len < sizeof(line) ? len : sizeof(line) - 1), p);
     char word[64];
     int used = 0;
-    for (p += 6; sscanf(p, " %63s%n", word, &used) == 1; p += used) {
-        if (isdigit((unsigned char)word[0]) && strchr(word, '.')) {
+    for (const char *q = line; sscanf(q, " %63s%n", word, &used) == 1; q += used) {
+        if (is_version_word(word)) {
             snprintf(out, n, "%s", word);
             return true;
         }
     }
     return false;
+}
+
+static bool driver_version(char *out, size_t n, const struct pf_host *h)
+{
+    char text[1024];
+    if (pf_host_read(text, sizeof(text), h, "/proc/driver/nvidia/version") < 0) return false;
+    return pf_nvidia_driver_version(out, n, text);
 }
 
 /* The /dev/nvidiaN nodes (N all digits: not nvidiactl, nvidia-uvm, nvidia-modeset). */

@@ -227,4 +227,22 @@ void pf_dl_nccl_strerror(char *out, size_t n, const struct pf_dl_nccl *l, pf_ncc
 /* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)". */
 void pf_dl_cuda_strerror(char *out, size_t n, const struct pf_dl_cuda *l, pf_CUresult r);
 
+/* ---- what `preflight version` shows: each optional library, whether it loads here and
+ * what it says about itself. */
+enum { PF_DL_INFO_NCCL, PF_DL_INFO_CUDA, PF_DL_INFO_VERBS, PF_DL_INFO_CURL, PF_DL_INFO_COUNT };
+struct pf_dl_info {
+    const char *soname;        /* "libnccl.so.2" */
+    bool loaded;               /* false: detail says why */
+    char path[PF_DL_PATH_MAX]; /* the file that was loaded */
+    char version[64];          /* "2.28.9"; "" when the library cannot tell */
+    char detail[512];          /* the rest: "cuInit: CUDA_ERROR_NO_DEVICE (...)", providers */
+};
+/* Loads each library (through the loaders above; libcurl by its soname) and fills out[i]:
+ * NCCL's ncclGetVersion, the CUDA driver API's cuDriverGetVersion and cuInit's result,
+ * libibverbs' providers (lib*-rdmav*.so beside it), libcurl's curl_version(). */
+void pf_dl_info_gather(struct pf_dl_info out[PF_DL_INFO_COUNT]);
+/* One line per library, "  libnccl.so.2     2.28.9 (/usr/lib/.../libnccl.so.2)", appended
+ * to out. */
+void pf_dl_info_format(struct pf_buf *out, const struct pf_dl_info in[PF_DL_INFO_COUNT]);
+
 #endif

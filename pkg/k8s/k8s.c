@@ -449,11 +449,14 @@ static int parse_network(struct pf_k8s_network *n, size_t index, json_t *el)
     n->representor = pf_xstrdup("");
     if (!json_is_object(el))
         return pf_err_set(PF_EINVAL, "network-status element %zu is not an object", index);
+    /* The name is the CNI config's own name for the default network, which may be empty
+     * (a conflist without "name"); older Multus wrote it as it was. An empty or absent name
+     * is kept as "", not a reason to reject the whole annotation. */
     json_t *name = json_object_get(el, "name");
-    if (!name || !json_is_string(name) || !*json_string_value(name))
-        return pf_err_set(PF_EINVAL, "network-status element %zu has no \"name\"", index);
+    if (name && !json_is_null(name) && !json_is_string(name))
+        return pf_err_set(PF_EINVAL, "network-status element %zu: \"name\" is not a string", index);
     free(n->name);
-    n->name = pf_xstrdup(json_string_value(name));
+    n->name = pf_xstrdup(name && json_is_string(name) ? json_string_value(name) : "");
     j.name = n->name;
     if ((r = get_str(&n->interface, &j, el, "interface")) < 0 ||
         (r = get_str(&n->mac, &j, el, "mac")) < 0)

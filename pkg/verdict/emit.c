@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,26 +41,58 @@ static void emit(struct out *o, yaml_event_t *ev)
     if (!yaml_emitter_emit(&o->em, ev)) o->failed = 1;
 }
 
+/* Plain scalars that some YAML reader resolves to something other than the same string: the
+ * YAML 1.1 types (yaml.org/type: bool, null, int in every base, base-60 int and float, float
+ * with the spec's `[0-9.]*` fraction, timestamp, merge `<<`, value `=`; what PyYAML, Go
+ * yaml.v2 and Ruby Psych read, including Psych's `1,000`), and the YAML 1.2 core schema (0o
+ * octal, exponent without a dot, .inf/.nan), plus what Go's strconv accepts after a sign or
+ * digit (hex floats, inf, infinity, nan). Matched case-insensitively: quoting "TrUe" too costs
+ * nothing. */
+static const char *const implicit_types =
+    "^("
+    "~|null|y|n|yes|no|true|false|on|off|<<|="                  /* null, bool, merge, value */
+    "|[-+]?(\\.[0-9.][0-9_.,]*|[0-9][0-9_.,]*)(e[-+]?[0-9_]+)?" /* decimal int and float */
+    "|[-+]?\\.[0-9.]*(e[-+]?[0-9]+)?"                           /* "." and ".e1" (1.1 spec) */
+    "|[-+]?0x[0-9a-f_.]*[0-9a-f][0-9a-f_.]*(p[-+]?[0-9_]+)?"    /* hex int, Go hex float */
+    "|[-+]?0o[0-7_]+|[-+]?0b[01_]+"                             /* 1.2 octal, 1.1 binary */
+    "|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+(\\.[0-9_]*)?"            /* base 60 (1.1) */
+    "|[-+]?\\.?(inf|infinity|nan)"                              /* .inf, .nan, Go's Inf */
+    "|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?([t \t].*)?"  /* timestamp (1.1) */
+    ")$";
+
+static regex_t implicit_re;
+static int implicit_ok;
+
+static void implicit_compile(void)
+{
+    implicit_ok = regcomp(&implicit_re, implicit_types, REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0;
+}
+
+/* Whether a YAML 1.1 or 1.2 reader would resolve the plain scalar s to anything but the
+ * string s. Exposed for the unit tests through pf_yaml_plain_is_string. */
+static bool resolves_to_non_string(const char *s)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!*s) return true; /* null */
+    pthread_once(&once, implicit_compile);
+    if (!implicit_ok) return true; /* cannot tell: quote */
+    return regexec(&implicit_re, s, 0, NULL, 0) == 0;
+}
+
+bool pf_yaml_plain_is_string(const char *s)
+{
+    return !resolves_to_non_string(s);
+}
+
 /* Strings that a YAML reader would take for something else are double-quoted. */
 static bool needs_quotes(const char *s)
 {
-    if (!*s) return true;
-    static const char *const words[] = {"true", "false", "yes",  "no",   "on",    "off",  "null",
-                                        "~",    "y",     "n",    "True", "False", "TRUE", "FALSE",
-                                        "Yes",  "No",    "YES",  "NO",   "On",    "Off",  "ON",
-                                        "OFF",  "Null",  "NULL", "Y",    "N"};
-    for (size_t i = 0; i < PF_ARRAY_LEN(words); i++)
-        if (strcmp(s, words[i]) == 0) return true;
-    char *end;
-    errno = 0;
-    (void)strtod(s, &end);
-    if (*end == '\0') return true;
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) return true;
-    /* leading/trailing blanks, or characters that start YAML syntax */
+    if (resolves_to_non_string(s)) return true;
+    /* leading/trailing blanks, or characters that start YAML syntax (libyaml would pick a
+     * quoted style for most of these itself; being explicit keeps the output stable) */
     size_t n = strlen(s);
     if (s[0] == ' ' || s[n - 1] == ' ' || strchr("!&*-?{}[],#|>@`\"'%:", s[0])) return true;
     if (strstr(s, ": ") || strstr(s, " #") || s[n - 1] == ':') return true;
-    if (s[0] == '.' && (strcasecmp(s, ".inf") == 0 || strcasecmp(s, ".nan") == 0)) return true;
     return false;
 }
 
@@ -139,8 +173,9 @@ static void fmt_double(char *out, size_t n, double d)
         snprintf(out, n, "%s", isnan(d) ? ".nan" : d > 0 ? ".inf" : "-.inf");
         return;
     }
-    if (d != 0 && fabs(d) < 0.001) {
-        snprintf(out, n, "%.4g", d);
+    if (d != 0 && (fabs(d) < 0.001 || fabs(d) >= 1e15)) {
+        /* "1.000e-05": YAML 1.1 reads an exponent only after a dot ("1e-05" is a string) */
+        snprintf(out, n, "%.3e", d);
         return;
     }
     snprintf(out, n, "%.3f", d);

@@ -177,6 +177,10 @@ void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color);
 int pf_verdict_write_file(const struct pf_verdict *v, const char *path);
 /* Emits any node tree as a YAML document (used for sub-documents and tests). */
 int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n);
+/* Whether a YAML 1.1 or 1.2 reader reads the plain scalar s back as the string s (false for
+ * "0000:07:00.0", "010", "0x1d0f", "yes", "~", "2026-11-21", ".inf", "<<", ...); the
+ * emitter double-quotes every string for which this is false. */
+bool pf_yaml_plain_is_string(const char *s);
 
 #endif
 

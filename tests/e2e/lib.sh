@@ -20,11 +20,19 @@ check() {
 
 # yq FILE EXPR: evaluates a Python expression over the YAML document `d`; prints the result
 # (lists and dicts as JSON). Example: yq v.yaml 'd["verdict"]'
+# Every verdict read this way is also checked to read back as written under YAML 1.1 and 1.2
+# (yamlcheck.py): a problem prints a "not ok" line on stderr, which the test's log counts.
 yq() {
     python3 - "$1" "$2" <<'PY'
-import json, sys, yaml
+import json, os, sys, yaml
+sys.path.insert(0, os.path.join(os.environ.get("PREFLIGHT_SRC", "."), "tests", "e2e"))
 with open(sys.argv[1]) as f:
-    d = yaml.safe_load(f)
+    text = f.read()
+d = yaml.safe_load(text)
+if isinstance(d, dict) and d.get("apiVersion") == "preflight/v1" and d.get("kind") == "Verdict":
+    import yamlcheck
+    for p in yamlcheck.problems(text):
+        print("\nnot ok - verdict reads back as written: %s: %s" % (sys.argv[1], p), file=sys.stderr)
 def check(cid):
     for c in d.get("checks", []):
         if c["id"] == cid:

@@ -44,7 +44,7 @@ check "nccl.conf NCCL_SHM_DISABLE=1: shm-disabled" has_code "$T/conf.yaml" shm-d
 check "message names /etc/nccl.conf" grep -q "from /etc/nccl.conf" "$T/conf.yaml"
 expect_eq "origin in evidence" \
     "$(yq "$T/conf.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_SHM_DISABLE"]["origin"]')" \
-    /etc/nccl.conf
+    /etc/nccl.conf:2
 penv "$ROOT" "$T/conf-env.yaml" NCCL_SHM_DISABLE=0
 check "environment wins over nccl.conf" bash -c "! grep -q shm-disabled '$T/conf-env.yaml'"
 
@@ -133,3 +133,35 @@ pcheck "$T/topo-ok.yaml" NCCL_TOPO_FILE=/opt/topo/ndv5-topo.xml NCCL_SHM_DISABLE
 expect_eq "check: existing topo file is fine" "$(codes_of "$T/topo-ok.yaml")" '[]'
 penv "$EMPTY" "$T/topo-env.yaml" NCCL_TOPO_FILE=/opt/topo/missing.xml
 expect_eq "env mode does not look files up" "$(codes_of "$T/topo-env.yaml")" '[]'
+
+# 13. config files read as NCCL's setEnvFile (src/misc/param.cc) reads them: NCCL_CONF_FILE,
+# else $HOME/.nccl.conf, then /etc/nccl.conf; the first to set a variable wins. A base image
+# that bakes NCCL_IB_DISABLE=1 into /etc/nccl.conf is a silent fallback to sockets: the
+# finding names the file and line.
+BAKED=$T/baked-root
+cp -a "$ROOT" "$BAKED"
+mkdir -p "$BAKED$T"
+printf '# base image defaults\nNCCL_IB_DISABLE=1\nNCCL_SOCKET_IFNAME=eth0\nNCCL_DEBUG=WARN # quiet\nNCCL_P2P_LEVEL = NVL\n' \
+    >"$BAKED/etc/nccl.conf"
+penv "$BAKED" "$T/baked.yaml"
+expect_eq "baked /etc/nccl.conf: ib-disabled fails" \
+    "$(yq "$T/baked.yaml" '[f["status"] for f in check("nccl.env")["findings"] if f["code"]=="ib-disabled"]')" '["fail"]'
+check "baked: the message names /etc/nccl.conf:2" grep -q "NCCL_IB_DISABLE=1 (from /etc/nccl.conf:2)" "$T/baked.yaml"
+check "baked: the remedy says NCCL reads it from /etc/nccl.conf" \
+    grep -q "NCCL reads it from /etc/nccl.conf" "$T/baked.yaml"
+expect_eq "baked: NCCL_SOCKET_IFNAME's origin is /etc/nccl.conf:3" \
+    "$(yq "$T/baked.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_SOCKET_IFNAME"]["origin"]')" /etc/nccl.conf:3
+expect_eq "baked: a '#' after a value is part of it, as NCCL reads it" \
+    "$(yq "$T/baked.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_DEBUG"]["value"]')" "WARN # quiet"
+check "baked: 'NCCL_P2P_LEVEL = NVL' sets a name with a blank, which NCCL never reads" \
+    grep -q "NCCL_P2P_LEVEL .*is not a variable NCCL reads: did you mean NCCL_P2P_LEVEL" "$T/baked.yaml"
+# ~/.nccl.conf comes before /etc/nccl.conf; NCCL_CONF_FILE replaces ~/.nccl.conf only
+printf 'NCCL_IB_DISABLE=0\n' >"$BAKED$T/.nccl.conf"
+penv "$BAKED" "$T/home.yaml"
+expect_eq "~/.nccl.conf wins over /etc/nccl.conf" \
+    "$(yq "$T/home.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_IB_DISABLE"]["origin"]')" "$T/.nccl.conf:1"
+printf 'NCCL_SOCKET_IFNAME=net1\n' >"$BAKED/site.conf"
+penv "$BAKED" "$T/conffile.yaml" NCCL_CONF_FILE=/site.conf
+expect_eq "NCCL_CONF_FILE replaces ~/.nccl.conf, /etc/nccl.conf is still read" \
+    "$(yq "$T/conffile.yaml" '[check("nccl.env")["evidence"]["variables"][n]["origin"] for n in ("NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE")]')" \
+    '["/site.conf:1", "/etc/nccl.conf:2"]'

@@ -130,7 +130,7 @@ suite() {
     mkdir -p "$ROOT/etc"
     printf '# site\nNCCL_SOCKET_IFNAME=ib\n' >"$ROOT/etc/nccl.conf"
     pf nomatch-conf
-    expect_msg nomatch-conf ifname-no-match "NCCL_SOCKET_IFNAME=ib (from /etc/nccl.conf) matches no interface"
+    expect_msg nomatch-conf ifname-no-match "NCCL_SOCKET_IFNAME=ib (from /etc/nccl.conf:2) matches no interface"
     rm "$ROOT/etc/nccl.conf"
 
     # ---- the selected interface down, without carrier, without an address

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,11 +196,82 @@ static void test_evidence(void **state)
     env_close(&e);
 }
 
+/* /proc/driver/nvidia/version as the driver writes it. Sources: the proprietary x86_64 and
+ * aarch64 lines as captured in public test suites of GPU tooling ("NVIDIA UNIX aarch64 Kernel
+ * Module  550.120  Fri Sep 13 11:01:10 UTC 2024"); the open module's line from a user's
+ * `cat /proc/driver/nvidia/version` ("... Open Kernel Module for x86_64  580.95.05  Release
+ * Build  (dvs-builder@U22-I3-B17-02-5)  Tue Sep 23 09:55:41 UTC 2025"), and the line of
+ * the brief's 565.57.01 report. The open aarch64 line and the localized date (the build
+ * host's locale) are those lines with the architecture or the date changed. */
+static void test_driver_version_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build  "
+         "(dvs-builder@U16-I3-B03-4-3)  Fri Oct 11 04:44:53 UTC 2024\n"
+         "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)\n",
+         "565.57.01"},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  "
+         "(dvs-builder@U22-I3-B17-02-5)  Tue Sep 23 09:55:41 UTC 2025\n",
+         "580.95.05"},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  570.148.08  Release Build  "
+         "(dvs-builder@U16-I1-N07-12-3)  Thu May  8 01:06:36 UTC 2025\n",
+         "570.148.08"},
+        {"NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC "
+         "2024\nGCC version:  gcc version 12.3.0\n",
+         "550.90.07"},
+        {"NVRM version: NVIDIA UNIX aarch64 Kernel Module  550.120  Fri Sep 13 11:01:10 UTC 2024\n",
+         "550.120"},
+        {"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Fr 31. Mai 09:35:42 CEST "
+         "2024\n",
+         "535.183.01"},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64 595.71.05\n", "595.71.05"},
+        /* nothing to take: no version on the NVRM line (the GCC line's is not the driver's) */
+        {"NVRM version: ???\nGCC version:  gcc version 12.3.0\n", NULL},
+        {"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  Fr 31. Mai\n", NULL},
+        {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char v[64] = "";
+        bool ok = pf_nvidia_driver_version(v, sizeof(v), cases[i].text);
+        if (!cases[i].want) {
+            if (ok) fail_msg("case %zu: got \"%s\", want none", i, v);
+            continue;
+        }
+        if (!ok || strcmp(v, cases[i].want) != 0)
+            fail_msg("case %zu: got \"%s\", want \"%s\"", i, ok ? v : "(none)", cases[i].want);
+    }
+}
+
+/* environment.driverVersion comes from the same parser: the RoCE fixture's open module. */
+static void test_environment_driver_version(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    struct pf_ctx ctx;
+    pf_ctx_init(&ctx, NULL, &v);
+    char root[4096];
+    assert_non_null(realpath("fixtures/node-roce", root));
+    assert_int_equal(pf_host_init(&ctx.host, root), 0);
+    pf_checks_inventory(&ctx);
+    pf_checks_environment(&ctx);
+    const char *dv = pf_node_get_str(v.environment, "driverVersion");
+    assert_non_null(dv);
+    assert_string_equal(dv, "570.124.06");
+    pf_ctx_free(&ctx);
+    pf_verdict_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_evidence),
+        cmocka_unit_test(test_driver_version_forms),
+        cmocka_unit_test(test_environment_driver_version),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

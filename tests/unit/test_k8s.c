@@ -253,8 +253,7 @@ static void test_netstatus_errors(void **state)
         {"[{\"name\": \"a\"},]", PF_EINVAL, "network-status is not JSON"},
         {"{\"name\": \"a\"}", PF_EINVAL, "network-status is not a JSON list"},
         {"[1]", PF_EINVAL, "network-status element 1 is not an object"},
-        {"[{\"interface\": \"net1\"}]", PF_EINVAL, "network-status element 1 has no \"name\""},
-        {"[{\"name\": \"\"}]", PF_EINVAL, "network-status element 1 has no \"name\""},
+        {"[{\"name\": 7}]", PF_EINVAL, "network-status element 1: \"name\" is not a string"},
         {"[{\"name\": \"a\"},{\"name\": \"b\", \"mtu\": \"9000\"}]", PF_EINVAL,
          "network-status element 2 (b): \"mtu\" is not an MTU"},
         {"[{\"name\": \"a\", \"mtu\": -1}]", PF_EINVAL, "\"mtu\" is not an MTU"},
@@ -414,6 +413,37 @@ static void test_podinfo_healthy(void **state)
     pf_k8s_podinfo_free(&pi);
 }
 
+/* An older Multus wrote only the plural key; a default network whose CNI config has no
+ * name is an element with "name": "" (tests/fixtures/gen-podinfo.py, podinfo-old-noname):
+ * both parse, nothing is rejected. */
+static void test_podinfo_old_key_empty_name(void **state)
+{
+    (void)state;
+    struct pf_host h;
+    assert_int_equal(root_at(&h, "fixtures/podinfo-old-noname"), 0);
+    struct pf_k8s_podinfo pi;
+    assert_int_equal(pf_k8s_podinfo_read(&pi, &h, NULL, NULL, NULL), 0);
+    assert_non_null(pi.netstatus);
+    assert_non_null(strstr(pi.netstatus_source, "networks-status"));
+    struct pf_k8s_netstatus s;
+    assert_int_equal(pf_k8s_netstatus_parse(&s, pi.netstatus, strlen(pi.netstatus)), 0);
+    assert_int_equal(s.n, 2);
+    assert_string_equal(s.v[0].name, "");
+    assert_true(s.v[0].is_default);
+    assert_string_equal(s.v[0].ips.v[0], "10.42.0.15");
+    assert_ptr_equal(pf_k8s_netstatus_default(&s), &s.v[0]);
+    assert_string_equal(s.v[1].name, "default/sriov-mlnx-dhcp");
+    assert_string_equal(s.v[1].interface, "net1");
+    assert_true(pf_k8s_network_name_match("sriov-mlnx-dhcp", s.v[1].name));
+    pf_k8s_netstatus_free(&s);
+    /* a missing name is read as "" too */
+    const char *j = "[{\"interface\": \"net1\", \"ips\": [\"10.0.0.2\"]}]";
+    assert_int_equal(pf_k8s_netstatus_parse(&s, j, strlen(j)), 0);
+    assert_string_equal(s.v[0].name, "");
+    pf_k8s_netstatus_free(&s);
+    pf_k8s_podinfo_free(&pi);
+}
+
 static void test_podinfo_old_key_and_env(void **state)
 {
     (void)state;
@@ -481,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_pciinfo_parse),
         cmocka_unit_test(test_podinfo_healthy),
         cmocka_unit_test(test_podinfo_old_key_and_env),
+        cmocka_unit_test(test_podinfo_old_key_empty_name),
         cmocka_unit_test(test_podinfo_bad_names_file_and_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

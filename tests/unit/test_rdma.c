@@ -608,6 +608,59 @@ static void test_gpudirect_evidence(void **state)
     env_close(&e);
 }
 
+/* rdma.counters with counters that read "N/A (no PMA)" (the kernel's text for a device
+ * without a Performance Management Agent, drivers/infiniband/core/sysfs.c): counted and shown
+ * as not available, never dropped. node-efa: every PMA counter is N/A (EFA; tests/fixtures/
+ * gen-efa.sh). node-8gpu-ndr with counters written at test time: one N/A among numbers, and
+ * a rise on a numeric one still found. */
+static void test_counters_not_available(void **state)
+{
+    (void)state;
+    struct env e;
+    env_open(&e, "node-efa");
+    pf_verdict_init(&e.v);
+    pf_ctx_init(&e.ctx, &e.cfg, &e.v);
+    assert_int_equal(pf_host_init(&e.ctx.host, e.root), 0);
+    pf_checks_inventory(&e.ctx);
+    assert_int_equal(e.ctx.hcas.n, 2);
+    struct pf_counters *before = pf_counters_snapshot(&e.ctx);
+    assert_non_null(before);
+    struct pf_check *c = pf_verdict_add_check(&e.v, "rdma.counters");
+    pf_check_rdma_counters(c, &e.ctx, before);
+    pf_verdict_finalize(&e.v, NULL, NULL);
+    c = pf_verdict_find_check(&e.v, "rdma.counters");
+    assert_int_equal(c->status, PF_SKIP);
+    assert_non_null(strstr(c->message, "N/A (no PMA)"));
+    assert_int_equal(pf_node_get(c->evidence, "notAvailableCount")->i, 14);
+    pf_counters_free(before);
+    e.ran = true;
+    env_close(&e);
+
+    env_open(&e, "node-8gpu-ndr");
+    const char *port = "sys/class/infiniband/mlx5_0/ports/1/counters";
+    sh("mkdir -p %s/%s && echo 'N/A (no PMA)' >%s/%s/link_downed && echo 3 >%s/%s/symbol_error",
+       e.root, port, e.root, port, e.root, port);
+    pf_verdict_init(&e.v);
+    pf_ctx_init(&e.ctx, &e.cfg, &e.v);
+    assert_int_equal(pf_host_init(&e.ctx.host, e.root), 0);
+    pf_checks_inventory(&e.ctx);
+    before = pf_counters_snapshot(&e.ctx);
+    sh("echo 9 >%s/%s/symbol_error", e.root, port);
+    c = pf_verdict_add_check(&e.v, "rdma.counters");
+    pf_check_rdma_counters(c, &e.ctx, before);
+    pf_verdict_finalize(&e.v, NULL, NULL);
+    c = pf_verdict_find_check(&e.v, "rdma.counters");
+    assert_int_equal(c->status, PF_WARN);
+    assert_int_equal(pf_node_get(c->evidence, "notAvailableCount")->i, 1);
+    struct pf_node *na = pf_node_get(pf_node_get(c->evidence, "notAvailable"), "mlx5_0/1");
+    assert_non_null(na);
+    assert_string_equal(na->first->str, "link_downed");
+    assert_non_null(finding(c, "port-errors", NULL));
+    pf_counters_free(before);
+    e.ran = true;
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -622,6 +675,7 @@ int main(void)
         cmocka_unit_test(test_garbage_names_files),
         cmocka_unit_test(test_memlock),
         cmocka_unit_test(test_gpudirect_evidence),
+        cmocka_unit_test(test_counters_not_available),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -332,6 +332,127 @@ static void test_reason_line(void **state)
     pf_verdict_reason_line(line, 12, &v);
     assert_string_equal(line, "fail (spec)");
     pf_verdict_free(&v);
+
+/* Strings that YAML 1.1 or 1.2 readers resolve to something else, and strings they read back
+ * as written. The first column is what pf_yaml_plain_is_string must say. */
+static const struct {
+    bool plain_ok;
+    const char *s;
+} yaml_cases[] = {
+    {false, "0000:07:00.0"}, /* base-60 float in YAML 1.1 (PyYAML: 25200.0) */
+    {false, "0000:03:02.1"},
+    {false, "0000:07:00"},
+    {false, "190:20:30"}, /* base-60 int */
+    {false, "010"},       /* octal in 1.1 */
+    {false, "0o17"},      /* octal in 1.2 */
+    {false, "0x1d0f"},
+    {false, "0b1010"},
+    {false, "-0x1_0"},
+    {false, "1_000"},
+    {false, "1,000"}, /* Ruby Psych */
+    {false, "+12"},
+    {false, "1e3"}, /* float in 1.2, not in 1.1 */
+    {false, "1.0e+3"},
+    {false, ".5"},
+    {false, "565.57.01"}, /* the 1.1 spec's float regex allows several dots */
+    {false, "10.0.0.5"},
+    {false, "."},
+    {false, ".inf"},
+    {false, "-.INF"},
+    {false, ".NaN"},
+    {false, "Infinity"},
+    {false, "y"},
+    {false, "N"},
+    {false, "yes"},
+    {false, "No"},
+    {false, "on"},
+    {false, "OFF"},
+    {false, "true"},
+    {false, "False"},
+    {false, "~"},
+    {false, "null"},
+    {false, "NULL"},
+    {false, ""},
+    {false, "<<"},
+    {false, "="},
+    {false, "2026-11-21"},
+    {false, "2026-11-21T14:00:00Z"},
+    {false, "2001-12-14 21:59:43.10 -5"},
+    {true, "eth0"},
+    {true, "mlx5_0"},
+    {true, "net1"},
+    {true, "fe80::1"},
+    {true, "4: ACTIVE"},
+    {true, "N/A (no PMA)"},
+    {true, "pass"},
+    {true, "v2.28.9"},
+    {true, "400 Gb/sec (4X NDR)"},
+    {true, "yesterday"},
+    {true, "0x"},
+    {true, "1-2"},
+    {true, "ml/sriov-a"},
+};
+
+static void test_yaml_plain_resolution(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(yaml_cases) / sizeof(yaml_cases[0]); i++) {
+        if (pf_yaml_plain_is_string(yaml_cases[i].s) != yaml_cases[i].plain_ok)
+            fail_msg("pf_yaml_plain_is_string(\"%s\") != %d", yaml_cases[i].s,
+                     yaml_cases[i].plain_ok);
+    }
+}
+
+/* Every case emitted as a map value, then read back by PyYAML with its pure-Python reader
+ * (YAML 1.1 resolver) and with libyaml's C parser (CSafeLoader): each value must come back as
+ * the same string. A doubles line checks numbers stay numbers. */
+static void test_yaml_roundtrip_pyyaml(void **state)
+{
+    (void)state;
+    if (system("python3 -c 'import yaml' 2>/dev/null") != 0) skip();
+    struct pf_node *root = pf_node_new_map();
+    char key[32];
+    for (size_t i = 0; i < sizeof(yaml_cases) / sizeof(yaml_cases[0]); i++) {
+        snprintf(key, sizeof(key), "k%zu", i);
+        pf_node_set_str(root, key, yaml_cases[i].s);
+        /* the same text as a key: the value must read back equal to it */
+        (void)pf_node_set_map(root, yaml_cases[i].s[0] ? yaml_cases[i].s : "-");
+    }
+    pf_node_set_dbl(root, "small", 0.00001234);
+    pf_node_set_dbl(root, "big", 3.5e18);
+    pf_node_set_dbl(root, "plain", 337.7);
+    char *y = NULL;
+    assert_int_equal(pf_node_to_yaml(&y, NULL, root), 0);
+    char path[] = "/tmp/pf-yaml-rt.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
+    close(fd);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd),
+             "python3 -c \"import sys, yaml\n"
+             "for L in (yaml.SafeLoader, yaml.CSafeLoader):\n"
+             "  d = yaml.load(open('%s'), Loader=L)\n"
+             "  for k, v in d.items():\n"
+             "    if k in ('small', 'big', 'plain'):\n"
+             "      assert isinstance(v, float), (L, k, v)\n"
+             "    elif k.startswith('k'):\n"
+             "      assert isinstance(v, str) and (v in d or v == ''), (L, k, v)\n"
+             "    else:\n"
+             "      assert isinstance(k, str), (L, k)\n"
+             "print(len(d))\"",
+             path);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[64] = "";
+    if (!fgets(line, sizeof(line), p)) line[0] = '\0';
+    int rc = pclose(p);
+    unlink(path);
+    assert_int_equal(rc, 0);
+    free(y);
+    pf_node_free(root);
+    /* every value and every key came back: 2 per case, 3 doubles (duplicates merge) */
+    assert_true(atoi(line) >= (int)(sizeof(yaml_cases) / sizeof(yaml_cases[0])) + 3);
 }
 
 int main(void)
@@ -347,6 +468,8 @@ int main(void)
         cmocka_unit_test(test_failure_class_and_exit_code),
         cmocka_unit_test(test_culprit_pod_turns_peer_into_node),
         cmocka_unit_test(test_reason_line),
+        cmocka_unit_test(test_yaml_plain_resolution),
+        cmocka_unit_test(test_yaml_roundtrip_pyyaml),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
