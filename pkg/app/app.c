@@ -70,13 +70,19 @@ struct session {
     double counters_t;
 };
 
-static int session_open(struct session *s, const struct pf_options *o)
+/* guard: the verdict path to guard from here on (NULL: none), before anything slow */
+static int session_open(struct session *s, const struct pf_options *o, const char *guard)
 {
     s->t0 = pf_now();
     s->counters = NULL;
     pf_config_defaults(&s->config);
     pf_verdict_init(&s->verdict);
     pf_ctx_init(&s->ctx, &s->config, &s->verdict);
+    if (guard) {
+        int r = pf_verdict_guard_install(guard, o->timeout_s, policy_fn, &s->config);
+        if (r < 0) return r;
+        pf_verdict_guard_update(&s->verdict, "preflight", "reading the config file");
+    }
     if (o->config_path) {
         int r = pf_config_load(&s->config, o->config_path);
         if (r < 0) return r;
@@ -91,6 +97,7 @@ static int session_open(struct session *s, const struct pf_options *o)
 
 static void session_close(struct session *s)
 {
+    pf_verdict_guard_disarm();
     pf_counters_free(s->counters);
     pf_ctx_free(&s->ctx);
     pf_verdict_free(&s->verdict);
@@ -127,10 +134,13 @@ static int deliver(struct session *s, const struct pf_options *o, const char *pa
     s->verdict.duration_seconds = pf_now() - s->t0;
     pf_verdict_finalize(&s->verdict, policy_fn, &s->config);
     int r = 0;
+    /* a signal during the write still leaves this verdict, complete (docs/security.md) */
+    pf_verdict_guard_final(&s->verdict, exit_code(o, &s->config, &s->verdict));
     if (path) {
         r = pf_verdict_write_file(&s->verdict, path);
         if (r < 0) fprintf(o->err, "preflight: %s\n", pf_err_msg());
     }
+    pf_verdict_guard_disarm();
     if (path && strcmp(path, "-") == 0) return r;
     if (use_human(o)) {
         pf_verdict_render_human(o->out, &s->verdict, want_color(o));
@@ -158,11 +168,8 @@ static int local_checks(struct session *s, const struct pf_options *o, const cha
 {
     pf_env_load_nccl_conf(&s->ctx.env, &s->ctx.host);
     record_pod(s);
-    if (guard) {
-        int r = pf_verdict_guard_install(verdict_path, o->timeout_s, policy_fn, &s->config);
-        if (r < 0) return r;
-        pf_verdict_guard_update(&s->verdict, "preflight", "starting");
-    }
+    (void)o; /* the guard is installed by session_open */
+    if (guard) pf_verdict_guard_update(&s->verdict, "preflight", "starting");
     pf_checks_inventory(&s->ctx);
     pf_checks_environment(&s->ctx);
     s->ctx.verdict_path = verdict_path;
@@ -209,13 +216,13 @@ int pf_app_check(const struct pf_options *o)
 {
     struct session s;
     int code;
-    int r = session_open(&s, o);
+    bool guard = o->timeout_s > 0 || o->verdict_path;
+    const char *path = o->verdict_path;
+    int r = session_open(&s, o, guard ? (path ? path : "-") : NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    bool guard = o->timeout_s > 0 || o->verdict_path;
-    const char *path = o->verdict_path;
     double window;
     r = counters_window(&window, &s.ctx.env);
     if (r == 0) r = local_checks(&s, o, path ? path : "-", guard);
@@ -224,7 +231,6 @@ int pf_app_check(const struct pf_options *o)
         goto out;
     }
     counters_check(&s, window);
-    if (guard) pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
@@ -236,12 +242,12 @@ int pf_app_run(const struct pf_options *o)
 {
     struct session s;
     int code;
-    int r = session_open(&s, o);
+    const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
+    int r = session_open(&s, o, path);
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
     r = local_checks(&s, o, path, true);
     if (r < 0) {
         code = usage_error(o);
@@ -253,7 +259,6 @@ int pf_app_run(const struct pf_options *o)
     counters_check(&s, 0);
     pf_verdict_guard_update(&s.verdict, "preflight", "reporting the verdict");
     pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
-    pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
@@ -265,7 +270,7 @@ int pf_app_env(const struct pf_options *o)
 {
     struct session s;
     int code;
-    int r = session_open(&s, o);
+    int r = session_open(&s, o, NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
@@ -317,7 +322,7 @@ int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
     struct session s;
     int code;
     struct pf_nccllog log = {0};
-    int r = session_open(&s, o);
+    int r = session_open(&s, o, NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
