@@ -129,8 +129,8 @@ int pf_file_tmp_open(struct pf_file_tmp *t, const struct pf_file_target *target,
             inflight_set = 1;
             t->tracked = true;
         }
-        t->fd = openat(t->dirfd, t->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                       0600);
+        t->fd =
+            openat(t->dirfd, t->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (t->fd >= 0) return 0;
         int e = errno;
         if (track) inflight_set = 0;

@@ -376,6 +376,7 @@ int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
     r = pf_file_replace(path, yaml, len, 0644);
     free(yaml);
     if (r < 0) {
+        pf_verdict_guard_write_failed();
         char why[1024];
         pf_strcpy(why, sizeof(why), pf_err_msg());
         return pf_err_set(r, "verdict not written: %s", why);

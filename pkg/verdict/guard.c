@@ -34,6 +34,17 @@ static double guard_timeout;
 static double guard_started; /* monotonic seconds at install */
 static _Atomic(struct snapshot *) current;
 static volatile sig_atomic_t guard_armed;
+/* set by the first handler to run, in whichever thread the signal reached */
+static atomic_int guard_entered;
+/* the exit code of a signal after the guard is disarmed: the final verdict's once it is
+ * written, 1 before (and when its write failed) */
+static volatile sig_atomic_t guard_done_code = 1;
+static volatile sig_atomic_t guard_done; /* the final verdict is written */
+static bool guard_write_failed;
+/* the signals stay blocked from install until the first snapshot is there, so that a signal
+ * in between is held, not answered with no verdict; the mask to restore then */
+static bool guard_held;
+static sigset_t guard_held_mask;
 
 static int write_all(int fd, const char *p, size_t n)
 {
@@ -73,19 +84,28 @@ static const char *step_text(enum pf_file_step s)
  * (pf_file_replace_raw), or leaves the file there as it was and says so. */
 static void handler(int sig)
 {
+    /* one handler writes; a second signal, in another thread, waits for it to end the
+     * process (a signal handler blocks all signals only in its own thread) */
+    if (atomic_exchange(&guard_entered, 1))
+        for (;;)
+            pause();
     if (!guard_armed) {
         pf_file_inflight_unlink();
-        _exit(1);
+        _exit(guard_done_code);
     }
     guard_armed = 0;
     struct snapshot *s = atomic_load(&current);
     const char *why =
         sig == SIGALRM ? "preflight: deadline reached" : "preflight: stopped by a signal";
     if (!s) {
+        /* none yet (--verdict -), or the guard was disarmed after the final write while this
+         * handler began: that verdict stands */
         pf_file_inflight_unlink();
-        say(why);
-        say("; no verdict written\n");
-        _exit(1);
+        if (!guard_done) {
+            say(why);
+            say("; no verdict written\n");
+        }
+        _exit(guard_done_code);
     }
     const char *y = sig == SIGALRM ? s->deadline_yaml : s->signal_yaml;
     size_t n = sig == SIGALRM ? s->deadline_len : s->signal_len;
@@ -127,7 +147,17 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
         /* the folder exists before anything can interrupt the run: the handler only writes */
         pf_file_mkdir_parents(path);
     }
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGALRM);
+    if (!guard_held) pthread_sigmask(SIG_BLOCK, &block, &guard_held_mask);
+    guard_held = true;
     guard_seed = pf_file_random();
+    guard_done_code = 1;
+    guard_done = 0;
+    guard_write_failed = false;
     guard_policy = policy;
     guard_arg = arg;
     guard_timeout = timeout_s;
@@ -195,7 +225,26 @@ static void publish(struct snapshot *s)
     pthread_sigmask(SIG_BLOCK, &block, &old);
     struct snapshot *prev = atomic_exchange(&current, s);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    snapshot_free(prev);
+    /* a handler in another thread may be reading it: the process ends soon then anyway */
+    if (!atomic_load(&guard_entered)) snapshot_free(prev);
+}
+
+/* Delivers the signals held since install (the first snapshot is there now, or none will
+ * be). */
+static void release_held(void)
+{
+    if (!guard_held) return;
+    guard_held = false;
+    pthread_sigmask(SIG_SETMASK, &guard_held_mask, NULL);
+}
+
+/* When a handler runs in another thread, the main flow must not go on writing or exit
+ * under it: the handler ends the process. */
+static void wait_for_handler(void)
+{
+    if (atomic_load(&guard_entered))
+        for (;;)
+            pause();
 }
 
 void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, const char *doing)
@@ -218,14 +267,17 @@ void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, c
         return;
     }
     publish(s);
+    release_held();
 }
 
 void pf_verdict_guard_final(const struct pf_verdict *v, int exit_code)
 {
+    wait_for_handler();
     if (!guard_armed) return;
     if (guard_stdout) {
         /* the main flow writes stdout from here on: a second document would corrupt it */
         publish(NULL);
+        release_held();
         return;
     }
     struct snapshot *s = pf_xcalloc(1, sizeof(*s));
@@ -239,6 +291,13 @@ void pf_verdict_guard_final(const struct pf_verdict *v, int exit_code)
     s->exit_code = exit_code;
     s->status = pf_status_name(v->verdict);
     publish(s);
+    release_held();
+    wait_for_handler();
+}
+
+void pf_verdict_guard_write_failed(void)
+{
+    guard_write_failed = true;
 }
 
 void pf_verdict_guard_disarm(void)
@@ -253,7 +312,13 @@ void pf_verdict_guard_disarm(void)
     pthread_sigmask(SIG_BLOCK, &block, &old);
     guard_armed = 0;
     struct snapshot *prev = atomic_exchange(&current, NULL);
+    if (prev && prev->final && !guard_write_failed) {
+        guard_done_code = prev->exit_code;
+        guard_done = 1;
+    }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    snapshot_free(prev);
+    if (!atomic_load(&guard_entered)) snapshot_free(prev);
     signal(SIGALRM, SIG_IGN);
+    release_held();
+    wait_for_handler();
 }

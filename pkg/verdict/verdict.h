@@ -169,5 +169,8 @@ double pf_verdict_guard_remaining(void);
  * process with exit_code, so that a signal during the final write still leaves a complete
  * verdict. With --verdict - it only stops the guard from printing a second document. */
 void pf_verdict_guard_final(const struct pf_verdict *v, int exit_code);
-/* Stops the guard (after the final verdict is written). */
+/* Stops the guard (after the final verdict is written). A signal after it ends the process
+ * with the final verdict's exit code, or 1 when its write failed (pf_verdict_write_file
+ * tells the guard through pf_verdict_guard_write_failed). */
 void pf_verdict_guard_disarm(void);
+void pf_verdict_guard_write_failed(void);
