@@ -39,7 +39,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "version") == 0) return pf_app_version(&o);
     if (strcmp(cmd, "log") == 0) return pf_app_log(&o, log_files, nlog);
     if (strcmp(cmd, "install") == 0) {
-        if (!explain_what) return usage_error("install needs a folder (preflight install DIR)");
+        if (!explain_what || !*explain_what)
+            return usage_error("install needs a folder (preflight install DIR)");
         return pf_app_install(&o, explain_what);
     }
     if (strcmp(cmd, "explain") == 0) {

@@ -71,13 +71,19 @@ struct session {
     double counters_t;
 };
 
-static int session_open(struct session *s, const struct pf_options *o)
+/* guard: the verdict path to guard from here on (NULL: none), before anything slow */
+static int session_open(struct session *s, const struct pf_options *o, const char *guard)
 {
     s->t0 = pf_now();
     s->counters = NULL;
     pf_config_defaults(&s->config);
     pf_verdict_init(&s->verdict);
     pf_ctx_init(&s->ctx, &s->config, &s->verdict);
+    if (guard) {
+        int r = pf_verdict_guard_install(guard, o->timeout_s, policy_fn, &s->config);
+        if (r < 0) return r;
+        pf_verdict_guard_update(&s->verdict, "preflight", "reading the config file");
+    }
     if (o->config_path) {
         int r = pf_config_load(&s->config, o->config_path);
         if (r < 0) return r;
@@ -93,6 +99,7 @@ static int session_open(struct session *s, const struct pf_options *o)
 
 static void session_close(struct session *s)
 {
+    pf_verdict_guard_disarm();
     pf_counters_free(s->counters);
     pf_ctx_free(&s->ctx);
     pf_verdict_free(&s->verdict);
@@ -129,10 +136,13 @@ static int deliver(struct session *s, const struct pf_options *o, const char *pa
     s->verdict.duration_seconds = pf_now() - s->t0;
     pf_verdict_finalize(&s->verdict, policy_fn, &s->config);
     int r = 0;
+    /* a signal during the write still leaves this verdict, complete (docs/security.md) */
+    pf_verdict_guard_final(&s->verdict, exit_code(o, &s->config, &s->verdict));
     if (path) {
         r = pf_verdict_write_file(&s->verdict, path);
         if (r < 0) fprintf(o->err, "preflight: %s\n", pf_err_msg());
     }
+    pf_verdict_guard_disarm();
     if (path && strcmp(path, "-") == 0) return r;
     if (use_human(o)) {
         struct pf_human_style st = {want_color(o), o->width ? o->width : 80, o->verbose};
@@ -161,11 +171,8 @@ static int local_checks(struct session *s, const struct pf_options *o, const cha
 {
     pf_env_load_nccl_conf(&s->ctx.env, &s->ctx.host);
     record_pod(s);
-    if (guard) {
-        int r = pf_verdict_guard_install(verdict_path, o->timeout_s, policy_fn, &s->config);
-        if (r < 0) return r;
-        pf_verdict_guard_update(&s->verdict, "preflight", "starting");
-    }
+    (void)o; /* the guard is installed by session_open */
+    if (guard) pf_verdict_guard_update(&s->verdict, "preflight", "starting");
     pf_checks_inventory(&s->ctx);
     pf_checks_environment(&s->ctx);
     s->ctx.verdict_path = verdict_path;
@@ -212,13 +219,13 @@ int pf_app_check(const struct pf_options *o)
 {
     struct session s;
     int code;
-    int r = session_open(&s, o);
+    bool guard = o->timeout_s > 0 || o->verdict_path;
+    const char *path = o->verdict_path;
+    int r = session_open(&s, o, guard ? (path ? path : "-") : NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    bool guard = o->timeout_s > 0 || o->verdict_path;
-    const char *path = o->verdict_path;
     double window;
     r = counters_window(&window, &s.ctx.env);
     if (r == 0) r = local_checks(&s, o, path ? path : "-", guard);
@@ -227,7 +234,6 @@ int pf_app_check(const struct pf_options *o)
         goto out;
     }
     counters_check(&s, window);
-    if (guard) pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
@@ -262,7 +268,8 @@ int pf_app_run(const struct pf_options *o)
 {
     struct session s;
     int code;
-    int r = session_open(&s, o);
+    const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
+    int r = session_open(&s, o, path);
     if (r < 0) {
         code = usage_error(o);
         goto out;
@@ -271,7 +278,6 @@ int pf_app_run(const struct pf_options *o)
         code = dry_run(&s, o);
         goto out;
     }
-    const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
     char term[PF_HOST_PATH_MAX] = "";
     (void)pf_report_termination_path(term, sizeof(term),
                                      o->termination_log
@@ -289,7 +295,6 @@ int pf_app_run(const struct pf_options *o)
     counters_check(&s, 0);
     pf_verdict_guard_update(&s.verdict, "preflight", "reporting the verdict");
     pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
-    pf_verdict_guard_disarm();
     r = deliver(&s, o, path);
     if (pf_report_termination_write(&s.verdict, term) < 0) /* never fails the run */
         fprintf(o->err, "preflight: %s\n", pf_err_msg());
@@ -303,7 +308,7 @@ int pf_app_env(const struct pf_options *o)
 {
     struct session s;
     int code;
-    int r = session_open(&s, o);
+    int r = session_open(&s, o, NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
@@ -333,7 +338,7 @@ int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
     struct session s;
     int code;
     struct pf_nccllog log = {0};
-    int r = session_open(&s, o);
+    int r = session_open(&s, o, NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define PF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -77,5 +78,62 @@ int pf_edit_distance(const char *a, const char *b, int limit);
 double pf_now(void);
 /* Wall clock as "YYYY-MM-DDTHH:MM:SSZ". */
 void pf_utc_timestamp(char *out, size_t n);
+
+/* ---- Replacing a file in a folder others may write to (pkg/base/file.c). The new content
+ * goes to ".pf.<random>" in the target's folder, created O_CREAT|O_EXCL|O_NOFOLLOW, is
+ * written completely, fsync'ed, renamed over the target; the folder is fsync'ed. On failure
+ * the temporary file is removed and the target left as it was. */
+#define PF_FILE_PATH_MAX 4096
+struct pf_file_target {
+    char dir[PF_FILE_PATH_MAX]; /* "." when the path has no folder */
+    char base[256];
+};
+/* Splits path into folder and file name; PF_EINVAL or PF_ETOOBIG naming the path. */
+int pf_file_split(struct pf_file_target *out, const char *path);
+
+/* Where a replacement failed, for the message. */
+enum pf_file_step {
+    PF_FILE_STEP_FOLDER,
+    PF_FILE_STEP_CREATE,
+    PF_FILE_STEP_WRITE,
+    PF_FILE_STEP_SYNC,
+    PF_FILE_STEP_RENAME,
+};
+/* A replacement under way, for content written in pieces (pf_report_install_self). */
+struct pf_file_tmp {
+    int fd;
+    int dirfd;
+    bool tracked;
+    unsigned mode;
+    enum pf_file_step step;
+    const struct pf_file_target *target;
+    char name[16];
+};
+/* Each returns 0 or a negative errno; async-signal-safe. track: record the temporary file so
+ * that pf_file_inflight_unlink removes it (the main flow's writes, not a handler's own). */
+int pf_file_tmp_open(struct pf_file_tmp *t, const struct pf_file_target *target, unsigned mode,
+                     uint64_t seed, bool track);
+int pf_file_tmp_write(struct pf_file_tmp *t, const void *data, size_t len);
+/* fchmod(mode), fsync, close, rename over the target, fsync the folder; aborts on failure. */
+int pf_file_tmp_commit(struct pf_file_tmp *t);
+/* Closes and removes the temporary file (safe to call twice). */
+void pf_file_tmp_abort(struct pf_file_tmp *t);
+/* The whole replacement in one call: 0 or a negative errno, *step where it failed.
+ * Async-signal-safe (the verdict guard's handler uses it). */
+int pf_file_replace_raw(const struct pf_file_target *target, const void *data, size_t len,
+                        unsigned mode, uint64_t seed, bool track, enum pf_file_step *step);
+/* Removes the temporary file the main flow is writing, if any (async-signal-safe). */
+void pf_file_inflight_unlink(void);
+/* A short text for an errno (async-signal-safe: string literals only). */
+const char *pf_file_errno_text(int e);
+/* A seed for temporary names (getrandom). */
+uint64_t pf_file_random(void);
+/* Sets the message for a failed replacement: "cannot write PATH (STEP: ERROR); the file there
+ * is left as it was" (or "nothing was written" when there was none); returns PF_ERR. */
+int pf_file_error(const char *path, enum pf_file_step step, int neg_errno, bool existed);
+/* Creates the folders above path that are missing (mode 0755); PF_ERR when one cannot be. */
+int pf_file_mkdir_parents(const char *path);
+/* Replaces path with data (mode set whatever the umask). 0, or PF_ERR with the message. */
+int pf_file_replace(const char *path, const void *data, size_t len, unsigned mode);
 
 #endif

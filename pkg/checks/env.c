@@ -99,15 +99,23 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
                 s++;
         }
         char *eq = strchr(s, '=');
+        /* the line's text is not echoed: it may be a secret's value */
         if (!eq)
-            return pf_err_set(PF_EUSAGE, "%s:%zu: expected KEY=VALUE, found \"%.60s\"", name,
-                              lineno, s);
+            return pf_err_set(PF_EUSAGE, "%s:%zu: expected KEY=VALUE, found no '=' in %zu bytes",
+                              name, lineno, strlen(s));
         size_t nl_ = (size_t)(eq - s);
         while (nl_ && (s[nl_ - 1] == ' ' || s[nl_ - 1] == '\t'))
             nl_--;
-        if (!valid_name(s, nl_))
+        if (!valid_name(s, nl_)) {
+            s[nl_] = '\0';
+            if (pf_verdict_is_secret_name(s))
+                return pf_err_set(PF_EUSAGE,
+                                  "%s:%zu: the text before '=' is not a variable name (not shown: "
+                                  "it holds TOKEN, SECRET, PASSWORD or KEY)",
+                                  name, lineno);
             return pf_err_set(PF_EUSAGE, "%s:%zu: \"%.*s\" is not a variable name", name, lineno,
                               (int)(nl_ > 60 ? 60 : nl_), s);
+        }
         s[nl_] = '\0';
         char *v = eq + 1;
         size_t vl = strlen(v);

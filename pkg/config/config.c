@@ -14,6 +14,7 @@
 #include "../verdict/verdict.h"
 
 #define CONFIG_MAX_BYTES (1u << 20)
+#define CONFIG_MAX_DEPTH 32
 
 void pf_config_defaults(struct pf_config *c)
 {
@@ -611,8 +612,55 @@ static const struct field top_fields[] = {
     {"report", f_report},
 };
 
+/* A first pass over libyaml's events, before any document is built: nesting deeper than
+ * CONFIG_MAX_DEPTH and aliases are usage errors. The config needs neither (its deepest key is
+ * three levels down), and they are what makes building a document slow or huge (deep flow
+ * nesting costs libyaml quadratic time; aliases expand). Stops at the first offending event,
+ * so its cost is bounded by the depth limit. A syntax error is left to the loader. */
+static int check_shape(const char *name, const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser))
+        return pf_err_set(PF_ERR, "libyaml: cannot initialise the parser");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    int depth = 0, r = 0;
+    bool done = false;
+    while (!done && r == 0) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) break;
+        switch (ev.type) {
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            if (++depth > CONFIG_MAX_DEPTH)
+                r = pf_err_set(PF_EUSAGE, "%s:%zu: nested more than %d levels deep", name,
+                               ev.start_mark.line + 1, CONFIG_MAX_DEPTH);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            depth--;
+            break;
+        case YAML_ALIAS_EVENT:
+            r = pf_err_set(PF_EUSAGE,
+                           "%s:%zu: alias *%.40s: aliases are not allowed in a config "
+                           "file (write the value out)",
+                           name, ev.start_mark.line + 1, (const char *)ev.data.alias.anchor);
+            break;
+        case YAML_STREAM_END_EVENT:
+            done = true;
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&parser);
+    return r;
+}
+
 int pf_config_parse(struct pf_config *c, const char *name, const char *text, size_t len)
 {
+    int shape = check_shape(name, text, len);
+    if (shape < 0) return shape;
     yaml_parser_t parser;
     yaml_document_t doc;
     int r = 0;

@@ -210,41 +210,9 @@ int pf_report_metrics_write(const struct pf_verdict *v, const char *path)
         pf_buf_free(&b);
         return pf_err_set(r, "metrics for %s: over %zu bytes", path, b.max);
     }
-    char tmp[PF_HOST_PATH_MAX + 32];
-    if (pf_snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < 0) {
-        pf_buf_free(&b);
-        return pf_err_set(PF_ETOOBIG, "%s: path too long", path);
-    }
     r = mkdir_parents(path);
-    if (r < 0) {
-        pf_buf_free(&b);
-        return r;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        r = pf_err_set(PF_ERR, "cannot write %s: %s", tmp, strerror(errno));
-        pf_buf_free(&b);
-        return r;
-    }
-    size_t off = 0;
-    while (off < b.len) {
-        ssize_t w = write(fd, b.data + off, b.len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            r = pf_err_set(PF_ERR, "cannot write %s: %s", tmp,
-                           w < 0 ? strerror(errno) : "short write");
-            break;
-        }
-        off += (size_t)w;
-    }
-    (void)fchmod(fd, 0644); /* whatever the umask: a scraper in another container reads it */
-    if (r == 0 && fsync(fd) < 0)
-        r = pf_err_set(PF_ERR, "cannot write %s: %s", tmp, strerror(errno));
-    if (close(fd) < 0 && r == 0)
-        r = pf_err_set(PF_ERR, "cannot write %s: %s", tmp, strerror(errno));
-    if (r == 0 && rename(tmp, path) < 0)
-        r = pf_err_set(PF_ERR, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (r < 0) unlink(tmp);
+    /* 0644 whatever the umask: a scraper in another container reads it */
+    if (r == 0) r = pf_file_replace(path, b.data ? b.data : "", b.len, 0644);
     pf_buf_free(&b);
     return r;
 }

@@ -396,19 +396,6 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-static int mkdir_parents(const char *path)
-{
-    char tmp[4096];
-    if (pf_strcpy(tmp, sizeof(tmp), path) < 0) return -1;
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return 0;
-}
-
 int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
 {
     char *yaml = NULL;
@@ -422,31 +409,14 @@ int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
         free(yaml);
         return r;
     }
-    char tmp[4200];
-    if (pf_snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) < 0) {
-        free(yaml);
-        return pf_err_set(PF_EUSAGE, "--verdict %s: path too long", path);
-    }
-    mkdir_parents(path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        r = pf_err_set(PF_ERR, "cannot write verdict %s: %s", tmp, strerror(errno));
-        free(yaml);
-        return r;
-    }
-    if (write_all(fd, yaml, len) != 0 || fsync(fd) != 0) {
-        r = pf_err_set(PF_ERR, "cannot write verdict %s: %s", tmp, strerror(errno));
-        close(fd);
-        unlink(tmp);
-        free(yaml);
-        return r;
-    }
-    close(fd);
+    pf_file_mkdir_parents(path);
+    r = pf_file_replace(path, yaml, len, 0644);
     free(yaml);
-    if (rename(tmp, path) != 0) {
-        r = pf_err_set(PF_ERR, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return r;
+    if (r < 0) {
+        pf_verdict_guard_write_failed();
+        char why[1024];
+        pf_strcpy(why, sizeof(why), pf_err_msg());
+        return pf_err_set(r, "verdict not written: %s", why);
     }
     return 0;
 }

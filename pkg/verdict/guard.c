@@ -1,5 +1,6 @@
 /* Writes the verdict on SIGTERM, SIGINT and at the deadline, from a snapshot rendered in
- * advance, so that nothing but write/rename runs inside the signal handler. */
+ * advance, so that nothing but open/write/fsync/rename/unlink runs inside the signal handler
+ * (pf_file_replace_raw: a fresh temporary file, written completely or removed). */
 #define _GNU_SOURCE
 #include "verdict.h"
 
@@ -16,14 +17,17 @@
 struct snapshot {
     char *deadline_yaml;
     size_t deadline_len;
-    char *signal_yaml;
+    char *signal_yaml; /* the same buffer as deadline_yaml in a final snapshot */
     size_t signal_len;
+    bool final;         /* the run's own verdict, being written: not an interrupted one */
+    int exit_code;      /* the handler's exit code (a final snapshot) */
     int deadline_exit, signal_exit;            /* the exit code of each (its failure class) */
     char deadline_line[512], signal_line[512]; /* the termination message of each */
+    const char *status; /* "fail", or the final verdict's status */
 };
 
-static char guard_path[4096];
-static char guard_tmp[4200];
+static struct pf_file_target guard_target;
+static uint64_t guard_seed;
 static bool guard_stdout;
 static pf_policy_fn guard_policy;
 static void *guard_arg;
@@ -32,68 +36,137 @@ static double guard_timeout;
 static double guard_started; /* monotonic seconds at install */
 static _Atomic(struct snapshot *) current;
 static volatile sig_atomic_t guard_armed;
+/* set by the first handler to run, in whichever thread the signal reached */
+static atomic_int guard_entered;
+/* the exit code of a signal after the guard is disarmed: the final verdict's once it is
+ * written, 1 before (and when its write failed) */
+static volatile sig_atomic_t guard_done_code = 1;
+static volatile sig_atomic_t guard_done; /* the final verdict is written */
+static bool guard_write_failed;
+/* the signals stay blocked from install until the first snapshot is there, so that a signal
+ * in between is held, not answered with no verdict; the mask to restore then */
+static bool guard_held;
+static sigset_t guard_held_mask;
 static char guard_term[4096]; /* termination message file; "" = none */
 
-static void write_all(int fd, const char *p, size_t n)
+static int write_all(int fd, const char *p, size_t n)
 {
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
+        if (w <= 0) return -1;
         p += w;
         n -= (size_t)w;
     }
+    return 0;
 }
 
 static void say(const char *s)
 {
-    write_all(STDERR_FILENO, s, strlen(s));
+    (void)write_all(STDERR_FILENO, s, strlen(s));
 }
 
+static const char *step_text(enum pf_file_step s)
+{
+    switch (s) {
+    case PF_FILE_STEP_FOLDER:
+        return "open the folder: ";
+    case PF_FILE_STEP_CREATE:
+        return "create: ";
+    case PF_FILE_STEP_WRITE:
+        return "write: ";
+    case PF_FILE_STEP_SYNC:
+        return "sync: ";
+    case PF_FILE_STEP_RENAME:
+        return "rename: ";
+    }
+    return "";
+}
+
+/* Async-signal-safe: writes the snapshot's bytes completely through a fresh temporary file
+ * (pf_file_replace_raw), or leaves the file there as it was and says so. */
 static void handler(int sig)
 {
-    if (!guard_armed) _exit(1);
+    /* one handler writes; a second signal, in another thread, waits for it to end the
+     * process (a signal handler blocks all signals only in its own thread) */
+    if (atomic_exchange(&guard_entered, 1))
+        for (;;)
+            pause();
+    if (!guard_armed) {
+        pf_file_inflight_unlink();
+        _exit(guard_done_code);
+    }
     guard_armed = 0;
     struct snapshot *s = atomic_load(&current);
-    if (s) {
-        const char *y = sig == SIGALRM ? s->deadline_yaml : s->signal_yaml;
-        size_t n = sig == SIGALRM ? s->deadline_len : s->signal_len;
-        if (guard_stdout) {
-            write_all(STDOUT_FILENO, y, n);
-        } else {
-            int fd = open(guard_tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                write_all(fd, y, n);
-                fsync(fd);
-                close(fd);
-                rename(guard_tmp, guard_path);
-            }
+    const char *why =
+        sig == SIGALRM ? "preflight: deadline reached" : "preflight: stopped by a signal";
+    if (!s) {
+        /* none yet (--verdict -), or the guard was disarmed after the final write while this
+         * handler began: that verdict stands */
+        pf_file_inflight_unlink();
+        if (!guard_done) {
+            say(why);
+            say("; no verdict written\n");
         }
+        _exit(guard_done_code);
     }
-    int code = 1;
-    if (s) {
-        const char *line = sig == SIGALRM ? s->deadline_line : s->signal_line;
-        code = sig == SIGALRM ? s->deadline_exit : s->signal_exit;
-        int fd =
-            guard_term[0] ? open(guard_term, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-        if (fd >= 0) {
-            write_all(fd, line, strlen(line));
-            close(fd);
-        }
+    const char *y = sig == SIGALRM ? s->deadline_yaml : s->signal_yaml;
+    size_t n = sig == SIGALRM ? s->deadline_len : s->signal_len;
+    int e = 0;
+    enum pf_file_step step = PF_FILE_STEP_WRITE;
+    if (guard_stdout) {
+        e = write_all(STDOUT_FILENO, y, n) == 0 ? 0 : -errno;
+    } else {
+        /* the main flow's own temporary file (the final verdict, a metrics file) goes */
+        pf_file_inflight_unlink();
+        e = pf_file_replace_raw(&guard_target, y, n, 0644, guard_seed ^ (uint64_t)sig, false,
+                                &step);
     }
-    if (sig == SIGALRM)
-        say("preflight: deadline reached; verdict written (fail)\n");
-    else
-        say("preflight: stopped by a signal; verdict written (fail)\n");
-    _exit(code);
+    const char *line = sig == SIGALRM ? s->deadline_line : s->signal_line;
+    int fd = guard_term[0] ? open(guard_term, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (fd >= 0) {
+        (void)write_all(fd, line, strlen(line));
+        close(fd);
+    }
+    say(why);
+    if (s->final) say(" while writing the verdict");
+    if (e == 0) {
+        say("; verdict written (");
+        say(s->status);
+        say(")\n");
+        _exit(s->final ? s->exit_code : sig == SIGALRM ? s->deadline_exit : s->signal_exit);
+    }
+    say("; verdict NOT written (");
+    say(step_text(step));
+    say(pf_file_errno_text(-e));
+    say("): any verdict file there is left as it was\n");
+    _exit(1);
 }
 
 int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg)
 {
     guard_stdout = strcmp(path, "-") == 0;
-    if (pf_strcpy(guard_path, sizeof(guard_path), path) < 0 ||
-        pf_snprintf(guard_tmp, sizeof(guard_tmp), "%s.tmp.%d", path, (int)getpid()) < 0)
-        return pf_err_set(PF_EUSAGE, "--verdict %s: path too long", path);
+    if (!guard_stdout) {
+        int r = pf_file_split(&guard_target, path);
+        if (r < 0) {
+            char why[1024];
+            pf_strcpy(why, sizeof(why), pf_err_msg());
+            return pf_err_set(PF_EUSAGE, "--verdict %s", why);
+        }
+        /* the folder exists before anything can interrupt the run: the handler only writes */
+        pf_file_mkdir_parents(path);
+    }
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGALRM);
+    if (!guard_held) pthread_sigmask(SIG_BLOCK, &block, &guard_held_mask);
+    guard_held = true;
+    guard_seed = pf_file_random();
+    guard_done_code = 1;
+    guard_done = 0;
+    guard_write_failed = false;
     guard_policy = policy;
     guard_arg = arg;
     guard_timeout = timeout_s;
@@ -124,11 +197,6 @@ double pf_verdict_guard_remaining(void)
     return left > 0 ? left : 0;
 }
 
-void pf_verdict_guard_termination(const char *path)
-{
-    if (pf_strcpy(guard_term, sizeof(guard_term), path ? path : "") < 0) guard_term[0] = '\0';
-}
-
 static char *render(const struct pf_verdict *v, const char *stage_id, const char *code,
                     const char *msg, double duration, size_t *len, int *exit_code, char *line,
                     size_t nline)
@@ -150,10 +218,55 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     return yaml;
 }
 
+static void snapshot_free(struct snapshot *s)
+{
+    if (!s) return;
+    if (s->signal_yaml != s->deadline_yaml) free(s->signal_yaml);
+    free(s->deadline_yaml);
+    free(s);
+}
+
+/* Makes s the snapshot the handler writes (NULL: none), with the signals blocked so that
+ * the handler never reads a freed one. */
+static void publish(struct snapshot *s)
+{
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    struct snapshot *prev = atomic_exchange(&current, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* a handler in another thread may be reading it: the process ends soon then anyway */
+    if (!atomic_load(&guard_entered)) snapshot_free(prev);
+}
+
+/* Delivers the signals held since install (the first snapshot is there now, or none will
+ * be). */
+static void release_held(void)
+{
+    if (!guard_held) return;
+    guard_held = false;
+    pthread_sigmask(SIG_SETMASK, &guard_held_mask, NULL);
+}
+
+/* When a handler runs in another thread, the main flow must not go on writing or exit
+ * under it: the handler ends the process. */
+static void wait_for_handler(void)
+{
+    if (atomic_load(&guard_entered))
+        for (;;)
+            pause();
+}
+
 void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, const char *doing)
 {
+    if (!guard_armed) return;
     char msg[768];
     struct snapshot *s = pf_xcalloc(1, sizeof(*s));
+    s->exit_code = 1;
+    s->status = "fail";
     snprintf(msg, sizeof(msg), "deadline of %.0f s (--timeout) reached while %s", guard_timeout,
              doing);
     /* rendered in advance: at the deadline the run has lasted --timeout; a signal's verdict
@@ -165,25 +278,43 @@ void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, c
         render(v, stage_id, "interrupted", msg, pf_now() - guard_started, &s->signal_len,
                &s->signal_exit, s->signal_line, sizeof(s->signal_line));
     if (!s->deadline_yaml || !s->signal_yaml) {
-        free(s->deadline_yaml);
-        free(s->signal_yaml);
-        free(s);
+        snapshot_free(s);
         return;
     }
-    /* swap with the signals blocked so that the handler never reads a freed snapshot */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGALRM);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    struct snapshot *prev = atomic_exchange(&current, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (prev) {
-        free(prev->deadline_yaml);
-        free(prev->signal_yaml);
-        free(prev);
+    publish(s);
+    release_held();
+}
+
+void pf_verdict_guard_final(const struct pf_verdict *v, int exit_code)
+{
+    wait_for_handler();
+    if (!guard_armed) return;
+    if (guard_stdout) {
+        /* the main flow writes stdout from here on: a second document would corrupt it */
+        publish(NULL);
+        release_held();
+        return;
     }
+    struct snapshot *s = pf_xcalloc(1, sizeof(*s));
+    if (pf_verdict_to_yaml(&s->deadline_yaml, &s->deadline_len, v) < 0) {
+        free(s);
+        return; /* the interrupted snapshot stays */
+    }
+    s->signal_yaml = s->deadline_yaml;
+    s->signal_len = s->deadline_len;
+    s->final = true;
+    s->exit_code = s->deadline_exit = s->signal_exit = exit_code;
+    pf_verdict_reason_line(s->deadline_line, sizeof(s->deadline_line), v);
+    memcpy(s->signal_line, s->deadline_line, sizeof(s->signal_line));
+    s->status = pf_status_name(v->verdict);
+    publish(s);
+    release_held();
+    wait_for_handler();
+}
+
+void pf_verdict_guard_write_failed(void)
+{
+    guard_write_failed = true;
 }
 
 void pf_verdict_guard_disarm(void)
@@ -198,11 +329,18 @@ void pf_verdict_guard_disarm(void)
     pthread_sigmask(SIG_BLOCK, &block, &old);
     guard_armed = 0;
     struct snapshot *prev = atomic_exchange(&current, NULL);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (prev) {
-        free(prev->deadline_yaml);
-        free(prev->signal_yaml);
-        free(prev);
+    if (prev && prev->final && !guard_write_failed) {
+        guard_done_code = prev->exit_code;
+        guard_done = 1;
     }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!atomic_load(&guard_entered)) snapshot_free(prev);
     signal(SIGALRM, SIG_IGN);
+    release_held();
+    wait_for_handler();
+}
+
+void pf_verdict_guard_termination(const char *path)
+{
+    if (pf_strcpy(guard_term, sizeof(guard_term), path ? path : "") < 0) guard_term[0] = '\0';
 }

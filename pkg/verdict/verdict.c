@@ -156,14 +156,10 @@ void pf_verdict_add_culprit(struct pf_verdict *v, int rank, const char *pod, con
 
 bool pf_verdict_is_secret_name(const char *name)
 {
+    /* case-insensitive, over the whole name whatever its length */
     static const char *const words[] = {"TOKEN", "SECRET", "PASSWORD", "KEY"};
-    char up[256];
-    size_t i;
-    for (i = 0; name[i] && i + 1 < sizeof(up); i++)
-        up[i] = (char)toupper((unsigned char)name[i]);
-    up[i] = '\0';
     for (size_t w = 0; w < PF_ARRAY_LEN(words); w++)
-        if (strstr(up, words[w])) return true;
+        if (strcasestr(name, words[w])) return true;
     return false;
 }
 

@@ -190,7 +190,9 @@ void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v);
 /* ---- The guard: a verdict is never lost. After pf_verdict_guard_install, SIGTERM, SIGINT
  * and the deadline (SIGALRM) write the last snapshot, with the stage in progress marked
  * failed, atomically to the verdict path and end the process with the exit code of its failure
- * class. The handler only writes bytes rendered beforehand (async-signal-safe). */
+ * class. The handler only writes bytes rendered beforehand (async-signal-safe); when the file
+ * system refuses them it removes its temporary file, leaves the file there as it was, says so
+ * and exits 1. */
 int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg);
 /* Renders a new snapshot: v as it is now, plus check stage_id failed with code "timeout"
  * (deadline) or "interrupted" (signal) and a message saying what was under way. */
@@ -198,7 +200,15 @@ void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, c
 /* Seconds left before the deadline (a large number when there is none). */
 double pf_verdict_guard_remaining(void);
 /* Where the handler also writes the snapshot's one-line reason (a termination message);
- * NULL or "" for nowhere. The handler exits with the snapshot's class exit code. */
+ * NULL or "" for nowhere. */
 void pf_verdict_guard_termination(const char *path);
-/* Stops the guard (before the final verdict is written). */
+/* Hands the guard the run's own finalized verdict just before it is written: from here on
+ * SIGTERM, SIGINT and the deadline write v itself (not an interrupted one) and end the
+ * process with exit_code, so that a signal during the final write still leaves a complete
+ * verdict. With --verdict - it only stops the guard from printing a second document. */
+void pf_verdict_guard_final(const struct pf_verdict *v, int exit_code);
+/* Stops the guard (after the final verdict is written). A signal after it ends the process
+ * with the final verdict's exit code, or 1 when its write failed (pf_verdict_write_file
+ * tells the guard through pf_verdict_guard_write_failed). */
 void pf_verdict_guard_disarm(void);
+void pf_verdict_guard_write_failed(void);

@@ -99,6 +99,13 @@ static void test_secret_names(void **state)
     assert_true(pf_verdict_is_secret_name("aws_secret_access_key"));
     assert_true(pf_verdict_is_secret_name("DB_PASSWORD"));
     assert_false(pf_verdict_is_secret_name("NCCL_IB_HCA"));
+    /* the word past byte 255 of a long name still counts */
+    char longname[400];
+    memset(longname, 'A', sizeof(longname));
+    strcpy(longname + 300, "_Token");
+    assert_true(pf_verdict_is_secret_name(longname));
+    longname[300] = '\0';
+    assert_false(pf_verdict_is_secret_name(longname));
 }
 
 /* Golden files: the YAML and the human form of a fixed verdict. */
