@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../checks/checks.h"
 #include "../explain/explain.h"
 #include "../nccl/nccl.h"
 #include "../report/report.h"

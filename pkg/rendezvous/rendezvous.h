@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../checks/checks.h"
+#include "../context/context.h"
 
 struct pf_rdv_opts {
     int rank;              /* -1: derive (JOB_COMPLETION_INDEX, RANK, hostname) */
