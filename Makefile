@@ -33,7 +33,7 @@ B       := build/$(VARIANT)
 PKG_SRCS  := $(sort $(wildcard pkg/*/*.c))
 PKG_OBJS  := $(PKG_SRCS:%.c=$(B)/%.o)
 MAIN_OBJ  := $(B)/cmd/preflight/main.o
-UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c tests/unit/*/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPER_SRCS:%.c=$(B)/%.o)

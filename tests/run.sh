@@ -35,7 +35,7 @@ count_tap() { # file name
 }
 
 if [ "$what" = unit ] || [ "$what" = all ]; then
-    for t in $B/tests/test_*; do
+    for t in $B/tests/test_* $B/tests/*/test_*; do
         [ -x "$t" ] || continue
         name=$(basename "$t")
         [ -n "$filter" ] && [[ "$name" != *"$filter"* ]] && continue

@@ -13,13 +13,6 @@
 #include "../nccl/nccl.h"
 #include "../report/report.h"
 
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
-#ifndef PF_GIT
-#define PF_GIT "unknown"
-#endif
-
 #define DEFAULT_VERDICT "/run/preflight/verdict.yaml"
 
 void pf_options_init(struct pf_options *o)
@@ -384,7 +377,7 @@ int pf_app_explain(const struct pf_options *o, const char *what)
         fprintf(o->err, "preflight: %s\n", pf_err_msg());
         return PF_EXIT_USAGE;
     }
-    fputs(b.data, o->out);
+    fputs(pf_buf_str(&b), o->out);
     pf_buf_free(&b);
     return PF_EXIT_PASS;
 }

@@ -27,10 +27,6 @@
 #include "../nccl/nccl.h"
 #include "../netif/netif.h"
 
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
-
 #define NAME_MAX_ 128
 #define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
 #define CHUNK_BYTES (512u << 10)
@@ -134,11 +130,6 @@ struct stage {
 };
 
 /* ---- small helpers */
-
-static double clampd(double v, double lo, double hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
 
 static double left_s(const struct stage *S)
 {
@@ -666,8 +657,8 @@ static bool join_done(struct stage *S)
         list_ranks(&b, S, w, (size_t)nw, false);
         /* the guard first: a verdict written on a signal right after the line is seen must
          * already say what was under way */
-        guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, b.data);
-        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, b.data);
+        guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
+        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
         pf_buf_free(&b);
         S->last_progress = now;
     }
@@ -755,7 +746,7 @@ static void agreement(struct stage *S)
         list_ranks(&b, S, out, (size_t)k, true);
         fleet_finding(S, "rendezvous", "missing-ranks", PF_FAIL, NULL,
                       "%d of %d ranks never joined within %.0f s: %s", k, S->world,
-                      pf_now() - S->t0, b.data);
+                      pf_now() - S->t0, pf_buf_str(&b));
         for (int i = 0; i < k; i++)
             fleet_culprit(S, out[i],
                           "never joined the rendezvous (no connection to rank 0 "
@@ -775,7 +766,8 @@ static void agreement(struct stage *S)
             pf_buf_addf(&b, "%s%s says %lld", i ? "; " : "", w, S->m[out[i]].world_claimed);
         }
         fleet_finding(S, "rendezvous", "world-size-mismatch", PF_FAIL, NULL,
-                      "ranks disagree on the world size: %s; the others say %s", b.data, major);
+                      "ranks disagree on the world size: %s; the others say %s", pf_buf_str(&b),
+                      major);
         for (int i = 0; i < k; i++)
             fleet_culprit(S, out[i], "world size %lld, the others say %s",
                           S->m[out[i]].world_claimed, major);
@@ -790,7 +782,7 @@ static void agreement(struct stage *S)
             pf_buf_addf(&b, "%s%s runs preflight %s", i ? ", " : "", w, S->m[out[i]].version);
         }
         fleet_finding(S, "rendezvous", "version-mismatch", PF_FAIL, NULL, "%s; the others run %s",
-                      b.data, major);
+                      pf_buf_str(&b), major);
         for (int i = 0; i < k; i++)
             fleet_culprit(S, out[i], "runs preflight %s, the others %s", S->m[out[i]].version,
                           major);
@@ -801,8 +793,8 @@ static void agreement(struct stage *S)
     if (k) {
         list_ranks(&b, S, out, (size_t)k, true);
         fleet_finding(S, "rendezvous", "config-mismatch", PF_WARN, NULL,
-                      "the preflight config of %s differs from the others' (digest %s)", b.data,
-                      major);
+                      "the preflight config of %s differs from the others' (digest %s)",
+                      pf_buf_str(&b), major);
         pf_buf_reset(&b);
     }
     /* NCCL version (where known) */
@@ -818,7 +810,8 @@ static void agreement(struct stage *S)
             pf_buf_addf(&b, "%s%s has NCCL %s", i ? ", " : "", w, S->m[out[i]].nccl_version);
         }
         fleet_finding(S, "rendezvous", "nccl-version-mismatch", PF_FAIL, NULL,
-                      "%s; the others have %s (NCCL refuses mismatched versions)", b.data, major);
+                      "%s; the others have %s (NCCL refuses mismatched versions)", pf_buf_str(&b),
+                      major);
         for (int i = 0; i < k; i++)
             fleet_culprit(S, out[i], "NCCL %s, the others %s", S->m[out[i]].nccl_version, major);
         pf_buf_reset(&b);
@@ -876,13 +869,13 @@ static void agreement(struct stage *S)
             else
                 pf_buf_addf(&b, "%s%s =%s", shown > 1 ? ", " : "", w, secret ? "***" : vi);
         }
-        pf_buf_addf(&vars, "%s%s: %s (the others: %s)", vars.len ? "; " : "", names.v[v], b.data,
-                    major_val ? (secret ? "***" : major_val) : "unset");
+        pf_buf_addf(&vars, "%s%s: %s (the others: %s)", vars.len ? "; " : "", names.v[v],
+                    pf_buf_str(&b), major_val ? (secret ? "***" : major_val) : "unset");
     }
     if (nvars)
         fleet_finding(S, "rendezvous", "env-mismatch", PF_WARN, NULL,
                       "%d NCCL variable%s differ between ranks: %s", nvars, nvars > 1 ? "s" : "",
-                      vars.data);
+                      pf_buf_str(&vars));
     pf_buf_free(&vars);
     pf_strlist_free(&names);
     pf_buf_free(&b);
@@ -1208,7 +1201,7 @@ static int mesh_connect(struct stage *S, char *err, size_t nerr)
     S->nshifts = pf_coll_probe_shifts(S->n, S->shifts);
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
-    double deadline = pf_now() + clampd(left_s(S) * 0.2, 3, 30);
+    double deadline = pf_now() + pf_clampd(left_s(S) * 0.2, 3, 30);
     struct pf_rdv_auth da = {0};
     da.on = S->auth;
     da.token = S->token;
@@ -1366,7 +1359,7 @@ static void do_allreduce(struct stage *S)
         return;
     }
     double left = left_s(S);
-    double deadline = pf_now() + clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
+    double deadline = pf_now() + pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
     char mib[32];
     snprintf(mib, sizeof(mib), "%.3g MiB", (double)bytes / (1 << 20));
     pf_ctx_progress(S->ctx,
@@ -1419,7 +1412,7 @@ static void do_probes(struct stage *S)
                 return;
             }
             step_res_free(S, &res);
-            double deadline = pf_now() + clampd(left_s(S) * 0.04, 1, 10);
+            double deadline = pf_now() + pf_clampd(left_s(S) * 0.04, 1, 10);
             struct pf_coll_probe_res pr;
             struct pf_coll_fail fail;
             int r = pf_coll_probe(&pr, S->out_fd[k], S->in_fd[k], (size_t)nbytes, deadline, &fail);
@@ -1444,8 +1437,8 @@ static void run_collectives(struct stage *S)
     char err[384] = "";
     bool ok = mesh_connect(S, err, sizeof(err)) == 0;
     if (!ok) pf_ctx_progress(S->ctx, "data mesh: %s", err);
-    if (step(S, "mesh", ok, err, NULL, 0, STEP_BARRIER, clampd(left_s(S) * 0.2, 3, 30) + 5, &res) <
-        0) {
+    if (step(S, "mesh", ok, err, NULL, 0, STEP_BARRIER, pf_clampd(left_s(S) * 0.2, 3, 30) + 5,
+             &res) < 0) {
         step_res_free(S, &res);
         mesh_close(S);
         return;
@@ -1462,7 +1455,7 @@ static void run_collectives(struct stage *S)
     pf_rdv_put_int(&b, "firstBad", (long long)S->ar_first_bad);
     pf_rdv_put_str(&b, "iface", S->iface);
     double left = left_s(S);
-    double t = clampd(left * 0.4, 3, left > 1e8 ? 300 : left) + 5;
+    double t = pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left) + 5;
     int r = step(S, "allreduce", S->ar_ok, S->ar_err, b.data, b.len, STEP_GATHER, t, &res);
     pf_buf_free(&b);
     if (S->rank == 0 && res.blobs) {
@@ -1536,7 +1529,7 @@ static void my_statuses(struct stage *S, struct pf_buf *b)
         pf_buf_addf(&e, "%s\t%s\t", c->id, pf_status_name(c->status));
         for (size_t k = 0; k < c->nfindings; k++)
             pf_buf_addf(&e, "%s%s", k ? "," : "", c->findings[k].code);
-        pf_rdv_put_str(b, "check", e.data);
+        pf_rdv_put_str(b, "check", pf_buf_str(&e));
         pf_buf_free(&e);
     }
     pf_verdict_free(&copy);
@@ -1579,7 +1572,7 @@ static void root_summarize(struct stage *S)
         who(w, sizeof(w), S, r);
         fleet_finding(S, "collective.tcp", "peer-lost", PF_FAIL, NULL,
                       "%s was lost after the rendezvous: %s%s%s%s", w, why, b.len ? " (" : "",
-                      b.data, b.len ? ")" : "");
+                      pf_buf_str(&b), b.len ? ")" : "");
         fleet_culprit(S, r, "lost during the collectives: %s", why);
     }
     if (S->lost.n == 0 && S->failed.n) {
@@ -2346,7 +2339,7 @@ void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o)
     bool bounded = left < 1e8;
     S->cutoff = bounded ? S->t0 + left - 1.0 : S->t0 + 1e9;
     double rdv_to = S->cfg->rendezvous_timeout_s > 0 ? S->cfg->rendezvous_timeout_s : 600;
-    double reserve = bounded ? clampd(left * 0.3, 3, 60) : 0;
+    double reserve = bounded ? pf_clampd(left * 0.3, 3, 60) : 0;
     double join = bounded && left - reserve < rdv_to ? left - reserve : rdv_to;
     S->join_deadline = S->t0 + (join > 1 ? join : 1);
 
