@@ -55,7 +55,7 @@ struct pf_rdv_ident {
     char domain[256]; /* the part of the FQDN after the host label ("" when unknown) */
 };
 
-/* Derives rank, world size and rank 0's address (DESIGN.md "Rank and world size").
+/* Derives rank, world size and rank 0's address (docs/design.md, "The stages of `preflight run`").
  * env: the process environment (JOB_COMPLETION_INDEX, RANK, WORLD_SIZE, MASTER_ADDR);
  * hostname: gethostname(); fqdn: the canonical name of the host ("" or NULL when unknown);
  * default_port: the config's rendezvous port. PF_EUSAGE with a message naming the variable
