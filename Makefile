@@ -40,7 +40,7 @@ UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPER_SRCS:%.c=$(B)/%.o)
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all static test unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
+.PHONY: all static test check-layers unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
         deps-test help
 all: bin/preflight
 
@@ -89,6 +89,7 @@ deps-test:
 	scripts/deps.sh test
 
 test: deps-test
+	bash scripts/check-layers.sh
 	$(MAKE) ASAN=1 UBSAN=1 unit-build
 	$(MAKE) bin/preflight
 	$(MAKE) static
@@ -138,6 +139,10 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 format-check:
 	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+# the module edges pkg/README.md allows (also run by `make test` and .ci/run)
+check-layers:
+	bash scripts/check-layers.sh
 
 clean:
 	rm -rf build bin

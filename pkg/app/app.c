@@ -8,17 +8,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../checks/checks.h"
 #include "../dl/dl.h"
 #include "../explain/explain.h"
 #include "../nccl/nccl.h"
 #include "../report/report.h"
-
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
-#ifndef PF_GIT
-#define PF_GIT "unknown"
-#endif
 
 #define DEFAULT_VERDICT "/run/preflight/verdict.yaml"
 
@@ -393,7 +387,7 @@ int pf_app_explain(const struct pf_options *o, const char *what)
         fprintf(o->err, "preflight: %s\n", pf_err_msg());
         return PF_EXIT_USAGE;
     }
-    fputs(b.data, o->out);
+    fputs(pf_buf_str(&b), o->out);
     pf_buf_free(&b);
     return PF_EXIT_PASS;
 }

@@ -87,12 +87,15 @@ void pf_buf_init(struct pf_buf *b, size_t max)
     b->len = 0;
     b->cap = 0;
     b->max = max;
+    b->over = false;
 }
 
 int pf_buf_add(struct pf_buf *b, const void *p, size_t n)
 {
-    if (n > b->max || b->len > b->max - n)
+    if (n > b->max || b->len > b->max - n) {
+        b->over = true;
         return pf_err_set(PF_ETOOBIG, "buffer limit of %zu bytes exceeded", b->max);
+    }
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
@@ -134,6 +137,7 @@ int pf_buf_addf(struct pf_buf *b, const char *fmt, ...)
 void pf_buf_reset(struct pf_buf *b)
 {
     b->len = 0;
+    b->over = false;
     if (b->data) b->data[0] = '\0';
 }
 
@@ -142,6 +146,18 @@ void pf_buf_free(struct pf_buf *b)
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
+    b->over = false;
+}
+
+const char *pf_buf_str(const struct pf_buf *b)
+{
+    return b->data ? b->data : "";
+}
+
+int pf_buf_check(const struct pf_buf *b, const char *what)
+{
+    if (!b->over) return 0;
+    return pf_err_set(PF_ETOOBIG, "%s is over its limit of %zu bytes", what, b->max);
 }
 
 int pf_strlist_addn(struct pf_strlist *l, const char *s, size_t n)
@@ -297,4 +313,15 @@ void pf_utc_timestamp(char *out, size_t n)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+double pf_deadline_in(double secs, double cutoff)
+{
+    double d = pf_now() + secs;
+    return d < cutoff ? d : cutoff;
+}
+
+double pf_clampd(double v, double lo, double hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
 }

@@ -9,6 +9,14 @@
 
 #define PF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The build sets these (Makefile DEFS); the fallbacks keep a bare compile working. */
+#ifndef PF_VERSION
+#define PF_VERSION "0.0.0-dev"
+#endif
+#ifndef PF_GIT
+#define PF_GIT "unknown"
+#endif
+
 /* Error codes returned (negated) by pf_ functions; the message is in pf_err_msg(). */
 enum {
     PF_OK = 0,
@@ -27,12 +35,16 @@ int pf_err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 
 const char *pf_err_msg(void);
 void pf_err_clear(void);
 
-/* Growable byte buffer with a hard maximum (like curl's dynbuf). Always NUL-terminated. */
+/* Growable byte buffer with a hard maximum (like curl's dynbuf). data is NULL until the first
+ * add: read the text with pf_buf_str(), which is never NULL. An add over the maximum fails
+ * with PF_ETOOBIG and leaves the buffer as it was, and `over` stays set (sticky) so that a
+ * caller who adds many parts checks once, at the end (pf_buf_check). */
 struct pf_buf {
     char *data;
     size_t len;
     size_t cap;
     size_t max;
+    bool over; /* an add was refused: the content is incomplete */
 };
 void pf_buf_init(struct pf_buf *b, size_t max);
 int pf_buf_add(struct pf_buf *b, const void *p, size_t n);
@@ -40,6 +52,10 @@ int pf_buf_addf(struct pf_buf *b, const char *fmt, ...) __attribute__((format(pr
 int pf_buf_vaddf(struct pf_buf *b, const char *fmt, va_list ap);
 void pf_buf_reset(struct pf_buf *b);
 void pf_buf_free(struct pf_buf *b);
+/* The text so far; "" when nothing was added. Never NULL. */
+const char *pf_buf_str(const struct pf_buf *b);
+/* 0, or PF_ETOOBIG naming what (e.g. "the SUMMARY message") when an add was refused. */
+int pf_buf_check(const struct pf_buf *b, const char *what);
 
 /* A list of owned strings. */
 struct pf_strlist {
@@ -76,6 +92,10 @@ int pf_edit_distance(const char *a, const char *b, int limit);
 
 /* Monotonic clock in seconds. */
 double pf_now(void);
+/* The deadline secs from now, never later than cutoff (a pf_now() time). */
+double pf_deadline_in(double secs, double cutoff);
+/* v clamped to [lo, hi]. */
+double pf_clampd(double v, double lo, double hi);
 /* Wall clock as "YYYY-MM-DDTHH:MM:SSZ". */
 void pf_utc_timestamp(char *out, size_t n);
 

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../checks/checks.h"
+#include "../context/context.h"
 #include "../nccllog/nccllog.h"
 
 /* What the rendezvous hands the GPU stage. */

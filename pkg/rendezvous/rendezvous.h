@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../checks/checks.h"
+#include "../context/context.h"
 #include "../k8s/k8s.h"
 
 struct pf_rdv_opts {
@@ -77,7 +77,7 @@ struct pf_rdv_podinfo {
     const struct pf_k8s_map *volcano_hosts; /* /etc/volcano/<task>.host files: task -> text */
 };
 
-/* Derives rank, world size and rank 0's address (DESIGN.md "Rank and world size").
+/* Derives rank, world size and rank 0's address (docs/design.md, "The stages of `preflight run`").
  * env: the process environment (JOB_COMPLETION_INDEX, RANK, WORLD_SIZE, MASTER_ADDR);
  * hostname: gethostname(); fqdn: the canonical name of the host ("" or NULL when unknown);
  * default_port: the config's rendezvous port. PF_EUSAGE with a message naming the variable

@@ -24,12 +24,9 @@
 #include <unistd.h>
 
 #include "../collective/collective.h"
+#include "../fleet/fleet.h"
 #include "../nccl/nccl.h"
 #include "../netif/netif.h"
-
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
 
 #define NAME_MAX_ 128
 #define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
@@ -56,14 +53,6 @@ struct member {
     char step_err[320];
     uint8_t *blob;
     size_t bloblen;
-    /* results gathered at rank 0 */
-    bool ar_done;
-    double ar_seconds;
-    long long ar_wrong, ar_first_bad;
-    char iface[64];
-    char report_verdict[16];
-    struct pf_strlist checks; /* "id\tstatus\tcode,code" */
-    bool reported;
 };
 
 struct sconn {
@@ -112,14 +101,15 @@ struct stage {
     double last_join, roster_at;
     int last_waiting;
     double last_progress;
-    struct pf_buf sum; /* SUMMARY fields: findings and culprits */
+    struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
+    bool have_fleet;
+    struct pf_buf sum; /* the SUMMARY payload */
     struct pf_coll_link *links;
     size_t nlinks;
     /* the flow */
     uint32_t step_no;
     bool stopped;
-    struct pf_strlist lost;   /* "rank\treason" */
-    struct pf_strlist failed; /* "rank\treason" */
+    struct pf_fleet_marks lost, failed;
     /* data mesh */
     int nshifts, shifts[3], out_fd[3], in_fd[3];
     /* this rank's results */
@@ -134,11 +124,6 @@ struct stage {
 };
 
 /* ---- small helpers */
-
-static double clampd(double v, double lo, double hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
 
 static double left_s(const struct stage *S)
 {
@@ -221,58 +206,19 @@ static void fleet_finding(struct stage *S, const char *check, const char *code, 
     va_end(ap);
     if (has_same_finding(chk(S, check), code, msg)) return;
     add_finding_text(S, check, code, st, remedy, msg);
-    if (S->rank == 0) {
-        char *f = pf_xasprintf("%s\t%s\t%s\t%s\t%s", check, code, pf_status_name(st),
-                               remedy ? remedy : "", msg);
-        pf_rdv_put_str(&S->sum, "finding", f);
-        free(f);
-    }
+    if (S->have_fleet) pf_fleet_finding(&S->F.out, check, code, st, remedy, "%s", msg);
 }
 
-static void fleet_culprit(struct stage *S, int rank, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void fleet_culprit(struct stage *S, int rank, const char *fmt, ...)
-{
-    char why[1024], b[NAME_MAX_];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
-    const char *pod = pod_of(S, rank, b, sizeof(b));
-    const char *node = node_of(S, rank);
-    pf_verdict_add_culprit(S->ctx->verdict, rank, pod, node, "%s", why);
-    if (S->rank == 0) {
-        char *f = pf_xasprintf("%d\t%s\t%s\t%s", rank, pod ? pod : "", node ? node : "", why);
-        pf_rdv_put_str(&S->sum, "culprit", f);
-        free(f);
-    }
-}
-
-/* Appends ", rank N (pod)" items, at most LIST_MAX, then "and K more". */
-static void list_ranks(struct pf_buf *b, const struct stage *S, const int *ranks, size_t n,
-                       bool with_pod)
+/* Appends "5, 11, 12": at most PF_FLEET_LIST_MAX, then "and K more". */
+static void list_numbers(struct pf_buf *b, const int *ranks, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i == LIST_MAX) {
+        if (i == PF_FLEET_LIST_MAX) {
             pf_buf_addf(b, " and %zu more", n - i);
             break;
         }
-        char w[160];
-        if (with_pod)
-            who(w, sizeof(w), S, ranks[i]);
-        else
-            snprintf(w, sizeof(w), "%d", ranks[i]);
-        pf_buf_addf(b, "%s%s", i ? ", " : "", w);
+        pf_buf_addf(b, "%s%d", i ? ", " : "", ranks[i]);
     }
-}
-
-static void strlist_add_unique(struct pf_strlist *l, int rank, const char *why)
-{
-    char key[32];
-    snprintf(key, sizeof(key), "%d\t", rank);
-    for (size_t i = 0; i < l->n; i++)
-        if (pf_str_starts(l->v[i], key)) return;
-    pf_strlist_addf(l, "%d\t%s", rank, why);
 }
 
 static void guard(struct stage *S, const char *stage_id, const char *fmt, ...)
@@ -304,7 +250,7 @@ static void member_lost(struct stage *S, int rank, const char *why)
     if (m->state != M_JOINED) return;
     m->state = M_LOST;
     pf_strcpy(m->why, sizeof(m->why), why);
-    strlist_add_unique(&S->lost, rank, why);
+    pf_fleet_mark(&S->lost, rank, why);
     if (m->conn >= 0) sc_close(S, (size_t)m->conn);
     m->conn = -1;
     char w[160];
@@ -663,11 +609,11 @@ static bool join_done(struct stage *S)
     if (nw && (nw != S->last_waiting || now - S->last_progress > 5)) {
         struct pf_buf b;
         pf_buf_init(&b, 1 << 14);
-        list_ranks(&b, S, w, (size_t)nw, false);
+        list_numbers(&b, w, (size_t)nw);
         /* the guard first: a verdict written on a signal right after the line is seen must
          * already say what was under way */
-        guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, b.data);
-        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, b.data);
+        guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
+        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
         pf_buf_free(&b);
         S->last_progress = now;
     }
@@ -676,218 +622,52 @@ static bool join_done(struct stage *S)
     return nw == 0;
 }
 
-/* Groups members by a text value; names the ranks outside the biggest group (rank 0's group
- * wins a tie). Returns how many are outside. */
-typedef const char *(*value_fn)(const struct stage *S, int rank, char *buf, size_t n);
-
-static int minority(const struct stage *S, const int *ranks, int n, value_fn val, int *out,
-                    char *major, size_t nmajor)
+/* Copies what rank 0 knows of every rank into the fleet (idempotent). */
+static void sync_fleet(struct stage *S)
 {
-    int best = -1, best_count = 0;
-    char a[512], b[512];
-    for (int i = 0; i < n; i++) {
-        int cnt = 0;
-        const char *vi = val(S, ranks[i], a, sizeof(a));
-        for (int j = 0; j < n; j++)
-            cnt += strcmp(vi, val(S, ranks[j], b, sizeof(b))) == 0;
-        if (cnt > best_count || (cnt == best_count && ranks[i] == 0)) {
-            best = i;
-            best_count = cnt;
-        }
+    for (int r = 0; r < S->world; r++) {
+        const struct member *m = &S->m[r];
+        struct pf_fleet_rank *f = &S->F.r[r];
+        char b[NAME_MAX_];
+        f->state = (enum pf_fleet_state)m->state;
+        pf_strcpy(f->pod, sizeof(f->pod), pod_of(S, r, b, sizeof(b)));
+        pf_strcpy(f->node, sizeof(f->node), node_of(S, r));
+        pf_strcpy(f->addr, sizeof(f->addr), m->addr);
+        pf_strcpy(f->why, sizeof(f->why), m->why);
+        f->world_claimed = m->world_claimed;
+        pf_strcpy(f->version, sizeof(f->version), m->version);
+        pf_strcpy(f->digest, sizeof(f->digest), m->digest);
+        pf_strcpy(f->nccl_version, sizeof(f->nccl_version), m->nccl_version);
+        pf_strlist_free(&f->env);
+        for (size_t i = 0; i < m->env.n; i++)
+            pf_strlist_add(&f->env, m->env.v[i]);
     }
-    if (best < 0) return 0;
-    snprintf(major, nmajor, "%s", val(S, ranks[best], a, sizeof(a)));
-    int k = 0;
-    for (int i = 0; i < n; i++)
-        if (strcmp(major, val(S, ranks[i], b, sizeof(b))) != 0) out[k++] = ranks[i];
-    return k;
+    S->F.n = S->n;
+    S->F.roster = S->rk;
 }
 
-static const char *v_world(const struct stage *S, int r, char *buf, size_t n)
+/* Adds the fleet's findings and culprits to this rank's verdict (again is harmless: the
+ * verdict keeps one of each). only_fleet_checks: a SUMMARY from rank 0 may only speak of
+ * the checks `rendezvous` and `collective.tcp`. */
+static void apply_fleet(struct stage *S, const struct pf_fleet_summary *s, bool only_fleet_checks)
 {
-    snprintf(buf, n, "%lld", S->m[r].world_claimed);
-    return buf;
-}
-static const char *v_version(const struct stage *S, int r, char *buf, size_t n)
-{
-    (void)buf;
-    (void)n;
-    return S->m[r].version;
-}
-static const char *v_digest(const struct stage *S, int r, char *buf, size_t n)
-{
-    (void)buf;
-    (void)n;
-    return S->m[r].digest;
-}
-static const char *v_nccl(const struct stage *S, int r, char *buf, size_t n)
-{
-    (void)buf;
-    (void)n;
-    return S->m[r].nccl_version;
-}
-
-static const char *env_value(const struct member *m, const char *name)
-{
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < m->env.n; i++)
-        if (strncmp(m->env.v[i], name, nl) == 0 && m->env.v[i][nl] == '=')
-            return m->env.v[i] + nl + 1;
-    return NULL;
+    for (size_t i = 0; i < s->nfindings; i++) {
+        const struct pf_fleet_finding *x = &s->findings[i];
+        if (only_fleet_checks && strcmp(x->check, "rendezvous") != 0 &&
+            strcmp(x->check, "collective.tcp") != 0)
+            continue;
+        add_finding_text(S, x->check, x->code, x->status, x->remedy, x->message);
+    }
+    for (size_t i = 0; i < s->nculprits; i++)
+        pf_verdict_add_culprit(S->ctx->verdict, s->culprits[i].rank, s->culprits[i].pod,
+                               s->culprits[i].node, "%s", s->culprits[i].reason);
 }
 
 static void agreement(struct stage *S)
 {
-    int *in = pf_xmalloc((size_t)S->world * sizeof(int));
-    int *out = pf_xmalloc((size_t)S->world * sizeof(int));
-    int n = 0;
-    for (int r = 0; r < S->world; r++)
-        if (S->m[r].state == M_JOINED) in[n++] = r;
-    char major[512];
-    struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
-
-    /* missing and refused ranks */
-    int k = 0;
-    for (int r = 1; r < S->world; r++)
-        if (S->m[r].state == M_EMPTY) out[k++] = r;
-    if (k) {
-        list_ranks(&b, S, out, (size_t)k, true);
-        fleet_finding(S, "rendezvous", "missing-ranks", PF_FAIL, NULL,
-                      "%d of %d ranks never joined within %.0f s: %s", k, S->world,
-                      pf_now() - S->t0, b.data);
-        for (int i = 0; i < k; i++)
-            fleet_culprit(S, out[i],
-                          "never joined the rendezvous (no connection to rank 0 "
-                          "within %.0f s)",
-                          pf_now() - S->t0);
-        pf_buf_reset(&b);
-    }
-    for (int r = 1; r < S->world; r++)
-        if (S->m[r].state == M_REFUSED) fleet_culprit(S, r, "%s", S->m[r].why);
-
-    /* world size */
-    k = minority(S, in, n, v_world, out, major, sizeof(major));
-    if (k) {
-        for (int i = 0; i < k && i < LIST_MAX; i++) {
-            char w[160];
-            who(w, sizeof(w), S, out[i]);
-            pf_buf_addf(&b, "%s%s says %lld", i ? "; " : "", w, S->m[out[i]].world_claimed);
-        }
-        fleet_finding(S, "rendezvous", "world-size-mismatch", PF_FAIL, NULL,
-                      "ranks disagree on the world size: %s; the others say %s", b.data, major);
-        for (int i = 0; i < k; i++)
-            fleet_culprit(S, out[i], "world size %lld, the others say %s",
-                          S->m[out[i]].world_claimed, major);
-        pf_buf_reset(&b);
-    }
-    /* versions */
-    k = minority(S, in, n, v_version, out, major, sizeof(major));
-    if (k) {
-        for (int i = 0; i < k && i < LIST_MAX; i++) {
-            char w[160];
-            who(w, sizeof(w), S, out[i]);
-            pf_buf_addf(&b, "%s%s runs preflight %s", i ? ", " : "", w, S->m[out[i]].version);
-        }
-        fleet_finding(S, "rendezvous", "version-mismatch", PF_FAIL, NULL, "%s; the others run %s",
-                      b.data, major);
-        for (int i = 0; i < k; i++)
-            fleet_culprit(S, out[i], "runs preflight %s, the others %s", S->m[out[i]].version,
-                          major);
-        pf_buf_reset(&b);
-    }
-    /* config */
-    k = minority(S, in, n, v_digest, out, major, sizeof(major));
-    if (k) {
-        list_ranks(&b, S, out, (size_t)k, true);
-        fleet_finding(S, "rendezvous", "config-mismatch", PF_WARN, NULL,
-                      "the preflight config of %s differs from the others' (digest %s)", b.data,
-                      major);
-        pf_buf_reset(&b);
-    }
-    /* NCCL version (where known) */
-    int nk = 0;
-    int *known = pf_xmalloc((size_t)S->world * sizeof(int));
-    for (int i = 0; i < n; i++)
-        if (S->m[in[i]].nccl_version[0]) known[nk++] = in[i];
-    k = minority(S, known, nk, v_nccl, out, major, sizeof(major));
-    if (k) {
-        for (int i = 0; i < k && i < LIST_MAX; i++) {
-            char w[160];
-            who(w, sizeof(w), S, out[i]);
-            pf_buf_addf(&b, "%s%s has NCCL %s", i ? ", " : "", w, S->m[out[i]].nccl_version);
-        }
-        fleet_finding(S, "rendezvous", "nccl-version-mismatch", PF_FAIL, NULL,
-                      "%s; the others have %s (NCCL refuses mismatched versions)", b.data, major);
-        for (int i = 0; i < k; i++)
-            fleet_culprit(S, out[i], "NCCL %s, the others %s", S->m[out[i]].nccl_version, major);
-        pf_buf_reset(&b);
-    }
-    free(known);
-    /* NCCL_* variables: every name any rank sets */
-    struct pf_strlist names = {0};
-    for (int i = 0; i < n; i++) {
-        const struct member *m = &S->m[in[i]];
-        for (size_t e = 0; e < m->env.n; e++) {
-            const char *eq = strchr(m->env.v[e], '=');
-            if (!eq) continue;
-            char name[128];
-            snprintf(name, sizeof(name), "%.*s", (int)(eq - m->env.v[e]), m->env.v[e]);
-            if (!pf_strlist_has(&names, name)) pf_strlist_add(&names, name);
-        }
-    }
-    pf_strlist_sort(&names);
-    int nvars = 0;
-    struct pf_buf vars;
-    pf_buf_init(&vars, 1 << 16);
-    for (size_t v = 0; v < names.n; v++) {
-        const char *major_val = NULL;
-        int best = 0;
-        for (int i = 0; i < n; i++) {
-            const char *vi = env_value(&S->m[in[i]], names.v[v]);
-            int cnt = 0;
-            for (int j = 0; j < n; j++) {
-                const char *vj = env_value(&S->m[in[j]], names.v[v]);
-                cnt += (vi == NULL && vj == NULL) || (vi && vj && strcmp(vi, vj) == 0);
-            }
-            if (cnt > best || (cnt == best && in[i] == 0)) {
-                best = cnt;
-                major_val = vi;
-            }
-        }
-        if (best == n) continue;
-        nvars++;
-        bool secret = pf_verdict_is_secret_name(names.v[v]);
-        pf_buf_reset(&b);
-        int shown = 0;
-        for (int i = 0; i < n; i++) {
-            const char *vi = env_value(&S->m[in[i]], names.v[v]);
-            bool same = (vi == NULL && major_val == NULL) ||
-                        (vi && major_val && strcmp(vi, major_val) == 0);
-            if (same) continue;
-            if (shown++ == LIST_MAX) {
-                pf_buf_addf(&b, ", ...");
-                break;
-            }
-            char w[160];
-            who(w, sizeof(w), S, in[i]);
-            if (!vi)
-                pf_buf_addf(&b, "%s%s unset", shown > 1 ? ", " : "", w);
-            else
-                pf_buf_addf(&b, "%s%s =%s", shown > 1 ? ", " : "", w, secret ? "***" : vi);
-        }
-        pf_buf_addf(&vars, "%s%s: %s (the others: %s)", vars.len ? "; " : "", names.v[v], b.data,
-                    major_val ? (secret ? "***" : major_val) : "unset");
-    }
-    if (nvars)
-        fleet_finding(S, "rendezvous", "env-mismatch", PF_WARN, NULL,
-                      "%d NCCL variable%s differ between ranks: %s", nvars, nvars > 1 ? "s" : "",
-                      vars.data);
-    pf_buf_free(&vars);
-    pf_strlist_free(&names);
-    pf_buf_free(&b);
-    free(in);
-    free(out);
+    sync_fleet(S);
+    pf_fleet_agree(&S->F, pf_now() - S->t0);
+    apply_fleet(S, &S->F.out, false);
 }
 
 /* ---- the roster */
@@ -1026,20 +806,34 @@ static bool flushed(struct stage *S)
     return true;
 }
 
+/* The lost and failed ranks rank 0 names in a RESULT: records {rank, why}. */
 static void step_record(struct stage *S, const struct pf_rdv_fields *f)
 {
     for (size_t i = 0; i < f->n; i++) {
         bool lost = pf_rdv_field_is(&f->v[i], "lost");
         if (!lost && !pf_rdv_field_is(&f->v[i], "failed")) continue;
-        char *e = pf_rdv_field_dup(&f->v[i]);
-        if (!e) continue;
-        char *tab = strchr(e, '\t');
-        if (tab) {
-            *tab = '\0';
-            strlist_add_unique(lost ? &S->lost : &S->failed, atoi(e), tab + 1);
-        }
-        free(e);
+        struct pf_rdv_fields x;
+        if (pf_rdv_fields_decode(&x, f->v[i].val, f->v[i].vlen) < 0) continue;
+        long long rank = -1;
+        char why[384] = "";
+        if (pf_rdv_fields_int(&rank, &x, "rank") == 0 && rank >= 0 && rank < (1 << 24) &&
+            pf_rdv_fields_str(why, sizeof(why), &x, "why") == 0)
+            pf_fleet_mark(lost ? &S->lost : &S->failed, (int)rank, why);
+        pf_rdv_fields_free(&x);
     }
+}
+
+static void put_marks(struct pf_buf *b, const char *key, const struct pf_fleet_marks *l)
+{
+    struct pf_buf r;
+    pf_buf_init(&r, 4096);
+    for (size_t i = 0; i < l->n; i++) {
+        pf_buf_reset(&r);
+        pf_rdv_put_int(&r, "rank", l->v[i].rank);
+        pf_rdv_put_str(&r, "why", l->v[i].why);
+        pf_rdv_put(b, key, r.data, r.len);
+    }
+    pf_buf_free(&r);
 }
 
 static int root_step(struct stage *S, const char *kind, bool ok, const char *err, const void *blob,
@@ -1063,7 +857,7 @@ static int root_step(struct stage *S, const char *kind, bool ok, const char *err
     struct pf_buf b;
     pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
     bool go = ok;
-    if (!ok) strlist_add_unique(&S->failed, 0, err && *err ? err : "failed");
+    if (!ok) pf_fleet_mark(&S->failed, 0, err && *err ? err : "failed");
     for (int i = 1; i < S->n; i++) {
         struct member *m = &S->m[S->rk[i]];
         if (m->state != M_JOINED) {
@@ -1072,16 +866,14 @@ static int root_step(struct stage *S, const char *kind, bool ok, const char *err
         }
         if (!m->step_ok) {
             go = false;
-            strlist_add_unique(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
+            pf_fleet_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
         }
     }
     pf_rdv_put_int(&b, "step", S->step_no);
     pf_rdv_put_str(&b, "kind", kind);
     pf_rdv_put_int(&b, "go", go);
-    for (size_t i = 0; i < S->lost.n; i++)
-        pf_rdv_put_str(&b, "lost", S->lost.v[i]);
-    for (size_t i = 0; i < S->failed.n; i++)
-        pf_rdv_put_str(&b, "failed", S->failed.v[i]);
+    put_marks(&b, "lost", &S->lost);
+    put_marks(&b, "failed", &S->failed);
     if (mode != STEP_BARRIER) {
         res->blobs = pf_xcalloc((size_t)S->n, sizeof(uint8_t *));
         res->lens = pf_xcalloc((size_t)S->n, sizeof(size_t));
@@ -1135,7 +927,7 @@ static int client_step(struct stage *S, const char *kind, bool ok, const char *e
             S->root_lost = true;
             snprintf(S->root_why, sizeof(S->root_why), "%s",
                      r < 0 ? pf_err_msg() : "rank 0 sent an unexpected frame");
-            strlist_add_unique(&S->lost, 0, S->root_why);
+            pf_fleet_mark(&S->lost, 0, S->root_why);
             pf_ctx_progress(S->ctx, "lost rank 0 during the %s step: %s", kind, S->root_why);
         }
         pf_rdv_msg_free(&msg);
@@ -1208,7 +1000,7 @@ static int mesh_connect(struct stage *S, char *err, size_t nerr)
     S->nshifts = pf_coll_probe_shifts(S->n, S->shifts);
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
-    double deadline = pf_now() + clampd(left_s(S) * 0.2, 3, 30);
+    double deadline = pf_now() + pf_clampd(left_s(S) * 0.2, 3, 30);
     struct pf_rdv_auth da = {0};
     da.on = S->auth;
     da.token = S->token;
@@ -1366,7 +1158,7 @@ static void do_allreduce(struct stage *S)
         return;
     }
     double left = left_s(S);
-    double deadline = pf_now() + clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
+    double deadline = pf_now() + pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
     char mib[32];
     snprintf(mib, sizeof(mib), "%.3g MiB", (double)bytes / (1 << 20));
     pf_ctx_progress(S->ctx,
@@ -1419,7 +1211,7 @@ static void do_probes(struct stage *S)
                 return;
             }
             step_res_free(S, &res);
-            double deadline = pf_now() + clampd(left_s(S) * 0.04, 1, 10);
+            double deadline = pf_now() + pf_clampd(left_s(S) * 0.04, 1, 10);
             struct pf_coll_probe_res pr;
             struct pf_coll_fail fail;
             int r = pf_coll_probe(&pr, S->out_fd[k], S->in_fd[k], (size_t)nbytes, deadline, &fail);
@@ -1444,8 +1236,8 @@ static void run_collectives(struct stage *S)
     char err[384] = "";
     bool ok = mesh_connect(S, err, sizeof(err)) == 0;
     if (!ok) pf_ctx_progress(S->ctx, "data mesh: %s", err);
-    if (step(S, "mesh", ok, err, NULL, 0, STEP_BARRIER, clampd(left_s(S) * 0.2, 3, 30) + 5, &res) <
-        0) {
+    if (step(S, "mesh", ok, err, NULL, 0, STEP_BARRIER, pf_clampd(left_s(S) * 0.2, 3, 30) + 5,
+             &res) < 0) {
         step_res_free(S, &res);
         mesh_close(S);
         return;
@@ -1454,34 +1246,17 @@ static void run_collectives(struct stage *S)
     do_allreduce(S);
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    pf_rdv_put_str(&b, "s", S->ar_ok ? "ok" : "fail");
-    char num[64];
-    snprintf(num, sizeof(num), "%.9f", S->ar_seconds);
-    pf_rdv_put_str(&b, "seconds", num);
-    pf_rdv_put_int(&b, "wrong", (long long)S->ar_wrong);
-    pf_rdv_put_int(&b, "firstBad", (long long)S->ar_first_bad);
-    pf_rdv_put_str(&b, "iface", S->iface);
+    struct pf_fleet_ar mine = {S->ar_ok, S->ar_seconds, (long long)S->ar_wrong,
+                               (long long)S->ar_first_bad, S->iface};
+    pf_fleet_ar_encode(&b, &mine);
     double left = left_s(S);
-    double t = clampd(left * 0.4, 3, left > 1e8 ? 300 : left) + 5;
+    double t = pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left) + 5;
     int r = step(S, "allreduce", S->ar_ok, S->ar_err, b.data, b.len, STEP_GATHER, t, &res);
     pf_buf_free(&b);
-    if (S->rank == 0 && res.blobs) {
-        for (int i = 0; i < S->n; i++) {
-            struct member *m = &S->m[S->rk[i]];
-            struct pf_rdv_fields f;
-            if (!res.blobs[i] || pf_rdv_fields_decode(&f, res.blobs[i], res.lens[i]) < 0) continue;
-            char s[32] = "";
-            pf_rdv_fields_str(s, sizeof(s), &f, "s");
-            m->ar_done = strcmp(s, "ok") == 0;
-            char sec[64] = "";
-            pf_rdv_fields_str(sec, sizeof(sec), &f, "seconds");
-            m->ar_seconds = atof(sec);
-            pf_rdv_fields_int(&m->ar_wrong, &f, "wrong");
-            pf_rdv_fields_int(&m->ar_first_bad, &f, "firstBad");
-            pf_rdv_fields_str(m->iface, sizeof(m->iface), &f, "iface");
-            pf_rdv_fields_free(&f);
-        }
-    }
+    if (S->rank == 0 && res.blobs)
+        for (int i = 0; i < S->n; i++)
+            if (res.blobs[i])
+                (void)pf_fleet_ar_decode(&S->F.r[S->rk[i]], res.blobs[i], res.lens[i]);
     step_res_free(S, &res);
     if (r < 0) {
         mesh_close(S);
@@ -1490,33 +1265,15 @@ static void run_collectives(struct stage *S)
     guard(S, "collective.tcp", "probing the links between %d ranks", S->n);
     do_probes(S);
     pf_buf_init(&b, 1 << 20);
-    for (size_t i = 0; i < S->nmylinks; i++) {
-        char *e =
-            pf_xasprintf("%d\t%d\t%.6f", S->mylinks[i].src, S->mylinks[i].dst, S->mylinks[i].gbps);
-        pf_rdv_put_str(&b, "l", e);
-        free(e);
-    }
+    pf_fleet_links_encode(&b, S->mylinks, S->nmylinks);
     bool pok = !S->stopped && S->nmylinks == (size_t)S->nshifts;
     r = step(S, "links", pok, pok ? NULL : S->ar_err, b.data, b.len, STEP_GATHER, 15, &res);
     pf_buf_free(&b);
-    if (S->rank == 0 && res.blobs) {
-        for (int i = 0; i < S->n; i++) {
-            struct pf_rdv_fields f;
-            if (!res.blobs[i] || pf_rdv_fields_decode(&f, res.blobs[i], res.lens[i]) < 0) continue;
-            for (size_t k = 0; k < f.n; k++) {
-                if (!pf_rdv_field_is(&f.v[k], "l")) continue;
-                char *e = pf_rdv_field_dup(&f.v[k]);
-                int src, dst;
-                double g;
-                if (e && sscanf(e, "%d\t%d\t%lf", &src, &dst, &g) == 3 && dst == S->rk[i]) {
-                    S->links = pf_xrealloc(S->links, (S->nlinks + 1) * sizeof(*S->links));
-                    S->links[S->nlinks++] = (struct pf_coll_link){src, dst, g};
-                }
-                free(e);
-            }
-            pf_rdv_fields_free(&f);
-        }
-    }
+    if (S->rank == 0 && res.blobs)
+        for (int i = 0; i < S->n; i++)
+            if (res.blobs[i])
+                (void)pf_fleet_links_decode(&S->links, &S->nlinks, S->rk[i], res.blobs[i],
+                                            res.lens[i]);
     step_res_free(S, &res);
     mesh_close(S);
 }
@@ -1528,310 +1285,105 @@ static void my_statuses(struct stage *S, struct pf_buf *b)
     struct pf_verdict copy;
     pf_verdict_clone(&copy, S->ctx->verdict);
     pf_verdict_finalize(&copy, policy_cb, (void *)S->cfg);
-    pf_rdv_put_str(b, "verdict", pf_status_name(copy.verdict));
-    for (size_t i = 0; i < copy.nchecks; i++) {
-        const struct pf_check *c = &copy.checks[i];
-        struct pf_buf e;
-        pf_buf_init(&e, 1 << 14);
-        pf_buf_addf(&e, "%s\t%s\t", c->id, pf_status_name(c->status));
-        for (size_t k = 0; k < c->nfindings; k++)
-            pf_buf_addf(&e, "%s%s", k ? "," : "", c->findings[k].code);
-        pf_rdv_put_str(b, "check", e.data);
-        pf_buf_free(&e);
-    }
+    if (pf_fleet_report_encode(b, &copy) < 0)
+        pf_ctx_progress(S->ctx, "report to rank 0: %s", pf_err_msg());
     pf_verdict_free(&copy);
 }
 
-static void parse_report(struct stage *S, int rank, const uint8_t *p, size_t len)
+static void links_evidence(struct stage *S)
 {
-    struct member *m = &S->m[rank];
-    struct pf_rdv_fields f;
-    if (!p || pf_rdv_fields_decode(&f, p, len) < 0) return;
-    m->reported = true;
-    pf_rdv_fields_str(m->report_verdict, sizeof(m->report_verdict), &f, "verdict");
-    for (size_t k = 0; k < f.n; k++) {
-        if (!pf_rdv_field_is(&f.v[k], "check")) continue;
-        char *e = pf_rdv_field_dup(&f.v[k]);
-        if (e && m->checks.n < 256) pf_strlist_add(&m->checks, e);
-        free(e);
+    if (!S->nlinks) return;
+    struct pf_node *links = pf_node_set_seq(chk(S, "collective.tcp")->evidence, "links");
+    for (size_t i = 0; i < S->nlinks; i++) {
+        struct pf_node *l = pf_node_add_map(links);
+        pf_node_set_int(l, "from", S->links[i].src);
+        pf_node_set_int(l, "to", S->links[i].dst);
+        pf_node_set_dbl(l, "gbps", round(S->links[i].gbps * 1000) / 1000);
     }
-    pf_rdv_fields_free(&f);
 }
 
-/* Rank 0: blame, culprits, the ranks list, the collective entry; then the SUMMARY. */
+/* Rank 0: the fleet's judgement (pkg/fleet), then the ranks list and the fleet verdict. */
 static void root_summarize(struct stage *S)
 {
     struct pf_verdict *v = S->ctx->verdict;
-    /* lost peers: everyone's reports of who failed them help the reader */
-    struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
-    for (size_t i = 0; i < S->lost.n; i++) {
-        int r = atoi(S->lost.v[i]);
-        const char *why = strchr(S->lost.v[i], '\t') + 1;
-        pf_buf_reset(&b);
-        for (size_t k = 0; k < S->failed.n; k++) {
-            int fr = atoi(S->failed.v[k]);
-            if (fr == r) continue;
-            pf_buf_addf(&b, "%srank %d: %s", b.len ? "; " : "", fr,
-                        strchr(S->failed.v[k], '\t') + 1);
-        }
-        char w[160];
-        who(w, sizeof(w), S, r);
-        fleet_finding(S, "collective.tcp", "peer-lost", PF_FAIL, NULL,
-                      "%s was lost after the rendezvous: %s%s%s%s", w, why, b.len ? " (" : "",
-                      b.data, b.len ? ")" : "");
-        fleet_culprit(S, r, "lost during the collectives: %s", why);
-    }
-    if (S->lost.n == 0 && S->failed.n) {
-        /* nobody died, yet something failed: name whom the failures point at */
-        for (size_t k = 0; k < S->failed.n; k++) {
-            int fr = atoi(S->failed.v[k]);
-            char w[160];
-            who(w, sizeof(w), S, fr);
-            fleet_finding(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, "%s: %s", w,
-                          strchr(S->failed.v[k], '\t') + 1);
-        }
-    }
-    /* wrong results and the collective entry */
-    bool all_done = !S->stopped || S->ar_ok;
-    double tsum = 0;
-    int tn = 0;
-    bool correct = true;
-    for (int i = 0; i < S->n; i++) {
-        struct member *m = &S->m[S->rk[i]];
-        if (i == 0) {
-            m->ar_done = S->ar_ok;
-            m->ar_seconds = S->ar_seconds;
-            m->ar_wrong = (long long)S->ar_wrong;
-            m->ar_first_bad = (long long)S->ar_first_bad;
-        }
-        if (!m->ar_done) {
-            all_done = false;
-            continue;
-        }
-        tsum += m->ar_seconds;
-        tn++;
-        if (m->ar_wrong) {
-            correct = false;
-            char w[160];
-            who(w, sizeof(w), S, S->rk[i]);
-            size_t count = (size_t)(S->bytes / 4);
-            size_t j = (size_t)m->ar_first_bad;
-            float want = 0;
-            for (int k = 0; k < S->n; k++)
-                want += pf_coll_seed_value(S->rk[k], j);
-            fleet_finding(S, "collective.tcp", "wrong-result", PF_FAIL, NULL,
-                          "%s: %lld of %zu elements differ from the exact sum (first at index "
-                          "%lld, which should be %.0f)",
-                          w, m->ar_wrong, count, m->ar_first_bad, want);
-            fleet_culprit(S, S->rk[i], "its all-reduce result was wrong (%lld elements)",
-                          m->ar_wrong);
-        }
-    }
-    double algbw = 0, busbw = 0, tavg = 0;
-    if (S->ar_ran && all_done && tn == S->n && tn > 1) {
-        tavg = tsum / tn;
-        algbw = tavg > 0 ? (double)S->bytes / tavg / 1e9 : 0;
-        busbw = pf_coll_busbw_allreduce(algbw, S->n);
-        char num[64];
-        pf_rdv_put_int(&S->sum, "bytes", S->bytes);
-        pf_rdv_put_int(&S->sum, "ranks", S->n);
-        snprintf(num, sizeof(num), "%.9f", tavg);
-        pf_rdv_put_str(&S->sum, "seconds", num);
-        snprintf(num, sizeof(num), "%.6f", algbw);
-        pf_rdv_put_str(&S->sum, "algbw", num);
-        snprintf(num, sizeof(num), "%.6f", busbw);
-        pf_rdv_put_str(&S->sum, "busbw", num);
-        pf_rdv_put_int(&S->sum, "correct", correct);
-        pf_rdv_put_int(&S->sum, "iterations", S->iters);
-        /* a floor, when the config sets one; warn only: TCP is not the training path */
-        double min_busbw = S->cfg->tcp_min_busbw_gbps;
-        if (min_busbw >= 0) {
-            snprintf(num, sizeof(num), "%g", min_busbw);
-            pf_rdv_put_str(&S->sum, "expected", num);
-            if (busbw < min_busbw)
-                fleet_finding(S, "collective.tcp", "below-threshold", PF_WARN, NULL,
-                              "all-reduce busbw %.3f GB/s among %d ranks is below %g GB/s "
-                              "(tcp.minBusbwGBps)",
-                              busbw, S->n, min_busbw);
-        }
-    }
-    /* blame */
-    struct pf_check *tcp = chk(S, "collective.tcp");
-    if (S->nlinks) {
-        struct pf_coll_blame bl;
-        pf_coll_blame(&bl, S->links, S->nlinks, PF_COLL_SLOW_RATIO);
-        char num[64];
-        snprintf(num, sizeof(num), "%.3f", bl.median);
-        pf_rdv_put_str(&S->sum, "median", num);
-        double lo = 1e300;
-        int lo_s = -1, lo_d = -1;
-        for (size_t i = 0; i < S->nlinks; i++)
-            if (S->links[i].gbps < lo) {
-                lo = S->links[i].gbps;
-                lo_s = S->links[i].src;
-                lo_d = S->links[i].dst;
-            }
-        char *e = pf_xasprintf("%d\t%d\t%.3f", lo_s, lo_d, lo);
-        pf_rdv_put_str(&S->sum, "slowest", e);
-        free(e);
-        tcp = chk(S, "collective.tcp");
-        struct pf_node *links = pf_node_set_seq(tcp->evidence, "links");
-        for (size_t i = 0; i < S->nlinks; i++) {
-            struct pf_node *l = pf_node_add_map(links);
-            pf_node_set_int(l, "from", S->links[i].src);
-            pf_node_set_int(l, "to", S->links[i].dst);
-            pf_node_set_dbl(l, "gbps", round(S->links[i].gbps * 1000) / 1000);
-        }
-        for (size_t i = 0; i < bl.nnodes; i++) {
-            const struct pf_coll_slow_node *sn = &bl.nodes[i];
-            char w[160];
-            who(w, sizeof(w), S, sn->rank);
-            const char *dir = sn->out && sn->in ? "into and out of" : sn->out ? "out of" : "into";
-            fleet_finding(S, "collective.tcp", "slow-node", PF_FAIL, NULL,
-                          "%s%s%s: all %d links %s it are slow (at most %.2f Gb/s; the median of "
-                          "all %zu links is %.2f Gb/s)",
-                          w, node_of(S, sn->rank)[0] ? " on node " : "", node_of(S, sn->rank),
-                          sn->ntotal, dir, sn->max_gbps, S->nlinks, bl.median);
-            fleet_culprit(S, sn->rank,
-                          "slow node: its links %s it run at %.2f Gb/s or less, the "
-                          "median link %.2f Gb/s",
-                          dir, sn->max_gbps, bl.median);
-        }
-        for (size_t i = 0; i < bl.nlinks; i++) {
-            char a[160], c2[160];
-            who(a, sizeof(a), S, bl.links[i].src);
-            who(c2, sizeof(c2), S, bl.links[i].dst);
-            fleet_finding(S, "collective.tcp", "slow-link", PF_WARN, NULL,
-                          "the link from %s to %s runs at %.2f Gb/s; the median of all %zu links "
-                          "is %.2f Gb/s",
-                          a, c2, bl.links[i].gbps, S->nlinks, bl.median);
-        }
-        pf_coll_blame_free(&bl);
-    }
-    /* every rank's statuses; failed local checks name their rank */
-    enum pf_status fleet = PF_PASS;
-    struct pf_node *ranks = v->ranks;
-    for (int r = 0; r < S->world; r++) {
-        struct member *m = &S->m[r];
-        struct pf_node *e = pf_node_add_map(ranks);
-        char b2[NAME_MAX_];
-        pf_node_set_int(e, "rank", r);
-        const char *pod = pod_of(S, r, b2, sizeof(b2));
-        if (pod && *pod) pf_node_set_str(e, "pod", pod);
-        if (m->node[0]) pf_node_set_str(e, "node", m->node);
-        if (r == 0 ? S->my_ip[0] : m->addr[0])
-            pf_node_set_str(e, "address", r == 0 ? S->my_ip : m->addr);
-        static const char *const states[] = {"missing", "joined", "refused", "lost"};
-        pf_node_set_str(e, "state", states[m->state]);
-        if (m->ar_done) {
-            pf_node_set_dbl(e, "tcpSeconds", m->ar_seconds);
-        }
-        if (!m->reported) {
-            pf_node_set_str(e, "verdict", "fail");
-            fleet = PF_FAIL;
-            continue;
-        }
-        int st = pf_status_parse(m->report_verdict);
-        if (st > (int)fleet) fleet = (enum pf_status)st;
-        pf_node_set_str(e, "verdict", m->report_verdict);
-        struct pf_node *cs = pf_node_set_seq(e, "checks");
-        for (size_t k = 0; k < m->checks.n; k++) {
-            char *t = pf_xstrdup(m->checks.v[k]);
-            char *id = t, *stt = strchr(t, '\t'), *codes = NULL;
-            if (stt) {
-                *stt++ = '\0';
-                codes = strchr(stt, '\t');
-                if (codes) *codes++ = '\0';
-            }
-            struct pf_node *c = pf_node_add_map(cs);
-            pf_node_set_str(c, "id", id);
-            pf_node_set_str(c, "status", stt ? stt : "?");
-            struct pf_node *fs = pf_node_set_seq(c, "findings");
-            for (char *tok = codes; tok && *tok;) {
-                char *comma = strchr(tok, ',');
-                if (comma) *comma = '\0';
-                pf_node_add_str(fs, tok);
-                tok = comma ? comma + 1 : NULL;
-            }
-            bool fleet_check = strcmp(id, "rendezvous") == 0 || strcmp(id, "collective.tcp") == 0;
-            if (stt && strcmp(stt, "fail") == 0 && !fleet_check)
-                fleet_culprit(S, r, "check %s failed on this pod (%s)", id,
-                              codes && *codes ? codes : "see its verdict");
-            free(t);
-        }
-    }
-    /* the fleet verdict */
+    sync_fleet(S);
+    struct pf_fleet_rank *me = &S->F.r[0];
+    me->ar_done = S->ar_ok;
+    me->ar_seconds = S->ar_seconds;
+    me->ar_wrong = (long long)S->ar_wrong;
+    me->ar_first_bad = (long long)S->ar_first_bad;
+    struct pf_fleet_tcp t = {
+        .ran = S->ar_ran,
+        .stopped = S->stopped,
+        .ok = S->ar_ok,
+        .bytes = S->bytes,
+        .iterations = S->iters,
+        .min_busbw = S->cfg->tcp_min_busbw_gbps,
+        .links = S->links,
+        .nlinks = S->nlinks,
+        .lost = &S->lost,
+        .failed = &S->failed,
+    };
+    pf_fleet_judge_tcp(&S->F, &t);
+    links_evidence(S);
+    pf_fleet_judge_reports(&S->F);
+    apply_fleet(S, &S->F.out, false);
+    pf_fleet_ranks(&S->F, v->ranks, S->my_ip);
+    enum pf_status worst = PF_PASS;
     for (size_t i = 0; i < v->nchecks; i++)
         for (size_t k = 0; k < v->checks[i].nfindings; k++) {
             int st = pf_config_policy(S->cfg, v->checks[i].findings[k].code,
                                       (int)v->checks[i].findings[k].status);
-            if (st > (int)fleet) fleet = (enum pf_status)st;
+            if (st > (int)worst) worst = (enum pf_status)st;
         }
-    if (v->culprits->count) fleet = PF_FAIL;
-    char fsum[512];
-    if (v->culprits->count) {
-        const struct pf_node *c = v->culprits->first;
-        const char *why = pf_node_get_str(c, "reason");
-        const char *pod = pf_node_get_str(c, "pod");
-        snprintf(fsum, sizeof(fsum), "%zu culprit(s) among %d ranks; first: rank %lld%s%s%s: %s",
-                 v->culprits->count, S->world, pf_node_get(c, "rank")->i, pod ? " (" : "",
-                 pod ? pod : "", pod ? ")" : "", why ? why : "");
-    } else {
-        snprintf(fsum, sizeof(fsum), "%d of %d ranks met; fleet verdict %s", S->n, S->world,
-                 pf_status_name(fleet));
-    }
-    pf_rdv_put_str(&S->sum, "fleet", pf_status_name(fleet));
-    pf_rdv_put_str(&S->sum, "fleetSummary", fsum);
-    struct pf_node *fl = pf_node_set_map(v->extra, "fleet");
-    pf_node_set_str(fl, "verdict", pf_status_name(fleet));
-    pf_node_set_str(fl, "summary", fsum);
+    pf_fleet_conclude(&S->F, worst, v->culprits->count, v->culprits->first);
+}
+
+static void set_fleet_extra(struct stage *S, const struct pf_fleet_summary *s)
+{
+    if (!s->verdict[0]) return;
+    struct pf_node *fl = pf_node_set_map(S->ctx->verdict->extra, "fleet");
+    pf_node_set_str(fl, "verdict", s->verdict);
+    pf_node_set_str(fl, "summary", s->text);
     pf_node_set_int(fl, "ranks", S->n);
     pf_node_set_int(fl, "worldSize", S->world);
-    (void)algbw;
-    (void)busbw;
-    pf_buf_free(&b);
 }
 
-static void apply_summary(struct stage *S, const struct pf_rdv_fields *f)
+static void tcp_entry(struct stage *S, struct pf_check *c, const struct pf_fleet_summary *s)
 {
-    for (size_t i = 0; i < f->n; i++) {
-        bool fin = pf_rdv_field_is(&f->v[i], "finding");
-        bool cul = pf_rdv_field_is(&f->v[i], "culprit");
-        if (!fin && !cul) continue;
-        char *e = pf_rdv_field_dup(&f->v[i]);
-        if (!e) continue;
-        char *p[5] = {0};
-        char *s = e;
-        int want = fin ? 5 : 4;
-        for (int k = 0; k < want && s; k++) {
-            p[k] = s;
-            char *tab = k < want - 1 ? strchr(s, '\t') : NULL;
-            if (tab) *tab = '\0';
-            s = tab ? tab + 1 : NULL;
-        }
-        if (fin && p[4]) {
-            int st = pf_status_parse(p[2]);
-            if (strcmp(p[0], "rendezvous") == 0 || strcmp(p[0], "collective.tcp") == 0)
-                add_finding_text(S, p[0], p[1], st == PF_WARN ? PF_WARN : PF_FAIL, p[3], p[4]);
-        } else if (cul && p[3]) {
-            pf_verdict_add_culprit(S->ctx->verdict, atoi(p[0]), p[1], p[2], "%s", p[3]);
-        }
-        free(e);
+    struct pf_node *e = pf_node_add_map(S->ctx->verdict->collectives);
+    pf_node_set_str(e, "backend", "tcp");
+    pf_node_set_str(e, "op", "allreduce");
+    pf_node_set_int(e, "bytes", s->bytes);
+    pf_node_set_int(e, "ranks", s->ranks);
+    pf_node_set_str(e, "transport", "TCP");
+    pf_node_set_str(e, "dtype", "float32");
+    pf_node_set_dbl(e, "algbwGBps", round(s->algbw * 1000) / 1000);
+    pf_node_set_dbl(e, "busbwGBps", round(s->busbw * 1000) / 1000);
+    pf_node_set_dbl(e, "timeSeconds", s->seconds);
+    pf_node_set_int(e, "iterations", s->iterations);
+    if (s->expected >= 0) {
+        char rule[96];
+        pf_node_set_dbl(e, "expectedMinBusbwGBps", s->expected);
+        snprintf(rule, sizeof(rule), "tcp.minBusbwGBps = %g GB/s", s->expected);
+        pf_node_set_str(e, "rule", rule);
     }
-    char fv[16] = "", fs[512] = "";
-    if (pf_rdv_fields_str(fv, sizeof(fv), f, "fleet") == 0) {
-        pf_rdv_fields_str(fs, sizeof(fs), f, "fleetSummary");
-        struct pf_node *fl = pf_node_set_map(S->ctx->verdict->extra, "fleet");
-        pf_node_set_str(fl, "verdict", fv);
-        pf_node_set_str(fl, "summary", fs);
-        pf_node_set_int(fl, "ranks", S->n);
-        pf_node_set_int(fl, "worldSize", S->world);
-    }
+    pf_node_set_bool(e, "correct", s->correct);
+    pf_node_set_str(e, "interface", S->iface[0] ? S->iface : "?");
+    char links[160] = "";
+    if (s->have_links)
+        snprintf(links, sizeof(links),
+                 "; links: median %.2f Gb/s, slowest %.2f Gb/s (rank %d -> %d)", s->median,
+                 s->slow_src >= 0 ? s->slow_gbps : 0.0, s->slow_src, s->slow_dst);
+    pf_check_set_message(c,
+                         "all-reduce of %.3g MiB among %lld ranks over TCP (%s): busbw %.3f GB/s, "
+                         "algbw %.3f GB/s, result %s%s",
+                         (double)s->bytes / (1 << 20), s->ranks, S->iface[0] ? S->iface : "?",
+                         s->busbw, s->algbw, s->correct ? "exact" : "WRONG", links);
 }
 
-/* The collective entry and the check's message, from the summary fields (rank 0: its own). */
-static void record_tcp(struct stage *S, const struct pf_rdv_fields *f)
+/* The collective entry and the check's message, from the summary (rank 0: its own). */
+static void record_tcp(struct stage *S, const struct pf_fleet_summary *s)
 {
     struct pf_check *c = chk(S, "collective.tcp");
     pf_node_set_str(c->evidence, "interface", S->iface[0] ? S->iface : "?");
@@ -1849,61 +1401,75 @@ static void record_tcp(struct stage *S, const struct pf_rdv_fields *f)
         snprintf(key, sizeof(key), "linkFromRank%dGbps", S->mylinks[i].src);
         pf_node_set_dbl(c->evidence, key, round(S->mylinks[i].gbps * 1000) / 1000);
     }
-    char med[32] = "", slow[96] = "";
-    pf_rdv_fields_str(med, sizeof(med), f, "median");
-    pf_rdv_fields_str(slow, sizeof(slow), f, "slowest");
-    int ss = -1, sd = -1;
-    double sg = 0;
-    if (med[0]) pf_node_set_dbl(c->evidence, "medianLinkGbps", atof(med));
-    if (slow[0] && sscanf(slow, "%d\t%d\t%lf", &ss, &sd, &sg) == 3) {
-        struct pf_node *s = pf_node_set_map(c->evidence, "slowestLink");
-        pf_node_set_int(s, "from", ss);
-        pf_node_set_int(s, "to", sd);
-        pf_node_set_dbl(s, "gbps", sg);
+    if (s->have_links) pf_node_set_dbl(c->evidence, "medianLinkGbps", s->median);
+    if (s->have_links && s->slow_src >= 0) {
+        struct pf_node *sl = pf_node_set_map(c->evidence, "slowestLink");
+        pf_node_set_int(sl, "from", s->slow_src);
+        pf_node_set_int(sl, "to", s->slow_dst);
+        pf_node_set_dbl(sl, "gbps", s->slow_gbps);
     }
-    char sec[64] = "", al[64] = "", bu[64] = "";
-    long long bytes = 0, ranks = 0, correct = 0, iters = 0;
-    if (pf_rdv_fields_str(sec, sizeof(sec), f, "seconds") == 0 &&
-        pf_rdv_fields_str(al, sizeof(al), f, "algbw") == 0 &&
-        pf_rdv_fields_str(bu, sizeof(bu), f, "busbw") == 0 &&
-        pf_rdv_fields_int(&bytes, f, "bytes") == 0 && pf_rdv_fields_int(&ranks, f, "ranks") == 0 &&
-        pf_rdv_fields_int(&correct, f, "correct") == 0) {
-        pf_rdv_fields_int(&iters, f, "iterations");
-        struct pf_node *e = pf_node_add_map(S->ctx->verdict->collectives);
-        pf_node_set_str(e, "backend", "tcp");
-        pf_node_set_str(e, "op", "allreduce");
-        pf_node_set_int(e, "bytes", bytes);
-        pf_node_set_int(e, "ranks", ranks);
-        pf_node_set_str(e, "transport", "TCP");
-        pf_node_set_str(e, "dtype", "float32");
-        pf_node_set_dbl(e, "algbwGBps", round(atof(al) * 1000) / 1000);
-        pf_node_set_dbl(e, "busbwGBps", round(atof(bu) * 1000) / 1000);
-        pf_node_set_dbl(e, "timeSeconds", atof(sec));
-        pf_node_set_int(e, "iterations", iters);
-        char ex[64] = "";
-        if (pf_rdv_fields_str(ex, sizeof(ex), f, "expected") == 0 && ex[0]) {
-            char rule[96];
-            pf_node_set_dbl(e, "expectedMinBusbwGBps", atof(ex));
-            snprintf(rule, sizeof(rule), "tcp.minBusbwGBps = %s GB/s", ex);
-            pf_node_set_str(e, "rule", rule);
-        }
-        pf_node_set_bool(e, "correct", correct == 1);
-        pf_node_set_str(e, "interface", S->iface[0] ? S->iface : "?");
-        char links[160] = "";
-        if (med[0])
-            snprintf(links, sizeof(links),
-                     "; links: median %.2f Gb/s, slowest %.2f Gb/s (rank %d "
-                     "-> %d)",
-                     atof(med), sg, ss, sd);
-        pf_check_set_message(c,
-                             "all-reduce of %.3g MiB among %lld ranks over TCP (%s): busbw %.3f "
-                             "GB/s, algbw %.3f GB/s, result %s%s",
-                             (double)bytes / (1 << 20), ranks, S->iface[0] ? S->iface : "?",
-                             atof(bu), atof(al), correct ? "exact" : "WRONG", links);
-    } else if (c->nfindings == 0 && !S->ar_ran) {
+    if (s->have_tcp)
+        tcp_entry(S, c, s);
+    else if (c->nfindings == 0 && !S->ar_ran)
         pf_check_skip(c, "the TCP all-reduce did not run (%s)",
                       S->n < 2 ? "only one rank in the run" : "the run stopped before it");
+}
+
+/* Rank 0: gathers every rank's report, judges, and sends the SUMMARY to every rank. */
+static void root_final(struct stage *S, struct step_res *res)
+{
+    for (int i = 0; i < S->n; i++) {
+        int r = S->rk[i];
+        if (i == 0) {
+            struct pf_buf me;
+            pf_buf_init(&me, 1 << 20);
+            my_statuses(S, &me);
+            (void)pf_fleet_report_decode(&S->F.r[0], (const uint8_t *)pf_buf_str(&me), me.len);
+            pf_buf_free(&me);
+        } else if (res->blobs && res->blobs[i] && S->m[r].state == M_JOINED) {
+            (void)pf_fleet_report_decode(&S->F.r[r], res->blobs[i], res->lens[i]);
+        }
     }
+    step_res_free(S, res);
+    root_summarize(S);
+    if (pf_fleet_summary_encode(&S->sum, &S->F.out) < 0)
+        pf_ctx_progress(S->ctx, "%s: the other ranks get a shortened summary", pf_err_msg());
+    /* this rank reads the summary as the others will */
+    struct pf_fleet_summary sent;
+    if (pf_fleet_summary_decode(&sent, (const uint8_t *)pf_buf_str(&S->sum), S->sum.len) == 0) {
+        set_fleet_extra(S, &sent);
+        record_tcp(S, &sent);
+    }
+    pf_fleet_summary_free(&sent);
+    for (int i = 1; i < S->n; i++) {
+        struct member *m = &S->m[S->rk[i]];
+        if (m->state == M_JOINED && m->conn >= 0)
+            pf_rdv_conn_queue(&S->sc[m->conn].c, PF_RDV_SUMMARY, S->sum.data, S->sum.len);
+    }
+    serve(S, pf_deadline_in(5, S->cutoff), flushed);
+}
+
+/* No word from rank 0: this rank says what it saw itself. */
+static void on_my_own(struct stage *S)
+{
+    for (size_t i = 0; i < S->lost.n; i++) {
+        int lr = S->lost.v[i].rank;
+        const char *why = S->lost.v[i].why;
+        char w[160];
+        who(w, sizeof(w), S, lr);
+        char m2[768];
+        snprintf(m2, sizeof(m2), "%s was lost after the rendezvous: %s", w, why);
+        add_finding_text(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, m2);
+        char b2[NAME_MAX_];
+        pf_verdict_add_culprit(S->ctx->verdict, lr, pod_of(S, lr, b2, sizeof(b2)), node_of(S, lr),
+                               "lost during the collectives: %s", why);
+    }
+    if (S->ar_err[0] && S->lost.n == 0)
+        add_finding_text(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, S->ar_err);
+    struct pf_fleet_summary none;
+    memset(&none, 0, sizeof(none));
+    none.expected = -1;
+    record_tcp(S, &none);
 }
 
 static void final_report(struct stage *S)
@@ -1916,68 +1482,30 @@ static void final_report(struct stage *S)
     step(S, "report", true, NULL, b.data, b.len, STEP_GATHER, 15, &res);
     pf_buf_free(&b);
     if (S->rank == 0) {
-        for (int i = 0; i < S->n; i++) {
-            int r = S->rk[i];
-            if (i == 0) {
-                struct pf_buf me;
-                pf_buf_init(&me, 1 << 20);
-                my_statuses(S, &me);
-                parse_report(S, 0, (const uint8_t *)me.data, me.len);
-                pf_buf_free(&me);
-            } else if (res.blobs && res.blobs[i] && S->m[r].state == M_JOINED) {
-                parse_report(S, r, res.blobs[i], res.lens[i]);
-            }
-        }
-        step_res_free(S, &res);
-        root_summarize(S);
-        struct pf_rdv_fields f;
-        if (pf_rdv_fields_decode(&f, (const uint8_t *)S->sum.data, S->sum.len) == 0) {
-            record_tcp(S, &f);
-            pf_rdv_fields_free(&f);
-        }
-        for (int i = 1; i < S->n; i++) {
-            struct member *m = &S->m[S->rk[i]];
-            if (m->state == M_JOINED && m->conn >= 0)
-                pf_rdv_conn_queue(&S->sc[m->conn].c, PF_RDV_SUMMARY, S->sum.data, S->sum.len);
-        }
-        double d = pf_now() + 5;
-        serve(S, d < S->cutoff ? d : S->cutoff, flushed);
+        root_final(S, &res);
         return;
     }
     step_res_free(S, &res);
     struct pf_rdv_msg msg = {0};
     int r = PF_ERR;
     if (!S->root_lost) {
-        double d = pf_now() + 30;
-        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, d < S->cutoff ? d : S->cutoff);
+        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, pf_deadline_in(30, S->cutoff));
         if (r < 0 && !S->root_lost) {
             S->root_lost = true;
             snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());
-            strlist_add_unique(&S->lost, 0, S->root_why);
+            pf_fleet_mark(&S->lost, 0, S->root_why);
         }
     }
-    if (r >= 0 && msg.type == PF_RDV_SUMMARY) {
+    struct pf_fleet_summary sum;
+    if (r >= 0 && msg.type == PF_RDV_SUMMARY &&
+        pf_fleet_summary_decode(&sum, msg.payload, msg.len) == 0) {
         S->summary_seen = true;
-        apply_summary(S, &msg.f);
-        record_tcp(S, &msg.f);
+        apply_fleet(S, &sum, true);
+        set_fleet_extra(S, &sum);
+        record_tcp(S, &sum);
+        pf_fleet_summary_free(&sum);
     } else {
-        /* no word from rank 0: say what this rank saw itself */
-        for (size_t i = 0; i < S->lost.n; i++) {
-            int lr = atoi(S->lost.v[i]);
-            const char *why = strchr(S->lost.v[i], '\t') + 1;
-            char w[160];
-            who(w, sizeof(w), S, lr);
-            char m2[768];
-            snprintf(m2, sizeof(m2), "%s was lost after the rendezvous: %s", w, why);
-            add_finding_text(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, m2);
-            char b2[NAME_MAX_];
-            pf_verdict_add_culprit(S->ctx->verdict, lr, pod_of(S, lr, b2, sizeof(b2)),
-                                   node_of(S, lr), "lost during the collectives: %s", why);
-        }
-        if (S->ar_err[0] && S->lost.n == 0)
-            add_finding_text(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, S->ar_err);
-        struct pf_rdv_fields none = {0};
-        record_tcp(S, &none);
+        on_my_own(S);
     }
     pf_rdv_msg_free(&msg);
 }
@@ -2189,7 +1717,6 @@ static void stage_free(struct stage *S)
     if (S->m) {
         for (int r = 0; r < S->world; r++) {
             pf_strlist_free(&S->m[r].env);
-            pf_strlist_free(&S->m[r].checks);
             free(S->m[r].blob);
         }
         free(S->m);
@@ -2203,8 +1730,9 @@ static void stage_free(struct stage *S)
     mesh_close(S);
     roster_free(S);
     pf_buf_free(&S->sum);
-    pf_strlist_free(&S->lost);
-    pf_strlist_free(&S->failed);
+    pf_fleet_marks_free(&S->lost);
+    pf_fleet_marks_free(&S->failed);
+    if (S->have_fleet) pf_fleet_free(&S->F);
     free(S->links);
     free(S->mylinks);
 }
@@ -2322,7 +1850,7 @@ void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o)
     bool bounded = left < 1e8;
     S->cutoff = bounded ? S->t0 + left - 1.0 : S->t0 + 1e9;
     double rdv_to = S->cfg->rendezvous_timeout_s > 0 ? S->cfg->rendezvous_timeout_s : 600;
-    double reserve = bounded ? clampd(left * 0.3, 3, 60) : 0;
+    double reserve = bounded ? pf_clampd(left * 0.3, 3, 60) : 0;
     double join = bounded && left - reserve < rdv_to ? left - reserve : rdv_to;
     S->join_deadline = S->t0 + (join > 1 ? join : 1);
 
@@ -2347,6 +1875,8 @@ void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o)
             return;
         }
         S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
+        pf_fleet_init(&S->F, S->world);
+        S->have_fleet = true;
         for (int k = 0; k < S->world; k++)
             S->m[k].conn = -1;
         S->m[0].state = M_JOINED;

@@ -12,10 +12,6 @@
 #include "k8s_api.h"
 #include "report.h"
 
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
-
 #ifndef PF_STATIC
 typedef void CURL;
 struct curl_slist;
@@ -180,7 +176,7 @@ static void finding_for(struct pf_check *out, const struct http *res, const char
                         const char *pod)
 {
     char detail[600];
-    status_message(detail, sizeof(detail), res->body.data);
+    status_message(detail, sizeof(detail), pf_buf_str(&res->body));
     if (res->curl_code == PF_CURLE_OPERATION_TIMEDOUT) {
         pf_check_add_finding(out, "api-timeout", PF_WARN, NULL,
                              "%s: the API server at %s did not answer within the %.0f s budget "

@@ -12,10 +12,6 @@
 
 #include "report.h"
 
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
-
 int pf_report_prom_escape(struct pf_buf *out, const char *s)
 {
     int r = 0;

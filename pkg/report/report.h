@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 #include "../base/base.h"
-#include "../checks/checks.h"
+#include "../context/context.h"
 #include "../verdict/verdict.h"
 
 /* Total time the Kubernetes reporting may take (both requests together), seconds. */

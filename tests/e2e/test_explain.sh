@@ -18,6 +18,7 @@ ADDERS = {
     "pf_check_add_finding": (None, 1),
     "add_finding_text": (1, 2),  # pkg/rendezvous/stage.c
     "fleet_finding": (1, 2),     # pkg/rendezvous/stage.c
+    "pf_fleet_finding": (1, 2),  # pkg/fleet: (summary, check, code, ...)
     "sc_reject": (None, 2),      # pkg/rendezvous/stage.c: the code a refused pod reports
     "finding_for": (None, 3),    # pkg/report/k8s.c
     "render": (1, 2),            # pkg/verdict/guard.c: timeout and interrupted
@@ -27,7 +28,9 @@ ADDERS = {
     "pf_verdict_guard_update": (1, None),
 }
 # code arguments that pass a code through (checked where the literal is written)
-PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]"}
+# ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;
+# "c->code": a claim of pkg/fleet/agree.c, whose codes are collected from its table below)
+PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code"}
 
 def strip_comments(s):
     s = re.sub(r"/\*.*?\*/", " ", s, flags=re.S)
@@ -94,6 +97,10 @@ for path in sorted(glob.glob(os.path.join(root, "**", "*.c"), recursive=True)):
             emit("code", c)
             if check:
                 emit("pair", check + "/" + c)
+    # the claims the ranks must agree on (pkg/fleet/agree.c): {value_fn, "code", ...}
+    for m in re.finditer(r'struct claim \w+ = \{\s*\w+,\s*"([a-z0-9-]+)"', src):
+        emit("code", m.group(1))
+        emit("pair", "rendezvous/" + m.group(1))
     # the codes a refused pod maps rank 0's answer to
     for m in re.finditer(r"known\[\]\s*=\s*\{([^}]*)\}", src):
         for c in re.findall(r'"([a-z0-9-]+)"', m.group(1)):

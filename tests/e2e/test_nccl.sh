@@ -250,3 +250,37 @@ two_pods pods-async 29855 DOUBLE_NCCL_FAIL=async
 expect_eq "nccl: 2 pods, async error on rank 1: rank 0 init-failed" "$(nccl pods-async-0)" "fail [init-failed]"
 contains "nccl: 2 pods, async error on rank 1: rank 0 names rank 1 and the error" \
     "$(msg pods-async-0)" "rank 1: ncclCommInitRankConfig (GPU 0): ncclRemoteError 6"
+
+# ---- a pod killed during a later stage (the GPU stage, after the TCP collectives): no other
+# rank reports a failure of its own, and the peer-lost message still reads cleanly
+gpu killed-0 "$T/base.yaml" DOUBLE_GPUS=2 -- --rank 0 --world-size 2 \
+    --coordinator 127.0.0.1 --port 29857 &
+k0=$!
+gpu killed-1 "$T/base.yaml" DOUBLE_GPUS=2 DOUBLE_NCCL_FAIL=hang -- --rank 1 --world-size 2 \
+    --coordinator 127.0.0.1 --port 29857 &
+k1=$!
+killed=
+for _ in $(seq 1 300); do
+    if grep -q "NCCL: creating" "$T/killed-1/err" 2>/dev/null; then
+        # the preflight process of this run alone: its verdict path is unique
+        pid=$(pgrep -f -- "--verdict $T/killed-1/v.yaml" | while read -r p; do
+            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preflight ] && echo "$p"; done | head -1)
+        [ -n "$pid" ] && kill -KILL "$pid" && killed=1
+        break
+    fi
+    sleep 0.1
+done
+wait $k0 $k1
+if [ -n "$killed" ]; then
+    ok "nccl: rank 1 killed during the GPU stage"
+    lost=$(yq "$T/killed-0/v.yaml" "' | '.join(f['message'] for f in check('collective.tcp').get('findings') or [] if f['code'] == 'peer-lost')")
+    contains "nccl: killed in the GPU stage: rank 0 reports peer-lost naming rank 1" "$lost" "rank 1"
+    case "$lost" in
+    *"(null)"*) notok "nccl: killed in the GPU stage: the peer-lost message has no (null)" "$lost" ;;
+    *) ok "nccl: killed in the GPU stage: the peer-lost message has no (null)" ;;
+    esac
+    expect_eq "nccl: killed in the GPU stage: rank 0 fails" "$(rc_of killed-0)" 1
+    clean killed-0
+else
+    notok "nccl: rank 1 killed during the GPU stage" "it never reached the GPU stage"
+fi

@@ -339,6 +339,7 @@ static void test_reason_line(void **state)
     pf_verdict_reason_line(line, 12, &v);
     assert_string_equal(line, "fail (spec)");
     pf_verdict_free(&v);
+}
 
 /* Strings that YAML 1.1 or 1.2 readers resolve to something else, and strings they read back
  * as written. The first column is what pf_yaml_plain_is_string must say. */

@@ -1,0 +1,32 @@
+/* The context's life cycle and its progress lines. */
+#include "context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void pf_ctx_init(struct pf_ctx *ctx, const struct pf_config *config, struct pf_verdict *v)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    pf_host_init(&ctx->host, "/");
+    ctx->config = config;
+    ctx->verdict = v;
+}
+
+void pf_ctx_free(struct pf_ctx *ctx)
+{
+    pf_env_free(&ctx->env);
+    pf_strlist_free(&ctx->hcas);
+    pf_strlist_free(&ctx->gpus);
+}
+
+void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx->progress) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    ctx->progress(ctx->progress_arg, line);
+}

@@ -1,0 +1,62 @@
+/* context: what every check and every stage of the run reads: the root-prefixed host, the
+ * config, the environment (struct pf_env), the verdict being filled, the inventory, and the
+ * progress callback of the command line. The pf_env functions are implemented in
+ * pkg/checks/env.c until that file moves here. */
+#ifndef PF_CONTEXT_H
+#define PF_CONTEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../base/base.h"
+#include "../config/config.h"
+#include "../host/host.h"
+#include "../verdict/verdict.h"
+
+/* The environment a check reads: the process's own, or a KEY=VALUE file (`preflight env
+ * --env-file`). NCCL_CONF_FILE / ~/.nccl.conf / /etc/nccl.conf values are added by
+ * pf_env_load_nccl_conf with NCCL's own precedence (a real variable wins). */
+struct pf_env {
+    struct pf_strlist vars;   /* "KEY=VALUE" */
+    struct pf_strlist origin; /* parallel to vars: "environment", or the file:line */
+};
+void pf_env_from_environ(struct pf_env *e, char **environ_);
+/* Parses an env file: KEY=VALUE lines, '#' comments, blank lines, an optional "export "
+ * prefix, and single or double quotes around the whole value. PF_EUSAGE naming file:line on
+ * a malformed line. */
+int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size_t len);
+int pf_env_load_file(struct pf_env *e, const char *path);
+/* Adds the values of NCCL's config files (NCCL_CONF_FILE, else $HOME/.nccl.conf, then
+ * /etc/nccl.conf under the root) where the environment does not set them. */
+void pf_env_load_nccl_conf(struct pf_env *e, const struct pf_host *h);
+const char *pf_env_get(const struct pf_env *e, const char *name);
+const char *pf_env_origin(const struct pf_env *e, const char *name);
+void pf_env_set(struct pf_env *e, const char *name, const char *value, const char *origin);
+void pf_env_free(struct pf_env *e);
+
+/* What every check sees. */
+struct pf_ctx {
+    struct pf_host host;
+    const struct pf_config *config;
+    struct pf_env env;
+    struct pf_verdict *verdict;
+    /* inventory, gathered once by pf_checks_inventory before the checks run */
+    struct pf_strlist hcas;   /* /sys/class/infiniband/<name> */
+    struct pf_strlist gpus;   /* PCI bus ids from /proc/driver/nvidia/gpus */
+    bool in_env_mode;         /* `preflight env`: only the environment is looked at */
+    const char *verdict_path; /* where the verdict goes (NULL or "-": no file); logs such
+                               * as nccl-rank<N>.log are written next to it */
+    /* Progress lines for a human watching `kubectl logs` (set by the command line; pkg/
+     * never prints itself). NULL: silent. */
+    void (*progress)(void *arg, const char *line);
+    void *progress_arg;
+};
+
+/* Reports one progress line ("waiting for 3 of 16 ranks: 5, 11, 12") through ctx->progress. */
+void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+void pf_ctx_init(struct pf_ctx *ctx, const struct pf_config *config, struct pf_verdict *v);
+void pf_ctx_free(struct pf_ctx *ctx);
+
+#endif

@@ -1,0 +1,284 @@
+/* Agreement at the rendezvous: who never came, who was refused, and where the ranks that met
+ * disagree (world size, preflight version, config, NCCL version, NCCL_* variables). */
+#include "fleet.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
+                      int *out, char *major, size_t nmajor)
+{
+    int best = -1, best_count = 0;
+    char a[512], b[512];
+    for (int i = 0; i < n; i++) {
+        int cnt = 0;
+        const char *vi = val(f, ranks[i], a, sizeof(a));
+        for (int j = 0; j < n; j++)
+            cnt += strcmp(vi, val(f, ranks[j], b, sizeof(b))) == 0;
+        if (cnt > best_count || (cnt == best_count && ranks[i] == 0)) {
+            best = i;
+            best_count = cnt;
+        }
+    }
+    if (best < 0) return 0;
+    snprintf(major, nmajor, "%s", val(f, ranks[best], a, sizeof(a)));
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (strcmp(major, val(f, ranks[i], b, sizeof(b))) != 0) out[k++] = ranks[i];
+    return k;
+}
+
+static const char *v_world(const struct pf_fleet *f, int r, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld", f->r[r].world_claimed);
+    return buf;
+}
+static const char *v_version(const struct pf_fleet *f, int r, char *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    return f->r[r].version;
+}
+static const char *v_digest(const struct pf_fleet *f, int r, char *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    return f->r[r].digest;
+}
+static const char *v_nccl(const struct pf_fleet *f, int r, char *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    return f->r[r].nccl_version;
+}
+
+/* Appends "rank N (pod)" items (or bare numbers), at most PF_FLEET_LIST_MAX, then "and K
+ * more". */
+static void list_ranks(struct pf_buf *b, const struct pf_fleet *f, const int *ranks, size_t n,
+                       bool with_pod)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i == PF_FLEET_LIST_MAX) {
+            pf_buf_addf(b, " and %zu more", n - i);
+            break;
+        }
+        char w[160];
+        if (with_pod)
+            pf_fleet_who(w, sizeof(w), f, ranks[i]);
+        else
+            snprintf(w, sizeof(w), "%d", ranks[i]);
+        pf_buf_addf(b, "%s%s", i ? ", " : "", w);
+    }
+}
+
+static void missing(struct pf_fleet *f, int *out, double waited_s)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    int k = 0;
+    for (int r = 1; r < f->world; r++)
+        if (f->r[r].state == PF_FLEET_MISSING) out[k++] = r;
+    if (k) {
+        list_ranks(&b, f, out, (size_t)k, true);
+        pf_fleet_finding(&f->out, "rendezvous", "missing-ranks", PF_FAIL, NULL,
+                         "%d of %d ranks never joined within %.0f s: %s", k, f->world, waited_s,
+                         pf_buf_str(&b));
+        for (int i = 0; i < k; i++)
+            pf_fleet_blame(f, out[i],
+                           "never joined the rendezvous (no connection to rank 0 within %.0f s)",
+                           waited_s);
+    }
+    for (int r = 1; r < f->world; r++)
+        if (f->r[r].state == PF_FLEET_REFUSED) pf_fleet_blame(f, r, "%s", f->r[r].why);
+    pf_buf_free(&b);
+}
+
+/* One claim the ranks must agree on; its texts in pieces: message = pre + the minority +
+ * mid + the majority's value + post; culprit = cpre + its value + cmid + the majority's. */
+struct claim {
+    pf_fleet_value_fn val;
+    const char *code;
+    enum pf_status status;
+    const char *sep, *verb; /* items "rank 5 (trainer-5)<verb><value>"; NULL verb: names only */
+    const char *pre, *mid, *post;
+    const char *cpre, *cmid; /* NULL: no culprit */
+};
+
+static void disagree(struct pf_fleet *f, const int *in, int n, const struct claim *c, int *out)
+{
+    char major[512], buf[512];
+    int k = pf_fleet_minority(f, in, n, c->val, out, major, sizeof(major));
+    if (!k) return;
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    if (c->verb) {
+        for (int i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
+            char w[160];
+            pf_fleet_who(w, sizeof(w), f, out[i]);
+            pf_buf_addf(&b, "%s%s%s%s", i ? c->sep : "", w, c->verb,
+                        c->val(f, out[i], buf, sizeof(buf)));
+        }
+    } else {
+        list_ranks(&b, f, out, (size_t)k, true);
+    }
+    pf_fleet_finding(&f->out, "rendezvous", c->code, c->status, NULL, "%s%s%s%s%s", c->pre,
+                     pf_buf_str(&b), c->mid, major, c->post);
+    for (int i = 0; c->cpre && i < k; i++)
+        pf_fleet_blame(f, out[i], "%s%s%s%s", c->cpre, c->val(f, out[i], buf, sizeof(buf)), c->cmid,
+                       major);
+    pf_buf_free(&b);
+}
+
+static const char *env_value(const struct pf_fleet_rank *m, const char *name)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < m->env.n; i++)
+        if (strncmp(m->env.v[i], name, nl) == 0 && m->env.v[i][nl] == '=')
+            return m->env.v[i] + nl + 1;
+    return NULL;
+}
+
+static bool same(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The ranks whose value of one variable differs from the most common one, into b. */
+static void env_one(struct pf_buf *vars, const struct pf_fleet *f, const int *in, int n,
+                    const char *name)
+{
+    const char *major = NULL;
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        const char *vi = env_value(&f->r[in[i]], name);
+        int cnt = 0;
+        for (int j = 0; j < n; j++)
+            cnt += same(vi, env_value(&f->r[in[j]], name));
+        if (cnt > best || (cnt == best && in[i] == 0)) {
+            best = cnt;
+            major = vi;
+        }
+    }
+    bool secret = pf_verdict_is_secret_name(name);
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    int shown = 0;
+    for (int i = 0; i < n; i++) {
+        const char *vi = env_value(&f->r[in[i]], name);
+        if (same(vi, major)) continue;
+        if (shown++ == PF_FLEET_LIST_MAX) {
+            pf_buf_addf(&b, ", ...");
+            break;
+        }
+        char w[160];
+        pf_fleet_who(w, sizeof(w), f, in[i]);
+        if (!vi)
+            pf_buf_addf(&b, "%s%s unset", shown > 1 ? ", " : "", w);
+        else
+            pf_buf_addf(&b, "%s%s =%s", shown > 1 ? ", " : "", w, secret ? "***" : vi);
+    }
+    pf_buf_addf(vars, "%s%s: %s (the others: %s)", vars->len ? "; " : "", name, pf_buf_str(&b),
+                major ? (secret ? "***" : major) : "unset");
+    pf_buf_free(&b);
+}
+
+static bool env_differs(const struct pf_fleet *f, const int *in, int n, const char *name)
+{
+    for (int i = 1; i < n; i++)
+        if (!same(env_value(&f->r[in[0]], name), env_value(&f->r[in[i]], name))) return true;
+    return false;
+}
+
+static void env_mismatch(struct pf_fleet *f, const int *in, int n)
+{
+    struct pf_strlist names = {0};
+    for (int i = 0; i < n; i++) {
+        const struct pf_fleet_rank *m = &f->r[in[i]];
+        for (size_t e = 0; e < m->env.n; e++) {
+            const char *eq = strchr(m->env.v[e], '=');
+            if (!eq) continue;
+            char name[128];
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - m->env.v[e]), m->env.v[e]);
+            if (!pf_strlist_has(&names, name)) pf_strlist_add(&names, name);
+        }
+    }
+    pf_strlist_sort(&names);
+    int nvars = 0;
+    struct pf_buf vars;
+    pf_buf_init(&vars, 1 << 16);
+    for (size_t v = 0; v < names.n; v++) {
+        if (!env_differs(f, in, n, names.v[v])) continue;
+        nvars++;
+        env_one(&vars, f, in, n, names.v[v]);
+    }
+    if (nvars)
+        pf_fleet_finding(&f->out, "rendezvous", "env-mismatch", PF_WARN, NULL,
+                         "%d NCCL variable%s differ between ranks: %s", nvars, nvars > 1 ? "s" : "",
+                         pf_buf_str(&vars));
+    pf_buf_free(&vars);
+    pf_strlist_free(&names);
+}
+
+void pf_fleet_agree(struct pf_fleet *f, double waited_s)
+{
+    int *in = pf_xmalloc((size_t)f->world * sizeof(int));
+    int *out = pf_xmalloc((size_t)f->world * sizeof(int));
+    int n = 0;
+    for (int r = 0; r < f->world; r++)
+        if (f->r[r].state == PF_FLEET_JOINED) in[n++] = r;
+    missing(f, out, waited_s);
+    static const struct claim world = {v_world,
+                                       "world-size-mismatch",
+                                       PF_FAIL,
+                                       "; ",
+                                       " says ",
+                                       "ranks disagree on the world size: ",
+                                       "; the others say ",
+                                       "",
+                                       "world size ",
+                                       ", the others say "};
+    static const struct claim version = {v_version,
+                                         "version-mismatch",
+                                         PF_FAIL,
+                                         ", ",
+                                         " runs preflight ",
+                                         "",
+                                         "; the others run ",
+                                         "",
+                                         "runs preflight ",
+                                         ", the others "};
+    static const struct claim config = {v_digest,
+                                        "config-mismatch",
+                                        PF_WARN,
+                                        NULL,
+                                        NULL,
+                                        "the preflight config of ",
+                                        " differs from the others' (digest ",
+                                        ")",
+                                        NULL,
+                                        NULL};
+    static const struct claim nccl = {v_nccl,
+                                      "nccl-version-mismatch",
+                                      PF_FAIL,
+                                      ", ",
+                                      " has NCCL ",
+                                      "",
+                                      "; the others have ",
+                                      " (NCCL refuses mismatched versions)",
+                                      "NCCL ",
+                                      ", the others "};
+    disagree(f, in, n, &world, out);
+    disagree(f, in, n, &version, out);
+    disagree(f, in, n, &config, out);
+    /* the NCCL version where known */
+    int nk = 0;
+    int *known = pf_xmalloc((size_t)f->world * sizeof(int));
+    for (int i = 0; i < n; i++)
+        if (f->r[in[i]].nccl_version[0]) known[nk++] = in[i];
+    disagree(f, known, nk, &nccl, out);
+    free(known);
+    env_mismatch(f, in, n);
+    free(in);
+    free(out);
+}

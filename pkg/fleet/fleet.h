@@ -1,0 +1,185 @@
+/* fleet: the judgement of what the ranks reported, as pure functions of data: agreement at
+ * the rendezvous (world size, versions, config, NCCL, NCCL_* variables), lost peers, wrong
+ * results, the TCP bandwidth floor, slow nodes and links, every rank's statuses and the fleet
+ * verdict. No sockets, no clock: rank 0's run fills a struct pf_fleet from what it gathered,
+ * these functions add findings and culprits to its summary, and the summary codec carries
+ * that summary to every other rank (docs/design.md, "Wire protocol").
+ *
+ * Also the codecs of what ranks send each other about results (each a fuzz target): the
+ * SUMMARY, a rank's report (verdict and check statuses), its TCP all-reduce result and its
+ * link measurements. Records are nested fields (pkg/rendezvous/proto.c), never tab-joined. */
+#ifndef PF_FLEET_H
+#define PF_FLEET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/base.h"
+#include "../collective/collective.h"
+#include "../verdict/verdict.h"
+
+#define PF_FLEET_NAME 128
+#define PF_FLEET_LIST_MAX 12 /* ranks named in one message before "and N more" */
+
+enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
+
+/* One check of one rank's report. */
+struct pf_fleet_check {
+    char id[64];
+    char status[16];
+    struct pf_strlist codes;
+};
+
+/* What rank 0 knows of one rank. */
+struct pf_fleet_rank {
+    enum pf_fleet_state state;
+    char pod[PF_FLEET_NAME], node[PF_FLEET_NAME], addr[64];
+    char why[384]; /* refused: why */
+    /* its JOIN's claims */
+    long long world_claimed;
+    char version[48], digest[96], nccl_version[64];
+    struct pf_strlist env; /* "NAME=VALUE" of its NCCL_* variables (secrets hashed) */
+    /* its TCP all-reduce */
+    bool ar_done;
+    double ar_seconds;
+    long long ar_wrong, ar_first_bad;
+    char iface[64];
+    /* its report */
+    bool reported;
+    char verdict[16];
+    struct pf_fleet_check *checks;
+    size_t nchecks;
+};
+
+struct pf_fleet_finding {
+    char *check, *code, *remedy, *message; /* remedy "" when none */
+    enum pf_status status;
+};
+struct pf_fleet_culprit {
+    int rank;
+    char *pod, *node, *reason;
+};
+
+/* What every rank's verdict carries: the SUMMARY's content. */
+struct pf_fleet_summary {
+    struct pf_fleet_finding *findings;
+    size_t nfindings;
+    struct pf_fleet_culprit *culprits;
+    size_t nculprits;
+    char verdict[16]; /* "" when the summary has no fleet verdict */
+    char text[512];
+    /* the TCP all-reduce among all ranks (have_tcp) */
+    bool have_tcp, correct;
+    long long bytes, ranks, iterations;
+    double seconds, algbw, busbw;
+    double expected; /* tcp.minBusbwGBps; < 0 when unset */
+    bool have_links;
+    double median;
+    int slow_src, slow_dst;
+    double slow_gbps;
+};
+
+/* A rank lost, or a rank that reported a failure, with why. */
+struct pf_fleet_mark {
+    int rank;
+    char *why;
+};
+struct pf_fleet_marks {
+    struct pf_fleet_mark *v;
+    size_t n;
+};
+/* Adds (rank, why) unless rank is already there. */
+void pf_fleet_mark(struct pf_fleet_marks *l, int rank, const char *why);
+bool pf_fleet_marked(const struct pf_fleet_marks *l, int rank);
+void pf_fleet_marks_free(struct pf_fleet_marks *l);
+
+struct pf_fleet {
+    int world;                   /* rank 0's world size */
+    int n;                       /* ranks in the run (the roster) */
+    const int *roster;           /* their ranks, in roster order (n entries) */
+    struct pf_fleet_rank *r;     /* world entries, by rank */
+    struct pf_fleet_summary out; /* what the judgement found */
+};
+
+void pf_fleet_init(struct pf_fleet *f, int world);
+void pf_fleet_free(struct pf_fleet *f);
+void pf_fleet_summary_free(struct pf_fleet_summary *s);
+
+/* "rank 5 (trainer-5)", or "rank 5" when its pod is unknown. */
+void pf_fleet_who(char *out, size_t n, const struct pf_fleet *f, int rank);
+
+/* Adds a finding (once: the same check, code and text are not repeated) or a culprit. */
+void pf_fleet_finding(struct pf_fleet_summary *s, const char *check, const char *code,
+                      enum pf_status st, const char *remedy, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+void pf_fleet_culprit(struct pf_fleet_summary *s, int rank, const char *pod, const char *node,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A culprit named by the fleet's own pod and node of rank. */
+void pf_fleet_blame(struct pf_fleet *f, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- agree.c: after the join phase (check `rendezvous`) */
+
+/* Minority by value: groups ranks[0..n) by val, names the ranks outside the biggest group
+ * (rank 0's group wins a tie) in out, the biggest group's value in major. Returns how many
+ * are outside. */
+typedef const char *(*pf_fleet_value_fn)(const struct pf_fleet *f, int rank, char *buf, size_t n);
+int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
+                      int *out, char *major, size_t nmajor);
+/* missing-ranks, refused ranks, world-size-, version-, config-, nccl-version- and
+ * env-mismatch. waited_s: how long rank 0 waited for the others. */
+void pf_fleet_agree(struct pf_fleet *f, double waited_s);
+
+/* ---- judge.c: after the collectives (check `collective.tcp`) and the final gather */
+
+struct pf_fleet_tcp {
+    bool ran;     /* rank 0 ran the all-reduce */
+    bool stopped; /* the run stopped before its end */
+    bool ok;      /* rank 0's own all-reduce succeeded */
+    long long bytes;
+    int iterations;
+    double min_busbw; /* tcp.minBusbwGBps; < 0 when unset */
+    const struct pf_coll_link *links;
+    size_t nlinks;
+    const struct pf_fleet_marks *lost, *failed;
+};
+/* peer-lost, wrong-result, below-threshold, slow-node, slow-link, and the TCP summary. */
+void pf_fleet_judge_tcp(struct pf_fleet *f, const struct pf_fleet_tcp *t);
+/* Culprits for failed local checks of every rank that reported. */
+void pf_fleet_judge_reports(struct pf_fleet *f);
+/* The fleet verdict and its one-line summary: worst is the worst policy-applied status of
+ * rank 0's findings (fleet findings included); a culprit or a rank without a report fails. */
+void pf_fleet_conclude(struct pf_fleet *f, enum pf_status worst, size_t nculprits,
+                       const struct pf_node *first_culprit);
+/* Every rank's entry for the verdict's ranks list. my_ip: rank 0's own address. */
+void pf_fleet_ranks(const struct pf_fleet *f, struct pf_node *ranks, const char *my_ip);
+
+/* ---- summary.c: codecs (nested fields; pure; each decoder has a fuzz target) */
+
+/* The SUMMARY payload. Encoding fails with PF_ETOOBIG (message says so) over max bytes. */
+int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s);
+/* PF_EINVAL on malformed fields; records that do not decode are skipped. */
+int pf_fleet_summary_decode(struct pf_fleet_summary *out, const uint8_t *p, size_t len);
+
+/* A rank's report: its verdict and every check's status and finding codes. */
+int pf_fleet_report_encode(struct pf_buf *out, const struct pf_verdict *finalized);
+int pf_fleet_report_decode(struct pf_fleet_rank *into, const uint8_t *p, size_t len);
+
+/* A rank's TCP all-reduce result. */
+struct pf_fleet_ar {
+    bool ok;
+    double seconds;
+    long long wrong, first_bad;
+    const char *iface;
+};
+int pf_fleet_ar_encode(struct pf_buf *out, const struct pf_fleet_ar *a);
+int pf_fleet_ar_decode(struct pf_fleet_rank *into, const uint8_t *p, size_t len);
+
+/* A rank's link measurements (the links into it). */
+int pf_fleet_links_encode(struct pf_buf *out, const struct pf_coll_link *l, size_t n);
+/* Appends the links whose destination is dst to *links. */
+int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const uint8_t *p,
+                          size_t len);
+
+#endif

@@ -1,0 +1,222 @@
+/* The judgement after the collectives: lost peers, wrong results, the bandwidth floor, slow
+ * nodes and links (check `collective.tcp`), every rank's statuses and the fleet verdict. */
+#include "fleet.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *node_of(const struct pf_fleet *f, int rank)
+{
+    return rank >= 0 && rank < f->world ? f->r[rank].node : "";
+}
+
+static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    for (size_t i = 0; i < t->lost->n; i++) {
+        int r = t->lost->v[i].rank;
+        const char *why = t->lost->v[i].why;
+        /* everyone's reports of who failed them help the reader */
+        pf_buf_reset(&b);
+        for (size_t k = 0; k < t->failed->n; k++) {
+            if (t->failed->v[k].rank == r) continue;
+            pf_buf_addf(&b, "%srank %d: %s", b.len ? "; " : "", t->failed->v[k].rank,
+                        t->failed->v[k].why);
+        }
+        char w[160];
+        pf_fleet_who(w, sizeof(w), f, r);
+        pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL,
+                         "%s was lost after the rendezvous: %s%s%s%s", w, why, b.len ? " (" : "",
+                         pf_buf_str(&b), b.len ? ")" : "");
+        pf_fleet_blame(f, r, "lost during the collectives: %s", why);
+    }
+    if (t->lost->n == 0) {
+        /* nobody died, yet something failed: name whom the failures point at */
+        for (size_t k = 0; k < t->failed->n; k++) {
+            char w[160];
+            pf_fleet_who(w, sizeof(w), f, t->failed->v[k].rank);
+            pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL, "%s: %s", w,
+                             t->failed->v[k].why);
+        }
+    }
+    pf_buf_free(&b);
+}
+
+static void results(struct pf_fleet *f, const struct pf_fleet_tcp *t)
+{
+    bool all_done = !t->stopped || t->ok;
+    double tsum = 0;
+    int tn = 0;
+    bool correct = true;
+    for (int i = 0; i < f->n; i++) {
+        const struct pf_fleet_rank *m = &f->r[f->roster[i]];
+        if (!m->ar_done) {
+            all_done = false;
+            continue;
+        }
+        tsum += m->ar_seconds;
+        tn++;
+        if (!m->ar_wrong) continue;
+        correct = false;
+        char w[160];
+        pf_fleet_who(w, sizeof(w), f, f->roster[i]);
+        size_t count = (size_t)(t->bytes / 4);
+        size_t j = (size_t)m->ar_first_bad;
+        float want = 0;
+        for (int k = 0; k < f->n; k++)
+            want += pf_coll_seed_value(f->roster[k], j);
+        pf_fleet_finding(&f->out, "collective.tcp", "wrong-result", PF_FAIL, NULL,
+                         "%s: %lld of %zu elements differ from the exact sum (first at index "
+                         "%lld, which should be %.0f)",
+                         w, m->ar_wrong, count, m->ar_first_bad, want);
+        pf_fleet_blame(f, f->roster[i], "its all-reduce result was wrong (%lld elements)",
+                       m->ar_wrong);
+    }
+    if (!(t->ran && all_done && tn == f->n && tn > 1)) return;
+    struct pf_fleet_summary *s = &f->out;
+    s->have_tcp = true;
+    s->seconds = tsum / tn;
+    s->algbw = s->seconds > 0 ? (double)t->bytes / s->seconds / 1e9 : 0;
+    s->busbw = pf_coll_busbw_allreduce(s->algbw, f->n);
+    s->bytes = t->bytes;
+    s->ranks = f->n;
+    s->correct = correct;
+    s->iterations = t->iterations;
+    s->expected = t->min_busbw;
+    /* a floor, when the config sets one; warn only: TCP is not the training path */
+    if (t->min_busbw >= 0 && s->busbw < t->min_busbw)
+        pf_fleet_finding(s, "collective.tcp", "below-threshold", PF_WARN, NULL,
+                         "all-reduce busbw %.3f GB/s among %d ranks is below %g GB/s "
+                         "(tcp.minBusbwGBps)",
+                         s->busbw, f->n, t->min_busbw);
+}
+
+static void blame(struct pf_fleet *f, const struct pf_fleet_tcp *t)
+{
+    if (!t->nlinks) return;
+    struct pf_fleet_summary *s = &f->out;
+    struct pf_coll_blame bl;
+    pf_coll_blame(&bl, t->links, t->nlinks, PF_COLL_SLOW_RATIO);
+    s->have_links = true;
+    s->median = bl.median;
+    s->slow_gbps = 1e300;
+    for (size_t i = 0; i < t->nlinks; i++)
+        if (t->links[i].gbps < s->slow_gbps) {
+            s->slow_gbps = t->links[i].gbps;
+            s->slow_src = t->links[i].src;
+            s->slow_dst = t->links[i].dst;
+        }
+    for (size_t i = 0; i < bl.nnodes; i++) {
+        const struct pf_coll_slow_node *sn = &bl.nodes[i];
+        char w[160];
+        pf_fleet_who(w, sizeof(w), f, sn->rank);
+        const char *dir = sn->out && sn->in ? "into and out of" : sn->out ? "out of" : "into";
+        const char *node = node_of(f, sn->rank);
+        pf_fleet_finding(s, "collective.tcp", "slow-node", PF_FAIL, NULL,
+                         "%s%s%s: all %d links %s it are slow (at most %.2f Gb/s; the median of "
+                         "all %zu links is %.2f Gb/s)",
+                         w, node[0] ? " on node " : "", node, sn->ntotal, dir, sn->max_gbps,
+                         t->nlinks, bl.median);
+        pf_fleet_blame(f, sn->rank,
+                       "slow node: its links %s it run at %.2f Gb/s or less, the median link "
+                       "%.2f Gb/s",
+                       dir, sn->max_gbps, bl.median);
+    }
+    for (size_t i = 0; i < bl.nlinks; i++) {
+        char a[160], c[160];
+        pf_fleet_who(a, sizeof(a), f, bl.links[i].src);
+        pf_fleet_who(c, sizeof(c), f, bl.links[i].dst);
+        pf_fleet_finding(s, "collective.tcp", "slow-link", PF_WARN, NULL,
+                         "the link from %s to %s runs at %.2f Gb/s; the median of all %zu links "
+                         "is %.2f Gb/s",
+                         a, c, bl.links[i].gbps, t->nlinks, bl.median);
+    }
+    pf_coll_blame_free(&bl);
+}
+
+void pf_fleet_judge_tcp(struct pf_fleet *f, const struct pf_fleet_tcp *t)
+{
+    lost_peers(f, t);
+    results(f, t);
+    blame(f, t);
+}
+
+static bool is_fleet_check(const char *id)
+{
+    return strcmp(id, "rendezvous") == 0 || strcmp(id, "collective.tcp") == 0;
+}
+
+void pf_fleet_judge_reports(struct pf_fleet *f)
+{
+    for (int r = 0; r < f->world; r++) {
+        const struct pf_fleet_rank *m = &f->r[r];
+        if (!m->reported) continue;
+        for (size_t k = 0; k < m->nchecks; k++) {
+            const struct pf_fleet_check *c = &m->checks[k];
+            if (strcmp(c->status, "fail") != 0 || is_fleet_check(c->id)) continue;
+            char codes[1024];
+            pf_strlist_join(codes, sizeof(codes), &c->codes, ",");
+            pf_fleet_blame(f, r, "check %s failed on this pod (%s)", c->id,
+                           codes[0] ? codes : "see its verdict");
+        }
+    }
+}
+
+void pf_fleet_conclude(struct pf_fleet *f, enum pf_status worst, size_t nculprits,
+                       const struct pf_node *first_culprit)
+{
+    enum pf_status fleet = PF_PASS;
+    for (int r = 0; r < f->world; r++) {
+        const struct pf_fleet_rank *m = &f->r[r];
+        int st = m->reported ? pf_status_parse(m->verdict) : (int)PF_FAIL;
+        if (st > (int)fleet) fleet = (enum pf_status)st;
+    }
+    if ((int)worst > (int)fleet) fleet = worst;
+    if (nculprits) fleet = PF_FAIL;
+    struct pf_fleet_summary *s = &f->out;
+    pf_strcpy(s->verdict, sizeof(s->verdict), pf_status_name(fleet));
+    if (nculprits && first_culprit) {
+        const char *why = pf_node_get_str(first_culprit, "reason");
+        const char *pod = pf_node_get_str(first_culprit, "pod");
+        const struct pf_node *rk = pf_node_get(first_culprit, "rank");
+        snprintf(s->text, sizeof(s->text),
+                 "%zu culprit(s) among %d ranks; first: rank %lld%s%s%s: %s", nculprits, f->world,
+                 rk ? rk->i : -1LL, pod ? " (" : "", pod ? pod : "", pod ? ")" : "",
+                 why ? why : "");
+    } else {
+        snprintf(s->text, sizeof(s->text), "%d of %d ranks met; fleet verdict %s", f->n, f->world,
+                 pf_status_name(fleet));
+    }
+}
+
+void pf_fleet_ranks(const struct pf_fleet *f, struct pf_node *ranks, const char *my_ip)
+{
+    static const char *const states[] = {"missing", "joined", "refused", "lost"};
+    for (int r = 0; r < f->world; r++) {
+        const struct pf_fleet_rank *m = &f->r[r];
+        struct pf_node *e = pf_node_add_map(ranks);
+        pf_node_set_int(e, "rank", r);
+        if (m->pod[0]) pf_node_set_str(e, "pod", m->pod);
+        if (m->node[0]) pf_node_set_str(e, "node", m->node);
+        const char *addr = r == 0 ? my_ip : m->addr;
+        if (addr && addr[0]) pf_node_set_str(e, "address", addr);
+        pf_node_set_str(e, "state", states[m->state]);
+        if (m->ar_done) pf_node_set_dbl(e, "tcpSeconds", m->ar_seconds);
+        if (!m->reported) {
+            pf_node_set_str(e, "verdict", "fail");
+            continue;
+        }
+        pf_node_set_str(e, "verdict", m->verdict);
+        struct pf_node *cs = pf_node_set_seq(e, "checks");
+        for (size_t k = 0; k < m->nchecks; k++) {
+            struct pf_node *c = pf_node_add_map(cs);
+            pf_node_set_str(c, "id", m->checks[k].id);
+            pf_node_set_str(c, "status", m->checks[k].status[0] ? m->checks[k].status : "?");
+            struct pf_node *fs = pf_node_set_seq(c, "findings");
+            for (size_t i = 0; i < m->checks[k].codes.n; i++)
+                pf_node_add_str(fs, m->checks[k].codes.v[i]);
+        }
+    }
+}

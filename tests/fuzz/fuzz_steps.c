@@ -1,0 +1,46 @@
+/* Fuzz target: what a rank sends rank 0 in the steps after the rendezvous: its all-reduce
+ * result, its link measurements and its report (verdict and check statuses). The same
+ * bytes go to each decoder; then the fleet judges what was decoded. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../pkg/fleet/fleet.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct pf_fleet f;
+    pf_fleet_init(&f, 2);
+    int roster[2] = {0, 1};
+    f.n = 2;
+    f.roster = roster;
+    (void)pf_fleet_ar_decode(&f.r[1], data, size);
+    (void)pf_fleet_report_decode(&f.r[1], data, size);
+    if (f.r[1].nchecks > 256) abort();
+    struct pf_coll_link *links = NULL;
+    size_t nlinks = 0;
+    (void)pf_fleet_links_decode(&links, &nlinks, 1, data, size);
+    for (size_t i = 0; i < nlinks; i++)
+        if (links[i].dst != 1) abort();
+    struct pf_fleet_marks none = {0};
+    struct pf_fleet_tcp t = {.ran = true,
+                             .ok = true,
+                             .bytes = 1024,
+                             .iterations = 1,
+                             .min_busbw = -1,
+                             .links = links,
+                             .nlinks = nlinks,
+                             .lost = &none,
+                             .failed = &none};
+    f.r[0].ar_done = true;
+    f.r[0].ar_seconds = 0.001;
+    pf_fleet_judge_tcp(&f, &t);
+    pf_fleet_judge_reports(&f);
+    pf_fleet_conclude(&f, PF_PASS, 0, NULL);
+    free(links);
+    pf_fleet_free(&f);
+    return 0;
+}

@@ -1,0 +1,72 @@
+/* base: a buffer's text is never NULL, a refused add is remembered (sticky) and named once,
+ * and deadlines are clamped to the run's cutoff. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../../../pkg/base/base.h"
+
+static void test_buf_str_never_null(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    pf_buf_init(&b, 64);
+    assert_non_null(pf_buf_str(&b));
+    assert_string_equal(pf_buf_str(&b), "");
+    /* the format that printed "(null)" when nothing was added */
+    char line[128];
+    snprintf(line, sizeof(line), "its connection closed%s%s%s", b.len ? " (" : "", pf_buf_str(&b),
+             b.len ? ")" : "");
+    assert_string_equal(line, "its connection closed");
+    pf_buf_reset(&b);
+    assert_string_equal(pf_buf_str(&b), "");
+    assert_int_equal(pf_buf_addf(&b, "rank %d", 3), 0);
+    assert_string_equal(pf_buf_str(&b), "rank 3");
+    pf_buf_free(&b);
+    assert_string_equal(pf_buf_str(&b), "");
+}
+
+static void test_buf_over_is_sticky(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    pf_buf_init(&b, 8);
+    assert_int_equal(pf_buf_add(&b, "12345", 5), 0);
+    assert_int_equal(pf_buf_check(&b, "the list"), 0);
+    assert_int_equal(pf_buf_add(&b, "6789", 4), PF_ETOOBIG);
+    assert_string_equal(pf_buf_str(&b), "12345"); /* left as it was */
+    assert_int_equal(pf_buf_add(&b, "6", 1), 0);  /* a later small add fits ... */
+    assert_true(b.over);                          /* ... but the loss is remembered */
+    assert_int_equal(pf_buf_check(&b, "the list"), PF_ETOOBIG);
+    assert_non_null(strstr(pf_err_msg(), "the list is over its limit of 8 bytes"));
+    pf_buf_reset(&b);
+    assert_false(b.over);
+    pf_buf_free(&b);
+}
+
+static void test_deadline_in(void **state)
+{
+    (void)state;
+    double now = pf_now();
+    assert_true(pf_deadline_in(5, now + 100) >= now + 5);
+    assert_true(pf_deadline_in(5, now + 100) < now + 100);
+    assert_true(pf_deadline_in(500, now + 1) == now + 1);
+    assert_true(pf_clampd(0.5, 1, 10) == 1);
+    assert_true(pf_clampd(50, 1, 10) == 10);
+    assert_true(pf_clampd(5, 1, 10) == 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_buf_str_never_null),
+        cmocka_unit_test(test_buf_over_is_sticky),
+        cmocka_unit_test(test_deadline_in),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

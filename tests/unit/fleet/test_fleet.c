@@ -1,0 +1,362 @@
+/* fleet: the judgement of what ranks report, without sockets: agreement at the rendezvous,
+ * lost peers (the message never ends in "(null)"), wrong results, the TCP floor, slow nodes,
+ * failed local checks, the fleet verdict; and the codecs of the SUMMARY, the reports, the
+ * all-reduce results and the link measurements, each a round trip. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../../pkg/fleet/fleet.h"
+
+/* A fleet of n joined ranks named trainer-<r> on node-<r>, each claiming the same things. */
+static void fleet_of(struct pf_fleet *f, int n, int *roster)
+{
+    pf_fleet_init(f, n);
+    for (int r = 0; r < n; r++) {
+        struct pf_fleet_rank *m = &f->r[r];
+        m->state = PF_FLEET_JOINED;
+        snprintf(m->pod, sizeof(m->pod), "trainer-%d", r);
+        snprintf(m->node, sizeof(m->node), "node-%d", r);
+        m->world_claimed = n;
+        strcpy(m->version, "0.1.0");
+        strcpy(m->digest, "sha256:aa");
+        strcpy(m->nccl_version, "2.21.5");
+        roster[r] = r;
+    }
+    f->n = n;
+    f->roster = roster;
+}
+
+static const struct pf_fleet_finding *find(const struct pf_fleet *f, const char *code)
+{
+    for (size_t i = 0; i < f->out.nfindings; i++)
+        if (strcmp(f->out.findings[i].code, code) == 0) return &f->out.findings[i];
+    return NULL;
+}
+
+struct agree_case {
+    const char *name;
+    void (*breaks)(struct pf_fleet *f);
+    const char *code;    /* expected finding, NULL: none */
+    const char *in_text; /* a part of its message */
+    int culprit;         /* the rank blamed, -1: nobody */
+};
+
+static void b_none(struct pf_fleet *f)
+{
+    (void)f;
+}
+static void b_missing(struct pf_fleet *f)
+{
+    f->r[3].state = PF_FLEET_MISSING;
+}
+static void b_world(struct pf_fleet *f)
+{
+    f->r[2].world_claimed = 5;
+}
+static void b_version(struct pf_fleet *f)
+{
+    strcpy(f->r[1].version, "0.0.9");
+}
+static void b_config(struct pf_fleet *f)
+{
+    strcpy(f->r[1].digest, "sha256:bb");
+}
+static void b_nccl(struct pf_fleet *f)
+{
+    strcpy(f->r[3].nccl_version, "2.18.1");
+}
+static void b_env(struct pf_fleet *f)
+{
+    for (int r = 0; r < 4; r++)
+        pf_strlist_add(&f->r[r].env, r == 2 ? "NCCL_IB_HCA=mlx5_1" : "NCCL_IB_HCA=mlx5_0");
+}
+static void b_refused(struct pf_fleet *f)
+{
+    f->r[1].state = PF_FLEET_REFUSED;
+    strcpy(f->r[1].why, "refused at the rendezvous: its PREFLIGHT_TOKEN does not match");
+}
+
+static void test_agree_table(void **state)
+{
+    (void)state;
+    static const struct agree_case cases[] = {
+        {"healthy", b_none, NULL, NULL, -1},
+        {"missing", b_missing, "missing-ranks",
+         "1 of 4 ranks never joined within 30 s: rank 3 (trainer-3)", 3},
+        {"world", b_world, "world-size-mismatch", "rank 2 (trainer-2) says 5; the others say 4", 2},
+        {"version", b_version, "version-mismatch",
+         "rank 1 (trainer-1) runs preflight 0.0.9; the others run 0.1.0", 1},
+        {"config", b_config, "config-mismatch",
+         "the preflight config of rank 1 (trainer-1) differs", -1},
+        {"nccl", b_nccl, "nccl-version-mismatch", "rank 3 (trainer-3) has NCCL 2.18.1", 3},
+        {"env", b_env, "env-mismatch",
+         "NCCL_IB_HCA: rank 2 (trainer-2) =mlx5_1 (the others: mlx5_0)", -1},
+        {"refused", b_refused, NULL, NULL, 1},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
+        const struct agree_case *c = &cases[i];
+        struct pf_fleet f;
+        int roster[4];
+        fleet_of(&f, 4, roster);
+        c->breaks(&f);
+        pf_fleet_agree(&f, 30);
+        if (!c->code) {
+            assert_int_equal(f.out.nfindings, 0);
+        } else {
+            const struct pf_fleet_finding *x = find(&f, c->code);
+            if (!x) fail_msg("%s: no %s finding", c->name, c->code);
+            if (!strstr(x->message, c->in_text))
+                fail_msg("%s: '%s' not in '%s'", c->name, c->in_text, x->message);
+        }
+        if (c->culprit < 0) {
+            assert_int_equal(f.out.nculprits, 0);
+        } else {
+            assert_int_equal(f.out.nculprits, 1);
+            assert_int_equal(f.out.culprits[0].rank, c->culprit);
+            assert_string_equal(f.out.culprits[0].pod, f.r[c->culprit].pod);
+        }
+        pf_fleet_free(&f);
+    }
+}
+
+static struct pf_fleet_tcp tcp_of(const struct pf_fleet_marks *lost,
+                                  const struct pf_fleet_marks *failed)
+{
+    struct pf_fleet_tcp t = {.ran = true,
+                             .ok = true,
+                             .bytes = 1 << 20,
+                             .iterations = 2,
+                             .min_busbw = -1,
+                             .lost = lost,
+                             .failed = failed};
+    return t;
+}
+
+/* A rank lost during a later stage while nobody else reported a failure: the message ends
+ * with the reason, not with "(null)". */
+static void test_lost_without_failures(void **state)
+{
+    (void)state;
+    struct pf_fleet f;
+    int roster[2];
+    fleet_of(&f, 2, roster);
+    struct pf_fleet_marks lost = {0}, failed = {0};
+    pf_fleet_mark(&lost, 1, "its connection closed: the process exited or the pod was deleted");
+    pf_fleet_mark(&lost, 1, "another reason"); /* once per rank */
+    struct pf_fleet_tcp t = tcp_of(&lost, &failed);
+    pf_fleet_judge_tcp(&f, &t);
+    const struct pf_fleet_finding *x = find(&f, "peer-lost");
+    assert_non_null(x);
+    assert_string_equal(x->message, "rank 1 (trainer-1) was lost after the rendezvous: its "
+                                    "connection closed: the process exited or the pod was "
+                                    "deleted");
+    assert_null(strstr(x->message, "(null)"));
+    assert_int_equal(f.out.nculprits, 1);
+    assert_int_equal(f.out.culprits[0].rank, 1);
+    /* with the others' reports, they are quoted in parentheses */
+    pf_fleet_free(&f);
+    fleet_of(&f, 2, roster);
+    pf_fleet_mark(&failed, 0, "receiving from rank 1 (trainer-1): connection reset");
+    pf_fleet_judge_tcp(&f, &t);
+    x = find(&f, "peer-lost");
+    assert_non_null(strstr(x->message, "deleted (rank 0: receiving from rank 1 (trainer-1): "
+                                       "connection reset)"));
+    pf_fleet_free(&f);
+    pf_fleet_marks_free(&lost);
+    pf_fleet_marks_free(&failed);
+}
+
+static void test_results_and_floor(void **state)
+{
+    (void)state;
+    struct pf_fleet f;
+    int roster[4];
+    fleet_of(&f, 4, roster);
+    for (int r = 0; r < 4; r++) {
+        f.r[r].ar_done = true;
+        f.r[r].ar_seconds = 0.01;
+    }
+    f.r[2].ar_wrong = 5;
+    f.r[2].ar_first_bad = 7;
+    struct pf_fleet_marks none = {0};
+    struct pf_fleet_tcp t = tcp_of(&none, &none);
+    t.min_busbw = 1000; /* far above what 1 MiB in 10 ms gives */
+    pf_fleet_judge_tcp(&f, &t);
+    assert_true(f.out.have_tcp);
+    assert_false(f.out.correct);
+    assert_true(f.out.algbw > 0.1 && f.out.algbw < 0.11);
+    assert_non_null(find(&f, "wrong-result"));
+    assert_non_null(strstr(find(&f, "wrong-result")->message, "rank 2 (trainer-2): 5 of 262144"));
+    assert_non_null(find(&f, "below-threshold"));
+    assert_int_equal(find(&f, "below-threshold")->status, PF_WARN);
+    assert_int_equal(f.out.nculprits, 1);
+    assert_int_equal(f.out.culprits[0].rank, 2);
+    pf_fleet_free(&f);
+}
+
+static void test_slow_node(void **state)
+{
+    (void)state;
+    struct pf_fleet f;
+    int roster[4];
+    fleet_of(&f, 4, roster);
+    /* every link into and out of rank 3 is slow; each rank measures the links into it */
+    struct pf_coll_link links[] = {
+        {3, 0, 0.5}, {0, 1, 9.0},  {1, 2, 9.2}, {2, 3, 0.4},
+        {2, 0, 9.1}, {3, 1, 0.45}, {0, 2, 9.3}, {1, 3, 0.42},
+    };
+    struct pf_fleet_marks none = {0};
+    struct pf_fleet_tcp t = tcp_of(&none, &none);
+    t.links = links;
+    t.nlinks = PF_ARRAY_LEN(links);
+    pf_fleet_judge_tcp(&f, &t);
+    const struct pf_fleet_finding *x = find(&f, "slow-node");
+    assert_non_null(x);
+    assert_non_null(strstr(x->message, "rank 3 (trainer-3) on node node-3"));
+    assert_true(f.out.have_links);
+    assert_int_equal(f.out.slow_src, 2);
+    assert_int_equal(f.out.slow_dst, 3);
+    assert_int_equal(f.out.culprits[0].rank, 3);
+    assert_null(find(&f, "peer-lost"));
+    pf_fleet_free(&f);
+}
+
+static void test_reports_and_verdict(void **state)
+{
+    (void)state;
+    struct pf_fleet f;
+    int roster[3];
+    fleet_of(&f, 3, roster);
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    struct pf_check *c = pf_verdict_add_check(&v, "rdma.ports");
+    pf_check_add_finding(c, "port-down", PF_FAIL, NULL, "mlx5_0 port 1 is DOWN");
+    (void)pf_verdict_add_check(&v, "rendezvous");
+    pf_verdict_finalize(&v, NULL, NULL);
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 20);
+    assert_int_equal(pf_fleet_report_encode(&b, &v), 0);
+    assert_int_equal(pf_fleet_report_decode(&f.r[1], (const uint8_t *)pf_buf_str(&b), b.len), 0);
+    assert_true(f.r[1].reported);
+    assert_string_equal(f.r[1].verdict, "fail");
+    assert_int_equal(f.r[1].nchecks, 2);
+    assert_string_equal(f.r[1].checks[0].id, "rdma.ports");
+    assert_string_equal(f.r[1].checks[0].codes.v[0], "port-down");
+    strcpy(f.r[0].verdict, "pass");
+    f.r[0].reported = true;
+    /* rank 2 never reported */
+    pf_fleet_judge_reports(&f);
+    assert_int_equal(f.out.nculprits, 1);
+    assert_string_equal(f.out.culprits[0].reason,
+                        "check rdma.ports failed on this pod (port-down)");
+    pf_fleet_conclude(&f, PF_PASS, 0, NULL);
+    assert_string_equal(f.out.verdict, "fail");
+    assert_string_equal(f.out.text, "3 of 3 ranks met; fleet verdict fail");
+    struct pf_node *ranks = pf_node_new_seq();
+    pf_fleet_ranks(&f, ranks, "10.0.0.1");
+    assert_int_equal(ranks->count, 3);
+    pf_node_free(ranks);
+    pf_buf_free(&b);
+    pf_verdict_free(&v);
+    pf_fleet_free(&f);
+}
+
+static void test_summary_round_trip(void **state)
+{
+    (void)state;
+    struct pf_fleet_summary s;
+    memset(&s, 0, sizeof(s));
+    s.expected = 0.5;
+    /* tabs and newlines in texts travel as they are: records are nested fields */
+    pf_fleet_finding(&s, "collective.tcp", "slow-link", PF_WARN, NULL, "from\trank 1\nto rank 2");
+    pf_fleet_finding(&s, "rendezvous", "auth-failed", PF_FAIL, "set the token", "refused");
+    pf_fleet_culprit(&s, 5, "trainer-5", "", "never joined\tthe rendezvous");
+    s.have_tcp = true;
+    s.correct = true;
+    s.bytes = 1 << 20;
+    s.ranks = 4;
+    s.iterations = 2;
+    s.seconds = 0.0041;
+    s.algbw = 0.25575;
+    s.busbw = 0.383625;
+    s.have_links = true;
+    s.median = 9.12;
+    s.slow_src = 1;
+    s.slow_dst = 2;
+    s.slow_gbps = 0.83;
+    strcpy(s.verdict, "warn");
+    strcpy(s.text, "4 of 4 ranks met; fleet verdict warn");
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 20);
+    assert_int_equal(pf_fleet_summary_encode(&b, &s), 0);
+    struct pf_fleet_summary t;
+    assert_int_equal(pf_fleet_summary_decode(&t, (const uint8_t *)pf_buf_str(&b), b.len), 0);
+    assert_int_equal(t.nfindings, 2);
+    assert_string_equal(t.findings[0].message, "from\trank 1\nto rank 2");
+    assert_int_equal(t.findings[0].status, PF_WARN);
+    assert_string_equal(t.findings[1].remedy, "set the token");
+    assert_int_equal(t.nculprits, 1);
+    assert_int_equal(t.culprits[0].rank, 5);
+    assert_string_equal(t.culprits[0].reason, "never joined\tthe rendezvous");
+    assert_true(t.have_tcp && t.correct);
+    assert_int_equal(t.bytes, 1 << 20);
+    assert_true(t.expected == 0.5);
+    assert_true(t.have_links && t.slow_src == 1 && t.slow_dst == 2);
+    assert_string_equal(t.verdict, "warn");
+    assert_string_equal(t.text, s.text);
+    pf_fleet_summary_free(&t);
+    /* a limit is never ignored silently */
+    struct pf_buf small;
+    pf_buf_init(&small, 64);
+    assert_int_equal(pf_fleet_summary_encode(&small, &s), PF_ETOOBIG);
+    assert_non_null(strstr(pf_err_msg(), "the SUMMARY message is over its limit"));
+    pf_buf_free(&small);
+    pf_buf_free(&b);
+    pf_fleet_summary_free(&s);
+}
+
+static void test_step_codecs(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    struct pf_fleet_ar a = {true, 0.012, 3, 17, "eth0"};
+    assert_int_equal(pf_fleet_ar_encode(&b, &a), 0);
+    struct pf_fleet_rank m;
+    memset(&m, 0, sizeof(m));
+    assert_int_equal(pf_fleet_ar_decode(&m, (const uint8_t *)pf_buf_str(&b), b.len), 0);
+    assert_true(m.ar_done);
+    assert_int_equal(m.ar_wrong, 3);
+    assert_int_equal(m.ar_first_bad, 17);
+    assert_string_equal(m.iface, "eth0");
+    pf_buf_reset(&b);
+    struct pf_coll_link l[] = {{0, 1, 9.5}, {3, 2, 0.2}};
+    assert_int_equal(pf_fleet_links_encode(&b, l, 2), 0);
+    struct pf_coll_link *got = NULL;
+    size_t n = 0;
+    assert_int_equal(pf_fleet_links_decode(&got, &n, 1, (const uint8_t *)pf_buf_str(&b), b.len), 0);
+    assert_int_equal(n, 1); /* only the links into rank 1 */
+    assert_int_equal(got[0].src, 0);
+    assert_true(got[0].gbps > 9.49 && got[0].gbps < 9.51);
+    free(got);
+    assert_int_equal(pf_fleet_ar_decode(&m, (const uint8_t *)"\x05", 1), PF_EINVAL);
+    pf_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agree_table),         cmocka_unit_test(test_lost_without_failures),
+        cmocka_unit_test(test_results_and_floor),   cmocka_unit_test(test_slow_node),
+        cmocka_unit_test(test_reports_and_verdict), cmocka_unit_test(test_summary_round_trip),
+        cmocka_unit_test(test_step_codecs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
