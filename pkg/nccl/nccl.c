@@ -313,21 +313,30 @@ static void keep_log(struct stage *st, const char *src, char *out, size_t n)
     char dst[PF_HOST_PATH_MAX];
     if (pf_snprintf(dst, sizeof(dst), "%s/nccl-rank%d.log", dir[0] ? dir : "/", st->rank) < 0)
         return;
+    /* the verdict's folder may be shared: a fresh O_EXCL|O_NOFOLLOW temporary file renamed
+     * over the target, never a write through a name someone else may have planted */
+    struct pf_file_target target;
+    if (pf_file_split(&target, dst) < 0) return;
     FILE *in = fopen(src, "r");
     if (!in) return;
-    FILE *o = fopen(dst, "w");
-    if (!o) {
+    struct pf_file_tmp t;
+    if (pf_file_tmp_open(&t, &target, 0644, pf_file_random(), true) < 0) {
         fclose(in);
         return;
     }
     char buf[65536];
     size_t k, total = 0;
-    while ((k = fread(buf, 1, sizeof(buf), in)) > 0 && total < LOG_MAX) {
-        fwrite(buf, 1, k, o);
+    int e = 0;
+    while (e == 0 && total < LOG_MAX && (k = fread(buf, 1, sizeof(buf), in)) > 0) {
+        e = pf_file_tmp_write(&t, buf, k);
         total += k;
     }
     fclose(in);
-    if (fclose(o) == 0) snprintf(out, n, "%s", dst);
+    if (e < 0) {
+        pf_file_tmp_abort(&t);
+        return;
+    }
+    if (pf_file_tmp_commit(&t) == 0) snprintf(out, n, "%s", dst);
 }
 
 static void remove_logdir(struct stage *st)
