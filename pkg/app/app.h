@@ -24,8 +24,8 @@ struct pf_options {
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */
     bool out_is_tty;
-    int width;    /* the human form's line width: COLUMNS, the terminal's, else 80 */
-    bool verbose; /* -v: every check with its findings in the human form */
+    int width;                   /* the human form's line width: COLUMNS, the terminal's, else 80 */
+    bool verbose;                /* -v: every check with its findings in the human form */
     const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
     bool dry_run;                /* run --dry-run: print the identity, join nothing */
 };

@@ -100,6 +100,7 @@ struct pf_fleet {
     const int *roster;           /* their ranks, in roster order (n entries) */
     struct pf_fleet_rank *r;     /* world entries, by rank */
     struct pf_fleet_summary out; /* what the judgement found */
+    bool lost_any;               /* judge_tcp: a rank was lost after the rendezvous */
 };
 
 void pf_fleet_init(struct pf_fleet *f, int world);

@@ -15,6 +15,7 @@ static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
+    f->lost_any = f->lost_any || t->lost->n > 0;
     for (size_t i = 0; i < t->lost->n; i++) {
         int r = t->lost->v[i].rank;
         const char *why = t->lost->v[i].why;
@@ -156,6 +157,9 @@ void pf_fleet_judge_reports(struct pf_fleet *f)
         for (size_t k = 0; k < m->nchecks; k++) {
             const struct pf_fleet_check *c = &m->checks[k];
             if (strcmp(c->status, "fail") != 0 || is_fleet_check(c->id)) continue;
+            /* a collective needs every rank: once one was lost, the others' collectives
+             * failed with it, and the lost rank is the culprit already */
+            if (f->lost_any && strncmp(c->id, "collective.", 11) == 0) continue;
             char codes[1024];
             pf_strlist_join(codes, sizeof(codes), &c->codes, ",");
             pf_fleet_blame(f, r, "check %s failed on this pod (%s)", c->id,

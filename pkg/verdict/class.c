@@ -14,8 +14,11 @@ static bool pod_is_culprit(const struct pf_verdict *v)
     for (const struct pf_node *c = v->culprits->first; c; c = c->next) {
         const struct pf_node *r = pf_node_get(c, "rank");
         const char *pod = pf_node_get_str(c, "pod");
-        if (rk && rk->kind == PF_NODE_INT && r && r->kind == PF_NODE_INT && r->i == rk->i)
-            return true;
+        /* by rank where both know it (pods on one host may share a name); else by name */
+        if (rk && rk->kind == PF_NODE_INT && r && r->kind == PF_NODE_INT) {
+            if (r->i == rk->i) return true;
+            continue;
+        }
         if (name && *name && pod && strcmp(pod, name) == 0) return true;
     }
     return false;
@@ -29,6 +32,9 @@ bool pf_verdict_fails(const struct pf_verdict *v)
 void pf_verdict_classify(struct pf_verdict *v)
 {
     bool me = v->culprits->count > 0 && pod_is_culprit(v);
+    /* another pod is named: a collective that failed here failed with it (a peer died during
+     * NCCL's init, say), so moving this pod to another node would not help */
+    bool other = v->culprits->count > 0 && !me;
     enum pf_status floor = v->warn_fails ? PF_WARN : PF_FAIL;
     enum pf_class worst = PF_CLASS_NONE;
     for (size_t i = 0; i < v->nchecks; i++) {
@@ -36,6 +42,8 @@ void pf_verdict_classify(struct pf_verdict *v)
         for (size_t j = 0; j < c->nfindings; j++) {
             struct pf_finding *f = &c->findings[j];
             if (me && f->cls == PF_CLASS_PEER) f->cls = PF_CLASS_NODE;
+            if (other && f->cls == PF_CLASS_NODE && strncmp(c->id, "collective.", 11) == 0)
+                f->cls = PF_CLASS_PEER;
             if (f->status >= floor && f->cls > worst) worst = f->cls;
         }
     }

@@ -19,11 +19,11 @@ struct snapshot {
     size_t deadline_len;
     char *signal_yaml; /* the same buffer as deadline_yaml in a final snapshot */
     size_t signal_len;
-    bool final;         /* the run's own verdict, being written: not an interrupted one */
-    int exit_code;      /* the handler's exit code (a final snapshot) */
+    bool final;    /* the run's own verdict, being written: not an interrupted one */
+    int exit_code; /* the handler's exit code (a final snapshot) */
     int deadline_exit, signal_exit;            /* the exit code of each (its failure class) */
     char deadline_line[512], signal_line[512]; /* the termination message of each */
-    const char *status; /* "fail", or the final verdict's status */
+    const char *status;                        /* "fail", or the final verdict's status */
 };
 
 static struct pf_file_target guard_target;

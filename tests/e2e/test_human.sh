@@ -95,7 +95,8 @@ golden node-ports-bad-60
 
 # ---- what holds whatever the goldens say
 B=$T/node-ports-bad.txt
-expect_eq "ports-bad: exit code 1" "$(cat "$T/node-ports-bad.rc")" 1
+# NCCL_P2P_DISABLE=1 (spec) wins over the down ports (node): exit 3
+expect_eq "ports-bad: exit code 3 (spec)" "$(cat "$T/node-ports-bad.rc")" 3
 header=$(awk 'NR == 1 { h = $0; next } /^  / { sub(/^ +/, " "); h = h $0; next } { print h; exit }' "$B")
 check "ports-bad: one header line (wrapped at most): verdict, counts, pod, node" \
     grep -qxE 'preflight FAIL: 2 failed, 1 warning, [0-9]+ passed, [0-9]+ skipped; pod ml/trainer-0, node gpu-node-01' <<<"$header"

@@ -279,7 +279,8 @@ if [ -n "$killed" ]; then
     *"(null)"*) notok "nccl: killed in the GPU stage: the peer-lost message has no (null)" "$lost" ;;
     *) ok "nccl: killed in the GPU stage: the peer-lost message has no (null)" ;;
     esac
-    expect_eq "nccl: killed in the GPU stage: rank 0 fails" "$(rc_of killed-0)" 1
+    # rank 1 is the only culprit: rank 0's failed collectives are a peer's fault (exit 5)
+    expect_eq "nccl: killed in the GPU stage: rank 0 fails as a peer" "$(rc_of killed-0)" 5
     clean killed-0
 else
     notok "nccl: rank 1 killed during the GPU stage" "it never reached the GPU stage"

@@ -127,7 +127,7 @@ expect_eq "log: no file is a usage error (exit 2)" "$(cat "$T/nofile.rc")" 2
 # colours, CRLF, srun -l "N: ", docker compose "name_1  | ", syslog, Ray "(pid=, ip=)" with
 # " [repeated Nx across cluster]", an ISO timestamp; the merged-NIC list form
 plog launch "$L/launchers.log"
-expect_log launch fail nccl-warn,no-gdr,socket-fallback 1
+expect_log launch fail nccl-warn,no-gdr,socket-fallback 4 # node class
 expect_eq "log: launchers: hosts and their networks through every prefix" \
     "$(q launch "[(h['name'], h['network'], h['transportClass']) for h in c['evidence']['hosts']]")" \
     '[["tr-0", "IB", "rdma"], ["tr-1", "IB", "rdma"], ["tr-2", "IBext_v8", "rdma"], ["tr-3", "AWS Libfabric", "socket"]]'

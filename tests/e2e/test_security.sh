@@ -298,9 +298,11 @@ for line in open(sys.argv[1]):
         if v1["verdict"] == "fail" or "interrupted" in codes(v1):
             bad.append("%s: exit 0 with verdict %s" % (d, v1["verdict"]))
         stats["completed"] += 1
-    elif rc1 == 1:
-        # stopped by the signal (or, on a slow machine, by its own --timeout)
-        if v1["verdict"] != "fail" or not {"interrupted", "timeout"} & set(codes(v1)):
+    elif rc1 in (1, 3, 4, 5):
+        # stopped by the signal (or, on a slow machine, by its own --timeout): the exit code
+        # is the verdict's failure class (3 spec, 4 node, 5 peer; 1 unclassified)
+        want = {"spec": 3, "node": 4, "peer": 5}.get(v1.get("failureClass"), 1)
+        if v1["verdict"] != "fail" or not {"interrupted", "timeout"} & set(codes(v1)) or rc1 != want:
             bad.append("%s (delay %s ms): exit 1, verdict %s, codes %s" % (d, delay, v1["verdict"], codes(v1)))
         stats["interrupted"] += 1
     else:
@@ -308,7 +310,8 @@ for line in open(sys.argv[1]):
     v0, e = load("r0.yaml")
     if e:
         bad.append("%s (delay %s ms): %s" % (d, delay, e)); continue
-    if (rc0 == 0) != (v0["verdict"] in ("pass", "warn")) or rc0 not in (0, 1):
+    want0 = {"spec": 3, "node": 4, "peer": 5}.get(v0.get("failureClass"), 1)
+    if (rc0 == 0) != (v0["verdict"] in ("pass", "warn")) or rc0 not in (0, want0):
         bad.append("%s (delay %s ms): rank 0 exit %d, verdict %s" % (d, delay, rc0, v0["verdict"]))
     for f in os.listdir(d):
         if f.startswith(".pf.") or ".tmp." in f:
@@ -354,8 +357,9 @@ for line in open(sys.argv[1]):
     codes = [x["code"] for c in v.get("checks", []) for x in (c.get("findings") or [])]
     if v.get("summary") == "an older run":
         good = rc == 143
-    elif rc == 1:
-        good = v["verdict"] == "fail" and "interrupted" in codes
+    elif rc in (1, 3, 4, 5):
+        want = {"spec": 3, "node": 4, "peer": 5}.get(v.get("failureClass"), 1)
+        good = v["verdict"] == "fail" and "interrupted" in codes and rc == want
     else:
         good = rc == 0 and v["verdict"] in ("pass", "warn")
     print(("ok" if good else "BAD") + " %s delay %s ms: exit %d, verdict %s" % (d, delay, rc, v.get("verdict")))

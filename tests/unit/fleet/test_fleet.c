@@ -160,6 +160,16 @@ static void test_lost_without_failures(void **state)
     assert_null(strstr(x->message, "(null)"));
     assert_int_equal(f.out.nculprits, 1);
     assert_int_equal(f.out.culprits[0].rank, 1);
+    /* rank 0's GPU collective failed because rank 1 died: rank 1 stays the only culprit */
+    f.r[0].reported = true;
+    strcpy(f.r[0].verdict, "fail");
+    f.r[0].checks = calloc(1, sizeof(*f.r[0].checks));
+    f.r[0].nchecks = 1;
+    snprintf(f.r[0].checks[0].id, sizeof(f.r[0].checks[0].id), "collective.nccl");
+    snprintf(f.r[0].checks[0].status, sizeof(f.r[0].checks[0].status), "fail");
+    pf_fleet_judge_reports(&f);
+    assert_int_equal(f.out.nculprits, 1);
+    assert_int_equal(f.out.culprits[0].rank, 1);
     /* with the others' reports, they are quoted in parentheses */
     pf_fleet_free(&f);
     fleet_of(&f, 2, roster);

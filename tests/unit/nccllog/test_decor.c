@@ -108,7 +108,8 @@ static void test_rows(void **state)
         struct pf_nccllog log = {0};
         pf_nccllog_line(&log, r->line, strlen(r->line));
         if (log.n != 1 || strcmp(log.v[0].host, r->host) != 0)
-            fail_msg("%s: %zu processes, host \"%s\"", r->origin, log.n, log.n ? log.v[0].host : "");
+            fail_msg("%s: %zu processes, host \"%s\"", r->origin, log.n,
+                     log.n ? log.v[0].host : "");
         pf_nccllog_free(&log);
     }
 }
@@ -117,11 +118,12 @@ static void test_rows(void **state)
 static void test_host_slot_one_host(void **state)
 {
     (void)state;
-    static const char text[] =
-        "(worker1, rank=1, pid=4888, ip=10.60.0.4) [nccl-e9ef-7d4f-1:2]:nccl-e9ef-7d4f-1:10478:10517"
-        " [2] NCCL INFO Channel 04/0 : 6[2] -> 7[3] via P2P/CUMEM/read\n"
-        "(worker1, rank=1, pid=4888, ip=10.60.0.4) [nccl-e9ef-7d4f-1:1]:nccl-e9ef-7d4f-1:10477:10518"
-        " [1] NCCL INFO Channel 02 : 5[1] -> 6[2] via SHM/direct/direct\n";
+    static const char text[] = "(worker1, rank=1, pid=4888, ip=10.60.0.4) "
+                               "[nccl-e9ef-7d4f-1:2]:nccl-e9ef-7d4f-1:10478:10517"
+                               " [2] NCCL INFO Channel 04/0 : 6[2] -> 7[3] via P2P/CUMEM/read\n"
+                               "(worker1, rank=1, pid=4888, ip=10.60.0.4) "
+                               "[nccl-e9ef-7d4f-1:1]:nccl-e9ef-7d4f-1:10477:10518"
+                               " [1] NCCL INFO Channel 02 : 5[1] -> 6[2] via SHM/direct/direct\n";
     struct pf_nccllog log = {0};
     pf_nccllog_text(&log, text, sizeof(text) - 1);
     pf_nccllog_finish(&log);
@@ -143,7 +145,8 @@ static void test_not_a_tag(void **state)
         snprintf(buf, sizeof(buf), "%s", lines[i]);
         struct nl_decor d;
         const char *rest = nl_decor_strip(buf, &d);
-        if (rest != buf || d.tag[0]) fail_msg("%s: stripped to \"%s\" tag \"%s\"", lines[i], rest, d.tag);
+        if (rest != buf || d.tag[0])
+            fail_msg("%s: stripped to \"%s\" tag \"%s\"", lines[i], rest, d.tag);
     }
 }
 
