@@ -757,8 +757,10 @@ static void stage_run(struct rdv_stage *S, const struct pf_rdv_opts *o)
     if (stage_identity(S, o) < 0) return;
     struct pf_check *c = rdv_chk(S, "rendezvous");
     if (S->world == 1) {
-        pf_check_set_message(c, "world size 1: nothing to meet");
-        pf_check_skip(rdv_chk(S, "collective.tcp"), "one pod: nothing to all-reduce among pods");
+        /* a world of one passes without a partner: no socket, no waiting */
+        pf_check_set_message(c, "world of one: no other pod to meet");
+        pf_check_skip(rdv_chk(S, "collective.tcp"),
+                      "world of one: no other pod to all-reduce with");
         rdv_roster_alloc(S, 1);
         S->rk[0] = 0;
         run_gpu_stage(S);
