@@ -6,8 +6,9 @@
  *   proto     the wire format: versioned, length-prefixed frames with a magic number and an
  *             optional HMAC-SHA256 bound to per-connection nonces (pure encode/decode)
  *   conn      one TCP connection carrying frames, every read and write under a deadline
- *   stage     the run: join, agreement, data mesh, TCP all-reduce, link probes, blame,
- *             the GPU stage hook, and the fleet-wide summary every pod's verdict carries */
+ *   stage     the run: the sequence of identity, meeting (server, admit, client), roster,
+ *             data mesh, steps, TCP all-reduce, link probes, the GPU stage hook, and the
+ *             fleet-wide summary every pod's verdict carries (internal.h: the parts) */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 

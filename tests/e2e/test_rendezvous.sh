@@ -6,9 +6,9 @@
 # with a Kubernetes-like resolv.conf (search domains, ndots:5): no --rank, no --coordinator.
 # Each scenario breaks one thing (a late pod, a missing one, one killed or frozen in the middle
 # of the all-reduce, a wrong world size, a duplicate rank, a wrong token, garbage on the
-# rendezvous port, a throttled link, a name that resolves late, a restarting pod) and asserts
-# the verdict of every surviving pod (status, finding codes, the culprit named), its exit code,
-# and that it finished before its --timeout.
+# rendezvous port, a throttled link, a name that resolves late, a restarting pod, a world of
+# one) and asserts the verdict of every surviving pod (status, finding codes, the culprit
+# named), its exit code, and that it finished before its --timeout.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
@@ -360,8 +360,48 @@ sc_l() {
     for i in 0 1 2 3; do expect_pod "$i" 0 "${HEALTHY[@]}"; done
 }
 
+# ---- m. a world of one: nothing to meet, so no rendezvous, no listening socket, no waiting
+# m_run OUT [PREFIX...]: trainer-0 alone (world size 1); PREFIX runs it (strace)
+m_run() {
+    local out=$1
+    shift
+    pod_exec 0 env POD_NAME=trainer-0 POD_NAMESPACE=ml NODE_NAME=node-0 PREFLIGHT_WORLD_SIZE=1 \
+        PREFLIGHT_PORT="$PORT" "$@" "$PREFLIGHT" run --config "$CFG" \
+        --verdict "$T/$SC/v$out.yaml" --format yaml --timeout "$TO" >"$T/$SC/out$out" 2>&1
+}
+sc_m() {
+    scenario m-one 29730 30 "$T/small.yaml"
+    # another process holds the rendezvous port: a pod that listened would fail (listen-failed)
+    pod_exec 0 python3 -c 'import socket, time
+s = socket.socket(); s.bind(("", 29730)); s.listen(); time.sleep(60)' &
+    local holder=$!
+    local s
+    s=$(date +%s%N)
+    m_run 0
+    RC[0]=$? WALL[0]=$((($(date +%s%N) - s) / 1000000))
+    expect_pod 0 0 'check("rendezvous")["status"] == "pass"' \
+        'check("rendezvous")["message"] == "world of one: no other pod to meet"' \
+        'codes("rendezvous") == []' 'd["pod"]["worldSize"] == 1' \
+        'check("collective.tcp")["status"] == "skip"' \
+        '"world of one" in check("collective.tcp")["message"]'
+    # not a race with the deadline: nothing waits, so it ends long before --timeout 30
+    if [ "${WALL[0]}" -lt 10000 ]; then ok "m-one: done in under 10 s of --timeout 30 (${WALL[0]} ms)"
+    else notok "m-one: done in under 10 s of --timeout 30" "took ${WALL[0]} ms"; fi
+    # strace records every listen(2) of a second run: there must be none (LeakSanitizer
+    # cannot run under ptrace, so it is off for this run only)
+    local tr="$T/$SC/listen.trace"
+    if ! command -v strace >/dev/null; then
+        skip "m-one: no listen(2) call" "strace not installed"
+    elif m_run 1 ASAN_OPTIONS=detect_leaks=0 strace -f -qq -e trace=listen -o "$tr" &&
+        [ -f "$tr" ] && ! grep -q 'listen(' "$tr"; then
+        ok "m-one: no listen(2) call"
+    else notok "m-one: no listen(2) call" "$(grep -m2 'listen(' "$tr" 2>/dev/null | tr '\n' '|')"; fi
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null || true
+}
+
 # ONLY="c d" runs those scenarios alone
-for s in a b c d e f g h i j k l; do
+for s in a b c d e f g h i j k l m; do
     [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $s "* ]] || continue
     "sc_$s"
 done

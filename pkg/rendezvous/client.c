@@ -1,0 +1,210 @@
+/* Rank > 0: dials rank 0 with backoff and jitter, takes its HELLO, sends the JOIN, and
+ * waits for the roster or a REJECT. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- joining (rank > 0) */
+
+static void sleep_s(double s)
+{
+    if (s <= 0) return;
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE])
+{
+    pf_rdv_put(b, "nonce", nonce, PF_RDV_NONCE);
+    pf_rdv_put_int(b, "rank", S->rank);
+    pf_rdv_put_int(b, "world", S->world);
+    pf_rdv_put_int(b, "proto", PF_RDV_PROTO);
+    pf_rdv_put_str(b, "version", PF_VERSION);
+    pf_rdv_put_str(b, "pod", S->pod);
+    pf_rdv_put_str(b, "node", S->node);
+    pf_rdv_put_str(b, "dataIp", S->bind_ip);
+    pf_rdv_put_int(b, "dataPort", S->data_port);
+    char digest[96];
+    pf_config_digest(digest, sizeof(digest), S->cfg);
+    pf_rdv_put_str(b, "digest", digest);
+    const char *nv = pf_node_get_str(S->ctx->verdict->environment, "ncclVersion");
+    pf_rdv_put_str(b, "ncclVersion", nv ? nv : "");
+    const struct pf_env *e = &S->ctx->env;
+    for (size_t i = 0; i < e->vars.n; i++) {
+        const char *kv = e->vars.v[i];
+        const char *eq = strchr(kv, '=');
+        if (!pf_str_starts(kv, "NCCL_") || !eq) continue;
+        char name[128];
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+        if (pf_verdict_is_secret_name(name)) {
+            /* compare secrets by hash, never send them */
+            uint8_t h[crypto_hash_sha256_BYTES];
+            crypto_hash_sha256(h, (const unsigned char *)eq + 1, strlen(eq + 1));
+            char *x = pf_xasprintf("%s=sha256:%02x%02x%02x%02x%02x%02x%02x%02x", name, h[0], h[1],
+                                   h[2], h[3], h[4], h[5], h[6], h[7]);
+            pf_rdv_put_str(b, "env", x);
+            free(x);
+        } else {
+            pf_rdv_put_str(b, "env", kv);
+        }
+    }
+}
+
+/* One dial of rank 0's address: fd, or -1 after saying why and sleeping the backoff. */
+static int client_dial(struct rdv_stage *S, int attempt, double *backoff, char *last, size_t nlast,
+                       double *last_say, char *peer, size_t npeer)
+{
+    double now = pf_now();
+    int fd;
+    double dd = now + 5 < S->join_deadline ? now + 5 : S->join_deadline;
+    if (pf_rdv_dial(&fd, peer, npeer, S->id.coordinator, S->id.port, dd) == 0) return fd;
+    snprintf(last, nlast, "%s", pf_err_msg());
+    if (attempt <= 2 || (attempt & (attempt - 1)) == 0 || now - *last_say > 10) {
+        pf_ctx_progress(S->ctx, "%s %s:%d (attempt %d): %s",
+                        strstr(last, "connect") ? "connecting to" : "resolving", S->id.coordinator,
+                        S->id.port, attempt, last);
+        *last_say = now;
+    }
+    rdv_guard(S, "rendezvous", "joining rank 0 at %s:%d (attempt %d: %s)", S->id.coordinator,
+              S->id.port, attempt, last);
+    double jitter = 0.5 + (double)(randombytes_uniform(1000)) / 1000.0;
+    double wait = *backoff * jitter;
+    if (pf_now() + wait > S->join_deadline) wait = S->join_deadline - pf_now();
+    sleep_s(wait);
+    *backoff = *backoff * 2 > 5 ? 5 : *backoff * 2;
+    return -1;
+}
+
+/* On a new connection to rank 0: its HELLO, this rank's JOIN, and rank 0's answer in msg.
+ * 0: msg holds the answer; 1: try again (last says why); PF_ERR: stop, findings recorded. */
+static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, double backoff,
+                             char *last, size_t nlast, struct pf_rdv_msg *msg)
+{
+    pf_rdv_conn_init(&S->ctl, fd, peer, true);
+    S->have_ctl = true;
+    S->ctl.auth.on = S->auth;
+    S->ctl.auth.token = S->token;
+    pf_rdv_sockaddr_ip(S->root_ip, sizeof(S->root_ip), fd, true);
+    pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
+    double hd = pf_now() + 10;
+    int r = pf_rdv_conn_recv(&S->ctl, msg, false, hd);
+    if (r < 0 || msg->type != PF_RDV_HELLO) {
+        snprintf(last, nlast, "%s", r < 0 ? pf_err_msg() : "no HELLO from rank 0");
+        pf_rdv_msg_free(msg);
+        pf_rdv_conn_close(&S->ctl);
+        S->have_ctl = false;
+        if (strstr(last, "protocol version")) {
+            rdv_add_finding_text(S, "rendezvous", "version-mismatch", PF_FAIL, NULL, last);
+            return PF_ERR;
+        }
+        pf_ctx_progress(S->ctx, "rank 0 at %s: %s; trying again", peer, last);
+        sleep_s(backoff);
+        return 1;
+    }
+    const struct pf_rdv_field *nf = pf_rdv_fields_get(&msg->f, "nonce");
+    if (nf && nf->vlen == PF_RDV_NONCE) memcpy(S->ctl.auth.nonce_s, nf->val, PF_RDV_NONCE);
+    pf_rdv_msg_free(msg);
+    pf_rdv_random(S->ctl.auth.nonce_c, PF_RDV_NONCE);
+    struct pf_buf b;
+    pf_buf_init(&b, PF_RDV_MAX_JOIN);
+    rdv_join_payload(S, &b, S->ctl.auth.nonce_c);
+    r = pf_rdv_conn_send(&S->ctl, PF_RDV_JOIN, b.data, b.len, pf_now() + 10);
+    pf_buf_free(&b);
+    if (r == 0) {
+        rdv_guard(S, "rendezvous", "joined rank 0 at %s; waiting for rank 0 to start the run",
+                  peer);
+        pf_ctx_progress(S->ctx, "rank %d joined rank 0 at %s; waiting for the others", S->rank,
+                        peer);
+        r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - 0.5);
+    }
+    if (r < 0) {
+        snprintf(last, nlast, "%s", pf_err_msg());
+        pf_rdv_conn_close(&S->ctl);
+        S->have_ctl = false;
+        if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 1) {
+            rdv_add_finding_text(S, "rendezvous", "timeout", PF_FAIL, NULL,
+                                 "joined rank 0 at its address, but it had not started the run "
+                                 "by this pod's deadline (it was still waiting for other ranks)");
+            return PF_ERR;
+        }
+        pf_ctx_progress(S->ctx, "rank 0 went away before the run started (%s); joining again",
+                        last);
+        sleep_s(backoff);
+        return 1;
+    }
+    return 0;
+}
+
+/* Rank 0's answer to the JOIN: a REJECT, or the roster. 0, or PF_ERR with findings. */
+static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg)
+{
+    if (msg->type == PF_RDV_REJECT) {
+        char code[48] = "", text[512] = "";
+        pf_rdv_fields_str(code, sizeof(code), &msg->f, "code");
+        pf_rdv_fields_str(text, sizeof(text), &msg->f, "message");
+        bool verified = !S->auth || msg->mac_ok;
+        static const char *const known[] = {"auth-failed", "duplicate-rank", "world-size-mismatch",
+                                            "version-mismatch", "missing-ranks"};
+        const char *use = "timeout";
+        for (size_t k = 0; k < PF_ARRAY_LEN(known); k++)
+            if (strcmp(code, known[k]) == 0) use = known[k];
+        char m2[768];
+        snprintf(m2, sizeof(m2), "%s%s", text,
+                 verified ? "" : " (rank 0's answer fails the token check: the tokens differ)");
+        rdv_add_finding_text(S, "rendezvous", use, PF_FAIL, NULL, m2);
+        pf_ctx_progress(S->ctx, "rank 0 refused this pod: %s", m2);
+        return PF_ERR;
+    }
+    if (msg->type != PF_RDV_ROSTER || (S->auth && !msg->mac_ok)) {
+        rdv_add_finding_text(S, "rendezvous", "auth-failed", PF_FAIL, NULL,
+                             S->auth && !msg->mac_ok
+                                 ? "rank 0's answer fails the token check: rank 0 has another "
+                                   "PREFLIGHT_TOKEN, or none"
+                                 : "rank 0 sent an unexpected frame");
+        return PF_ERR;
+    }
+    if (rdv_client_parse_roster(S, msg) < 0) {
+        rdv_add_finding_text(S, "rendezvous", "timeout", PF_FAIL, NULL, pf_err_msg());
+        return PF_ERR;
+    }
+    return 0;
+}
+
+int rdv_client_join(struct rdv_stage *S)
+{
+    double backoff = 0.25;
+    char last[512] = "";
+    char b0[NAME_MAX_];
+    const char *pod0 = rdv_pod_of(S, 0, b0, sizeof(b0));
+    double last_say = 0;
+    for (int attempt = 1;; attempt++) {
+        if (pf_now() >= S->join_deadline) break;
+        char peer[96];
+        int fd =
+            client_dial(S, attempt, &backoff, last, sizeof(last), &last_say, peer, sizeof(peer));
+        if (fd < 0) continue;
+        struct pf_rdv_msg msg = {0};
+        int r = client_hello_join(S, fd, peer, backoff, last, sizeof(last), &msg);
+        if (r == 1) continue;
+        if (r < 0) return PF_ERR;
+        r = client_answer(S, &msg);
+        pf_rdv_msg_free(&msg);
+        return r;
+    }
+    /* never reached rank 0 */
+    char m2[1024];
+    snprintf(m2, sizeof(m2), "rank 0%s%s%s never answered at %s:%d within %.0f s (last error: %s)",
+             pod0[0] ? " (" : "", pod0, pod0[0] ? ")" : "", S->id.coordinator, S->id.port,
+             pf_now() - S->t0, last[0] ? last : "none");
+    rdv_add_finding_text(S, "rendezvous", "missing-ranks", PF_FAIL, NULL, m2);
+    pf_verdict_add_culprit(S->ctx->verdict, 0, pod0, "", "never reachable at %s:%d: %s",
+                           S->id.coordinator, S->id.port, last[0] ? last : "no answer");
+    return PF_ERR;
+}

@@ -1,0 +1,204 @@
+/* The rendezvous' own declarations, shared by its files (stage.c, server.c, admit.c,
+ * client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of the
+ * module's interface (rendezvous.h). */
+#ifndef PF_RENDEZVOUS_INTERNAL_H
+#define PF_RENDEZVOUS_INTERNAL_H
+
+#include "rendezvous.h"
+
+#include "../collective/collective.h"
+#include "../fleet/fleet.h"
+
+#define NAME_MAX_ 128
+#define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
+#define CHUNK_BYTES (512u << 10)
+#define ALLGATHER_MAX (64u << 10)
+#define PROBE_RUNS 3 /* runs of each link probe; the fastest counts */
+#define LIST_MAX 12  /* ranks named in one message before "and N more" */
+
+enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
+enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
+
+/* One rank of the run, as the roster names it. */
+struct pf_rdv_peer {
+    int rank;
+    char ip[64]; /* its data address; "" for rank 0 (a joiner uses the address it reached) */
+    int port;    /* its data port */
+    char pod[NAME_MAX_], node[NAME_MAX_];
+};
+
+/* The roster: who is in the run, in rank order (ROSTER, docs/design.md "Wire protocol"). */
+struct pf_rdv_roster {
+    uint8_t run[PF_RDV_NONCE]; /* the run id: data connections name it */
+    int world;                 /* rank 0's world size */
+    int n;
+    struct pf_rdv_peer *peer;
+};
+/* The ROSTER payload: run, n, world and one record `m` {rank, ip, port, pod, node} a rank.
+ * PF_ETOOBIG when b's limit cut it. */
+int pf_rdv_roster_encode(struct pf_buf *b, const struct pf_rdv_roster *ro);
+/* Decodes a ROSTER payload (peer input). PF_EINVAL when the header fields are missing or
+ * out of range; a malformed record is left out (out->n counts the good ones). Free with
+ * pf_rdv_roster_free, also after an error. */
+int pf_rdv_roster_decode(struct pf_rdv_roster *out, const uint8_t *payload, size_t len);
+void pf_rdv_roster_free(struct pf_rdv_roster *ro);
+
+struct rdv_member {
+    int state;
+    int conn; /* server connection index, -1 for none (and for rank 0 itself) */
+    char pod[NAME_MAX_], node[NAME_MAX_], addr[64], data_ip[64];
+    int data_port;
+    long long world_claimed;
+    char version[48], digest[96], nccl_version[64];
+    struct pf_strlist env; /* "NAME=VALUE" */
+    char why[384];         /* refused or lost: why */
+    /* the step in progress */
+    uint32_t step_got;
+    bool step_ok;
+    char step_err[320];
+    uint8_t *blob;
+    size_t bloblen;
+};
+
+struct rdv_sconn {
+    struct pf_rdv_conn c;
+    bool used;
+    int rank; /* -1 until it joined */
+    double deadline;
+    bool closing;
+    double close_by;
+};
+
+struct rdv_stage {
+    struct pf_ctx *ctx;
+    const struct pf_config *cfg;
+    struct pf_rdv_ident id;
+    const char *token;
+    bool auth;
+    int rank, world;
+    double t0, cutoff, join_deadline;
+    char pod[NAME_MAX_], node[NAME_MAX_];
+    char my_ip[64], iface[64], bind_ip[64];
+    int data_lfd, data_port;
+    /* the roster: who is in the run, in rank order */
+    int n, pos;
+    struct pf_rdv_roster ro; /* its world: rank 0's; every rank decides by it, not its own */
+    int *rk;                 /* the ranks of ro.peer, in order (for collective/ and fleet/) */
+    /* rank > 0: the control connection */
+    struct pf_rdv_conn ctl;
+    bool have_ctl;
+    char root_ip[64];
+    bool root_lost;
+    char root_why[384];
+    bool summary_seen;
+    /* rank 0 */
+    int lfd;
+    struct rdv_sconn *sc;
+    size_t nsc;
+    struct rdv_member *m;
+    int dropped;
+    char dropped_last[256];
+    double last_join, roster_at;
+    int last_waiting;
+    double last_progress;
+    struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
+    bool have_fleet;
+    struct pf_buf sum; /* the SUMMARY payload */
+    struct pf_coll_link *links;
+    size_t nlinks;
+    /* the flow */
+    uint32_t step_no;
+    bool stopped;
+    struct pf_fleet_marks lost, failed;
+    /* data mesh */
+    int nshifts, shifts[3], out_fd[3], in_fd[3];
+    /* this rank's results */
+    bool ar_ran, ar_ok;
+    double ar_seconds;
+    size_t ar_wrong, ar_first_bad;
+    char ar_err[640];
+    long long bytes;
+    int iters;
+    struct pf_coll_link *mylinks;
+    size_t nmylinks;
+};
+
+/* ---- steps: gather at rank 0, answer to all */
+
+struct rdv_step_res {
+    bool go;
+    uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
+    size_t *lens;
+};
+
+/* ---- stage.c: naming ranks, the verdict, the guard */
+double rdv_left_s(const struct rdv_stage *S);
+/* The pod name of rank: as it joined, from the roster, or from the naming rule. */
+const char *rdv_pod_of(const struct rdv_stage *S, int rank, char *buf, size_t n);
+const char *rdv_node_of(const struct rdv_stage *S, int rank);
+/* "rank 5 (trainer-5)" */
+void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank);
+struct pf_check *rdv_chk(struct rdv_stage *S, const char *id);
+/* A finding on this rank's verdict (once). */
+void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code,
+                          enum pf_status st, const char *remedy, const char *msg);
+/* A finding every rank's verdict carries: rank 0 adds it and sends it in the summary. */
+void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, enum pf_status st,
+                       const char *remedy, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+/* Appends "5, 11, 12": at most PF_FLEET_LIST_MAX, then "and K more". */
+void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
+/* What is under way, for a verdict written on a signal or at the deadline. */
+void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- server.c: rank 0's connections and its poll loop */
+void rdv_sc_close(struct rdv_stage *S, size_t i);
+void rdv_member_lost(struct rdv_stage *S, int rank, const char *why);
+/* Queues a REJECT {code, message} and closes the connection once it is written. */
+void rdv_sc_reject(struct rdv_stage *S, size_t i, const char *code, const char *msg);
+/* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. */
+void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why);
+/* The event loop of rank 0. Returns true when done(S) said so, false at the deadline. */
+bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_stage *));
+/* Listens on the rendezvous port and sets up the member table with rank 0 in it. PF_ERR
+ * with the finding `listen-failed` when the port cannot be had. */
+int rdv_root_listen(struct rdv_stage *S);
+/* serve's condition of the join phase: every rank joined (says who is awaited meanwhile). */
+bool rdv_join_done(struct rdv_stage *S);
+
+/* ---- admit.c: a JOIN on connection i, admitted or refused */
+void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
+
+/* ---- roster.c */
+void rdv_roster_alloc(struct rdv_stage *S, int n);
+void rdv_roster_free(struct rdv_stage *S);
+/* Rank 0: the roster of rank 0 and every joined rank, queued to every joined rank. */
+void rdv_root_send_roster(struct rdv_stage *S);
+/* Rank > 0: the roster from rank 0's ROSTER message. PF_EINVAL when malformed. */
+int rdv_client_parse_roster(struct rdv_stage *S, const struct pf_rdv_msg *msg);
+
+/* ---- step.c */
+/* Rank 0: a STEP from connection i. */
+void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
+/* One step (mode STEP_*): 0 when every rank goes on, PF_ERR when the run stops. res holds
+ * the parts (ALLGATHER everywhere, GATHER at rank 0); free it with rdv_step_res_free. */
+int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, const void *blob,
+             size_t len, int mode, double timeout, struct rdv_step_res *res);
+void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r);
+/* serve's condition: every queued frame to a joined rank is written. */
+bool rdv_flushed(struct rdv_stage *S);
+
+/* ---- mesh.c */
+/* Opens one data connection per probed shift and accepts one from each: 0, or PF_ERR with
+ * err saying which. */
+int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr);
+void rdv_mesh_close(struct rdv_stage *S);
+
+/* ---- client.c */
+/* The JOIN's fields: who this pod is, what it sees (NCCL_* variables, secrets hashed). */
+void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE]);
+/* Joins rank 0 and waits for the roster: 0, or PF_ERR with findings recorded. */
+int rdv_client_join(struct rdv_stage *S);
+
+#endif

@@ -1,0 +1,313 @@
+/* Rank 0: listens, accepts, says HELLO, and serves every connection from one poll loop
+ * (never one peer at a time); drops strangers and rejects refused joiners. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- rank 0: connections */
+
+void rdv_sc_close(struct rdv_stage *S, size_t i)
+{
+    struct rdv_sconn *c = &S->sc[i];
+    if (!c->used) return;
+    pf_rdv_conn_close(&c->c);
+    c->used = false;
+    if (c->rank > 0 && c->rank < S->world && S->m[c->rank].conn == (int)i) S->m[c->rank].conn = -1;
+}
+
+void rdv_member_lost(struct rdv_stage *S, int rank, const char *why)
+{
+    struct rdv_member *m = &S->m[rank];
+    if (m->state != M_JOINED) return;
+    m->state = M_LOST;
+    pf_strcpy(m->why, sizeof(m->why), why);
+    pf_fleet_mark(&S->lost, rank, why);
+    if (m->conn >= 0) rdv_sc_close(S, (size_t)m->conn);
+    m->conn = -1;
+    char w[160];
+    rdv_who(w, sizeof(w), S, rank);
+    pf_ctx_progress(S->ctx, "lost %s: %s", w, why);
+}
+
+void rdv_sc_reject(struct rdv_stage *S, size_t i, const char *code, const char *msg)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    pf_rdv_put_str(&b, "code", code);
+    pf_rdv_put_str(&b, "message", msg);
+    pf_rdv_conn_queue(&S->sc[i].c, PF_RDV_REJECT, b.data, b.len);
+    pf_buf_free(&b);
+    S->sc[i].closing = true;
+    S->sc[i].close_by = pf_now() + 2.0;
+    S->sc[i].rank = -1;
+}
+
+/* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. */
+void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why)
+{
+    S->dropped++;
+    snprintf(S->dropped_last, sizeof(S->dropped_last), "%s: %s", S->sc[i].c.peer, why);
+    pf_ctx_progress(S->ctx, "dropped a connection from %s: %s", S->sc[i].c.peer, why);
+    rdv_sc_close(S, i);
+}
+
+static void dispatch(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
+{
+    struct rdv_sconn *c = &S->sc[i];
+    if (c->rank < 0) {
+        if (msg->type == PF_RDV_JOIN)
+            rdv_admit(S, i, msg);
+        else
+            rdv_sc_drop(S, i, "expected JOIN");
+        return;
+    }
+    if (msg->type == PF_RDV_STEP)
+        rdv_handle_step(S, i, msg);
+    else
+        rdv_member_lost(S, c->rank, "protocol error: unexpected frame");
+}
+
+static void sc_failed(struct rdv_stage *S, size_t i, bool eof, const char *err)
+{
+    struct rdv_sconn *c = &S->sc[i];
+    int r = c->rank;
+    if (c->closing || r < 0) {
+        if (!c->closing && r < 0)
+            rdv_sc_drop(S, i, eof ? "closed before joining" : err);
+        else
+            rdv_sc_close(S, i);
+        return;
+    }
+    if (S->n == 0) {
+        /* before the run: the slot is free again (a restarting pod comes back) */
+        pf_ctx_progress(S->ctx,
+                        "rank %d (%s) left before the run started (%s); waiting for it "
+                        "to come back",
+                        r, S->m[r].pod, eof ? "connection closed" : err);
+        S->m[r].state = M_EMPTY;
+        rdv_sc_close(S, i);
+        S->m[r].conn = -1;
+        return;
+    }
+    rdv_member_lost(S, r,
+                    eof ? "its connection closed: the process exited or the pod was deleted" : err);
+}
+
+static void accept_all(struct rdv_stage *S)
+{
+    for (int k = 0; k < 256; k++) {
+        int fd = accept4(S->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) return;
+        size_t i;
+        for (i = 0; i < S->nsc; i++)
+            if (!S->sc[i].used) break;
+        if (i == S->nsc) {
+            S->sc = pf_xrealloc(S->sc, (S->nsc + 1) * sizeof(*S->sc));
+            S->nsc++;
+        }
+        struct rdv_sconn *c = &S->sc[i];
+        memset(c, 0, sizeof(*c));
+        char peer[96];
+        pf_rdv_sockname(peer, sizeof(peer), fd, true);
+        pf_rdv_conn_init(&c->c, fd, peer, false);
+        c->c.max_payload = PF_RDV_MAX_JOIN;
+        c->used = true;
+        c->rank = -1;
+        c->deadline = pf_now() + JOIN_WAIT;
+        if (!S->my_ip[0]) pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
+        c->c.auth.on = S->auth;
+        c->c.auth.token = S->token;
+        pf_rdv_random(c->c.auth.nonce_s, PF_RDV_NONCE);
+        struct pf_buf b;
+        pf_buf_init(&b, 4096);
+        pf_rdv_put(&b, "nonce", c->c.auth.nonce_s, PF_RDV_NONCE);
+        pf_rdv_put_int(&b, "proto", PF_RDV_PROTO);
+        pf_rdv_put_str(&b, "version", PF_VERSION);
+        pf_rdv_put_str(&b, "auth", S->auth ? "hmac-sha256" : "none");
+        pf_rdv_put_int(&b, "world", S->world);
+        /* HELLO goes out bare: the joiner has no nonce of its own in it yet */
+        bool on = c->c.auth.on;
+        c->c.auth.on = false;
+        pf_rdv_conn_queue(&c->c, PF_RDV_HELLO, b.data, b.len);
+        c->c.auth.on = on;
+        pf_buf_free(&b);
+        pf_rdv_conn_flush_some(&c->c);
+    }
+}
+
+/* The event loop of rank 0. Returns when done(S) says so or at the deadline. */
+bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_stage *))
+{
+    struct pollfd *pf = NULL;
+    size_t *idx = NULL;
+    bool fin = false;
+    for (;;) {
+        double now = pf_now();
+        for (size_t i = 0; i < S->nsc; i++) {
+            struct rdv_sconn *c = &S->sc[i];
+            if (!c->used) continue;
+            if (c->closing && (!pf_rdv_conn_pending(&c->c) || now > c->close_by))
+                rdv_sc_close(S, i);
+            else if (c->rank < 0 && !c->closing && c->deadline && now > c->deadline)
+                rdv_sc_drop(S, i, "no JOIN within 10 s (slow or not a preflight client)");
+        }
+        if (done && done(S)) {
+            fin = true;
+            break;
+        }
+        if (now >= deadline) break;
+        pf = pf_xrealloc(pf, (S->nsc + 1) * sizeof(*pf));
+        idx = pf_xrealloc(idx, (S->nsc + 1) * sizeof(*idx));
+        size_t np = 0;
+        pf[np++] = (struct pollfd){S->lfd, POLLIN, 0};
+        for (size_t i = 0; i < S->nsc; i++) {
+            struct rdv_sconn *c = &S->sc[i];
+            if (!c->used) continue;
+            short ev = c->closing ? 0 : POLLIN;
+            if (pf_rdv_conn_pending(&c->c)) ev |= POLLOUT;
+            idx[np] = i;
+            pf[np++] = (struct pollfd){c->c.fd, ev, 0};
+        }
+        double wait = deadline - now;
+        if (wait > 0.25) wait = 0.25;
+        int pr = poll(pf, np, (int)(wait * 1000) + 1);
+        if (pr < 0 && errno != EINTR) break;
+        if (pr <= 0) continue;
+        if (pf[0].revents & POLLIN) accept_all(S);
+        for (size_t k = 1; k < np; k++) {
+            size_t i = idx[k];
+            struct rdv_sconn *c = &S->sc[i];
+            if (!c->used || !pf[k].revents) continue;
+            if (pf[k].revents & POLLOUT) {
+                if (pf_rdv_conn_flush_some(&c->c) < 0) {
+                    sc_failed(S, i, false, pf_err_msg());
+                    continue;
+                }
+            }
+            if (!(pf[k].revents & (POLLIN | POLLHUP | POLLERR)) || c->closing) continue;
+            int r = pf_rdv_conn_fill(&c->c);
+            if (r == PF_ETIMEOUT) continue;
+            bool eof = r == 0;
+            char err[320] = "";
+            if (r < 0) snprintf(err, sizeof(err), "%s", pf_err_msg());
+            /* frames that arrived before the end still count */
+            for (;;) {
+                struct pf_rdv_msg msg;
+                int n = pf_rdv_conn_next(&c->c, &msg, S->auth && c->rank >= 0);
+                if (n == 0) break;
+                if (n < 0) {
+                    char why[320];
+                    snprintf(why, sizeof(why), "%s", pf_err_msg());
+                    if (c->rank < 0) {
+                        if (strstr(why, "protocol version"))
+                            rdv_fleet_finding(S, "rendezvous", "version-mismatch", PF_FAIL, NULL,
+                                              "a pod at %s speaks another preflight protocol: %s",
+                                              c->c.peer, why);
+                        rdv_sc_drop(S, i, why);
+                    } else {
+                        rdv_member_lost(S, c->rank, why);
+                    }
+                    eof = false;
+                    err[0] = '\0';
+                    break;
+                }
+                dispatch(S, i, &msg);
+                pf_rdv_msg_free(&msg);
+                if (!c->used || c->closing) break;
+            }
+            if (c->used && !c->closing && (eof || err[0])) sc_failed(S, i, eof, err);
+        }
+    }
+    free(pf);
+    free(idx);
+    return fin;
+}
+
+/* ---- rank 0: the join phase */
+
+static int waiting_list(const struct rdv_stage *S, int *out)
+{
+    int k = 0;
+    for (int r = 1; r < S->world; r++)
+        if (S->m[r].state == M_EMPTY) out[k++] = r;
+    return k;
+}
+
+bool rdv_join_done(struct rdv_stage *S)
+{
+    int *w = pf_xmalloc((size_t)S->world * sizeof(int));
+    int nw = waiting_list(S, w);
+    double now = pf_now();
+    if (nw && (nw != S->last_waiting || now - S->last_progress > 5)) {
+        struct pf_buf b;
+        pf_buf_init(&b, 1 << 14);
+        rdv_list_numbers(&b, w, (size_t)nw);
+        /* the guard first: a verdict written on a signal right after the line is seen must
+         * already say what was under way */
+        rdv_guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
+        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
+        pf_buf_free(&b);
+        S->last_progress = now;
+    }
+    S->last_waiting = nw;
+    free(w);
+    return nw == 0;
+}
+
+/* Rank 0's own place in the member table: its claims, as a JOIN would carry them. */
+static void root_member(struct rdv_stage *S)
+{
+    struct rdv_member *m0 = &S->m[0];
+    m0->state = M_JOINED;
+    pf_strcpy(m0->pod, sizeof(m0->pod), S->pod);
+    pf_strcpy(m0->node, sizeof(m0->node), S->node);
+    m0->world_claimed = S->world;
+    pf_strcpy(m0->version, sizeof(m0->version), PF_VERSION);
+    pf_config_digest(m0->digest, sizeof(m0->digest), S->cfg);
+    const char *nv = pf_node_get_str(S->ctx->verdict->environment, "ncclVersion");
+    pf_strcpy(m0->nccl_version, sizeof(m0->nccl_version), nv ? nv : "");
+    /* rank 0's own NCCL variables, as a JOIN would carry them */
+    struct pf_buf jb;
+    pf_buf_init(&jb, PF_RDV_MAX_JOIN);
+    uint8_t zero[PF_RDV_NONCE] = {0};
+    rdv_join_payload(S, &jb, zero);
+    struct pf_rdv_fields jf;
+    if (pf_rdv_fields_decode(&jf, (const uint8_t *)jb.data, jb.len) == 0) {
+        for (size_t k = 0; k < jf.n; k++)
+            if (pf_rdv_field_is(&jf.v[k], "env")) {
+                char *e = pf_rdv_field_dup(&jf.v[k]);
+                if (e) pf_strlist_add(&m0->env, e);
+                free(e);
+            }
+        pf_rdv_fields_free(&jf);
+    }
+    pf_buf_free(&jb);
+}
+
+int rdv_root_listen(struct rdv_stage *S)
+{
+    int p = S->id.port;
+    pf_ctx_progress(S->ctx, "rank 0 of %d: listening on port %d for %d ranks", S->world, p,
+                    S->world - 1);
+    if (pf_rdv_listen(&S->lfd, "", &p) < 0) {
+        pf_check_add_finding(rdv_chk(S, "rendezvous"), "listen-failed", PF_FAIL, NULL,
+                             "rendezvous port %d: %s", S->id.port, pf_err_msg());
+        pf_check_skip(rdv_chk(S, "collective.tcp"), "rank 0 cannot listen");
+        return PF_ERR;
+    }
+    S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
+    pf_fleet_init(&S->F, S->world);
+    S->have_fleet = true;
+    for (int k = 0; k < S->world; k++)
+        S->m[k].conn = -1;
+    root_member(S);
+    S->last_waiting = -1;
+    return 0;
+}

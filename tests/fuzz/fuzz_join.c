@@ -1,0 +1,69 @@
+/* Fuzz target: JOIN admission at rank 0, without sockets. Rank 0 of a world of 4 takes the
+ * same JOIN on two connections (a first join, then a rejoin or a second claim). Byte 0 sets
+ * what the connection layer would have found (bit 0: the MAC verified, bit 1: the frame had
+ * one), byte 1 rank 0's side (bit 0: it has a token, bit 1: the run already started); the
+ * rest is the JOIN payload. Admission must never crash, and a member it admits holds the
+ * rank it claimed. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../pkg/rendezvous/internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define WORLD 4
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2) return 0;
+    struct pf_rdv_msg msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.type = PF_RDV_JOIN;
+    msg.mac_ok = data[0] & 1;
+    msg.had_mac = (data[0] & 2) != 0;
+    if (pf_rdv_fields_decode(&msg.f, data + 2, size - 2) < 0) return 0;
+
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    struct pf_ctx ctx;
+    pf_ctx_init(&ctx, NULL, &v);
+    struct rdv_stage st, *S = &st;
+    memset(S, 0, sizeof(*S));
+    S->ctx = &ctx;
+    S->auth = data[1] & 1;
+    S->token = S->auth ? "fuzz-token" : NULL;
+    S->world = WORLD;
+    S->n = (data[1] & 2) ? 2 : 0;
+    pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
+    S->m = calloc(WORLD, sizeof(*S->m));
+    if (!S->m) abort();
+    for (int r = 0; r < WORLD; r++)
+        S->m[r].conn = -1;
+    S->m[0].state = M_JOINED;
+    pf_fleet_init(&S->F, WORLD);
+    S->have_fleet = true;
+    S->nsc = 2;
+    S->sc = calloc(S->nsc, sizeof(*S->sc));
+    if (!S->sc) abort();
+    for (size_t i = 0; i < S->nsc; i++) {
+        pf_rdv_conn_init(&S->sc[i].c, -1, "fuzz", false);
+        S->sc[i].used = true;
+        S->sc[i].rank = -1;
+        rdv_admit(S, i, &msg);
+        int r = S->sc[i].rank;
+        if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != M_JOINED)) abort();
+    }
+    for (size_t i = 0; i < S->nsc; i++)
+        if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
+    for (int r = 0; r < WORLD; r++)
+        pf_strlist_free(&S->m[r].env);
+    free(S->sc);
+    free(S->m);
+    pf_fleet_free(&S->F);
+    pf_ctx_free(&ctx);
+    pf_verdict_free(&v);
+    pf_rdv_fields_free(&msg.f);
+    return 0;
+}

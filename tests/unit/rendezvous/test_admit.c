@@ -1,0 +1,170 @@
+/* rendezvous: JOIN admission at rank 0 (admit.c) without sockets. Rank 0 of a world of 4
+ * takes JOINs on connections that are not connected (fd -1): what it admits, what it
+ * refuses with which REJECT code and fleet finding, and a pod that joins again. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../../pkg/rendezvous/internal.h"
+
+#define WORLD 4
+
+struct rig {
+    struct pf_verdict v;
+    struct pf_ctx ctx;
+    struct rdv_stage S;
+};
+
+static void rig_open(struct rig *g, bool auth, size_t nconn)
+{
+    memset(g, 0, sizeof(*g));
+    pf_verdict_init(&g->v);
+    pf_ctx_init(&g->ctx, NULL, &g->v);
+    struct rdv_stage *S = &g->S;
+    S->ctx = &g->ctx;
+    S->auth = auth;
+    S->token = auth ? "t0ken" : NULL;
+    S->world = WORLD;
+    pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
+    S->m = calloc(WORLD, sizeof(*S->m));
+    assert_non_null(S->m);
+    for (int r = 0; r < WORLD; r++)
+        S->m[r].conn = -1;
+    S->m[0].state = M_JOINED;
+    pf_fleet_init(&S->F, WORLD);
+    S->have_fleet = true;
+    S->nsc = nconn;
+    S->sc = calloc(nconn, sizeof(*S->sc));
+    assert_non_null(S->sc);
+    for (size_t i = 0; i < nconn; i++) {
+        pf_rdv_conn_init(&S->sc[i].c, -1, "test", false);
+        S->sc[i].used = true;
+        S->sc[i].rank = -1;
+    }
+}
+
+static void rig_close(struct rig *g)
+{
+    struct rdv_stage *S = &g->S;
+    for (size_t i = 0; i < S->nsc; i++)
+        if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
+    for (int r = 0; r < WORLD; r++)
+        pf_strlist_free(&S->m[r].env);
+    free(S->sc);
+    free(S->m);
+    pf_fleet_free(&S->F);
+    pf_ctx_free(&g->ctx);
+    pf_verdict_free(&g->v);
+}
+
+/* connection i sends a JOIN claiming rank of world, from pod; mac: 0 none, 1 good, 2 bad */
+static void join(struct rig *g, size_t i, long long rank, long long world, const char *pod, int mac)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    pf_rdv_put_int(&b, "rank", rank);
+    pf_rdv_put_int(&b, "world", world);
+    pf_rdv_put_str(&b, "pod", pod);
+    pf_rdv_put_str(&b, "node", "node-x");
+    pf_rdv_put_str(&b, "env", "NCCL_DEBUG=INFO");
+    struct pf_rdv_msg msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.type = PF_RDV_JOIN;
+    msg.had_mac = mac != 0;
+    msg.mac_ok = mac == 1;
+    assert_int_equal(pf_rdv_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
+    rdv_admit(&g->S, i, &msg);
+    pf_rdv_fields_free(&msg.f);
+    pf_buf_free(&b);
+}
+
+static bool has_code(struct rig *g, const char *code)
+{
+    const struct pf_check *c = pf_verdict_find_check(&g->v, "rendezvous");
+    return c && pf_check_has_finding(c, code);
+}
+
+static void test_admitted(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, false, 1);
+    join(&g, 0, 2, WORLD, "trainer-2", 0);
+    assert_int_equal(g.S.sc[0].rank, 2);
+    assert_int_equal(g.S.m[2].state, M_JOINED);
+    assert_int_equal(g.S.m[2].conn, 0);
+    assert_string_equal(g.S.m[2].pod, "trainer-2");
+    assert_string_equal(g.S.m[2].node, "node-x");
+    assert_int_equal(g.S.m[2].env.n, 1);
+    assert_false(g.S.sc[0].closing);
+    rig_close(&g);
+}
+
+static void test_refused(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        bool auth;
+        long long rank, world;
+        int mac;
+        const char *code;
+    } cases[] = {
+        {"no token, rank 0 has one", true, 1, WORLD, 0, "auth-failed"},
+        {"another token", true, 1, WORLD, 2, "auth-failed"},
+        {"a token, rank 0 has none", false, 1, WORLD, 1, "auth-failed"},
+        {"claims rank 0", false, 0, WORLD, 0, "duplicate-rank"},
+        {"outside the world size", false, 5, 8, 0, "world-size-mismatch"},
+        {"negative rank", false, -1, WORLD, 0, "world-size-mismatch"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct rig g;
+        rig_open(&g, cases[k].auth, 1);
+        join(&g, 0, cases[k].rank, cases[k].world, "intruder", cases[k].mac);
+        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || !has_code(&g, cases[k].code))
+            fail_msg("%s: rank %d closing %d, finding %s expected", cases[k].name, g.S.sc[0].rank,
+                     g.S.sc[0].closing, cases[k].code);
+        for (int r = 1; r < WORLD; r++)
+            assert_int_not_equal(g.S.m[r].state, M_JOINED);
+        rig_close(&g);
+    }
+}
+
+/* the same pod again (its initContainer restarted) replaces its connection; another pod
+ * claiming a held rank is refused; after the run started, a JOIN is too late */
+static void test_rejoin_duplicate_late(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, true, 4);
+    join(&g, 0, 1, WORLD, "trainer-1", 1);
+    join(&g, 1, 1, WORLD, "trainer-1", 1);
+    assert_int_equal(g.S.m[1].conn, 1);
+    assert_false(g.S.sc[0].used);
+    assert_false(has_code(&g, "duplicate-rank"));
+    join(&g, 2, 1, WORLD, "impostor", 1);
+    assert_true(g.S.sc[2].closing);
+    assert_true(has_code(&g, "duplicate-rank"));
+    assert_int_equal(g.S.m[1].conn, 1);
+    assert_string_equal(g.S.m[1].pod, "trainer-1");
+    g.S.n = 2; /* the roster went out */
+    join(&g, 3, 3, WORLD, "trainer-3", 1);
+    assert_true(g.S.sc[3].closing);
+    assert_int_equal(g.S.m[3].state, M_EMPTY);
+    rig_close(&g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_admitted),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_rejoin_duplicate_late),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
