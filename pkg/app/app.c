@@ -321,6 +321,12 @@ int pf_app_env(const struct pf_options *o)
     pf_checks_inventory(&s.ctx);
     pf_checks_run(&s.ctx, PF_MODE_ENV);
     r = deliver(&s, o, o->verdict_path);
+    struct pf_strlist advice = {0};
+    pf_checks_advice(&advice, &s.verdict);
+    bool to_stdout = o->verdict_path && strcmp(o->verdict_path, "-") == 0;
+    for (size_t i = 0; i < advice.n && use_human(o) && !to_stdout; i++)
+        fprintf(o->out, "advice: %s\n", advice.v[i]);
+    pf_strlist_free(&advice);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
     session_close(&s);

@@ -525,6 +525,9 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
     check_socket(&e);
     check_debug(&e);
     check_topo_file(&e);
+    static const char *const fallback[] = {"hca-no-match", NULL};
+    pf_checks_net_remedies(out, ctx, 0, fallback);
+    pf_checks_record_advice(out, ctx);
 
     if (names.n == 0)
         pf_check_set_message(out, "no NCCL_* variables set: NCCL uses its defaults");

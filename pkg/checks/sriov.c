@@ -478,6 +478,8 @@ void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx)
             pf_node_add_str(g, s.given_rdma.v[i]);
     }
     check_ib_hca(&s, out, ctx);
+    static const char *const fallback[] = {"hca-not-allocated", NULL};
+    pf_checks_net_remedies(out, ctx, 0, fallback);
     if (devs_ok) {
         char rd[400] = "none";
         if (s.given_rdma.n) pf_strlist_join(rd, sizeof(rd), &s.given_rdma, ", ");
