@@ -311,6 +311,7 @@ int pf_app_env(const struct pf_options *o)
     if (o->env_file) {
         pf_env_free(&s.ctx.env);
         r = pf_env_load_file(&s.ctx.env, o->env_file);
+        s.ctx.env_file = o->env_file;
         if (r < 0) {
             code = usage_error(o);
             goto out;

@@ -73,6 +73,14 @@ void pf_checks_record_advice(struct pf_check *c, const struct pf_ctx *ctx);
 /* Every check's `advice` evidence, as "<check id>: <text>", for the human form. */
 void pf_checks_advice(struct pf_strlist *out, const struct pf_verdict *v);
 
+/* ifname-no-match for an NCCL_SOCKET_IFNAME list l that names none of the interfaces ifs, with
+ * the nearest interface name as a did-you-mean (net.interfaces, and nccl.env under `preflight
+ * env` in the pod). */
+struct pf_netif_list;
+struct pf_ncclenv_list;
+void pf_checks_ifname_no_match(struct pf_check *out, struct pf_ctx *ctx,
+                               const struct pf_netif_list *ifs, const struct pf_ncclenv_list *l);
+
 /* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
  * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
  * its evidence (`fabric.clique`: "<clusterUuid>/<cliqueId>"). The ranks of one multi-node

@@ -113,6 +113,10 @@ env -i PATH="$PATH" ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$PREFLIGHT" env --env-file
     --root "$ROOT" --format yaml >"$T/file.yaml" 2>&1
 check "--env-file: hca-no-match" has_code "$T/file.yaml" hca-no-match
 check "--env-file: message names file:line" grep -q "from $T/job.env:2" "$T/file.yaml"
+# the file is the pod's environment, not a file NCCL reads: the remedy points at the pod spec
+expect_eq "--env-file: the remedy points at the pod spec's env, not at the file" \
+    "$(yq "$T/file.yaml" '[("is the pod'"'"'s environment" in f["remedy"], "pod spec'"'"'s env" in f["remedy"], "NCCL reads it from" in f["remedy"]) for f in check("nccl.env")["findings"] if f["code"]=="hca-no-match"]')" \
+    '[[true, true, false]]'
 
 # 11. policy moves p2p-disabled to warn: exit 0
 printf 'policy:\n  findings:\n    p2p-disabled: warn\n' >"$T/policy.yaml"
