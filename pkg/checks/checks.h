@@ -58,6 +58,7 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_topology_locality(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_rdma_efa(struct pf_check *out, struct pf_ctx *ctx);
 
 /* NCCL_NET advice (pkg/checks/advice.c). When NCCL_NET is unset and the pod means to use
  * RDMA (expect.transport IB or OFI, expect.rdma required, NCCL_IB_HCA set, or HCAs with uverbs
