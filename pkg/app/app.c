@@ -311,6 +311,7 @@ int pf_app_env(const struct pf_options *o)
     if (o->env_file) {
         pf_env_free(&s.ctx.env);
         r = pf_env_load_file(&s.ctx.env, o->env_file);
+        s.ctx.env_file = o->env_file;
         if (r < 0) {
             code = usage_error(o);
             goto out;
@@ -321,6 +322,12 @@ int pf_app_env(const struct pf_options *o)
     pf_checks_inventory(&s.ctx);
     pf_checks_run(&s.ctx, PF_MODE_ENV);
     r = deliver(&s, o, o->verdict_path);
+    struct pf_strlist advice = {0};
+    pf_checks_advice(&advice, &s.verdict);
+    bool to_stdout = o->verdict_path && strcmp(o->verdict_path, "-") == 0;
+    for (size_t i = 0; i < advice.n && use_human(o) && !to_stdout; i++)
+        fprintf(o->out, "advice: %s\n", advice.v[i]);
+    pf_strlist_free(&advice);
     code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
 out:
     session_close(&s);

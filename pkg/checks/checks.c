@@ -17,6 +17,8 @@ const struct pf_check_def pf_checks_table[] = {
     {"rdma.memlock", pf_check_rdma_memlock, PF_MODE_LOCAL, "RLIMIT_MEMLOCK"},
     {"rdma.verbs", pf_check_rdma_verbs, PF_MODE_LOCAL,
      "libibverbs: open every device, query ports, alloc a PD, register 1 MiB, dma-buf probe"},
+    {"rdma.efa", pf_check_rdma_efa, PF_MODE_LOCAL,
+     "AWS EFA: aws-ofi-nccl plugin where NCCL looks, FI_PROVIDER, NCCL_NET"},
     {"rdma.gpudirect", pf_check_rdma_gpudirect, PF_MODE_LOCAL,
      "nvidia_peermem or dma-buf: can NICs reach GPU memory"},
     {"net.interfaces", pf_check_net_interfaces, PF_MODE_LOCAL,

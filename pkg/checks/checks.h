@@ -58,6 +58,29 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_topology_locality(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_rdma_efa(struct pf_check *out, struct pf_ctx *ctx);
+
+/* NCCL_NET advice (pkg/checks/advice.c). When NCCL_NET is unset and the pod means to use
+ * RDMA (expect.transport IB or OFI, expect.rdma required, NCCL_IB_HCA set, or HCAs with uverbs
+ * nodes in the pod), the net name NCCL_NET should hold ("IB", or "OFI" for an EFA-only pod)
+ * with the reason in why; NULL otherwise. */
+const char *pf_checks_net_advice(char *why, size_t n, const struct pf_ctx *ctx);
+/* Appends "set NCCL_NET=<name> ... fails loudly" to the remedies of c's findings from index
+ * from on whose code is in codes (NULL-terminated), when the advice applies. */
+void pf_checks_net_remedies(struct pf_check *c, const struct pf_ctx *ctx, size_t from,
+                            const char *const *codes);
+/* Records the advice (when it applies) in c's evidence under `advice` (a sequence). */
+void pf_checks_record_advice(struct pf_check *c, const struct pf_ctx *ctx);
+/* Every check's `advice` evidence, as "<check id>: <text>", for the human form. */
+void pf_checks_advice(struct pf_strlist *out, const struct pf_verdict *v);
+
+/* ifname-no-match for an NCCL_SOCKET_IFNAME list l that names none of the interfaces ifs, with
+ * the nearest interface name as a did-you-mean (net.interfaces, and nccl.env under `preflight
+ * env` in the pod). */
+struct pf_netif_list;
+struct pf_ncclenv_list;
+void pf_checks_ifname_no_match(struct pf_check *out, struct pf_ctx *ctx,
+                               const struct pf_netif_list *ifs, const struct pf_ncclenv_list *l);
 
 /* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
  * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in

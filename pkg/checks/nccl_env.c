@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../ncclenv/ncclenv.h"
+#include "../netif/netif.h"
 
 #define SOCKET_MAX_THREADS 16 /* net_socket.cc MAX_THREADS */
 #define SOCKET_MAX_SOCKETS 64 /* net_socket.cc MAX_SOCKETS */
@@ -49,11 +50,18 @@ static const char *shown(struct envcheck *e, const char *name, const char *value
 static const char *fix(struct envcheck *e, const char *name, const char *what)
 {
     const char *o = pf_env_origin(&e->ctx->env, name);
+    const char *ef = e->ctx->env_file;
     if (!o || strcmp(o, "environment") == 0) {
         snprintf(e->remedy, sizeof(e->remedy),
                  "%s (it is set in the container's environment: the pod spec's env or envFrom, "
                  "or the image's ENV)",
                  what);
+    } else if (ef && pf_str_starts(o, ef) && o[strlen(ef)] == ':') {
+        /* --env-file: a dump of the pod's environment, not a file NCCL reads */
+        snprintf(e->remedy, sizeof(e->remedy),
+                 "%s: %.300s is the pod's environment, so change it where the pod gets it "
+                 "(the pod spec's env or envFrom, or the image's ENV)",
+                 what, ef);
     } else {
         char file[1100];
         snprintf(file, sizeof(file), "%s", o);
@@ -314,6 +322,24 @@ static void check_hca(struct envcheck *e)
     }
 }
 
+/* `preflight env` in the pod: the list against the pod's real interfaces, as net.interfaces
+ * checks it under `check` (an env file is another machine's: not compared). */
+static void socket_ifaces(struct envcheck *e, const char *ifn)
+{
+    struct pf_ncclenv_list l;
+    struct pf_netif_list ifs = {0};
+    if (pf_ncclenv_list_parse(&l, ifn) < 0 || l.exclude || pf_netif_list(&ifs) < 0) {
+        pf_err_clear();
+        pf_netif_list_free(&ifs);
+        return;
+    }
+    bool named = false;
+    for (size_t i = 0; i < ifs.n && !named; i++)
+        named = pf_ncclenv_list_match(&l, ifs.v[i].name, -1);
+    if (!named) pf_checks_ifname_no_match(e->out, e->ctx, &ifs, &l);
+    pf_netif_list_free(&ifs);
+}
+
 static void check_socket(struct envcheck *e)
 {
     const char *ifn = get(e, "NCCL_SOCKET_IFNAME");
@@ -333,6 +359,7 @@ static void check_socket(struct envcheck *e)
                                  "NCCL_SOCKET_IFNAME=%s (%s): %s", ifn,
                                  from(e, "NCCL_SOCKET_IFNAME"), pf_err_msg());
     }
+    if (ifn && strlen(ifn) > 1 && e->ctx->in_env_mode && !e->ctx->env_file) socket_ifaces(e, ifn);
     const char *fam = get(e, "NCCL_SOCKET_FAMILY");
     if (fam && strcmp(fam, "AF_INET") != 0 && strcmp(fam, "AF_INET6") != 0)
         pf_check_add_finding(e->out, "invalid-value", PF_WARN,
@@ -525,6 +552,9 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
     check_socket(&e);
     check_debug(&e);
     check_topo_file(&e);
+    static const char *const fallback[] = {"hca-no-match", NULL};
+    pf_checks_net_remedies(out, ctx, 0, fallback);
+    pf_checks_record_advice(out, ctx);
 
     if (names.n == 0)
         pf_check_set_message(out, "no NCCL_* variables set: NCCL uses its defaults");

@@ -47,6 +47,66 @@ static const char *first_addr(const struct pf_netif *i)
     return i->naddrs ? i->addrs[0].text : "no address";
 }
 
+/* The interface a list entry most likely meant: the nearest name within two edits (a
+ * transposition, "eht0" for "eth0", is two), or NULL. */
+static const char *nearest(const struct pf_netif_list *ifs, const char *entry)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    for (size_t i = 0; i < ifs->n; i++) {
+        int d = pf_edit_distance(entry, ifs->v[i].name, 2);
+        if (d < best_d) {
+            best_d = d;
+            best = ifs->v[i].name;
+        }
+    }
+    return best_d <= 2 && best_d > 0 ? best : NULL;
+}
+
+void pf_checks_ifname_no_match(struct pf_check *out, struct pf_ctx *ctx,
+                               const struct pf_netif_list *ifs, const struct pf_ncclenv_list *l)
+{
+    const char *ifname = pf_env_get(&ctx->env, "NCCL_SOCKET_IFNAME");
+    struct pf_strlist all = {0}, meant = {0}, fixed = {0};
+    for (size_t i = 0; i < ifs->n; i++)
+        pf_strlist_add(&all, ifs->v[i].name);
+    char have[1024], where[1200], guess[512] = "", fixit[3000];
+    pf_strlist_join(have, sizeof(have), &all, ", ");
+    for (size_t e = 0; e < l->n; e++) {
+        const char *n = nearest(ifs, l->v[e].name);
+        if (n && !pf_strlist_has(&meant, n)) pf_strlist_add(&meant, n);
+        pf_strlist_add(&fixed, n ? n : l->v[e].name);
+    }
+    if (meant.n) {
+        char m[400], f[400];
+        pf_strlist_join(m, sizeof(m), &meant, " or ");
+        pf_strlist_join(f, sizeof(f), &fixed, ",");
+        snprintf(guess, sizeof(guess), ": did you mean %s?", m);
+        char in[1200] = "the pod spec's env";
+        const char *o = pf_env_origin(&ctx->env, "NCCL_SOCKET_IFNAME");
+        if (o && strcmp(o, "environment") != 0 &&
+            !(ctx->env_file && pf_str_starts(o, ctx->env_file))) {
+            snprintf(in, sizeof(in), "%s", o);
+            char *colon = strrchr(in, ':');
+            if (colon && colon[1] >= '0' && colon[1] <= '9') *colon = '\0';
+        }
+        snprintf(fixit, sizeof(fixit),
+                 "set NCCL_SOCKET_IFNAME=%s%s in %s (the pod has: %s), or remove it",
+                 l->exact ? "=" : "", f, in, have);
+    } else {
+        snprintf(fixit, sizeof(fixit),
+                 "set NCCL_SOCKET_IFNAME to the interface NCCL should use (have: %s), e.g. "
+                 "the Multus interface net1, or remove it",
+                 have);
+    }
+    pf_check_add_finding(out, "ifname-no-match", PF_FAIL, fixit,
+                         "NCCL_SOCKET_IFNAME=%s (%s) matches no interface (have: %s)%s", ifname,
+                         origin_of(ctx, "NCCL_SOCKET_IFNAME", where, sizeof(where)), have, guess);
+    pf_strlist_free(&all);
+    pf_strlist_free(&meant);
+    pf_strlist_free(&fixed);
+}
+
 void pf_check_net_interfaces(struct pf_check *out, struct pf_ctx *ctx)
 {
     struct pf_netif_list ifs = {0};
@@ -113,17 +173,7 @@ void pf_check_net_interfaces(struct pf_check *out, struct pf_ctx *ctx)
                                                        : "IPv4 or IPv6");
             }
         }
-        if (named == 0 && !l.exclude) {
-            char fixit[1400];
-            snprintf(fixit, sizeof(fixit),
-                     "set NCCL_SOCKET_IFNAME to the interface NCCL should use (have: %s), e.g. "
-                     "the Multus interface net1, or remove it",
-                     have);
-            pf_check_add_finding(out, "ifname-no-match", PF_FAIL, fixit,
-                                 "NCCL_SOCKET_IFNAME=%s (%s) matches no interface (have: %s)",
-                                 ifname, origin_of(ctx, "NCCL_SOCKET_IFNAME", where, sizeof(where)),
-                                 have);
-        }
+        if (named == 0 && !l.exclude) pf_checks_ifname_no_match(out, ctx, &ifs, &l);
     }
     if (chosen.n == 0 && !pf_check_has_finding(out, "ifname-no-match") &&
         !pf_check_has_finding(out, "iface-down") &&

@@ -297,7 +297,12 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
                                  "%zu of %zu HCAs have no uverbs node in the pod: %s (usable: %s)",
                                  nmissing, s.n, missing, usable ? ok_names : "none");
     }
-    if (!rdma_cm)
+    /* EFA needs neither rdma_cm nor umad: libfabric's efa provider opens uverbs only */
+    bool efa_only = true;
+    for (size_t i = 0; i < s.n; i++)
+        efa_only = efa_only && pf_str_starts(s.v[i].name, "efa");
+    if (!rdma_cm && efa_only) pf_node_set_str(ev, "rdmaCmNote", "not needed by EFA");
+    if (!rdma_cm && !efa_only)
         pf_check_add_finding(out, "rdma-cm-missing", PF_WARN, NULL,
                              DEV_IB
                              "/rdma_cm is not in the pod (RDMA connection manager: "
@@ -506,7 +511,11 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
     } else {
         pf_node_set_str(m, "linkLayer", text);
         snprintf(pt->link_layer, sizeof(pt->link_layer), "%.31s", text);
-        if (strcmp(text, "InfiniBand") != 0 && strcmp(text, "Ethernet") != 0) {
+        /* EFA ports say Unknown: NCCL reaches them through aws-ofi-nccl (rdma.efa), not its
+         * IB transport */
+        bool efa = pf_str_starts(pt->hca, "efa") && strcmp(text, "Unknown") == 0;
+        if (efa) pf_node_set_str(m, "note", "EFA: used through the aws-ofi-nccl plugin");
+        if (!efa && strcmp(text, "InfiniBand") != 0 && strcmp(text, "Ethernet") != 0) {
             size_t len = strlen(down);
             snprintf(down + len, sizeof(down) - len,
                      "%slink_layer is \"%.40s\" (NCCL uses only InfiniBand and Ethernet ports)",

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../k8s/k8s.h"
 #include "../ncclenv/ncclenv.h"
@@ -21,6 +22,10 @@ struct sdev {
     char rdma_why[400];
     struct pf_strlist rdma_named; /* RDMA devices the plugin or device-info names for it */
     struct pf_strlist uverbs_named;
+    /* a Mellanox function (mlx5_core) with no RDMA device, where nothing made RDMA expected
+     * for it: judged after every function is seen (other RDMA devices make it a failure) */
+    bool mlx_no_rdma;
+    char what[160];
 };
 
 struct sriov {
@@ -312,6 +317,10 @@ static void check_dev(struct sriov *s, struct pf_check *out, const struct pf_ctx
                              "the RDMA driver (mlx5_ib) is not bound to it, or the RDMA subsystem "
                              "is in exclusive mode and the device sits in another namespace",
                              what, drv, d->rdma_why);
+    else if (ib.n == 0 && strcmp(drv, "mlx5_core") == 0) {
+        d->mlx_no_rdma = true;
+        snprintf(d->what, sizeof(d->what), "%s", what);
+    }
     /* the devices the plugin or device-info name, when they are not this function's children */
     for (size_t i = 0; i < d->rdma_named.n; i++)
         if (!pf_strlist_has(&ib, d->rdma_named.v[i]) && (ib.n > 0 || !d->rdma_expected))
@@ -327,6 +336,63 @@ static void check_dev(struct sriov *s, struct pf_check *out, const struct pf_ctx
     }
     pf_strlist_free(&net);
     pf_strlist_free(&ib);
+}
+
+/* Whether anything but the function itself says the pod means to use RDMA: why into out. */
+static bool rdma_wanted(char *out, size_t n, const struct sriov *s, const struct pf_ctx *ctx)
+{
+    const char *hca = pf_env_get(&ctx->env, "NCCL_IB_HCA");
+    const char *net = pf_env_get(&ctx->env, "NCCL_NET");
+    struct pf_strlist nodes = {0};
+    (void)pf_host_list(&nodes, &ctx->host, "/dev/infiniband");
+    pf_err_clear();
+    size_t uverbs = 0;
+    for (size_t i = 0; i < nodes.n; i++)
+        uverbs += pf_str_starts(nodes.v[i], "uverbs");
+    pf_strlist_free(&nodes);
+    char given[300];
+    pf_strlist_join(given, sizeof(given), &s->given_rdma, ", ");
+    if (hca && *hca)
+        snprintf(out, n, "NCCL_IB_HCA=%.100s is set", hca);
+    else if (net && strcasecmp(net, "IB") == 0)
+        snprintf(out, n, "NCCL_NET=%s is set", net);
+    else if (ctx->config && strcasecmp(ctx->config->expect_transport, "IB") == 0)
+        snprintf(out, n, "expect.transport is IB");
+    else if (s->given_rdma.n)
+        snprintf(out, n, "the pod's other functions have RDMA devices (%s)", given);
+    else if (uverbs)
+        snprintf(out, n, "the pod has %zu uverbs node%s in /dev/infiniband", uverbs,
+                 uverbs == 1 ? "" : "s");
+    else
+        return false;
+    return true;
+}
+
+/* Mellanox functions without an RDMA device that nothing marked as RDMA functions: a failure
+ * when the pod otherwise means to use RDMA, else a warning (a plain netdevice pool is fine). */
+static void check_mlx_no_rdma(const struct sriov *s, struct pf_check *out, const struct pf_ctx *ctx)
+{
+    char why[400];
+    bool wanted = rdma_wanted(why, sizeof(why), s, ctx);
+    for (size_t i = 0; i < s->n; i++) {
+        const struct sdev *d = &s->v[i];
+        if (!d->mlx_no_rdma) continue;
+        if (wanted)
+            pf_check_add_finding(out, "vf-no-rdma", PF_FAIL, NULL,
+                                 "%s (mlx5_core) has no RDMA device (no infiniband/ child), "
+                                 "although %s: verbs fail on this rail (mlx5_ib is not bound to "
+                                 "it, or the RDMA subsystem is in exclusive mode and the device "
+                                 "sits in another namespace)",
+                                 d->what, why);
+        else
+            pf_check_add_finding(out, "vf-no-rdma", PF_WARN, NULL,
+                                 "%s (mlx5_core) has no RDMA device (no infiniband/ child): "
+                                 "verbs cannot use this rail (mlx5_ib is not bound to it, or the "
+                                 "RDMA subsystem is in exclusive mode and the device sits in "
+                                 "another namespace); nothing else in the pod asks for RDMA, "
+                                 "so this is fine only for a TCP-only (netdevice) pool",
+                                 d->what);
+    }
 }
 
 /* NCCL_IB_HCA against the RDMA devices the pod was given. */
@@ -404,6 +470,7 @@ void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx)
     size_t before = out->nfindings;
     for (size_t i = 0; i < s.n; i++)
         check_dev(&s, out, ctx, &s.v[i], ev);
+    check_mlx_no_rdma(&s, out, ctx);
     bool devs_ok = out->nfindings == before;
     if (s.given_rdma.n) {
         struct pf_node *g = pf_node_set_seq(out->evidence, "rdmaDevices");
@@ -411,6 +478,8 @@ void pf_check_net_sriov(struct pf_check *out, struct pf_ctx *ctx)
             pf_node_add_str(g, s.given_rdma.v[i]);
     }
     check_ib_hca(&s, out, ctx);
+    static const char *const fallback[] = {"hca-not-allocated", NULL};
+    pf_checks_net_remedies(out, ctx, 0, fallback);
     if (devs_ok) {
         char rd[400] = "none";
         if (s.given_rdma.n) pf_strlist_join(rd, sizeof(rd), &s.given_rdma, ", ");

@@ -44,6 +44,7 @@ struct pf_ctx {
     struct pf_strlist hcas;   /* /sys/class/infiniband/<name> */
     struct pf_strlist gpus;   /* PCI bus ids from /proc/driver/nvidia/gpus */
     bool in_env_mode;         /* `preflight env`: only the environment is looked at */
+    const char *env_file;     /* `preflight env --env-file F`: F (the pod's env, read here) */
     const char *verdict_path; /* where the verdict goes (NULL or "-": no file); logs such
                                * as nccl-rank<N>.log are written next to it */
     /* Progress lines for a human watching `kubectl logs` (set by the command line; pkg/

@@ -113,6 +113,10 @@ env -i PATH="$PATH" ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$PREFLIGHT" env --env-file
     --root "$ROOT" --format yaml >"$T/file.yaml" 2>&1
 check "--env-file: hca-no-match" has_code "$T/file.yaml" hca-no-match
 check "--env-file: message names file:line" grep -q "from $T/job.env:2" "$T/file.yaml"
+# the file is the pod's environment, not a file NCCL reads: the remedy points at the pod spec
+expect_eq "--env-file: the remedy points at the pod spec's env, not at the file" \
+    "$(yq "$T/file.yaml" '[("is the pod'"'"'s environment" in f["remedy"], "pod spec'"'"'s env" in f["remedy"], "NCCL reads it from" in f["remedy"]) for f in check("nccl.env")["findings"] if f["code"]=="hca-no-match"]')" \
+    '[[true, true, false]]'
 
 # 11. policy moves p2p-disabled to warn: exit 0
 printf 'policy:\n  findings:\n    p2p-disabled: warn\n' >"$T/policy.yaml"
@@ -165,3 +169,34 @@ penv "$BAKED" "$T/conffile.yaml" NCCL_CONF_FILE=/site.conf
 expect_eq "NCCL_CONF_FILE replaces ~/.nccl.conf, /etc/nccl.conf is still read" \
     "$(yq "$T/conffile.yaml" '[check("nccl.env")["evidence"]["variables"][n]["origin"] for n in ("NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE")]')" \
     '["/site.conf:1", "/etc/nccl.conf:2"]'
+
+# 14. NCCL_NET unset while RDMA is meant to run: advice, never a finding. NCCL compares NCCL_NET
+# with each net plugin's name (strcasecmp in src/plugin/net.cc ncclNetInit) and fails the
+# communicator when none initializes, instead of falling back to sockets.
+advice_of() { yq "$1" 'check("nccl.env")["evidence"].get("advice", [""])[0]'; }
+penv "$ROOT" "$T/adv-ok.yaml" NCCL_IB_HCA==mlx5_0 NCCL_SHM_DISABLE=0
+expect_eq "advice: NCCL_IB_HCA matching, NCCL_NET unset: no finding, pass" \
+    "$(yq "$T/adv-ok.yaml" '[check("nccl.env")["status"], codes("nccl.env")]')" '["pass", []]'
+check "advice: evidence says NCCL_NET=IB" \
+    grep -q "NCCL_NET is not set although NCCL_IB_HCA is set: set NCCL_NET=IB" <(advice_of "$T/adv-ok.yaml")
+env -i PATH="$PATH" HOME="$T" ASAN_OPTIONS="${ASAN_OPTIONS:-}" NO_COLOR=1 NCCL_IB_HCA==mlx5_0 \
+    NCCL_SHM_DISABLE=0 "$PREFLIGHT" env --root "$ROOT" --format human >"$T/adv.txt" 2>&1
+expect_eq "advice: human form exits 0" "$?" 0
+check "advice: human form prints it as advice" \
+    grep -q '^advice: nccl.env: NCCL_NET is not set .*NCCL_NET=IB' "$T/adv.txt"
+check "advice: human form has no warning" bash -c "! grep -qi '^warn' '$T/adv.txt'"
+penv "$ROOT" "$T/adv-miss.yaml" NCCL_IB_HCA=mlx5_9 NCCL_SHM_DISABLE=0
+expect_eq "advice: hca-no-match's remedy says NCCL_NET=IB fails loudly" \
+    "$(yq "$T/adv-miss.yaml" '["NCCL_NET=IB in the pod spec" in f["remedy"] for f in check("nccl.env")["findings"] if f["code"]=="hca-no-match"]')" \
+    "[true]"
+penv "$ROOT" "$T/adv-set.yaml" NCCL_IB_HCA=mlx5_9 NCCL_SHM_DISABLE=0 NCCL_NET=IB
+expect_eq "advice: none once NCCL_NET is set" \
+    "$(yq "$T/adv-set.yaml" '["advice" in check("nccl.env")["evidence"]] + ["NCCL_NET=IB" in f["remedy"] for f in check("nccl.env")["findings"]]')" \
+    "[false, false]"
+printf 'expect:\n  transport: OFI\n' >"$T/ofi.yaml"
+penv "$EMPTY" "$T/adv-ofi.yaml" PREFLIGHT_CONFIG="$T/ofi.yaml"
+check "advice: expect.transport OFI names NCCL_NET=OFI" \
+    grep -q "although expect.transport is OFI: set NCCL_NET=OFI" <(advice_of "$T/adv-ofi.yaml")
+penv "$EMPTY" "$T/adv-none.yaml"
+expect_eq "advice: none without a sign of RDMA" \
+    "$(yq "$T/adv-none.yaml" '"advice" in check("nccl.env")["evidence"]')" False

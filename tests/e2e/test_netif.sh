@@ -133,6 +133,41 @@ suite() {
     expect_msg nomatch-conf ifname-no-match "NCCL_SOCKET_IFNAME=ib (from /etc/nccl.conf:2) matches no interface"
     rm "$ROOT/etc/nccl.conf"
 
+    # ... a typo: did you mean the interface one or two edits away (a transposition is two)
+    pf typo NCCL_SOCKET_IFNAME=eht0
+    expect_check typo fail "ifname-no-match"
+    expect_msg typo ifname-no-match "matches no interface (have: lo, eth0, net1, net2, docker0): did you mean eth0?"
+    expect_eq "${L}typo: the remedy names the fixed value" \
+        "$(yq "$T/typo.yaml" "[f['remedy'] for f in check('net.interfaces')['findings']][0].split(' (')[0]")" \
+        "set NCCL_SOCKET_IFNAME=eth0 in the pod spec's env"
+
+    # ---- `preflight env` in the pod compares NCCL_SOCKET_IFNAME with the same interfaces;
+    # with --env-file (another pod's environment) it does not
+    penv() { # NAME [VAR=VALUE...] [-- preflight options]
+        local name=$1
+        shift
+        local vars=() opts=()
+        while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+        [ "${1:-}" = -- ] && shift && opts=("$@")
+        ip netns exec "$POD" timeout 60 env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
+            ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${vars[@]}" \
+            "$BIN" env --root "$ROOT" --format yaml --verdict - "${opts[@]}" \
+            >"$T/$name.yaml" 2>"$T/$name.err"
+        echo $? >"$T/$name.rc"
+    }
+    envmsg() { yq "$T/$1.yaml" "[f['message'] for f in check('nccl.env').get('findings') or [] if f['code'] == 'ifname-no-match']"; }
+    penv envtypo NCCL_SOCKET_IFNAME=eht0
+    expect_eq "${L}env: eht0 against the pod's interfaces" "$(envmsg envtypo)" \
+        '["NCCL_SOCKET_IFNAME=eht0 (from the environment) matches no interface (have: lo, eth0, net1, net2, docker0): did you mean eth0?"]'
+    expect_eq "${L}env: exit code 3 (spec)" "$(cat "$T/envtypo.rc")" 3
+    penv envok NCCL_SOCKET_IFNAME=net
+    expect_eq "${L}env: a prefix that matches is fine" "$(envmsg envok)" '[]'
+    penv envexcl NCCL_SOCKET_IFNAME=^eht
+    expect_eq "${L}env: an exclusion list is not a typo" "$(envmsg envexcl)" '[]'
+    printf 'NCCL_SOCKET_IFNAME=eht0\n' >"$T/pod.env"
+    penv envfile -- --env-file "$T/pod.env"
+    expect_eq "${L}env --env-file: not compared with this machine's interfaces" "$(envmsg envfile)" '[]'
+
     # ---- the selected interface down, without carrier, without an address
     ip -n "$POD" link set net2 down
     pf down NCCL_SOCKET_IFNAME=net2

@@ -661,6 +661,130 @@ static void test_counters_not_available(void **state)
     env_close(&e);
 }
 
+/* ---- AWS EFA (tests/fixtures/node-efa, from the kernel's efa driver; plugin paths from
+ * the .install files of aws-ofi-nccl's contrib/debian-template:
+ * /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so, /opt/amazon/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so;
+ * FI_PROVIDER=efa and FI_EFA_USE_DEVICE_RDMA=1 as EKS training pod specs set them) */
+
+/* Runs rdma.efa with "K=V" settings in the environment. */
+static struct pf_check *efa_run(struct env *e, const char *const *vars)
+{
+    assert_false(e->ran);
+    e->ran = true;
+    pf_verdict_init(&e->v);
+    pf_ctx_init(&e->ctx, &e->cfg, &e->v);
+    assert_int_equal(pf_host_init(&e->ctx.host, e->root), 0);
+    for (size_t i = 0; vars && vars[i]; i++) {
+        char k[128];
+        const char *eq = strchr(vars[i], '=');
+        snprintf(k, sizeof(k), "%.*s", (int)(eq - vars[i]), vars[i]);
+        pf_env_set(&e->ctx.env, k, eq + 1, "environment");
+    }
+    pf_checks_inventory(&e->ctx);
+    struct pf_check *c = pf_verdict_add_check(&e->v, "rdma.efa");
+    pf_check_rdma_efa(c, &e->ctx);
+    pf_verdict_finalize(&e->v, NULL, NULL);
+    return pf_verdict_find_check(&e->v, "rdma.efa");
+}
+
+static void test_efa_devices_and_ports(void **state)
+{
+    (void)state;
+    struct env e;
+    /* EFA needs no rdma_cm or umad: only the uverbs nodes the EFA device plugin mounts */
+    env_open(&e, "node-efa");
+    struct pf_check *c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
+    assert_false(pf_check_has_finding(c, "rdma-cm-missing"));
+    assert_string_equal(pf_node_get_str(c->evidence, "rdmaCmNote"), "not needed by EFA");
+    env_close(&e);
+    /* ... but a Mellanox node still needs it */
+    env_open(&e, "node-8gpu-ndr");
+    sh("rm -f %s/dev/infiniband/rdma_cm", e.root);
+    c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
+    assert_true(pf_check_has_finding(c, "rdma-cm-missing"));
+    env_close(&e);
+    /* EFA ports report link layer Unknown: not a down port */
+    env_open(&e, "node-efa");
+    c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
+    assert_int_equal(c->nfindings, 0);
+    assert_int_equal(c->status, PF_PASS);
+    env_close(&e);
+}
+
+struct efa_case {
+    const char *setup; /* shell run in the root, or NULL */
+    const char *vars[4];
+    const char *codes; /* "code:status,..." */
+    const char *text;  /* in the first finding's message, or in the check's message */
+};
+
+static void test_efa_plugin_provider_net(void **state)
+{
+    (void)state;
+    static const struct efa_case cases[] = {
+        {NULL, {NULL}, "efa-plugin-missing:fail", "(libnccl-net.so) is not where NCCL looks"},
+        {"mkdir -p opt/amazon/ofi-nccl/lib && : > opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",
+         {"NCCL_NET_PLUGIN=ofi", NULL},
+         "efa-plugin-missing:fail",
+         "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so exists but the loader does not search"},
+        {"mkdir -p opt/amazon/ofi-nccl/lib && : > opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",
+         {"NCCL_NET_PLUGIN=ofi", "LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/usr/local/lib",
+          "FI_PROVIDER=efa", NULL},
+         "",
+         "plugin /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so; FI_PROVIDER efa"},
+        {"mkdir -p usr/lib/x86_64-linux-gnu && : > usr/lib/x86_64-linux-gnu/libnccl-net.so",
+         {"FI_EFA_USE_DEVICE_RDMA=1", NULL},
+         "",
+         "plugin /usr/lib/x86_64-linux-gnu/libnccl-net.so; FI_PROVIDER unset (efa)"},
+        {"mkdir -p etc/ld.so.conf.d opt/amazon/aws-ofi-nccl/lib && echo "
+         "/opt/amazon/aws-ofi-nccl/lib > etc/ld.so.conf.d/aws-ofi-nccl.conf && : > "
+         "opt/amazon/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so",
+         {"NCCL_NET_PLUGIN=aws-ofi", NULL},
+         "",
+         "plugin /opt/amazon/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so"},
+        {"mkdir -p usr/lib && : > usr/lib/libnccl-net.so",
+         {"NCCL_NET_PLUGIN=none", NULL},
+         "efa-plugin-missing:fail",
+         "NCCL_NET_PLUGIN=none turns off net plugins"},
+        {"mkdir -p usr/lib && : > usr/lib/libnccl-net.so",
+         {"FI_PROVIDER=efa,tcp", "NCCL_NET=IB", NULL},
+         "fi-provider-not-efa:fail,efa-net-mismatch:fail",
+         "FI_PROVIDER=efa,tcp: aws-ofi-nccl uses the EFA provider only when"},
+        {"mkdir -p usr/lib && : > usr/lib/libnccl-net.so",
+         {"NCCL_NET=aws libfabric", NULL},
+         "",
+         "2 EFA devices"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct env e;
+        env_open(&e, "node-efa");
+        if (cases[i].setup) sh("cd %s && %s", e.root, cases[i].setup);
+        struct pf_check *c = efa_run(&e, cases[i].vars);
+        char got[512] = "";
+        for (size_t k = 0; k < c->nfindings; k++) {
+            size_t l = strlen(got);
+            snprintf(got + l, sizeof(got) - l, "%s%s:%s", k ? "," : "", c->findings[k].code,
+                     pf_status_name(c->findings[k].status));
+        }
+        if (strcmp(got, cases[i].codes) != 0)
+            fail_msg("case %zu: got '%s', want '%s'", i, got, cases[i].codes);
+        const char *text = c->nfindings ? c->findings[0].message : c->message;
+        if (!text || !strstr(text, cases[i].text))
+            fail_msg("case %zu: '%s' does not hold '%s'", i, text ? text : "", cases[i].text);
+        env_close(&e);
+    }
+    /* no EFA device and no OFI expectation: skipped */
+    struct env e;
+    env_open(&e, "node-8gpu-ndr");
+    assert_int_equal(efa_run(&e, NULL)->status, PF_SKIP);
+    env_close(&e);
+    /* expect.transport OFI without EFA devices fails */
+    env_open(&e, "node-8gpu-ndr");
+    snprintf(e.cfg.expect_transport, sizeof(e.cfg.expect_transport), "OFI");
+    assert_true(pf_check_has_finding(efa_run(&e, NULL), "efa-plugin-missing"));
+    env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -676,6 +800,8 @@ int main(void)
         cmocka_unit_test(test_memlock),
         cmocka_unit_test(test_gpudirect_evidence),
         cmocka_unit_test(test_counters_not_available),
+        cmocka_unit_test(test_efa_devices_and_ports),
+        cmocka_unit_test(test_efa_plugin_provider_net),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

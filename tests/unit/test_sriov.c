@@ -173,8 +173,53 @@ static void test_vf_without_rdma_child(void **state)
     assert_non_null(strstr(m, VAR "_INFO lists an rdma provider"));
     teardown(&r);
 
-    /* without a sign that RDMA is wanted, a VF without RDMA is a plain netdevice VF */
+    /* a Mellanox VF without RDMA while nothing else in the pod asks for RDMA (no uverbs node,
+     * no NCCL_IB_HCA, no NCCL_NET=IB): a plain netdevice VF, or a broken rail: warn */
+    setup(&r, "fixtures/sriov-no-rdma", true);
+    sh(&r, "rm dev/infiniband/uverbs3");
+    env(&r, VAR, VF2);
+    run_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(codes(r.c), "vf-no-rdma:warn");
+    assert_non_null(strstr(r.c->findings[0].message,
+                           VF2 " (VF of 0000:c4:00.0) (mlx5_core) has no RDMA device"));
+    assert_non_null(strstr(r.c->findings[0].message, "nothing else in the pod asks for RDMA"));
+    teardown(&r);
+
+    /* the same VF fails when anything else says RDMA is meant to run */
+    static const struct {
+        const char *k, *v, *why;
+    } wants[] = {
+        {"NCCL_IB_HCA", "=mlx5_4", "although NCCL_IB_HCA==mlx5_4 is set"},
+        {"NCCL_NET", "ib", "although NCCL_NET=ib is set"},
+        {NULL, NULL, "although the pod has 1 uverbs node in /dev/infiniband"},
+    };
+    for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
+        setup(&r, "fixtures/sriov-no-rdma", true);
+        if (wants[i].k) sh(&r, "rm dev/infiniband/uverbs3");
+        env(&r, VAR, VF2);
+        if (wants[i].k) env(&r, wants[i].k, wants[i].v);
+        run_check(&r, "net.sriov", pf_check_net_sriov);
+        assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+        assert_non_null(strstr(r.c->findings[0].message, wants[i].why));
+        assert_non_null(strstr(r.c->findings[0].message, "verbs fail on this rail"));
+        teardown(&r);
+    }
+
+    /* another VF of the pod has its RDMA device: this one is a broken rail */
     setup(&r, "fixtures/sriov-no-rdma", false);
+    env(&r, VAR, VF1 "," VF2);
+    run_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+    assert_non_null(
+        strstr(r.c->findings[0].message, "the pod's other functions have RDMA devices (mlx5_3)"));
+    teardown(&r);
+
+    /* a VF of another vendor's driver (iavf) without RDMA is a plain netdevice VF */
+    setup(&r, "fixtures/sriov-no-rdma", true);
+    sh(&r,
+       "mkdir -p sys/bus/pci/drivers/iavf && cd sys/bus/pci/devices/%s && "
+       "ln -sfn \"$(readlink driver | sed 's/mlx5_core$/iavf/')\" driver",
+       VF2);
     env(&r, VAR, VF2);
     run_check(&r, "net.sriov", pf_check_net_sriov);
     assert_string_equal(codes(r.c), "");
@@ -298,9 +343,48 @@ static void test_nccl_ib_hca_against_given_devices(void **state)
         if (f) {
             assert_non_null(strstr(f->message, "mlx5_3, mlx5_4, mlx5_5"));
             assert_non_null(strstr(f->remedy, "NCCL_IB_HCA==mlx5_3,mlx5_4,mlx5_5"));
+            /* NCCL_NET is unset: the remedy says how to make NCCL fail instead of falling
+             * back to sockets */
+            assert_non_null(strstr(f->remedy, "; and set NCCL_NET=IB in the pod spec's env"));
         }
         teardown(&r);
     }
+    /* with NCCL_NET set, the remedy does not repeat it */
+    struct run r;
+    setup(&r, "fixtures/sriov-healthy", false);
+    env(&r, VAR, VF1 "," VF2);
+    env(&r, "NCCL_IB_HCA", "mlx5_0");
+    env(&r, "NCCL_NET", "IB");
+    run_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_null(strstr(finding(r.c, "hca-not-allocated")->remedy, "NCCL_NET"));
+    teardown(&r);
+}
+
+/* pf_checks_net_advice: which net name NCCL_NET should hold, and why */
+static void test_net_advice(void **state)
+{
+    (void)state;
+    struct run r;
+    char why[160];
+    setup(&r, "fixtures/sriov-healthy", false); /* mlx5 HCAs, uverbs nodes in the pod */
+    pf_checks_inventory(&r.ctx);
+    assert_string_equal(pf_checks_net_advice(why, sizeof(why), &r.ctx), "IB");
+    assert_string_equal(why, "the pod has RDMA devices with uverbs nodes");
+    r.ctx.in_env_mode = true; /* an env file: the hardware here is not the pod's */
+    assert_null(pf_checks_net_advice(why, sizeof(why), &r.ctx));
+    snprintf(r.cfg.expect_transport, sizeof(r.cfg.expect_transport), "OFI");
+    assert_string_equal(pf_checks_net_advice(why, sizeof(why), &r.ctx), "OFI");
+    env(&r, "NCCL_NET", "ofi");
+    assert_null(pf_checks_net_advice(why, sizeof(why), &r.ctx));
+    teardown(&r);
+
+    setup(&r, "fixtures/node-efa", false); /* efa_0..: the aws-ofi-nccl plugin */
+    pf_checks_inventory(&r.ctx);
+    r.cfg.expect_rdma = PF_RDMA_REQUIRED;
+    assert_string_equal(pf_checks_net_advice(why, sizeof(why), &r.ctx), "OFI");
+    r.cfg.expect_rdma = PF_RDMA_NONE;
+    assert_null(pf_checks_net_advice(why, sizeof(why), &r.ctx));
+    teardown(&r);
 }
 
 /* ---- topology.locality */
@@ -399,6 +483,7 @@ int main(void)
         cmocka_unit_test(test_device_info_from_network_status),
         cmocka_unit_test(test_invalid_variables),
         cmocka_unit_test(test_nccl_ib_hca_against_given_devices),
+        cmocka_unit_test(test_net_advice),
         cmocka_unit_test(test_locality_remote_gpu),
         cmocka_unit_test(test_locality_paths),
         cmocka_unit_test(test_locality_skips),
