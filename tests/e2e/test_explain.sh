@@ -26,6 +26,12 @@ ADDERS = {
     "chk": (1, None),            # pkg/rendezvous/stage.c
     "guard": (1, None),          # pkg/rendezvous/stage.c: the stage a deadline names
     "pf_verdict_guard_update": (1, None),
+    # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, stage.c)
+    "rdv_add_finding_text": (1, 2),
+    "rdv_fleet_finding": (1, 2),
+    "rdv_sc_reject": (None, 2),
+    "rdv_chk": (1, None),
+    "rdv_guard": (1, None),
 }
 # code arguments that pass a code through (checked where the literal is written)
 # ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;
