@@ -314,7 +314,13 @@ def cmd_flood(a):
         return []
 
     def open_one():
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        """Opens one more connection; False when no more can be opened (descriptors)."""
+        try:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        except OSError as e:
+            st["connectFailed"] += 1
+            st["error"] = str(e)
+            return False
         s.setblocking(False)
         if a.src:
             s.bind((a.src, 0))
@@ -325,10 +331,12 @@ def cmd_flood(a):
         e = s.connect_ex(addr)
         if e not in (0, errno.EINPROGRESS):
             st["connectFailed"] += 1
+            st["error"] = os.strerror(e)
             s.close()
-            return
+            return True
         sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
         live.add(c)
+        return True
 
     def close(c, by_peer):
         if c not in live:
@@ -344,7 +352,9 @@ def cmd_flood(a):
 
     while time.monotonic() < end:
         while len(live) < count and st["opened"] < budget and time.monotonic() < end:
-            open_one()
+            if not open_one():
+                budget = st["opened"]  # out of descriptors: hold what is open
+                break
             if st["opened"] % 256 == 0:
                 break  # let the selector run between bursts of connects
         st["maxOpen"] = max(st["maxOpen"], len(live))

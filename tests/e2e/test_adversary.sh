@@ -321,6 +321,10 @@ sc_c3() {
 # ---- c4. 2,000 connections that start a 256 KiB JOIN and trickle it, during a 3-rank run
 RSS_BOUND_MIB=64
 sc_c4() {
+    if [ "$(ulimit -n)" -lt 2100 ]; then
+        skip "c4: 2,000 slow JOINs" "needs 2,100 file descriptors (ulimit -n is $(ulimit -n))"
+        return
+    fi
     scenario c4-slow-joins 3 45
     # ASan keeps freed blocks in a quarantine (256 MiB by default) that would count in RSS
     # as if live; a small one makes the peak reflect what rank 0 holds
