@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Strangers against the rendezvous: real `preflight run` processes meet on loopback
 # (127.0.0.1, --rank/--world-size/--coordinator given), all with one PREFLIGHT_TOKEN, while a
-# stranger (tests/e2e/rdv_stranger.py, from its own loopback address 127.0.0.66..99 so that
+# stranger (tests/adversary/rdv_stranger.py, from its own loopback address 127.0.0.66..99 so that
 # the verdict can tell it from the pods) reaches their ports the way any pod of a cluster can:
 #   c1  a JOIN with a wrong MAC claiming rank 3 before the real rank 3 arrives
 #   c2  the same after the real rank has joined
@@ -18,9 +18,9 @@
 # naming its address. Every stranger is bounded in connections and seconds.
 #   ONLY="c1 c4" runs those cases alone; KEEP_TMP=1 keeps the files; ADVERSARY_DRY=1 runs
 #   every case without its stranger (the control: then every case must pass).
-source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../e2e/lib.sh"
 
-H="$PREFLIGHT_SRC/tests/e2e/rdv_stranger.py"
+H="$PREFLIGHT_SRC/tests/adversary/rdv_stranger.py"
 for c in ss python3; do
     command -v "$c" >/dev/null || { skip "strangers on the rendezvous ports" "$c not installed"; exit 0; }
 done
