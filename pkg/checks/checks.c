@@ -10,6 +10,8 @@
 
 const struct pf_check_def pf_checks_table[] = {
     {"gpu.devices", pf_check_gpu_devices, PF_MODE_LOCAL, "GPUs visible in the pod, driver version"},
+    {"gpu.fabric", pf_check_gpu_fabric, PF_MODE_LOCAL,
+     "multi-node NVLink: IMEX channel in the pod (when NCCL_MNNVL_ENABLE asks for it)"},
     {"rdma.devices", pf_check_rdma_devices, PF_MODE_LOCAL,
      "/dev/infiniband: uverbsN openable, rdma_cm, sysfs and device nodes agree"},
     {"rdma.ports", pf_check_rdma_ports, PF_MODE_LOCAL,

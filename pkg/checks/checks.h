@@ -45,6 +45,7 @@ bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_ports(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_memlock(struct pf_check *out, struct pf_ctx *ctx);
