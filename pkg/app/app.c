@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../checks/checks.h"
+#include "../run/run.h"
 #include "../dl/dl.h"
 #include "../explain/explain.h"
 #include "../nccl/nccl.h"
@@ -34,83 +35,26 @@ static void progress_line(void *arg, const char *line)
     fflush(f);
 }
 
-static int policy_fn(void *arg, const char *check_id, const char *code, enum pf_status status)
-{
-    const struct pf_config *c = arg;
-    (void)check_id;
-    int st = pf_config_policy(c, code, (int)status);
-    return st == PF_POLICY_IGNORE ? -1 : st;
-}
-
-static int exit_code(const struct pf_options *o, const struct pf_config *c,
-                     const struct pf_verdict *v)
-{
-    (void)o;
-    (void)c;
-    return pf_verdict_exit_code(v); /* warn_fails was set in session_open */
-}
-
 static const char *env_or(const struct pf_env *e, const char *name, const char *dflt)
 {
     const char *s = pf_env_get(e, name);
     return s && *s ? s : dflt;
 }
 
-struct session {
-    struct pf_config config;
-    struct pf_verdict verdict;
-    struct pf_ctx ctx;
-    double t0;
-    struct pf_counters *counters; /* rdma.counters: the snapshot before the checks and traffic */
-    double counters_t;
-};
-
-/* guard: the verdict path to guard from here on (NULL: none), before anything slow */
-static int session_open(struct session *s, const struct pf_options *o, const char *guard)
+/* The session of every subcommand (pkg/run), its progress lines on o->err. */
+static int session_open(struct pf_run *s, struct pf_run_opts *ro, const struct pf_options *o,
+                        const char *guard)
 {
-    s->t0 = pf_now();
-    s->counters = NULL;
-    pf_config_defaults(&s->config);
-    pf_verdict_init(&s->verdict);
-    pf_ctx_init(&s->ctx, &s->config, &s->verdict);
-    if (guard) {
-        int r = pf_verdict_guard_install(guard, o->timeout_s, policy_fn, &s->config);
-        if (r < 0) return r;
-        pf_verdict_guard_update(&s->verdict, "preflight", "reading the config file");
-    }
-    if (o->config_path) {
-        int r = pf_config_load(&s->config, o->config_path);
-        if (r < 0) return r;
-    }
-    s->verdict.warn_fails = o->strict || s->config.fail_on == PF_WARN; /* the exit code's rule */
-    int r = pf_host_init(&s->ctx.host, o->root ? o->root : "/");
-    if (r < 0) return r;
-    pf_env_from_environ(&s->ctx.env, o->environ_);
-    s->ctx.progress = progress_line;
-    s->ctx.progress_arg = o->err;
-    return 0;
-}
-
-static void session_close(struct session *s)
-{
-    pf_verdict_guard_disarm();
-    pf_counters_free(s->counters);
-    pf_ctx_free(&s->ctx);
-    pf_verdict_free(&s->verdict);
-    pf_config_free(&s->config);
-}
-
-static void record_pod(struct session *s)
-{
-    const struct pf_env *e = &s->ctx.env;
-    char host[256] = "";
-    if (gethostname(host, sizeof(host)) != 0) host[0] = '\0';
-    host[sizeof(host) - 1] = '\0';
-    pf_node_set_str(s->verdict.pod, "name", env_or(e, "POD_NAME", host));
-    const char *ns = env_or(e, "POD_NAMESPACE", NULL);
-    if (ns) pf_node_set_str(s->verdict.pod, "namespace", ns);
-    const char *node = env_or(e, "NODE_NAME", NULL);
-    if (node) pf_node_set_str(s->verdict.pod, "node", node);
+    memset(ro, 0, sizeof(*ro));
+    ro->config_path = o->config_path;
+    ro->root = o->root;
+    ro->strict = o->strict;
+    ro->timeout_s = o->timeout_s;
+    ro->environ_ = o->environ_;
+    ro->progress = progress_line;
+    ro->progress_arg = o->err;
+    ro->rdv = o->rdv;
+    return pf_run_open(s, ro, guard);
 }
 
 static bool use_human(const struct pf_options *o)
@@ -125,13 +69,13 @@ static bool want_color(const struct pf_options *o)
 }
 
 /* Prints the verdict on stdout in the chosen format and writes the file when asked. */
-static int deliver(struct session *s, const struct pf_options *o, const char *path)
+static int deliver(struct pf_run *s, const struct pf_options *o, const char *path)
 {
     s->verdict.duration_seconds = pf_now() - s->t0;
-    pf_verdict_finalize(&s->verdict, policy_fn, &s->config);
+    pf_verdict_finalize(&s->verdict, pf_run_policy, &s->config);
     int r = 0;
     /* a signal during the write still leaves this verdict, complete (docs/security.md) */
-    pf_verdict_guard_final(&s->verdict, exit_code(o, &s->config, &s->verdict));
+    pf_verdict_guard_final(&s->verdict, pf_verdict_exit_code(&s->verdict));
     if (path) {
         r = pf_verdict_write_file(&s->verdict, path);
         if (r < 0) fprintf(o->err, "preflight: %s\n", pf_err_msg());
@@ -160,84 +104,35 @@ static int usage_error(const struct pf_options *o)
     return PF_EXIT_USAGE;
 }
 
-static int local_checks(struct session *s, const struct pf_options *o, const char *verdict_path,
-                        bool guard)
-{
-    pf_env_load_nccl_conf(&s->ctx.env, &s->ctx.host);
-    record_pod(s);
-    (void)o; /* the guard is installed by session_open */
-    if (guard) pf_verdict_guard_update(&s->verdict, "preflight", "starting");
-    pf_checks_inventory(&s->ctx);
-    pf_checks_environment(&s->ctx);
-    s->ctx.verdict_path = verdict_path;
-    s->counters = pf_counters_snapshot(&s->ctx);
-    s->counters_t = pf_now();
-    if (guard) pf_verdict_guard_update(&s->verdict, "preflight", "running the local checks");
-    pf_checks_run(&s->ctx, PF_MODE_LOCAL);
-    return 0;
-}
-
-/* `check`'s counter window: PREFLIGHT_COUNTERS_WINDOW seconds (0..60), by default
- * PF_COUNTERS_MIN_INTERVAL_S. PF_EUSAGE naming the variable when it is not a number. */
-static int counters_window(double *out, const struct pf_env *e)
-{
-    *out = PF_COUNTERS_MIN_INTERVAL_S;
-    const char *s = pf_env_get(e, "PREFLIGHT_COUNTERS_WINDOW");
-    if (!s || !*s) return 0;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (*end || errno || !(v >= 0) || v > 60)
-        return pf_err_set(
-            PF_EUSAGE, "PREFLIGHT_COUNTERS_WINDOW: expected seconds from 0 to 60, found \"%s\"", s);
-    *out = v;
-    return 0;
-}
-
-/* rdma.counters against the snapshot of local_checks; `check` lets at least `window`
- * seconds pass first, so that a dirty link has time to show. */
-static void counters_check(struct session *s, double window)
-{
-    double left = window - (pf_now() - s->counters_t);
-    if (s->counters && left > 0) {
-        struct timespec ts = {0, (long)(left * 1e9)};
-        nanosleep(&ts, NULL);
-    }
-    double t0 = pf_now();
-    struct pf_check *c = pf_verdict_add_check(&s->verdict, "rdma.counters");
-    pf_check_rdma_counters(c, &s->ctx, s->counters);
-    c->seconds = pf_now() - t0;
-}
-
 int pf_app_check(const struct pf_options *o)
 {
-    struct session s;
+    struct pf_run s;
+    struct pf_run_opts ro;
     int code;
     bool guard = o->timeout_s > 0 || o->verdict_path;
     const char *path = o->verdict_path;
-    int r = session_open(&s, o, guard ? (path ? path : "-") : NULL);
+    int r = session_open(&s, &ro, o, guard ? (path ? path : "-") : NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    double window;
-    r = counters_window(&window, &s.ctx.env);
-    if (r == 0) r = local_checks(&s, o, path ? path : "-", guard);
+    r = pf_run_counters_window(&s.counters_window, &s.ctx.env);
+    s.ctx.verdict_path = path ? path : "-";
+    if (r == 0) r = pf_run_check(&s);
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    counters_check(&s, window);
     r = deliver(&s, o, path);
-    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&s.verdict);
 out:
-    session_close(&s);
+    pf_run_close(&s);
     return code;
 }
 
 /* run --dry-run: this pod's identity and the rule that found it; nothing is checked or joined.
  * 0 when it is complete, 2 with the missing piece named. */
-static int dry_run(struct session *s, const struct pf_options *o)
+static int dry_run(struct pf_run *s, const struct pf_options *o)
 {
     struct pf_rdv_ident id;
     int port = s->config.rendezvous_port > 0 ? s->config.rendezvous_port : 29400;
@@ -260,10 +155,11 @@ static int dry_run(struct session *s, const struct pf_options *o)
 
 int pf_app_run(const struct pf_options *o)
 {
-    struct session s;
+    struct pf_run s;
+    struct pf_run_opts ro;
     int code;
     const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
-    int r = session_open(&s, o, path);
+    int r = session_open(&s, &ro, o, path);
     if (r < 0) {
         code = usage_error(o);
         goto out;
@@ -278,31 +174,34 @@ int pf_app_run(const struct pf_options *o)
                                          ? o->termination_log
                                          : env_or(&s.ctx.env, "PREFLIGHT_TERMINATION_LOG", NULL));
     pf_verdict_guard_termination(term);
-    r = local_checks(&s, o, path, true);
+    s.ctx.verdict_path = path;
+    r = pf_run_run(&s);
+    if (o->verbose) {
+        struct pf_buf b;
+        pf_buf_init(&b, 4096);
+        pf_run_timing_text(&s, &b);
+        pf_ctx_progress(&s.ctx, "stages: %s", pf_buf_str(&b));
+        pf_buf_free(&b);
+    }
     if (r < 0) {
         code = usage_error(o);
         goto out;
     }
-    pf_verdict_guard_update(&s.verdict, "rendezvous", "meeting the other pods");
-    pf_rendezvous_stage(&s.ctx, &o->rdv);
-    pf_verdict_guard_update(&s.verdict, "rdma.counters", "reading the port error counters");
-    counters_check(&s, 0);
-    pf_verdict_guard_update(&s.verdict, "preflight", "reporting the verdict");
-    pf_report_stage(&s.ctx, policy_fn, &s.config, s.t0); /* Event, annotation, metrics */
     r = deliver(&s, o, path);
     if (pf_report_termination_write(&s.verdict, term) < 0) /* never fails the run */
         fprintf(o->err, "preflight: %s\n", pf_err_msg());
-    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&s.verdict);
 out:
-    session_close(&s);
+    pf_run_close(&s);
     return code;
 }
 
 int pf_app_env(const struct pf_options *o)
 {
-    struct session s;
+    struct pf_run s;
+    struct pf_run_opts ro;
     int code;
-    int r = session_open(&s, o, NULL);
+    int r = session_open(&s, &ro, o, NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
@@ -328,18 +227,19 @@ int pf_app_env(const struct pf_options *o)
     for (size_t i = 0; i < advice.n && use_human(o) && !to_stdout; i++)
         fprintf(o->out, "advice: %s\n", advice.v[i]);
     pf_strlist_free(&advice);
-    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&s.verdict);
 out:
-    session_close(&s);
+    pf_run_close(&s);
     return code;
 }
 
 int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
 {
-    struct session s;
+    struct pf_run s;
+    struct pf_run_opts ro;
     int code;
     struct pf_nccllog log = {0};
-    int r = session_open(&s, o, NULL);
+    int r = session_open(&s, &ro, o, NULL);
     if (r < 0) {
         code = usage_error(o);
         goto out;
@@ -366,10 +266,10 @@ int pf_app_log(const struct pf_options *o, const char *const *files, int nfiles)
         pf_buf_free(&b);
     }
     r = deliver(&s, o, o->verdict_path);
-    code = r < 0 ? PF_EXIT_FAIL : exit_code(o, &s.config, &s.verdict);
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&s.verdict);
 out:
     pf_nccllog_free(&log);
-    session_close(&s);
+    pf_run_close(&s);
     return code;
 }
 
