@@ -37,8 +37,8 @@ struct row {
 };
 
 static const struct row rows[] = {
-    {"unset", NULL, NULL, PF_SKIP, "",
-     "multi-node NVLink not requested (NCCL_MNNVL_ENABLE unset)", NULL},
+    {"unset", NULL, NULL, PF_SKIP, "", "multi-node NVLink not requested (NCCL_MNNVL_ENABLE unset)",
+     NULL},
     {"off", "0", "mkdir -p dev/nvidia-caps-imex-channels", PF_SKIP, "", "NCCL_MNNVL_ENABLE=0",
      NULL},
     {"on, no folder", "1", NULL, PF_FAIL, "imex-channel-missing",
@@ -87,8 +87,8 @@ static void test_table(void **state)
         if (c->status != r->status || c->nfindings > 1 || strcmp(code, r->code) != 0 || !text ||
             !strstr(text, r->needle) ||
             (r->channel ? !first || strcmp(first, r->channel) != 0 : first != NULL))
-            fail_msg("%s: got %s [%s] \"%s\" first channel %s", r->name,
-                     pf_status_name(c->status), code, text ? text : "", first ? first : "-");
+            fail_msg("%s: got %s [%s] \"%s\" first channel %s", r->name, pf_status_name(c->status),
+                     code, text ? text : "", first ? first : "-");
         if (r->status != PF_SKIP)
             assert_non_null(strstr(pf_node_get_str(c->evidence, "fabricState"), "libnvidia-ml"));
         pf_ctx_free(&ctx);
