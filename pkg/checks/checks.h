@@ -43,6 +43,13 @@ void pf_checks_environment(struct pf_ctx *ctx);
  * x86_64  565.57.01  Release Build  (builder@host)  <date>"), whatever the date's locale. */
 bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 
+/* The PCI bus ids (lowercase, each once, at most PF_TOPO_BUSIDS_MAX) named by busid="..."
+ * attributes in the text of an NCCL topology file; values that are not hex digits, ':' and
+ * '.' are ignored. Returns how many were added to out. */
+#define PF_TOPO_BUSID_MAX 32
+#define PF_TOPO_BUSIDS_MAX 1024
+size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);
+
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);

@@ -482,6 +482,39 @@ static void check_debug(struct envcheck *e)
 
 /* ---- files */
 
+#define TOPO_FILE_MAX (4u << 20)
+
+/* The PCI devices the topology file names must exist here: a file written for another node
+ * type gives NCCL a wrong GPU/NIC affinity. */
+static void check_topo_busids(struct envcheck *e, const char *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (pf_host_read_all(&text, &len, TOPO_FILE_MAX, &e->ctx->host, "%s", t) < 0) return;
+    struct pf_strlist ids = {0};
+    (void)pf_topo_busids(&ids, text, len);
+    free(text);
+    char missing[256] = "";
+    size_t nmissing = 0;
+    for (size_t i = 0; i < ids.n; i++) {
+        struct stat st;
+        if (pf_host_stat(&st, &e->ctx->host, "/sys/bus/pci/devices/%s", ids.v[i]) == 0) continue;
+        if (nmissing < 5) {
+            size_t l = strlen(missing);
+            snprintf(missing + l, sizeof(missing) - l, "%s%s", l ? ", " : "", ids.v[i]);
+        }
+        nmissing++;
+    }
+    pf_node_set_int(e->out->evidence, "topoFileBusIds", (long long)ids.n);
+    if (nmissing)
+        pf_check_add_finding(e->out, "topo-file-mismatch", PF_WARN, NULL,
+                             "NCCL_TOPO_FILE=%s (%s) names %zu of %zu PCI device%s not on this "
+                             "node (%s%s): the file was written for another node type",
+                             t, from(e, "NCCL_TOPO_FILE"), nmissing, ids.n, ids.n == 1 ? "" : "s",
+                             missing, nmissing > 5 ? ", ..." : "");
+    pf_strlist_free(&ids);
+}
+
 static void check_topo_file(struct envcheck *e)
 {
     const char *t = get(e, "NCCL_TOPO_FILE");
@@ -497,7 +530,10 @@ static void check_topo_file(struct envcheck *e)
     if (e->ctx->in_env_mode) return; /* a file on another machine: only the environment is linted */
     struct stat st;
     int r = pf_host_stat(&st, &e->ctx->host, "%s", t);
-    if (r == 0 && !S_ISDIR(st.st_mode)) return;
+    if (r == 0 && !S_ISDIR(st.st_mode)) {
+        check_topo_busids(e, t);
+        return;
+    }
     pf_check_add_finding(e->out, "topo-file-missing", PF_FAIL,
                          fix(e, "NCCL_TOPO_FILE",
                              "mount the topology file at that path (a ConfigMap or hostPath "
