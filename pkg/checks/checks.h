@@ -43,9 +43,10 @@ void pf_checks_environment(struct pf_ctx *ctx);
  * x86_64  565.57.01  Release Build  (builder@host)  <date>"), whatever the date's locale. */
 bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 
-/* The PCI bus ids (lowercase, each once, at most PF_TOPO_BUSIDS_MAX) named by busid="..."
- * attributes in the text of an NCCL topology file; values that are not hex digits, ':' and
- * '.' are ignored. Returns how many were added to out. */
+/* The GPUs and NICs an NCCL topology file places: the busid="..." of each <pci> element whose
+ * class is a GPU's or a NIC's (0x03..., 0x02...) or that holds a <gpu> or <nic> element, as
+ * written (NCCL compares bus ids as strings), each once, at most PF_TOPO_BUSIDS_MAX. PCI switches
+ * and values that are not hex digits, ':' and '.' are left out. Returns how many were added. */
 #define PF_TOPO_BUSID_MAX 32
 #define PF_TOPO_BUSIDS_MAX 1024
 size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);

@@ -490,7 +490,13 @@ static void check_topo_busids(struct envcheck *e, const char *t)
 {
     char *text = NULL;
     size_t len = 0;
-    if (pf_host_read_all(&text, &len, TOPO_FILE_MAX, &e->ctx->host, "%s", t) < 0) return;
+    if (pf_host_read_all(&text, &len, TOPO_FILE_MAX, &e->ctx->host, "%s", t) < 0) {
+        pf_check_add_finding(e->out, "topo-file-missing", PF_WARN, NULL,
+                             "NCCL_TOPO_FILE=%s (%s) cannot be read (%s): NCCL loads no topology "
+                             "from it",
+                             t, from(e, "NCCL_TOPO_FILE"), pf_err_msg());
+        return;
+    }
     struct pf_strlist ids = {0};
     (void)pf_topo_busids(&ids, text, len);
     free(text);
@@ -508,10 +514,11 @@ static void check_topo_busids(struct envcheck *e, const char *t)
     pf_node_set_int(e->out->evidence, "topoFileBusIds", (long long)ids.n);
     if (nmissing)
         pf_check_add_finding(e->out, "topo-file-mismatch", PF_WARN, NULL,
-                             "NCCL_TOPO_FILE=%s (%s) names %zu of %zu PCI device%s not on this "
-                             "node (%s%s): the file was written for another node type",
-                             t, from(e, "NCCL_TOPO_FILE"), nmissing, ids.n, ids.n == 1 ? "" : "s",
-                             missing, nmissing > 5 ? ", ..." : "");
+                             "NCCL_TOPO_FILE=%s (%s) names %zu of its %zu GPUs and NICs at PCI "
+                             "bus ids not on this node (%s%s): the file was written for another "
+                             "node type",
+                             t, from(e, "NCCL_TOPO_FILE"), nmissing, ids.n, missing,
+                             nmissing > 5 ? ", ..." : "");
     pf_strlist_free(&ids);
 }
 

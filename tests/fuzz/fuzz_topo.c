@@ -1,4 +1,5 @@
-/* Fuzz target: the bus id scanner for NCCL topology files (NCCL_TOPO_FILE, from the user). */
+/* Fuzz target: the GPU/NIC bus id scanner for NCCL topology files (NCCL_TOPO_FILE, from the user).
+ */
 #include <stddef.h>
 #include <stdint.h>
 
