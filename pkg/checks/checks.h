@@ -51,6 +51,11 @@ bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 #define PF_TOPO_BUSIDS_MAX 1024
 size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);
 
+/* nccl.env's rules for settings that NCCL releases changed (renamed, removed, added, the RoCE
+ * GID choice), against the NCCL of version code `version` (0: unknown, and the messages say from
+ * which release a rule applies). pf_check_nccl_env calls it with the loaded NCCL's version. */
+void pf_nccl_env_version_rules(struct pf_check *out, struct pf_ctx *ctx, int version);
+
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);
