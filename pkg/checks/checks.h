@@ -56,6 +56,21 @@ size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);
  * which release a rule applies). pf_check_nccl_env calls it with the loaded NCCL's version. */
 void pf_nccl_env_version_rules(struct pf_check *out, struct pf_ctx *ctx, int version);
 
+/* A GPU's fabric registration as NVML reports it (nvmlDeviceGetGpuFabricInfoV: state, status,
+ * clusterUuid; values of nvml.h, which NCCL's src/include/nvmlwrap.h repeats). NCCL's MNNVL
+ * set-up (src/mnnvl.cc) needs every rank's state COMPLETED and a cluster UUID that is not zero. */
+#define PF_NVML_FABRIC_STATE_NOT_SUPPORTED 0
+#define PF_NVML_FABRIC_STATE_NOT_STARTED 1
+#define PF_NVML_FABRIC_STATE_IN_PROGRESS 2
+#define PF_NVML_FABRIC_STATE_COMPLETED 3
+enum pf_fabric_readiness {
+    PF_FABRIC_NONE,      /* the GPU has no NVLink fabric (NOT_SUPPORTED): nothing to judge */
+    PF_FABRIC_READY,     /* COMPLETED, status NVML_SUCCESS, a cluster UUID */
+    PF_FABRIC_NOT_READY, /* fabric-not-ready; why says what NVML reports */
+};
+enum pf_fabric_readiness pf_gpu_fabric_readiness(char *why, size_t n, unsigned state, int status,
+                                                 const unsigned char cluster_uuid[16]);
+
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);

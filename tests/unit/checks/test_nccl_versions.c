@@ -58,8 +58,8 @@ static const struct rule_case cases[] = {
      "automatic RoCE GID choice)"},
     {"ADDR_FAMILY on 2.21.5", "NCCL_IB_ADDR_FAMILY=AF_INET6", 22105, NULL, NULL, NULL},
     {"ADDR_FAMILY, NCCL unknown", "NCCL_IB_ADDR_FAMILY=AF_INET6", 0, NULL, NULL, NULL},
-    {"RUNTIME_CONNECT on 2.21.5", "NCCL_RUNTIME_CONNECT=0", 22105, NULL,
-     "nccl-setting-unsupported", "(NCCL 2.22 and later do"},
+    {"RUNTIME_CONNECT on 2.21.5", "NCCL_RUNTIME_CONNECT=0", 22105, NULL, "nccl-setting-unsupported",
+     "(NCCL 2.22 and later do"},
     {"WORK_FIFO_BYTES on 2.21.5", "NCCL_WORK_FIFO_BYTES=2097152", 22105, NULL,
      "nccl-setting-unsupported", "older releases read NCCL_WORK_FIFO_DEPTH (entries)"},
     /* the RoCE GID */
@@ -71,12 +71,11 @@ static const struct rule_case cases[] = {
      "gid-index-fixed", "while NCCL 2.21 and later pick the GID itself"},
     {"GID index, no RDMA device known", "NCCL_IB_GID_INDEX=3", 0, NULL, "gid-index-fixed",
      "pins the RoCE GID index"},
-    {"GID index on RoCE, 2.20.5 needs it", "NCCL_IB_GID_INDEX=3", 22005, "fixtures/node-roce",
-     NULL, NULL},
+    {"GID index on RoCE, 2.20.5 needs it", "NCCL_IB_GID_INDEX=3", 22005, "fixtures/node-roce", NULL,
+     NULL},
     {"GID index -1 is the automatic choice", "NCCL_IB_GID_INDEX=-1", 22809, "fixtures/node-roce",
      NULL, NULL},
-    {"GID index on InfiniBand", "NCCL_IB_GID_INDEX=0", 22809, "fixtures/node-8gpu-ndr", NULL,
-     NULL},
+    {"GID index on InfiniBand", "NCCL_IB_GID_INDEX=0", 22809, "fixtures/node-8gpu-ndr", NULL, NULL},
     /* still read by every release */
     {"NET_GDR_LEVEL", "NCCL_NET_GDR_LEVEL=PHB", 22809, NULL, NULL, NULL},
     {"NSOCKS_PERTHREAD", "NCCL_NSOCKS_PERTHREAD=4", 21805, NULL, NULL, NULL},
@@ -139,10 +138,10 @@ static void test_table(void **state)
 {
     (void)state;
     static const char *const names[] = {
-        "NCCL_CUDA_PATH",       "NCCL_IB_ADDR_FAMILY",  "NCCL_IB_ADDR_RANGE",
-        "NCCL_IB_ROCE_VERSION_NUM", "NCCL_MNNVL",       "NCCL_MNNVL_ENABLE",
-        "NCCL_PROFILER_PLUGIN", "NCCL_PROXY_PROFILE",   "NCCL_RUNTIME_CONNECT",
-        "NCCL_WORK_FIFO_BYTES", "NCCL_WORK_FIFO_DEPTH",
+        "NCCL_CUDA_PATH",           "NCCL_IB_ADDR_FAMILY",  "NCCL_IB_ADDR_RANGE",
+        "NCCL_IB_ROCE_VERSION_NUM", "NCCL_MNNVL",           "NCCL_MNNVL_ENABLE",
+        "NCCL_PROFILER_PLUGIN",     "NCCL_PROXY_PROFILE",   "NCCL_RUNTIME_CONNECT",
+        "NCCL_WORK_FIFO_BYTES",     "NCCL_WORK_FIFO_DEPTH",
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const struct pf_ncclenv_change *c = pf_ncclenv_change(names[i]);
