@@ -43,6 +43,34 @@ void pf_checks_environment(struct pf_ctx *ctx);
  * x86_64  565.57.01  Release Build  (builder@host)  <date>"), whatever the date's locale. */
 bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 
+/* The GPUs and NICs an NCCL topology file places: the busid="..." of each <pci> element whose
+ * class is a GPU's or a NIC's (0x03..., 0x02...) or that holds a <gpu> or <nic> element, as
+ * written (NCCL compares bus ids as strings), each once, at most PF_TOPO_BUSIDS_MAX. PCI switches
+ * and values that are not hex digits, ':' and '.' are left out. Returns how many were added. */
+#define PF_TOPO_BUSID_MAX 32
+#define PF_TOPO_BUSIDS_MAX 1024
+size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);
+
+/* nccl.env's rules for settings that NCCL releases changed (renamed, removed, added, the RoCE
+ * GID choice), against the NCCL of version code `version` (0: unknown, and the messages say from
+ * which release a rule applies). pf_check_nccl_env calls it with the loaded NCCL's version. */
+void pf_nccl_env_version_rules(struct pf_check *out, struct pf_ctx *ctx, int version);
+
+/* A GPU's fabric registration as NVML reports it (nvmlDeviceGetGpuFabricInfoV: state, status,
+ * clusterUuid; values of nvml.h, which NCCL's src/include/nvmlwrap.h repeats). NCCL's MNNVL
+ * set-up (src/mnnvl.cc) needs every rank's state COMPLETED and a cluster UUID that is not zero. */
+#define PF_NVML_FABRIC_STATE_NOT_SUPPORTED 0
+#define PF_NVML_FABRIC_STATE_NOT_STARTED 1
+#define PF_NVML_FABRIC_STATE_IN_PROGRESS 2
+#define PF_NVML_FABRIC_STATE_COMPLETED 3
+enum pf_fabric_readiness {
+    PF_FABRIC_NONE,      /* the GPU has no NVLink fabric (NOT_SUPPORTED): nothing to judge */
+    PF_FABRIC_READY,     /* COMPLETED, status NVML_SUCCESS, a cluster UUID */
+    PF_FABRIC_NOT_READY, /* fabric-not-ready; why says what NVML reports */
+};
+enum pf_fabric_readiness pf_gpu_fabric_readiness(char *why, size_t n, unsigned state, int status,
+                                                 const unsigned char cluster_uuid[16]);
+
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);

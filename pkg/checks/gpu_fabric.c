@@ -62,3 +62,38 @@ void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx)
     pf_strlist_free(&chans);
     pf_strlist_free(&names);
 }
+
+enum pf_fabric_readiness pf_gpu_fabric_readiness(char *why, size_t n, unsigned state, int status,
+                                                 const unsigned char cluster_uuid[16])
+{
+    why[0] = '\0';
+    switch (state) {
+    case PF_NVML_FABRIC_STATE_NOT_SUPPORTED:
+        return PF_FABRIC_NONE;
+    case PF_NVML_FABRIC_STATE_NOT_STARTED:
+        snprintf(why, n, "fabric registration not started");
+        return PF_FABRIC_NOT_READY;
+    case PF_NVML_FABRIC_STATE_IN_PROGRESS:
+        snprintf(why, n, "fabric registration in progress");
+        return PF_FABRIC_NOT_READY;
+    case PF_NVML_FABRIC_STATE_COMPLETED:
+        break;
+    default:
+        snprintf(why, n, "fabric state %u, not one NVML defines", state);
+        return PF_FABRIC_NOT_READY;
+    }
+    if (status != 0) { /* NVML_SUCCESS */
+        snprintf(why, n, "fabric registration completed with NVML error %d", status);
+        return PF_FABRIC_NOT_READY;
+    }
+    bool zero = true;
+    for (size_t i = 0; i < 16; i++)
+        if (cluster_uuid[i]) zero = false;
+    if (zero) {
+        snprintf(why, n,
+                 "fabric registration completed without a cluster UUID (NCCL then "
+                 "turns multi-node NVLink off)");
+        return PF_FABRIC_NOT_READY;
+    }
+    return PF_FABRIC_READY;
+}

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "../dl/dl.h"
 #include "../ncclenv/ncclenv.h"
 #include "../netif/netif.h"
 
@@ -482,6 +483,46 @@ static void check_debug(struct envcheck *e)
 
 /* ---- files */
 
+#define TOPO_FILE_MAX (4u << 20)
+
+/* The PCI devices the topology file names must exist here: a file written for another node
+ * type gives NCCL a wrong GPU/NIC affinity. */
+static void check_topo_busids(struct envcheck *e, const char *t)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (pf_host_read_all(&text, &len, TOPO_FILE_MAX, &e->ctx->host, "%s", t) < 0) {
+        pf_check_add_finding(e->out, "topo-file-missing", PF_WARN, NULL,
+                             "NCCL_TOPO_FILE=%s (%s) cannot be read (%s): NCCL loads no topology "
+                             "from it",
+                             t, from(e, "NCCL_TOPO_FILE"), pf_err_msg());
+        return;
+    }
+    struct pf_strlist ids = {0};
+    (void)pf_topo_busids(&ids, text, len);
+    free(text);
+    char missing[256] = "";
+    size_t nmissing = 0;
+    for (size_t i = 0; i < ids.n; i++) {
+        struct stat st;
+        if (pf_host_stat(&st, &e->ctx->host, "/sys/bus/pci/devices/%s", ids.v[i]) == 0) continue;
+        if (nmissing < 5) {
+            size_t l = strlen(missing);
+            snprintf(missing + l, sizeof(missing) - l, "%s%s", l ? ", " : "", ids.v[i]);
+        }
+        nmissing++;
+    }
+    pf_node_set_int(e->out->evidence, "topoFileBusIds", (long long)ids.n);
+    if (nmissing)
+        pf_check_add_finding(e->out, "topo-file-mismatch", PF_WARN, NULL,
+                             "NCCL_TOPO_FILE=%s (%s) names %zu of its %zu GPUs and NICs at PCI "
+                             "bus ids not on this node (%s%s): the file was written for another "
+                             "node type",
+                             t, from(e, "NCCL_TOPO_FILE"), nmissing, ids.n, missing,
+                             nmissing > 5 ? ", ..." : "");
+    pf_strlist_free(&ids);
+}
+
 static void check_topo_file(struct envcheck *e)
 {
     const char *t = get(e, "NCCL_TOPO_FILE");
@@ -497,7 +538,10 @@ static void check_topo_file(struct envcheck *e)
     if (e->ctx->in_env_mode) return; /* a file on another machine: only the environment is linted */
     struct stat st;
     int r = pf_host_stat(&st, &e->ctx->host, "%s", t);
-    if (r == 0 && !S_ISDIR(st.st_mode)) return;
+    if (r == 0 && !S_ISDIR(st.st_mode)) {
+        check_topo_busids(e, t);
+        return;
+    }
     pf_check_add_finding(e->out, "topo-file-missing", PF_FAIL,
                          fix(e, "NCCL_TOPO_FILE",
                              "mount the topology file at that path (a ConfigMap or hostPath "
@@ -505,6 +549,149 @@ static void check_topo_file(struct envcheck *e)
                          "NCCL_TOPO_FILE=%s (%s) %s: NCCL fails to load the topology", t,
                          from(e, "NCCL_TOPO_FILE"),
                          r == 0 ? "is a directory, not a file" : "does not exist");
+}
+
+/* ---- settings NCCL releases changed (pkg/ncclenv's table; docs/checks/40-nccl-env.md) */
+
+/* "NCCL 2.21" for a version code of a minor release's first version. */
+static void minor_name(char *out, size_t n, int code)
+{
+    snprintf(out, n, "NCCL %d.%d", code / 10000, code / 100 % 100);
+}
+
+/* How many of the pod's RDMA ports are Ethernet (RoCE) and how many InfiniBand. */
+static void count_link_layers(struct envcheck *e, size_t *roce, size_t *ib)
+{
+    *roce = *ib = 0;
+    for (size_t i = 0; i < e->ctx->hcas.n; i++) {
+        struct pf_strlist ports = {0};
+        if (pf_host_list(&ports, &e->ctx->host, "/sys/class/infiniband/%s/ports",
+                         e->ctx->hcas.v[i]) < 0) {
+            pf_err_clear();
+            continue;
+        }
+        for (size_t p = 0; p < ports.n; p++) {
+            char ll[32];
+            if (pf_host_read(ll, sizeof(ll), &e->ctx->host,
+                             "/sys/class/infiniband/%s/ports/%s/"
+                             "link_layer",
+                             e->ctx->hcas.v[i], ports.v[p]) < 0) {
+                pf_err_clear();
+                continue;
+            }
+            if (strcmp(ll, "Ethernet") == 0) (*roce)++;
+            if (strcmp(ll, "InfiniBand") == 0) (*ib)++;
+        }
+        pf_strlist_free(&ports);
+    }
+}
+
+/* A fixed NCCL_IB_GID_INDEX where NCCL would pick the RoCE GID itself. */
+static void check_gid_index(struct envcheck *e, int version, const char *loaded)
+{
+    const char *s = get(e, "NCCL_IB_GID_INDEX");
+    long long v;
+    if (pf_ncclenv_param(s, -1, &v) == PF_NCCLENV_INT_UNSET || v < 0) return;
+    if (version && version < PF_NCCLENV_GID_AUTO_SINCE) return; /* that NCCL needs it on RoCE */
+    size_t roce, ib;
+    count_link_layers(e, &roce, &ib);
+    if (roce == 0 && ib > 0) return; /* GID 0 on InfiniBand; 2.22 and later ignore it there */
+    char who[64];
+    if (version)
+        snprintf(who, sizeof(who), "the loaded %s picks", loaded);
+    else
+        snprintf(who, sizeof(who), "NCCL 2.21 and later pick");
+    pf_check_add_finding(e->out, "gid-index-fixed", PF_WARN,
+                         fix(e, "NCCL_IB_GID_INDEX",
+                             "remove NCCL_IB_GID_INDEX (steer the choice with "
+                             "NCCL_IB_ADDR_FAMILY or NCCL_IB_ADDR_RANGE if needed)"),
+                         "NCCL_IB_GID_INDEX=%s (%s) pins the RoCE GID index, while %s the GID "
+                         "itself (RoCE v2 and IPv4 unless NCCL_IB_ADDR_FAMILY or "
+                         "NCCL_IB_ADDR_RANGE say otherwise): a fixed index breaks connections "
+                         "where the GID table differs",
+                         shown(e, "NCCL_IB_GID_INDEX", s), from(e, "NCCL_IB_GID_INDEX"), who);
+}
+
+/* One variable that only some releases read, against the loaded version (0: unknown). */
+static void check_change(struct envcheck *e, const struct pf_ncclenv_change *c, int version,
+                         const char *loaded)
+{
+    const char *n = c->name;
+    char rel[32];
+    if (c->until && (version == 0 || version >= c->until)) {
+        minor_name(rel, sizeof(rel), c->until);
+        char what[256];
+        if (c->replacement)
+            snprintf(what, sizeof(what), "replace %s with %s", n, c->replacement);
+        else
+            snprintf(what, sizeof(what), "remove %s", n);
+        char head[160];
+        if (version)
+            snprintf(head, sizeof(head), "the loaded %s does not read it", loaded);
+        else
+            snprintf(head, sizeof(head), "%s and later do not read it", rel);
+        if (c->replacement)
+            pf_check_add_finding(e->out, "nccl-setting-renamed", PF_WARN, fix(e, n, what),
+                                 "%s (%s) has no effect: %s (%s replaced it with %s: %s)", n,
+                                 from(e, n), head, rel, c->replacement, c->note);
+        else
+            pf_check_add_finding(e->out, "nccl-setting-obsolete", PF_WARN, fix(e, n, what),
+                                 "%s (%s) has no effect: %s (gone since %s: %s)", n, from(e, n),
+                                 head, rel, c->note);
+        return;
+    }
+    if (c->since && version && version < c->since) {
+        minor_name(rel, sizeof(rel), c->since);
+        char what[256];
+        snprintf(what, sizeof(what), "upgrade NCCL to %s or later, or remove %s", rel + 5, n);
+        pf_check_add_finding(e->out, "nccl-setting-unsupported", PF_WARN, fix(e, n, what),
+                             "%s (%s) has no effect: the loaded %s does not read it yet (%s "
+                             "and later do: %s)",
+                             n, from(e, n), loaded, rel, c->note);
+    }
+}
+
+void pf_nccl_env_version_rules(struct pf_check *out, struct pf_ctx *ctx, int version)
+{
+    struct envcheck e = {.out = out, .ctx = ctx};
+    char loaded[48] = "";
+    if (version) {
+        char v[32];
+        pf_nccl_version_string(v, sizeof(v), version);
+        snprintf(loaded, sizeof(loaded), "NCCL %s", v);
+        pf_node_set_str(out->evidence, "ncclVersion", v);
+    }
+    for (size_t i = 0; i < ctx->env.vars.n; i++) {
+        const char *kv = ctx->env.vars.v[i];
+        const char *eq = strchr(kv, '=');
+        if (!eq || (size_t)(eq - kv) >= 64) continue;
+        char name[64];
+        memcpy(name, kv, (size_t)(eq - kv));
+        name[eq - kv] = '\0';
+        const struct pf_ncclenv_change *c = pf_ncclenv_change(name);
+        if (c) check_change(&e, c, version, loaded);
+    }
+    check_gid_index(&e, version, loaded);
+}
+
+/* The loaded NCCL's version code; 0 in `preflight env` (an environment meant for another
+ * machine), in the static binary (no dlopen), or when libnccl.so.2 does not load. */
+static int loaded_version(struct pf_ctx *ctx)
+{
+#ifdef PF_STATIC
+    (void)ctx;
+    return 0;
+#else
+    if (ctx->in_env_mode) return 0;
+    const struct pf_dl_nccl *n = NULL;
+    if (pf_dl_nccl(&n) < 0) {
+        pf_err_clear();
+        return 0;
+    }
+    int code = 0;
+    if (n->GetVersion(&code) != PF_NCCL_SUCCESS || code <= 0) return 0;
+    return code;
+#endif
 }
 
 /* ---- evidence */
@@ -552,6 +739,7 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
     check_socket(&e);
     check_debug(&e);
     check_topo_file(&e);
+    pf_nccl_env_version_rules(out, ctx, loaded_version(ctx));
     static const char *const fallback[] = {"hca-no-match", NULL};
     pf_checks_net_remedies(out, ctx, 0, fallback);
     pf_checks_record_advice(out, ctx);

@@ -225,7 +225,7 @@ static const char *find_known(const char *name)
 
 bool pf_ncclenv_known(const char *name)
 {
-    return name && find_known(name) != NULL;
+    return name && (find_known(name) != NULL || pf_ncclenv_change(name) != NULL);
 }
 
 const char *pf_ncclenv_suggest(const char *name)
@@ -279,6 +279,43 @@ const char *pf_ncclenv_obsolete(const char *name)
     if (!name) return NULL;
     for (size_t i = 0; i < PF_ARRAY_LEN(obsolete_names); i++)
         if (strcmp(name, obsolete_names[i].name) == 0) return obsolete_names[i].note;
+    return NULL;
+}
+
+/* Checked against the NCCL source at each release tag (v2.20.5-1 ... v2.30.7-1):
+ * NCCL_MNNVL: NCCL_PARAM(MNNVL, "MNNVL") in src/init.cc of 2.20 only; 2.21 has
+ *   NCCL_PARAM(MNNVLEnable, "MNNVL_ENABLE", 2).
+ * NCCL_WORK_FIFO_DEPTH: NCCL_PARAM(WorkFifoDepth) in src/init.cc up to 2.21.5; 2.22.3 has
+ *   NCCL_PARAM(WorkFifoBytes, "WORK_FIFO_BYTES", 1 << 20) instead.
+ * NCCL_PROXY_PROFILE: ncclGetEnv in src/misc/profiler.cc up to 2.22.3; 2.23.4 loads profiler
+ *   plugins (NCCL_PROFILER_PLUGIN) there instead.
+ * NCCL_CUDA_PATH: ncclGetEnv in src/misc/cudawrap.cc up to 2.20.5; 2.21.5 takes the driver's
+ *   entry points from the CUDA runtime (cudaGetDriverEntryPoint).
+ * NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY, NCCL_IB_ADDR_RANGE: src/transport/net_ib.cc
+ *   from 2.21.5 (ncclIbGetGidIndex); NCCL_RUNTIME_CONNECT: src/init.cc from 2.22.3. */
+static const struct pf_ncclenv_change changes[] = {
+    {"NCCL_CUDA_PATH", 0, 22100, NULL,
+     "NCCL takes the CUDA driver's entry points from the CUDA runtime"},
+    {"NCCL_IB_ADDR_FAMILY", 22100, 0, NULL, "it steers the automatic RoCE GID choice"},
+    {"NCCL_IB_ADDR_RANGE", 22100, 0, NULL, "it steers the automatic RoCE GID choice"},
+    {"NCCL_IB_ROCE_VERSION_NUM", 22100, 0, NULL, "it steers the automatic RoCE GID choice"},
+    {"NCCL_MNNVL", 22000, 22100, "NCCL_MNNVL_ENABLE",
+     "multi-node NVLink is switched by NCCL_MNNVL_ENABLE"},
+    {"NCCL_MNNVL_ENABLE", 22100, 0, NULL, "NCCL 2.20 reads NCCL_MNNVL instead"},
+    {"NCCL_PROFILER_PLUGIN", 22300, 0, NULL, "profiler plugins came with it"},
+    {"NCCL_PROXY_PROFILE", 0, 22300, "NCCL_PROFILER_PLUGIN",
+     "proxy profiling moved to profiler plugins"},
+    {"NCCL_RUNTIME_CONNECT", 22200, 0, NULL, "connections were set up at init before it"},
+    {"NCCL_WORK_FIFO_BYTES", 22200, 0, NULL, "older releases read NCCL_WORK_FIFO_DEPTH (entries)"},
+    {"NCCL_WORK_FIFO_DEPTH", 0, 22200, "NCCL_WORK_FIFO_BYTES",
+     "the work FIFO is sized in bytes (default 1 MiB), not in entries"},
+};
+
+const struct pf_ncclenv_change *pf_ncclenv_change(const char *name)
+{
+    if (!name) return NULL;
+    for (size_t i = 0; i < PF_ARRAY_LEN(changes); i++)
+        if (strcmp(name, changes[i].name) == 0) return &changes[i];
     return NULL;
 }
 

@@ -61,6 +61,25 @@ bool pf_ncclenv_is_int_param(const char *name);
  * what became of it; NULL otherwise. */
 const char *pf_ncclenv_obsolete(const char *name);
 
+/* A variable that only some NCCL releases read, as NCCL's source history shows (NCCL_PARAM and
+ * ncclGetEnv at each release tag of NVIDIA/nccl; docs/checks/40-nccl-env.md). Versions are
+ * ncclGetVersion codes (X*10000 + Y*100 + Z) of the first release of a minor version. */
+struct pf_ncclenv_change {
+    const char *name;
+    int since;               /* the first release that reads it; 0: every release since 2.18 */
+    int until;               /* the first release that no longer reads it; 0: still read */
+    const char *replacement; /* the variable that took its place in `until`, or NULL */
+    const char *note;        /* what changed, one clause for messages */
+};
+/* The entry for a variable whose reading depends on the NCCL version, or NULL. */
+const struct pf_ncclenv_change *pf_ncclenv_change(const char *name);
+
+/* NCCL 2.21 picks the RoCE GID itself when NCCL_IB_GID_INDEX is unset (its default became -1,
+ * with NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY and NCCL_IB_ADDR_RANGE to steer it);
+ * NCCL 2.22 ignores NCCL_IB_GID_INDEX on InfiniBand ports. */
+#define PF_NCCLENV_GID_AUTO_SINCE 22100
+#define PF_NCCLENV_GID_IB_IGNORED_SINCE 22200
+
 /* How NCCL's integer loader (ncclLoadParam) treats a value. */
 enum pf_ncclenv_int_kind {
     PF_NCCLENV_INT_UNSET = 0, /* NULL or "": NCCL uses the default */

@@ -200,3 +200,21 @@ check "advice: expect.transport OFI names NCCL_NET=OFI" \
 penv "$EMPTY" "$T/adv-none.yaml"
 expect_eq "advice: none without a sign of RDMA" \
     "$(yq "$T/adv-none.yaml" '"advice" in check("nccl.env")["evidence"]')" False
+
+# 15. settings NCCL releases changed: `preflight env` loads no NCCL, so the messages say from
+# which release a rule applies; `check` with no loadable libnccl.so.2 says the same
+penv "$EMPTY" "$T/ver-fifo.yaml" NCCL_WORK_FIFO_DEPTH=131072 NCCL_IB_ADDR_FAMILY=AF_INET6
+expect_eq "env: NCCL_WORK_FIFO_DEPTH renamed, NCCL_IB_ADDR_FAMILY fine" \
+    "$(codes_of "$T/ver-fifo.yaml")" '["nccl-setting-renamed"]'
+check "env: the message names the release and the successor" \
+    grep -q "NCCL 2.22 and later do not read it (NCCL 2.22 replaced it with NCCL_WORK_FIFO_BYTES" \
+    <(yq "$T/ver-fifo.yaml" 'check("nccl.env")["findings"][0]["message"]')
+penv "$EMPTY" "$T/ver-gid.yaml" NCCL_IB_GID_INDEX=3
+expect_eq "env: a fixed NCCL_IB_GID_INDEX: gid-index-fixed" "$(codes_of "$T/ver-gid.yaml")" \
+    '["gid-index-fixed"]'
+penv "$EMPTY" "$T/ver-gid-auto.yaml" NCCL_IB_GID_INDEX=-1
+expect_eq "env: NCCL_IB_GID_INDEX=-1 is the automatic choice" "$(codes_of "$T/ver-gid-auto.yaml")" '[]'
+pcheck "$T/ver-check.yaml" NCCL_CUDA_PATH=/usr/local/cuda/lib64 NCCL_SHM_DISABLE=0 \
+    PREFLIGHT_NCCL_LIB=/nonexistent/libnccl.so.2
+expect_eq "check without NCCL: NCCL_CUDA_PATH obsolete" "$(codes_of "$T/ver-check.yaml")" \
+    '["nccl-setting-obsolete"]'
