@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stranger on preflight's rendezvous and data ports, for tests/adversary/test_adversary.sh.
+"""A stranger on preflight's rendezvous and data ports, for tests/e2e/test_adversary.sh.
 
 It speaks the wire format of pkg/rendezvous/proto.c: a 16-byte header (magic "PFRV", version,
 type, flags, a zero byte, sequence number and payload length, big-endian), a payload of fields
