@@ -29,8 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pf_rdv_dhello h;
     int n = pf_rdv_dhello_decode(&h, buf, len, &a);
     if (n > 0) {
-        if ((size_t)n > len || (size_t)n > PF_RDV_HDR + PF_RDV_MAX_DHELLO + PF_RDV_MACLEN)
-            abort();
+        if ((size_t)n > len || (size_t)n > PF_RDV_HDR + PF_RDV_MAX_DHELLO + PF_RDV_MACLEN) abort();
         struct pf_rdv_frame f;
         if (pf_rdv_frame_decode(&f, buf, len, PF_RDV_MAX_DHELLO) != n) abort();
         if (f.type != PF_RDV_DHELLO || f.seq != 0) abort();

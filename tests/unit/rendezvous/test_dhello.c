@@ -86,7 +86,10 @@ static void test_refused(void **state)
     assert_int_equal(pf_rdv_dhello_decode(&h, buf, n, &a), PF_EINVAL); /* not the first frame */
     /* the ring position is under the MAC: shift 2 made into shift 1 fails */
     n = frame(buf, "t0ken", run, 3, 1, 2, 0);
-    uint8_t *s = memmem(buf, n, "shift\0\0\0\1" "2", 10);
+    uint8_t *s = memmem(buf, n,
+                        "shift\0\0\0\1"
+                        "2",
+                        10);
     assert_non_null(s);
     s[9] = '1';
     assert_int_equal(pf_rdv_dhello_decode(&h, buf, n, &a), PF_EINVAL);
