@@ -41,8 +41,8 @@ for dir in pkg/*/ cmd/preflight/; do
             esac
             echo "check-layers: $f:$ln: $mod -> $dep is not an allowed edge ($readme)"
             bad=1
-        done < <(grep -nE '^#include "(\.\./)+(pkg/)?[a-z_]+/' "$f" |
-            sed -E 's#^([0-9]+):\#include "(\.\./)+(pkg/)?([a-z_]+)/.*#\1:\4#')
+        done < <(grep -nE '^#include "(\.\./)+(pkg/)?[a-z0-9_]+/' "$f" |
+            sed -E 's#^([0-9]+):\#include "(\.\./)+(pkg/)?([a-z0-9_]+)/.*#\1:\4#')
     done
 done
 if [ $bad = 0 ]; then echo "check-layers: ok"; fi

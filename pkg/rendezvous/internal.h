@@ -17,10 +17,7 @@
 #define UNAUTH_MAX 256
 #define UNAUTH_GRACE 0.5
 #define ACCEPT_REST 0.1
-#define CHUNK_BYTES (512u << 10)
-#define ALLGATHER_MAX (64u << 10)
-#define PROBE_RUNS 3 /* runs of each link probe; the fastest counts */
-#define LIST_MAX 12  /* ranks named in one message before "and N more" */
+#define LIST_MAX 12 /* ranks named in one message before "and N more" */
 
 enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
 enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
@@ -98,7 +95,6 @@ struct rdv_stage {
     char root_ip[64];
     bool root_lost;
     char root_why[384];
-    bool summary_seen;
     /* rank 0 */
     int lfd;
     struct rdv_sconn *sc;
@@ -116,24 +112,12 @@ struct rdv_stage {
     double last_progress;
     struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
     bool have_fleet;
-    struct pf_buf sum; /* the SUMMARY payload */
-    struct pf_coll_link *links;
-    size_t nlinks;
     /* the flow */
     uint32_t step_no;
     bool stopped;
     struct pf_fleet_marks lost, failed;
     /* data mesh */
     int nshifts, shifts[3], out_fd[3], in_fd[3];
-    /* this rank's results */
-    bool ar_ran, ar_ok;
-    double ar_seconds;
-    size_t ar_wrong, ar_first_bad;
-    char ar_err[640];
-    long long bytes;
-    int iters;
-    struct pf_coll_link *mylinks;
-    size_t nmylinks;
 };
 
 /* ---- steps: gather at rank 0, answer to all */
