@@ -181,6 +181,7 @@ static void accept_all(struct rdv_stage *S)
                 return;
             }
             rdv_sc_drop(S, (size_t)v, "too many connections that have not joined: the oldest goes");
+            v = -1;
         }
         int fd = accept4(S->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
