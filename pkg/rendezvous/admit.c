@@ -1,12 +1,71 @@
-/* Rank 0: JOIN admission. A JOIN is checked for its token (the MAC), its rank (duplicate,
- * outside the world size), and whether the run has started; the same pod joining again
- * (a restarted initContainer) replaces its previous connection. */
+/* Rank 0: JOIN admission. A JOIN is checked for its token (the MAC over rank 0's nonce for
+ * the connection, the run it names and every field, rank and world size included), its rank
+ * (duplicate, outside the world size), and whether the run has started; the same pod joining
+ * again (a restarted initContainer) replaces its previous connection. A JOIN that fails the
+ * token check changes nothing (docs/threat-model-rendezvous.md). */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A JOIN that fails authentication: a stranger, a replayed JOIN, or a pod whose token
+ * differs. Nothing it claims is believed, so it changes nothing in the run: no rank slot, no
+ * finding, no culprit. It is counted in the evidence with its address, and the claim is kept
+ * in case the rank it named never joins (rdv_admit_report_claims). The REJECT tells a real
+ * pod with another token why, so that its own verdict says auth-failed. */
+static void refuse_unverified(struct rdv_stage *S, size_t i, long long r, const char *claim,
+                              const char *why, const char *reject)
+{
+    S->refused++;
+    snprintf(S->refused_last, sizeof(S->refused_last), "%s: %s", claim, why);
+    struct pf_node *ev = rdv_chk(S, "rendezvous")->evidence;
+    pf_node_set_int(ev, "refusedJoins", S->refused);
+    pf_node_set_str(ev, "lastRefused", S->refused_last);
+    if (r > 0 && r < S->world)
+        snprintf(S->m[r].refused_claim, sizeof(S->m[r].refused_claim), "%s: %s", claim, why);
+    double now = pf_now();
+    if (S->refused <= 3 || now - S->last_drop_say >= 1) {
+        pf_ctx_progress(S->ctx, "refused %s: %s (%d so far)", claim, why, S->refused);
+        S->last_drop_say = now;
+    }
+    rdv_sc_reject(S, i, "auth-failed", reject);
+}
+
+void rdv_admit_report_claims(struct rdv_stage *S)
+{
+    if (S->claims_reported) return;
+    S->claims_reported = true;
+    int k = 0;
+    for (int r = 1; r < S->world; r++) {
+        const struct rdv_member *m = &S->m[r];
+        if (m->state != M_EMPTY || !m->refused_claim[0]) continue;
+        if (k++ == LIST_MAX) break;
+        rdv_fleet_finding(S, "rendezvous", "stranger-refused", PF_WARN, NULL,
+                          "rank %d never joined; the last JOIN that claimed it was refused "
+                          "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
+                          "from rank 0's",
+                          r, m->refused_claim, r);
+    }
+}
+
+/* An authenticated JOIN must name the run of rank 0's HELLO (its MAC covers the name). */
+static bool run_named(struct rdv_stage *S, size_t i, const struct pf_rdv_msg *msg,
+                      const char *claim)
+{
+    const struct pf_rdv_field *run = pf_rdv_fields_get(&msg->f, "run");
+    if (run && run->vlen == PF_RDV_NONCE && memcmp(run->val, S->join_run, PF_RDV_NONCE) == 0)
+        return true;
+    rdv_fleet_finding(S, "rendezvous", "version-mismatch", PF_FAIL, NULL,
+                      "%s sent a JOIN that does not name this run: it runs another preflight "
+                      "version",
+                      claim);
+    rdv_sc_reject(S, i, "version-mismatch",
+                  "rank 0 refused this pod: its JOIN does not name the run (another preflight "
+                  "version)");
+    return false;
+}
 
 void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
 {
@@ -26,36 +85,21 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     bool in_range = r > 0 && r < S->world;
 
     if (S->auth && !msg->mac_ok) {
-        rdv_fleet_finding(S, "rendezvous", "auth-failed", PF_FAIL, NULL, "%s was refused: %s",
-                          claim,
-                          msg->had_mac ? "its PREFLIGHT_TOKEN differs from rank 0's"
-                                       : "it has no PREFLIGHT_TOKEN, rank 0 has one");
-        if (in_range && S->m[r].state == M_EMPTY) {
-            S->m[r].state = M_REFUSED;
-            pf_strcpy(S->m[r].pod, sizeof(S->m[r].pod), pod);
-            pf_strcpy(S->m[r].addr, sizeof(S->m[r].addr), addr);
-            snprintf(S->m[r].why, sizeof(S->m[r].why),
-                     "refused at the rendezvous: its PREFLIGHT_TOKEN does not match (from %s)",
-                     addr);
-        }
-        rdv_sc_reject(S, i, "auth-failed",
-                      msg->had_mac ? "rank 0 refused this pod: its PREFLIGHT_TOKEN differs"
-                                   : "rank 0 refused this pod: rank 0 requires PREFLIGHT_TOKEN");
+        refuse_unverified(S, i, r, claim,
+                          msg->had_mac ? "its HMAC fails: another PREFLIGHT_TOKEN, or a JOIN "
+                                         "replayed from another connection"
+                                       : "it has no PREFLIGHT_TOKEN, rank 0 has one",
+                          msg->had_mac ? "rank 0 refused this pod: its PREFLIGHT_TOKEN differs"
+                                       : "rank 0 refused this pod: rank 0 requires "
+                                         "PREFLIGHT_TOKEN");
         return;
     }
     if (!S->auth && msg->had_mac) {
-        rdv_fleet_finding(
-            S, "rendezvous", "auth-failed", PF_FAIL, NULL,
-            "%s sets PREFLIGHT_TOKEN, rank 0 has none: set the same token in every pod", claim);
-        if (in_range && S->m[r].state == M_EMPTY) {
-            S->m[r].state = M_REFUSED;
-            pf_strcpy(S->m[r].pod, sizeof(S->m[r].pod), pod);
-            snprintf(S->m[r].why, sizeof(S->m[r].why),
-                     "refused at the rendezvous: it has a PREFLIGHT_TOKEN, rank 0 has none");
-        }
-        rdv_sc_reject(S, i, "auth-failed", "rank 0 has no PREFLIGHT_TOKEN; this pod has one");
+        refuse_unverified(S, i, r, claim, "it sets PREFLIGHT_TOKEN, rank 0 has none",
+                          "rank 0 has no PREFLIGHT_TOKEN; this pod has one");
         return;
     }
+    if (S->auth && !run_named(S, i, msg, claim)) return;
     if (S->n > 0) {
         rdv_sc_reject(
             S, i, "missing-ranks",
@@ -116,7 +160,7 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     }
     c->rank = (int)r;
     c->deadline = 0;
-    c->c.max_payload = PF_RDV_MAX_PAYLOAD;
+    pf_rdv_conn_limit(&c->c, PF_RDV_MAX_PAYLOAD);
     S->last_join = pf_now();
     int joined = 1;
     for (int k = 1; k < S->world; k++)

@@ -23,6 +23,7 @@ static void sleep_s(double s)
 void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE])
 {
     pf_rdv_put(b, "nonce", nonce, PF_RDV_NONCE);
+    pf_rdv_put(b, "run", S->join_run, PF_RDV_NONCE);
     pf_rdv_put_int(b, "rank", S->rank);
     pf_rdv_put_int(b, "world", S->world);
     pf_rdv_put_int(b, "proto", PF_RDV_PROTO);
@@ -110,6 +111,8 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
     }
     const struct pf_rdv_field *nf = pf_rdv_fields_get(&msg->f, "nonce");
     if (nf && nf->vlen == PF_RDV_NONCE) memcpy(S->ctl.auth.nonce_s, nf->val, PF_RDV_NONCE);
+    const struct pf_rdv_field *rf = pf_rdv_fields_get(&msg->f, "run");
+    if (rf && rf->vlen == PF_RDV_NONCE) memcpy(S->join_run, rf->val, PF_RDV_NONCE);
     pf_rdv_msg_free(msg);
     pf_rdv_random(S->ctl.auth.nonce_c, PF_RDV_NONCE);
     struct pf_buf b;

@@ -39,10 +39,16 @@ void pf_rdv_conn_init(struct pf_rdv_conn *c, int fd, const char *peer, bool to_r
     memset(c, 0, sizeof(*c));
     c->fd = fd;
     pf_strcpy(c->peer, sizeof(c->peer), peer ? peer : "?");
-    pf_buf_init(&c->in, (size_t)PF_RDV_MAX_PAYLOAD + PF_RDV_HDR + PF_RDV_MACLEN + 65536);
+    pf_buf_init(&c->in, 0);
+    pf_rdv_conn_limit(c, PF_RDV_MAX_PAYLOAD);
     c->dir_out = to_root ? PF_RDV_DIR_TO_ROOT : PF_RDV_DIR_FROM_ROOT;
     c->dir_in = to_root ? PF_RDV_DIR_FROM_ROOT : PF_RDV_DIR_TO_ROOT;
-    c->max_payload = PF_RDV_MAX_PAYLOAD;
+}
+
+void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload)
+{
+    c->max_payload = max_payload;
+    c->in.max = max_payload + PF_RDV_HDR + PF_RDV_MACLEN;
 }
 
 void pf_rdv_conn_close(struct pf_rdv_conn *c)
@@ -131,9 +137,22 @@ int pf_rdv_conn_fill(struct pf_rdv_conn *c)
         c->in.len -= c->in_off;
         c->in_off = 0;
     }
+    /* never more than one frame can hold: what a peer sends past it stays in the kernel */
+    size_t room = c->in.max - c->in.len;
+    if (room == 0) return pf_err_set(PF_ETOOBIG, "%s sent more than a frame can hold", c->peer);
+    if (c->max_payload <= PF_RDV_MAX_JOIN) {
+        /* before authentication: the header first, then no more than the frame it announces,
+         * so that a header announcing too much is refused before anything else is read */
+        const uint8_t *h = (const uint8_t *)c->in.data;
+        size_t want = PF_RDV_HDR;
+        if (c->in.len >= PF_RDV_HDR)
+            want += ((size_t)h[12] << 24 | (size_t)h[13] << 16 | (size_t)h[14] << 8 | h[15]) +
+                    ((h[6] & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
+        if (want > c->in.len && want - c->in.len < room) room = want - c->in.len;
+    }
     char tmp[65536];
     for (;;) {
-        ssize_t r = recv(c->fd, tmp, sizeof(tmp), 0);
+        ssize_t r = recv(c->fd, tmp, room < sizeof(tmp) ? room : sizeof(tmp), 0);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return PF_ETIMEOUT;
         if (r < 0) return pf_err_set(PF_ERR, "read from %s: %s", c->peer, strerror(errno));

@@ -10,8 +10,14 @@
 #include "../fleet/fleet.h"
 
 #define NAME_MAX_ 128
-#define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
-#define LIST_MAX 12    /* ranks named in one message before "and N more" */
+#define JOIN_WAIT 3.0 /* a new connection must send its JOIN within this */
+/* Connections not yet authenticated (rank 0's JOIN, a data port's DHELLO): at most this many
+ * at once; past it the oldest is closed, but none younger than UNAUTH_GRACE (a real peer's
+ * first frame is on its way); the listener then rests for ACCEPT_REST. */
+#define UNAUTH_MAX 256
+#define UNAUTH_GRACE 0.5
+#define ACCEPT_REST 0.1
+#define LIST_MAX 12 /* ranks named in one message before "and N more" */
 
 enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
 enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
@@ -47,8 +53,9 @@ struct rdv_member {
     int data_port;
     long long world_claimed;
     char version[48], digest[96], nccl_version[64];
-    struct pf_strlist env; /* "NAME=VALUE" */
-    char why[384];         /* refused or lost: why */
+    struct pf_strlist env;   /* "NAME=VALUE" */
+    char why[384];           /* refused or lost: why */
+    char refused_claim[320]; /* the last JOIN for this rank that failed authentication */
     /* the step in progress */
     uint32_t step_got;
     bool step_ok;
@@ -61,6 +68,7 @@ struct rdv_sconn {
     struct pf_rdv_conn c;
     bool used;
     int rank; /* -1 until it joined */
+    double opened;
     double deadline;
     bool closing;
     double close_by;
@@ -94,6 +102,11 @@ struct rdv_stage {
     struct rdv_member *m;
     int dropped;
     char dropped_last[256];
+    int refused; /* JOINs that failed authentication (strangers, replays, other tokens) */
+    char refused_last[384];
+    bool claims_reported;
+    double accept_rest_until, last_drop_say;
+    uint8_t join_run[PF_RDV_NONCE]; /* rank 0's HELLO names it; every JOIN names it back */
     double last_join, roster_at;
     int last_waiting;
     double last_progress;
@@ -153,6 +166,23 @@ bool rdv_join_done(struct rdv_stage *S);
 
 /* ---- admit.c: a JOIN on connection i, admitted or refused */
 void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
+/* At the end of the join phase: for each rank still missing whose rank a refused JOIN
+ * claimed, a `stranger-refused` warning (the missing rank fails the run anyway). */
+void rdv_admit_report_claims(struct rdv_stage *S);
+
+/* ---- proto.c: the data connection's opener */
+#define PF_RDV_MAX_DHELLO 512
+struct pf_rdv_dhello {
+    uint8_t run[PF_RDV_NONCE]; /* the run id (the roster's) */
+    long long src, dst, shift; /* sender rank, receiver rank, ring shift */
+};
+/* The DHELLO payload: run, src, dst, shift. */
+void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h);
+/* Decodes the DHELLO frame at the start of buf (peer input): the bytes it takes, 0 while
+ * more are needed, PF_EINVAL when it is not a DHELLO of this protocol at sequence 0, lacks a
+ * field, or (a->on) carries no HMAC or one that fails: a->nonce_s is the run id. */
+int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t len,
+                         const struct pf_rdv_auth *a);
 
 /* ---- roster.c */
 void rdv_roster_alloc(struct rdv_stage *S, int n);

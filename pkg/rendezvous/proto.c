@@ -1,7 +1,7 @@
-/* The wire format: frames, fields and their MAC. Pure functions (no I/O) except
- * pf_rdv_random. */
+/* The wire format: frames, fields, their MAC, and the data connections' DHELLO. Pure functions
+ * (no I/O) except pf_rdv_random. */
 #define _GNU_SOURCE
-#include "rendezvous.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -223,6 +223,44 @@ bool pf_rdv_mac_ok(const struct pf_rdv_auth *a, int dir, const struct pf_rdv_fra
     uint8_t want[PF_RDV_MACLEN];
     pf_rdv_mac(want, a, dir, f->header, f->payload, f->len);
     return sodium_memcmp(want, f->mac, PF_RDV_MACLEN) == 0;
+}
+
+void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h)
+{
+    pf_rdv_put(b, "run", h->run, PF_RDV_NONCE);
+    pf_rdv_put_int(b, "src", h->src);
+    pf_rdv_put_int(b, "dst", h->dst);
+    pf_rdv_put_int(b, "shift", h->shift);
+}
+
+int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t len,
+                         const struct pf_rdv_auth *a)
+{
+    memset(out, 0, sizeof(*out));
+    struct pf_rdv_frame f;
+    int n = pf_rdv_frame_decode(&f, buf, len, PF_RDV_MAX_DHELLO);
+    if (n <= 0) return n;
+    if (f.version != PF_RDV_PROTO)
+        return pf_err_set(PF_EINVAL, "protocol version %u (this preflight speaks %d)", f.version,
+                          PF_RDV_PROTO);
+    if (f.type != PF_RDV_DHELLO || f.seq != 0)
+        return pf_err_set(PF_EINVAL, "a %s frame at sequence %u, not a DHELLO",
+                          pf_rdv_type_name(f.type), f.seq);
+    if (a->on && !pf_rdv_mac_ok(a, PF_RDV_DIR_DATA, &f))
+        return pf_err_set(PF_EINVAL, f.mac ? "DHELLO fails its HMAC: another run or token"
+                                           : "DHELLO carries no HMAC: the peer has no token");
+    struct pf_rdv_fields fl;
+    if (pf_rdv_fields_decode(&fl, f.payload, f.len) < 0) return PF_EINVAL;
+    const struct pf_rdv_field *run = pf_rdv_fields_get(&fl, "run");
+    int r = 0;
+    if (!run || run->vlen != PF_RDV_NONCE || pf_rdv_fields_int(&out->src, &fl, "src") < 0 ||
+        pf_rdv_fields_int(&out->dst, &fl, "dst") < 0 ||
+        pf_rdv_fields_int(&out->shift, &fl, "shift") < 0)
+        r = pf_err_set(PF_EINVAL, "DHELLO without its run, src, dst or shift");
+    else
+        memcpy(out->run, run->val, PF_RDV_NONCE);
+    pf_rdv_fields_free(&fl);
+    return r < 0 ? r : n;
 }
 
 void pf_rdv_random(void *out, size_t n)

@@ -209,7 +209,8 @@ int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text);
 #define PF_RDV_MACLEN 32
 #define PF_RDV_NONCE 16
 #define PF_RDV_MAX_PAYLOAD (32u << 20)
-#define PF_RDV_MAX_JOIN (256u << 10) /* what an unauthenticated peer may send */
+/* What an unauthenticated peer may send: one JOIN; with its header and MAC it fits 32 KiB */
+#define PF_RDV_MAX_JOIN ((32u << 10) - 64)
 #define PF_RDV_F_MAC 0x01
 
 enum pf_rdv_type {
@@ -320,6 +321,9 @@ void pf_rdv_msg_free(struct pf_rdv_msg *m);
 
 void pf_rdv_conn_init(struct pf_rdv_conn *c, int fd, const char *peer, bool to_root);
 void pf_rdv_conn_close(struct pf_rdv_conn *c);
+/* The largest frame payload c takes, and what its input buffer may hold: one such frame
+ * (PF_RDV_MAX_JOIN before the peer is authenticated, PF_RDV_MAX_PAYLOAD after). */
+void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload);
 /* Queues a frame (MAC'd when auth is on). */
 void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len);
 /* Writes what it can without blocking: 1 when all is written, 0 when some is left, <0 on

@@ -49,12 +49,18 @@ void rdv_sc_reject(struct rdv_stage *S, size_t i, const char *code, const char *
     S->sc[i].rank = -1;
 }
 
-/* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. */
+/* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. A
+ * flood of them is logged a line a second, not a line each. */
 void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why)
 {
     S->dropped++;
     snprintf(S->dropped_last, sizeof(S->dropped_last), "%s: %s", S->sc[i].c.peer, why);
-    pf_ctx_progress(S->ctx, "dropped a connection from %s: %s", S->sc[i].c.peer, why);
+    double now = pf_now();
+    if (S->dropped <= 3 || now - S->last_drop_say >= 1) {
+        pf_ctx_progress(S->ctx, "dropped a connection from %s: %s (%d so far)", S->sc[i].c.peer,
+                        why, S->dropped);
+        S->last_drop_say = now;
+    }
     rdv_sc_close(S, i);
 }
 
@@ -100,45 +106,97 @@ static void sc_failed(struct rdv_stage *S, size_t i, bool eof, const char *err)
                     eof ? "its connection closed: the process exited or the pod was deleted" : err);
 }
 
+/* The connection not yet authenticated that goes first when room is needed: a refused one
+ * still writing its REJECT, else the oldest. -1 when none, or when the oldest is younger than
+ * UNAUTH_GRACE (a joiner's JOIN is on its way). *n is how many there are. */
+static ssize_t unauth_victim(const struct rdv_stage *S, double now, size_t *n)
+{
+    ssize_t v = -1;
+    *n = 0;
+    for (size_t i = 0; i < S->nsc; i++) {
+        const struct rdv_sconn *c = &S->sc[i];
+        if (!c->used || c->rank >= 0) continue;
+        (*n)++;
+        if (v < 0 || (c->closing && !S->sc[v].closing) ||
+            (c->closing == S->sc[v].closing && c->opened < S->sc[v].opened))
+            v = (ssize_t)i;
+    }
+    if (v >= 0 && !S->sc[v].closing && now - S->sc[v].opened < UNAUTH_GRACE) return -1;
+    return v;
+}
+
+/* A new connection: a slot, the JOIN limits, and rank 0's HELLO on its way. */
+static void sc_open(struct rdv_stage *S, int fd, double now)
+{
+    size_t i;
+    for (i = 0; i < S->nsc; i++)
+        if (!S->sc[i].used) break;
+    if (i == S->nsc) {
+        S->sc = pf_xrealloc(S->sc, (S->nsc + 1) * sizeof(*S->sc));
+        S->nsc++;
+    }
+    struct rdv_sconn *c = &S->sc[i];
+    memset(c, 0, sizeof(*c));
+    char peer[96];
+    pf_rdv_sockname(peer, sizeof(peer), fd, true);
+    pf_rdv_conn_init(&c->c, fd, peer, false);
+    pf_rdv_conn_limit(&c->c, PF_RDV_MAX_JOIN);
+    c->used = true;
+    c->rank = -1;
+    c->opened = now;
+    c->deadline = now + JOIN_WAIT;
+    if (!S->my_ip[0]) pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
+    c->c.auth.on = S->auth;
+    c->c.auth.token = S->token;
+    pf_rdv_random(c->c.auth.nonce_s, PF_RDV_NONCE);
+    struct pf_buf b;
+    pf_buf_init(&b, 4096);
+    pf_rdv_put(&b, "nonce", c->c.auth.nonce_s, PF_RDV_NONCE);
+    pf_rdv_put(&b, "run", S->join_run, PF_RDV_NONCE);
+    pf_rdv_put_int(&b, "proto", PF_RDV_PROTO);
+    pf_rdv_put_str(&b, "version", PF_VERSION);
+    pf_rdv_put_str(&b, "auth", S->auth ? "hmac-sha256" : "none");
+    pf_rdv_put_int(&b, "world", S->world);
+    /* HELLO goes out bare: the joiner has no nonce of its own in it yet */
+    bool on = c->c.auth.on;
+    c->c.auth.on = false;
+    pf_rdv_conn_queue(&c->c, PF_RDV_HELLO, b.data, b.len);
+    c->c.auth.on = on;
+    pf_buf_free(&b);
+    pf_rdv_conn_flush_some(&c->c);
+}
+
+/* Accepts what waits on the rendezvous port. At UNAUTH_MAX connections not yet joined, the
+ * oldest goes (never a joined rank); when none may go yet, or descriptors ran out, the
+ * listener rests for ACCEPT_REST instead of waking the loop again at once. */
 static void accept_all(struct rdv_stage *S)
 {
     for (int k = 0; k < 256; k++) {
-        int fd = accept4(S->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return;
-        size_t i;
-        for (i = 0; i < S->nsc; i++)
-            if (!S->sc[i].used) break;
-        if (i == S->nsc) {
-            S->sc = pf_xrealloc(S->sc, (S->nsc + 1) * sizeof(*S->sc));
-            S->nsc++;
+        double now = pf_now();
+        size_t n;
+        ssize_t v = unauth_victim(S, now, &n);
+        if (n >= UNAUTH_MAX) {
+            if (v < 0) {
+                S->accept_rest_until = now + ACCEPT_REST;
+                return;
+            }
+            rdv_sc_drop(S, (size_t)v, "too many connections that have not joined: the oldest goes");
+            v = -1;
         }
-        struct rdv_sconn *c = &S->sc[i];
-        memset(c, 0, sizeof(*c));
-        char peer[96];
-        pf_rdv_sockname(peer, sizeof(peer), fd, true);
-        pf_rdv_conn_init(&c->c, fd, peer, false);
-        c->c.max_payload = PF_RDV_MAX_JOIN;
-        c->used = true;
-        c->rank = -1;
-        c->deadline = pf_now() + JOIN_WAIT;
-        if (!S->my_ip[0]) pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
-        c->c.auth.on = S->auth;
-        c->c.auth.token = S->token;
-        pf_rdv_random(c->c.auth.nonce_s, PF_RDV_NONCE);
-        struct pf_buf b;
-        pf_buf_init(&b, 4096);
-        pf_rdv_put(&b, "nonce", c->c.auth.nonce_s, PF_RDV_NONCE);
-        pf_rdv_put_int(&b, "proto", PF_RDV_PROTO);
-        pf_rdv_put_str(&b, "version", PF_VERSION);
-        pf_rdv_put_str(&b, "auth", S->auth ? "hmac-sha256" : "none");
-        pf_rdv_put_int(&b, "world", S->world);
-        /* HELLO goes out bare: the joiner has no nonce of its own in it yet */
-        bool on = c->c.auth.on;
-        c->c.auth.on = false;
-        pf_rdv_conn_queue(&c->c, PF_RDV_HELLO, b.data, b.len);
-        c->c.auth.on = on;
-        pf_buf_free(&b);
-        pf_rdv_conn_flush_some(&c->c);
+        int fd = accept4(S->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            /* EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays queued in the kernel;
+             * free a descriptor a stranger holds, and rest */
+            if ((errno == EMFILE || errno == ENFILE) && v >= 0)
+                rdv_sc_drop(S, (size_t)v,
+                            "out of file descriptors: the oldest connection that "
+                            "has not joined goes");
+            S->accept_rest_until = now + ACCEPT_REST;
+            return;
+        }
+        sc_open(S, fd, now);
     }
 }
 
@@ -156,7 +214,7 @@ bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_sta
             if (c->closing && (!pf_rdv_conn_pending(&c->c) || now > c->close_by))
                 rdv_sc_close(S, i);
             else if (c->rank < 0 && !c->closing && c->deadline && now > c->deadline)
-                rdv_sc_drop(S, i, "no JOIN within 10 s (slow or not a preflight client)");
+                rdv_sc_drop(S, i, "no JOIN in time (slow, or not a preflight client)");
         }
         if (done && done(S)) {
             fin = true;
@@ -166,7 +224,9 @@ bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_sta
         pf = pf_xrealloc(pf, (S->nsc + 1) * sizeof(*pf));
         idx = pf_xrealloc(idx, (S->nsc + 1) * sizeof(*idx));
         size_t np = 0;
-        pf[np++] = (struct pollfd){S->lfd, POLLIN, 0};
+        /* a resting listener is left out: its queued connections would wake poll at once */
+        bool listen = now >= S->accept_rest_until;
+        pf[np++] = (struct pollfd){listen ? S->lfd : -1, POLLIN, 0};
         for (size_t i = 0; i < S->nsc; i++) {
             struct rdv_sconn *c = &S->sc[i];
             if (!c->used) continue;
@@ -177,10 +237,12 @@ bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_sta
         }
         double wait = deadline - now;
         if (wait > 0.25) wait = 0.25;
+        if (!listen && S->accept_rest_until - now < wait) wait = S->accept_rest_until - now;
         int pr = poll(pf, np, (int)(wait * 1000) + 1);
         if (pr < 0 && errno != EINTR) break;
         if (pr <= 0) continue;
-        if (pf[0].revents & POLLIN) accept_all(S);
+        /* what arrived first, new connections after: an eviction to make room must not take
+         * a connection whose JOIN is already here */
         for (size_t k = 1; k < np; k++) {
             size_t i = idx[k];
             struct rdv_sconn *c = &S->sc[i];
@@ -206,10 +268,8 @@ bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_sta
                     char why[320];
                     snprintf(why, sizeof(why), "%s", pf_err_msg());
                     if (c->rank < 0) {
-                        if (strstr(why, "protocol version"))
-                            rdv_fleet_finding(S, "rendezvous", "version-mismatch", PF_FAIL, NULL,
-                                              "a pod at %s speaks another preflight protocol: %s",
-                                              c->c.peer, why);
+                        /* nothing proves who sent it: it changes no verdict (a pod of another
+                         * protocol fails its own rendezvous on rank 0's HELLO) */
                         rdv_sc_drop(S, i, why);
                     } else {
                         rdv_member_lost(S, c->rank, why);
@@ -224,6 +284,7 @@ bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_sta
             }
             if (c->used && !c->closing && (eof || err[0])) sc_failed(S, i, eof, err);
         }
+        if (pf[0].revents & (POLLIN | POLLERR)) accept_all(S);
     }
     free(pf);
     free(idx);
@@ -258,6 +319,7 @@ bool rdv_join_done(struct rdv_stage *S)
     }
     S->last_waiting = nw;
     free(w);
+    if (nw && now >= S->join_deadline) rdv_admit_report_claims(S);
     return nw == 0;
 }
 
@@ -308,6 +370,7 @@ int rdv_root_listen(struct rdv_stage *S)
     for (int k = 0; k < S->world; k++)
         S->m[k].conn = -1;
     root_member(S);
+    pf_rdv_random(S->join_run, PF_RDV_NONCE);
     S->last_waiting = -1;
     return 0;
 }

@@ -260,22 +260,30 @@ sc_g() {
     expect_pod 4 3 'd["verdict"] == "fail"' '"duplicate-rank" in codes("rendezvous")'
 }
 
-# ---- h. one pod with a wrong PREFLIGHT_TOKEN
+# ---- h. one pod with a wrong PREFLIGHT_TOKEN. Rank 0 cannot tell it from a stranger, so it
+# believes nothing its JOIN claims: that pod fails with auth-failed in its own verdict (exit 3,
+# spec); the others start without it at the join deadline, name it in missing-ranks (exit 5,
+# peer) and warn that a JOIN claiming its rank from its address failed the token check
 sc_h() {
     scenario h-token 29680 20 "$T/small.yaml"
     for i in 0 1 3; do launch "$i" PREFLIGHT_TOKEN=s3cret-run-17; done
     launch 2 PREFLIGHT_TOKEN=s3cret-run-16
     finish 0 1 2 3
     expect_pod 2 3 'd["verdict"] == "fail"' '"auth-failed" in codes("rendezvous")' \
+        '"PREFLIGHT_TOKEN differs" in finding("rendezvous", "auth-failed")' \
         '"s3cret" not in open(path).read()'
     for i in 0 1 3; do
-        expect_pod "$i" 3 'd["verdict"] == "fail"' '"auth-failed" in codes("rendezvous")' \
-            '"trainer-2" in finding("rendezvous", "auth-failed")' "$(names 2)" \
+        expect_pod "$i" 5 'd["verdict"] == "fail"' 'd["failureClass"] == "peer"' \
+            '"trainer-2" in finding("rendezvous", "missing-ranks")' "$(names 2)" \
+            '"rank 2 never joined" in finding("rendezvous", "stranger-refused")' \
+            "\"$(pods_ip 2)\" in finding(\"rendezvous\", \"stranger-refused\")" \
             '"s3cret" not in open(path).read()' \
-            'set(codes("rendezvous")) <= {"auth-failed", "missing-ranks"}' \
+            'set(codes("rendezvous")) == {"missing-ranks", "stranger-refused"}' \
             'check("collective.tcp")["status"] == "pass"' 'tcp()["ranks"] == 3' \
             'len(d["culprits"]) == 1'
     done
+    expect_pod 0 5 'check("rendezvous")["evidence"]["refusedJoins"] >= 1' \
+        "\"$(pods_ip 2)\" in check(\"rendezvous\")[\"evidence\"][\"lastRefused\"]"
 }
 
 # ---- i. strangers on the rendezvous port while the pods meet

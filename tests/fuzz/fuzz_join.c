@@ -2,8 +2,9 @@
  * same JOIN on two connections (a first join, then a rejoin or a second claim). Byte 0 sets
  * what the connection layer would have found (bit 0: the MAC verified, bit 1: the frame had
  * one), byte 1 rank 0's side (bit 0: it has a token, bit 1: the run already started); the
- * rest is the JOIN payload. Admission must never crash, and a member it admits holds the
- * rank it claimed. */
+ * rest is the JOIN payload. Admission must never crash, a member it admits holds the
+ * rank it claimed, and a JOIN that fails the token check changes nothing: no rank's state,
+ * no finding for the fleet. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,13 +48,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     S->nsc = 2;
     S->sc = calloc(S->nsc, sizeof(*S->sc));
     if (!S->sc) abort();
+    bool unverified = S->auth ? !msg.mac_ok : msg.had_mac;
     for (size_t i = 0; i < S->nsc; i++) {
         pf_rdv_conn_init(&S->sc[i].c, -1, "fuzz", false);
         S->sc[i].used = true;
         S->sc[i].rank = -1;
+        int before[WORLD];
+        for (int r = 0; r < WORLD; r++)
+            before[r] = S->m[r].state;
+        size_t nf = S->F.out.nfindings;
         rdv_admit(S, i, &msg);
         int r = S->sc[i].rank;
         if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != M_JOINED)) abort();
+        if (unverified) {
+            if (r >= 0 || S->F.out.nfindings != nf) abort();
+            for (int k = 0; k < WORLD; k++)
+                if (S->m[k].state != before[k]) abort();
+        }
     }
     for (size_t i = 0; i < S->nsc; i++)
         if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);

@@ -1,6 +1,7 @@
 /* rendezvous: JOIN admission at rank 0 (admit.c) without sockets. Rank 0 of a world of 4
  * takes JOINs on connections that are not connected (fd -1): what it admits, what it
- * refuses with which REJECT code and fleet finding, and a pod that joins again. */
+ * refuses with which REJECT code and fleet finding, a pod that joins again, and JOINs that
+ * fail the token check, which change nothing (docs/threat-model-rendezvous.md). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -62,11 +63,13 @@ static void rig_close(struct rig *g)
     pf_verdict_free(&g->v);
 }
 
-/* connection i sends a JOIN claiming rank of world, from pod; mac: 0 none, 1 good, 2 bad */
+/* connection i sends a JOIN claiming rank of world, from pod; mac: 0 none, 1 good, 2 bad,
+ * 3 good but the JOIN names no run (an older preflight) */
 static void join(struct rig *g, size_t i, long long rank, long long world, const char *pod, int mac)
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
+    if (mac != 3) pf_rdv_put(&b, "run", g->S.join_run, PF_RDV_NONCE);
     pf_rdv_put_int(&b, "rank", rank);
     pf_rdv_put_int(&b, "world", world);
     pf_rdv_put_str(&b, "pod", pod);
@@ -76,7 +79,7 @@ static void join(struct rig *g, size_t i, long long rank, long long world, const
     memset(&msg, 0, sizeof(msg));
     msg.type = PF_RDV_JOIN;
     msg.had_mac = mac != 0;
-    msg.mac_ok = mac == 1;
+    msg.mac_ok = mac == 1 || mac == 3;
     assert_int_equal(pf_rdv_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
     rdv_admit(&g->S, i, &msg);
     pf_rdv_fields_free(&msg.f);
@@ -105,6 +108,97 @@ static void test_admitted(void **state)
     rig_close(&g);
 }
 
+/* a JOIN that fails the token check changes nothing: no slot, no finding; it is counted in
+ * the evidence with its address and answered with an auth-failed REJECT */
+static void test_unverified(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        bool auth;
+        int mac;
+    } cases[] = {
+        {"no token, rank 0 has one", true, 0},
+        {"another token or a replay", true, 2},
+        {"a token, rank 0 has none", false, 1},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct rig g;
+        rig_open(&g, cases[k].auth, 1);
+        join(&g, 0, 2, WORLD, "trainer-2", cases[k].mac);
+        const struct pf_check *c = pf_verdict_find_check(&g.v, "rendezvous");
+        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || !c || c->nfindings != 0 ||
+            g.S.m[2].state != M_EMPTY || g.S.refused != 1 || !g.S.m[2].refused_claim[0] ||
+            g.S.F.out.nfindings != 0)
+            fail_msg("%s: rank %d closing %d, %zu findings, slot %d, refused %d", cases[k].name,
+                     g.S.sc[0].rank, g.S.sc[0].closing, c ? c->nfindings : 0, g.S.m[2].state,
+                     g.S.refused);
+        const struct pf_node *n = pf_node_get(c->evidence, "refusedJoins");
+        assert_non_null(n);
+        assert_int_equal(n->i, 1);
+        assert_non_null(strstr(pf_node_get_str(c->evidence, "lastRefused"), "claiming rank 2"));
+        rig_close(&g);
+    }
+}
+
+/* a stranger claims rank 2 before the real rank 2, and again after it: the real pod is
+ * admitted, keeps its slot, and nothing is reported, as no rank is missing */
+static void test_stranger_before_and_after(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, true, 3);
+    join(&g, 0, 2, WORLD, "trainer-2", 2);
+    join(&g, 1, 2, WORLD, "trainer-2", 1);
+    assert_int_equal(g.S.sc[1].rank, 2);
+    assert_int_equal(g.S.m[2].state, M_JOINED);
+    join(&g, 2, 2, WORLD, "impostor", 2);
+    assert_true(g.S.sc[2].closing);
+    assert_int_equal(g.S.m[2].conn, 1);
+    assert_string_equal(g.S.m[2].pod, "trainer-2");
+    g.S.m[1].state = g.S.m[3].state = M_JOINED;
+    rdv_admit_report_claims(&g.S);
+    assert_false(has_code(&g, "stranger-refused"));
+    assert_int_equal(g.S.F.out.nfindings, 0);
+    rig_close(&g);
+}
+
+/* rank 3 never joins, and a JOIN that claimed it failed the token check: a warning says so
+ * to every rank (the missing rank fails the run anyway); rank 1, claimed the same way but
+ * joined, is not named */
+static void test_claims_reported(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, true, 3);
+    join(&g, 0, 3, WORLD, "trainer-3", 2);
+    join(&g, 1, 1, WORLD, "trainer-1", 2);
+    join(&g, 2, 1, WORLD, "trainer-1", 1);
+    rdv_admit_report_claims(&g.S);
+    rdv_admit_report_claims(&g.S);
+    const struct pf_check *c = pf_verdict_find_check(&g.v, "rendezvous");
+    assert_int_equal(c->nfindings, 1);
+    assert_string_equal(c->findings[0].code, "stranger-refused");
+    assert_int_equal(c->findings[0].status, PF_WARN);
+    assert_non_null(strstr(c->findings[0].message, "rank 3 never joined"));
+    assert_non_null(strstr(c->findings[0].message, "trainer-3"));
+    assert_int_equal(g.S.F.out.nfindings, 1);
+    rig_close(&g);
+}
+
+/* an authenticated JOIN that names no run comes from another preflight version */
+static void test_no_run(void **state)
+{
+    (void)state;
+    struct rig g;
+    rig_open(&g, true, 1);
+    join(&g, 0, 1, WORLD, "trainer-1", 3);
+    assert_true(g.S.sc[0].closing);
+    assert_int_equal(g.S.m[1].state, M_EMPTY);
+    assert_true(has_code(&g, "version-mismatch"));
+    rig_close(&g);
+}
+
 static void test_refused(void **state)
 {
     (void)state;
@@ -115,9 +209,6 @@ static void test_refused(void **state)
         int mac;
         const char *code;
     } cases[] = {
-        {"no token, rank 0 has one", true, 1, WORLD, 0, "auth-failed"},
-        {"another token", true, 1, WORLD, 2, "auth-failed"},
-        {"a token, rank 0 has none", false, 1, WORLD, 1, "auth-failed"},
         {"claims rank 0", false, 0, WORLD, 0, "duplicate-rank"},
         {"outside the world size", false, 5, 8, 0, "world-size-mismatch"},
         {"negative rank", false, -1, WORLD, 0, "world-size-mismatch"},
@@ -163,6 +254,10 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_admitted),
+        cmocka_unit_test(test_unverified),
+        cmocka_unit_test(test_stranger_before_and_after),
+        cmocka_unit_test(test_claims_reported),
+        cmocka_unit_test(test_no_run),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_rejoin_duplicate_late),
     };

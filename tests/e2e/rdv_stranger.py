@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stranger on preflight's rendezvous and data ports, for tests/adversary/test_adversary.sh.
+"""A stranger on preflight's rendezvous and data ports, for tests/e2e/test_adversary.sh.
 
 It speaks the wire format of pkg/rendezvous/proto.c: a 16-byte header (magic "PFRV", version,
 type, flags, a zero byte, sequence number and payload length, big-endian), a payload of fields
@@ -292,7 +292,7 @@ def cmd_flood(a):
     connection the other side closes is opened again, up to --count * 2 openings in all."""
     count = min(a.count, MAX_CONNS)
     end = time.monotonic() + min(a.seconds, MAX_SECONDS)
-    budget = count * 2 if a.reopen else count
+    budget = (a.budget or count * 2) if a.reopen else count
     host, port = a.to.rsplit(":", 1)
     addr = (host, int(port))
     sel = selectors.DefaultSelector()
@@ -508,6 +508,7 @@ def main():
     fl.add_argument("--fill", type=int, default=0)
     fl.add_argument("--seconds", type=float, default=10)
     fl.add_argument("--reopen", action="store_true")
+    fl.add_argument("--budget", type=int, default=0)
     c = sub.add_parser("cpu")
     c.add_argument("--pid", type=int, required=True)
     c.add_argument("--seconds", type=float, default=3)
