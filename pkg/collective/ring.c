@@ -393,63 +393,85 @@ static void *probe_sender(void *arg)
 int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_t nbytes,
                   double deadline, struct pf_coll_fail *fail)
 {
-    memset(out, 0, sizeof(*out));
-    memset(fail, 0, sizeof(*fail));
-    struct xfer x;
-    atomic_init(&x.abort, 0);
-    x.deadline = deadline;
-    struct probe_send S = {&x, send_fd, nbytes, {0}, 0};
-    pthread_t th;
-    if (pthread_create(&th, NULL, probe_sender, &S) != 0)
-        return pf_err_set(PF_ERR, "cannot start the sender thread");
+    return pf_coll_probe_pair(out, send_fd, nbytes, recv_fd, nbytes, deadline, fail);
+}
+
+/* Receives nbytes on recv_fd after sending the ready byte; the result in out. The first
+ * quarter of the bytes warms the connection up and is not timed: a fresh connection starts
+ * in TCP slow start, which on a host whose round trips are long (a loaded scheduler) is a
+ * good part of a short probe, while a slow path stays slow once warm. */
+static int probe_receive(struct pf_coll_probe_res *out, struct xfer *x, int recv_fd, size_t nbytes,
+                         double deadline, struct pf_coll_fail *rf)
+{
     static const size_t blk = 1 << 20;
     char *buf = pf_xmalloc(blk);
-    size_t got = 0;
-    double t_last = 0, t0 = pf_now();
+    size_t got = 0, warm = nbytes / 4, got_w = 0;
+    double t_last = 0, t0 = pf_now(), t_w = 0;
     int rc = 0;
-    struct pf_coll_fail rf = {0};
     /* ready: the sender at the other end starts now (a failed write shows as the recv's
      * end of stream or reset below) */
     (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (got < nbytes) {
         size_t want = nbytes - got < blk ? nbytes - got : blk;
-        ssize_t r = recv_some(&x, recv_fd, buf, want, &rf);
+        if (got < warm && warm - got < want) want = warm - got;
+        ssize_t r = recv_some(x, recv_fd, buf, want, rf);
         if (r < 0) {
             rc = (int)r;
             break;
         }
         t_last = pf_now();
         got += (size_t)r;
+        if (t_w == 0 && got >= warm && got < nbytes) {
+            t_w = t_last;
+            got_w = got;
+        }
     }
+    free(buf);
     if (rc == PF_ETIMEOUT) {
         /* a slow link is a measurement, not a failure: report what arrived */
         rc = 0;
-        memset(&rf, 0, sizeof(rf));
-        atomic_store(&x.abort, 1);
-    } else if (rc) {
-        atomic_store(&x.abort, 1);
+        memset(rf, 0, sizeof(*rf));
     }
-    pthread_join(th, NULL);
-    free(buf);
-    out->bytes = got;
     out->complete = got == nbytes;
-    if (got) {
-        /* from the ready byte to the last byte: the transfer and one round trip. (Timing from
-         * the first read instead is fragile: a receiver descheduled for a moment finds most
-         * of the bytes in one read and reports an absurd rate.) */
-        out->seconds = (t_last > t0 ? t_last : pf_now()) - t0;
-        out->gbps = out->seconds > 0 ? (double)got * 8.0 / out->seconds / 1e9 : 0;
+    out->received = got;
+    /* timed from the end of the warm-up (or from the ready byte, when the warm-up never
+     * ended) to the last byte, or to the deadline when it cut the probe. (Timing from the
+     * first read instead is fragile: a receiver descheduled for a moment finds most of the
+     * bytes in one read and reports an absurd rate.) */
+    double from = t_w > 0 ? t_w : t0;
+    size_t timed = got - (t_w > 0 ? got_w : 0);
+    double until = out->complete ? (t_last > from ? t_last : pf_now()) : deadline;
+    if (!out->complete && rc == 0 && t_last > 0 && t_last > until) until = t_last;
+    out->bytes = timed;
+    if (timed && until > from) {
+        out->seconds = until - from;
+        out->gbps = (double)timed * 8.0 / out->seconds / 1e9;
     }
-    if (!out->complete && rc == 0 && got < nbytes) {
-        /* the deadline cut it: the rate of what arrived stands, over the whole window */
-        double win = deadline - t0;
-        if (win > 0 && got) out->gbps = (double)got * 8.0 / win / 1e9;
-    }
+    return rc;
+}
+
+int pf_coll_probe_pair(struct pf_coll_probe_res *out, int send_fd, size_t send_bytes, int recv_fd,
+                       size_t recv_bytes, double deadline, struct pf_coll_fail *fail)
+{
+    memset(out, 0, sizeof(*out));
+    memset(fail, 0, sizeof(*fail));
+    struct xfer x;
+    atomic_init(&x.abort, 0);
+    x.deadline = deadline;
+    struct probe_send S = {&x, send_fd, send_bytes, {0}, 0};
+    pthread_t th;
+    bool sending = send_fd >= 0;
+    if (sending && pthread_create(&th, NULL, probe_sender, &S) != 0)
+        return pf_err_set(PF_ERR, "cannot start the sender thread");
+    struct pf_coll_fail rf = {0};
+    int rc = recv_fd >= 0 ? probe_receive(out, &x, recv_fd, recv_bytes, deadline, &rf) : 0;
+    if (rc || (recv_fd >= 0 && !out->complete)) atomic_store(&x.abort, 1);
+    if (sending) pthread_join(th, NULL);
     if (rc) {
         *fail = rf;
         return rc;
     }
-    if (S.rc && S.fail.kind != PF_COLL_OK && S.fail.kind != PF_COLL_TIMEOUT) {
+    if (sending && S.rc && S.fail.kind != PF_COLL_OK && S.fail.kind != PF_COLL_TIMEOUT) {
         *fail = S.fail;
         return PF_ERR;
     }
@@ -458,11 +480,8 @@ int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_
 
 int pf_coll_probe_shifts(int n, int out[3])
 {
-    int k = 0;
-    if (n < 2) return 0;
-    out[k++] = 1;
-    if (n - 1 != 1) out[k++] = n - 1;
-    int second = n % 2 == 0 ? n / 2 : 2;
-    if (n >= 4 && second != 1 && second != n - 1) out[k++] = second;
+    int k = pf_coll_survey_rounds(n);
+    for (int i = 0; i < k; i++)
+        out[i] = pf_coll_survey_shift(n, i);
     return k;
 }

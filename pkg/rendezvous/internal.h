@@ -13,8 +13,7 @@
 #define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
 #define CHUNK_BYTES (512u << 10)
 #define ALLGATHER_MAX (64u << 10)
-#define PROBE_RUNS 3 /* runs of each link probe; the fastest counts */
-#define LIST_MAX 12  /* ranks named in one message before "and N more" */
+#define LIST_MAX 12 /* ranks named in one message before "and N more" */
 
 enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
 enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
@@ -103,9 +102,12 @@ struct rdv_stage {
     double last_progress;
     struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
     bool have_fleet;
-    struct pf_buf sum; /* the SUMMARY payload */
-    struct pf_coll_link *links;
+    struct pf_buf sum;          /* the SUMMARY payload */
+    struct pf_coll_link *links; /* every probe sample, by rank */
     size_t nlinks;
+    struct pf_coll_judgement judg; /* the probes' judgement (have_judg) */
+    bool have_judg;
+    struct rdv_fanout *fan; /* rank 0: the frame being sent to every rank, a window at a time */
     /* the flow */
     uint32_t step_no;
     bool stopped;
@@ -127,8 +129,10 @@ struct rdv_stage {
 
 struct rdv_step_res {
     bool go;
-    uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
+    int nlost, nfailed; /* the run's lost and failed ranks (the RESULT names a few) */
+    uint8_t **blobs;    /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
     size_t *lens;
+    int nb; /* entries of blobs and lens */
 };
 
 /* ---- stage.c: naming ranks, the verdict, the guard */
@@ -186,6 +190,22 @@ void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
 int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, const void *blob,
              size_t len, int mode, double timeout, struct rdv_step_res *res);
 void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r);
+/* Rank 0 of a scatter step: appends position pos's own part to its RESULT (field "b"). */
+typedef void (*rdv_part_fn)(void *arg, int pos, struct pf_buf *out);
+/* A gather whose RESULT gives each position its own part: rank 0 gathers (res holds the
+ * parts), calls ready(arg, res) once, then part(arg, pos, b) for each position; every other
+ * rank gets its part in res->blobs[0]. 0, or PF_ERR when the run stops. */
+int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+                     const void *blob, size_t len, double timeout,
+                     void (*ready)(void *arg, struct rdv_step_res *res), rdv_part_fn part,
+                     void *arg, struct rdv_step_res *res);
+/* Rank 0: sends one frame to every joined rank, common bytes then part(arg, pos) (NULL:
+ * none), encoding and queueing a window of ranks at a time so that at most about
+ * RDV_FANOUT_BYTES wait in the output queues, and serves until all are written or the
+ * deadline. */
+#define RDV_FANOUT_BYTES (4u << 20)
+void rdv_send_all(struct rdv_stage *S, int type, const void *data, size_t len, rdv_part_fn part,
+                  void *arg, double deadline);
 /* serve's condition: every queued frame to a joined rank is written. */
 bool rdv_flushed(struct rdv_stage *S);
 
@@ -194,6 +214,12 @@ bool rdv_flushed(struct rdv_stage *S);
  * err saying which. */
 int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr);
 void rdv_mesh_close(struct rdv_stage *S);
+
+/* ---- probe.c */
+/* The probe rounds (pf_coll_rounds_run) among the roster's ranks; rank 0 keeps the
+ * judgement (S->judg) and every sample (S->links). 0, or PF_ERR (S->ar_err says why when
+ * this rank's probe failed). */
+int rdv_probe_links(struct rdv_stage *S);
 
 /* ---- client.c */
 /* The JOIN's fields: who this pod is, what it sees (NCCL_* variables, secrets hashed). */

@@ -255,42 +255,6 @@ static void do_allreduce(struct rdv_stage *S)
     rdv_mesh_close(S);
 }
 
-static void do_probes(struct rdv_stage *S)
-{
-    long long nbytes = S->bytes;
-    /* at least 4 MiB: a few milliseconds of scheduling noise must not make a link look slow */
-    if (nbytes < (4 << 20)) nbytes = 4 << 20;
-    for (int k = 0; k < S->nshifts; k++) {
-        /* PROBE_RUNS runs, each after a barrier, keeping the fastest: a moment of scheduling
-         * noise on a busy host makes one run slow, a slow link is slow every time */
-        double best = 0;
-        int from = ring_rank(S, -S->shifts[k]);
-        for (int rep = 0; rep < PROBE_RUNS; rep++) {
-            struct rdv_step_res res;
-            if (rdv_step(S, "probe", true, NULL, NULL, 0, STEP_BARRIER, 15, &res) < 0) {
-                rdv_step_res_free(S, &res);
-                return;
-            }
-            rdv_step_res_free(S, &res);
-            double deadline = pf_now() + pf_clampd(rdv_left_s(S) * 0.04, 1, 10);
-            struct pf_coll_probe_res pr;
-            struct pf_coll_fail fail;
-            int r = pf_coll_probe(&pr, S->out_fd[k], S->in_fd[k], (size_t)nbytes, deadline, &fail);
-            if (r < 0) {
-                char w[160];
-                rdv_who(w, sizeof(w), S, fail.on_send ? ring_rank(S, S->shifts[k]) : from);
-                snprintf(S->ar_err, sizeof(S->ar_err), "link probe %s %s: %s",
-                         fail.on_send ? "to" : "from", w, fail.what);
-                rdv_mesh_close(S);
-                return;
-            }
-            if (pr.gbps > best) best = pr.gbps;
-        }
-        S->mylinks = pf_xrealloc(S->mylinks, (S->nmylinks + 1) * sizeof(*S->mylinks));
-        S->mylinks[S->nmylinks++] = (struct pf_coll_link){from, S->rank, best};
-    }
-}
-
 static void run_collectives(struct rdv_stage *S)
 {
     struct rdv_step_res res;
@@ -324,18 +288,7 @@ static void run_collectives(struct rdv_stage *S)
         return;
     }
     rdv_guard(S, "collective.tcp", "probing the links between %d ranks", S->n);
-    do_probes(S);
-    pf_buf_init(&b, 1 << 20);
-    pf_fleet_links_encode(&b, S->mylinks, S->nmylinks);
-    bool pok = !S->stopped && S->nmylinks == (size_t)S->nshifts;
-    r = rdv_step(S, "links", pok, pok ? NULL : S->ar_err, b.data, b.len, STEP_GATHER, 15, &res);
-    pf_buf_free(&b);
-    if (S->rank == 0 && res.blobs)
-        for (int i = 0; i < S->n; i++)
-            if (res.blobs[i])
-                (void)pf_fleet_links_decode(&S->links, &S->nlinks, S->rk[i], res.blobs[i],
-                                            res.lens[i]);
-    rdv_step_res_free(S, &res);
+    (void)rdv_probe_links(S);
     rdv_mesh_close(S);
 }
 
@@ -382,6 +335,7 @@ static void root_summarize(struct rdv_stage *S)
         .min_busbw = S->cfg->tcp_min_busbw_gbps,
         .links = S->links,
         .nlinks = S->nlinks,
+        .judgement = S->have_judg ? &S->judg : NULL,
         .lost = &S->lost,
         .failed = &S->failed,
     };
@@ -502,11 +456,8 @@ static void root_final(struct rdv_stage *S, struct rdv_step_res *res)
         record_tcp(S, &sent);
     }
     pf_fleet_summary_free(&sent);
-    for (int i = 1; i < S->n; i++) {
-        struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->conn >= 0)
-            pf_rdv_conn_queue(&S->sc[m->conn].c, PF_RDV_SUMMARY, S->sum.data, S->sum.len);
-    }
+    rdv_send_all(S, PF_RDV_SUMMARY, S->sum.data, S->sum.len, NULL, NULL,
+                 pf_deadline_in(5, S->cutoff));
     rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
 }
 
@@ -615,6 +566,7 @@ static void stage_free(struct rdv_stage *S)
     if (S->have_fleet) pf_fleet_free(&S->F);
     free(S->links);
     free(S->mylinks);
+    pf_coll_judgement_free(&S->judg);
 }
 
 static void raise_nofile(void)
