@@ -1,5 +1,8 @@
-/* The command line: options (opts.c), help texts and did-you-mean (help.c), and the explain
- * command's output (explain_cmd.c). The subcommands themselves live in pkg/. */
+/* The command line: options (opts.c), help texts and did-you-mean (help.c), one file a
+ * subcommand (cmd_check.c, cmd_run.c, cmd_env.c, cmd_log.c, cmd_install.c, cmd_version.c,
+ * explain_cmd.c) calling pkg/run and the library, and what they share (session.c: the
+ * session, progress lines, printing the verdict). Exit codes are decided here; the library
+ * never prints and never exits. */
 #ifndef PF_CLI_H
 #define PF_CLI_H
 
@@ -7,7 +10,33 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../../pkg/app/app.h"
+#include "../../pkg/rendezvous/rendezvous.h"
+#include "../../pkg/run/run.h"
+
+enum pf_format { PF_FORMAT_AUTO = 0, PF_FORMAT_HUMAN, PF_FORMAT_YAML };
+
+enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2 };
+
+struct pf_options {
+    const char *config_path;  /* NULL: none */
+    const char *verdict_path; /* NULL: the default for the command */
+    const char *root;         /* NULL: "/" */
+    enum pf_format format;
+    bool strict;
+    double timeout_s;     /* 0: none */
+    const char *env_file; /* `env --env-file` */
+    struct pf_rdv_opts rdv;
+    char **environ_; /* the process's environment */
+    FILE *out;       /* stdout */
+    FILE *err;       /* stderr */
+    bool out_is_tty;
+    int width;                   /* the human form's line width: COLUMNS, the terminal's, else 80 */
+    bool verbose;                /* -v: every check with its findings in the human form */
+    const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
+    bool dry_run;                /* run --dry-run: print the identity, join nothing */
+};
+
+void pf_options_init(struct pf_options *o);
 
 #define PF_CLI_MAX_ARGS 256
 
@@ -43,5 +72,29 @@ void pf_cli_version(FILE *f);
 /* `preflight explain ID|CODE` and `preflight explain --list`: the docs rendered for a terminal
  * (ANSI) or as plain text. */
 int pf_cli_explain(const struct pf_options *o, const struct pf_cli *cli);
+
+/* ---- the subcommands: each returns the exit code */
+int pf_cmd_check(const struct pf_options *o);
+int pf_cmd_run(const struct pf_options *o);
+int pf_cmd_env(const struct pf_options *o);
+/* `preflight log FILE...`: NCCL_DEBUG=INFO logs of a past run (check nccl.log). */
+int pf_cmd_log(const struct pf_options *o, const char *const *files, int nfiles);
+/* `preflight install DIR`: copies this binary to DIR/preflight (mode 0755, atomically). */
+int pf_cmd_install(const struct pf_options *o, const char *dir);
+int pf_cmd_version(const struct pf_options *o);
+
+/* ---- session.c: what the subcommands share */
+/* pf_run_open with the command line's options; progress lines go to o->err. ro must live as
+ * long as R. */
+int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct pf_options *o,
+                        const char *guard);
+/* The human form unless --format yaml. */
+bool pf_cmd_human(const struct pf_options *o);
+/* Finalizes the verdict, hands it to the guard, writes it to path (NULL: no file; "-":
+ * stdout as YAML) and prints it in the chosen form. A negative code when the file could not
+ * be written (said on o->err). */
+int pf_cmd_deliver(struct pf_run *R, const struct pf_options *o, const char *path);
+/* "preflight: <the error message>" on o->err; returns PF_EXIT_USAGE. */
+int pf_cmd_usage(const struct pf_options *o);
 
 #endif

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../pkg/app/app.h"
 #include "cli.h"
 
 extern char **environ;
@@ -33,15 +32,15 @@ int main(int argc, char **argv)
 
     if (o.env_file && strcmp(cmd, "env") != 0)
         return usage_error("--env-file is an option of 'preflight env', not of '%s'", cmd);
-    if (strcmp(cmd, "run") == 0) return pf_app_run(&o);
-    if (strcmp(cmd, "check") == 0) return pf_app_check(&o);
-    if (strcmp(cmd, "env") == 0) return pf_app_env(&o);
-    if (strcmp(cmd, "version") == 0) return pf_app_version(&o);
-    if (strcmp(cmd, "log") == 0) return pf_app_log(&o, log_files, nlog);
+    if (strcmp(cmd, "run") == 0) return pf_cmd_run(&o);
+    if (strcmp(cmd, "check") == 0) return pf_cmd_check(&o);
+    if (strcmp(cmd, "env") == 0) return pf_cmd_env(&o);
+    if (strcmp(cmd, "version") == 0) return pf_cmd_version(&o);
+    if (strcmp(cmd, "log") == 0) return pf_cmd_log(&o, log_files, nlog);
     if (strcmp(cmd, "install") == 0) {
         if (!explain_what || !*explain_what)
             return usage_error("install needs a folder (preflight install DIR)");
-        return pf_app_install(&o, explain_what);
+        return pf_cmd_install(&o, explain_what);
     }
     if (strcmp(cmd, "explain") == 0) {
         if (!explain_what && !cli.list)

@@ -64,17 +64,19 @@ int pf_coll_probe_shifts(int n, int out[3]);
 
 struct pf_coll_probe_res {
     double gbps;     /* received rate, Gb/s (1e9 bits) */
-    size_t bytes;    /* timed: received after the warm-up (the first quarter) */
-    double seconds;  /* from the end of the warm-up (or the ready byte, when it never ended)
+    size_t bytes;    /* timed: received after the warm-up (the first quarter, untimed) */
+    double seconds;  /* from the second ready byte (the first, when the warm-up never ended)
                       * to the last byte, or to the deadline when it cut the probe */
     size_t received; /* all that arrived */
     bool complete;   /* all nbytes arrived before the deadline */
 };
 /* Sends nbytes on send_fd while receiving nbytes on recv_fd (both at once, as in the ring);
- * the rate is what arrived, timed by the receiver. The receiver first sends one ready byte
- * back on recv_fd and the sender starts when it reads it from send_fd, so the timing starts
- * with both ends ready (no burst of bytes buffered while the receiver was not reading). At
- * the deadline it reports what arrived so far (complete = false). */
+ * the rate is what arrived, timed by the receiver. The receiver sends one ready byte back on
+ * recv_fd and the sender starts when it reads it from send_fd; after the warm-up quarter the
+ * receiver sends a second one and the sender waits for it too, so the clock starts with both
+ * ends ready, the connection out of slow start, and no burst of bytes buffered while the
+ * receiver was not reading. At the deadline it reports what arrived so far (complete =
+ * false). */
 int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_t nbytes,
                   double deadline, struct pf_coll_fail *fail);
 
@@ -239,7 +241,8 @@ struct pf_coll_rounds_ops {
     /* A connected socket for task t of `round` (the callee owns it); -1 with why set. A rank
      * asks for its send task's socket before its receive task's. */
     int (*link)(void *arg, int round, const struct pf_coll_task *t, char *why, size_t nwhy);
-    /* After a round's probes (NULL: nothing to do): the callee may close what it opened. */
+    /* Once every rank is past round `round` (after the next barrier; NULL: nothing to do):
+     * the callee may close what it opened for it. */
     void (*release)(void *arg, int round);
 };
 

@@ -358,6 +358,10 @@ int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, in
 
 /* ---- probes */
 
+/* A probe streams from and into one block, whatever its size: a thousand ranks on one host
+ * must not each hold a probe's bytes. */
+#define PROBE_BLOCK (256u << 10)
+
 struct probe_send {
     struct xfer *x;
     int fd;
@@ -366,26 +370,49 @@ struct probe_send {
     int rc;
 };
 
-static void *probe_sender(void *arg)
+/* The bytes of a probe that warm its connection up, untimed: a fresh connection starts in
+ * TCP slow start, which on a host whose round trips are long (a loaded scheduler) is a good
+ * part of a short probe, while a slow path stays slow once warm. */
+static size_t probe_warm(size_t nbytes)
 {
-    struct probe_send *S = arg;
-    static const size_t blk = 1 << 20;
-    char *buf = pf_xmalloc(blk);
-    memset(buf, 0x5a, blk);
-    /* wait for the receiver's ready byte: a sender that starts before its receiver reads
-     * fills the socket buffers, and the receiver would then time a burst of buffered bytes */
+    return nbytes / 4;
+}
+
+/* Sends n bytes from buf (blk bytes, reused) unless failed already. */
+static void probe_send_n(struct probe_send *S, const char *buf, size_t blk, size_t n)
+{
+    while (n && S->rc == 0) {
+        size_t k = n < blk ? n : blk;
+        S->rc = send_all(S->x, S->fd, buf, k, &S->fail);
+        n -= k;
+    }
+}
+
+/* Waits for the receiver's ready byte: a sender that starts before its receiver reads fills
+ * the socket buffers, and the receiver would then time a burst of buffered bytes. */
+static void probe_wait_ready(struct probe_send *S)
+{
     char go;
+    if (S->rc) return;
     ssize_t g = recv_some(S->x, S->fd, &go, 1, &S->fail);
     if (g < 0) {
         S->fail.on_send = true;
         S->rc = (int)g;
     }
-    size_t left = S->nbytes;
-    while (left && S->rc == 0) {
-        size_t n = left < blk ? left : blk;
-        S->rc = send_all(S->x, S->fd, buf, n, &S->fail);
-        left -= n;
-    }
+}
+
+static void *probe_sender(void *arg)
+{
+    struct probe_send *S = arg;
+    static const size_t blk = PROBE_BLOCK;
+    char *buf = pf_xmalloc(blk);
+    memset(buf, 0x5a, blk);
+    size_t warm = probe_warm(S->nbytes);
+    /* ready, the warm-up, ready again (nothing is in flight), the timed part */
+    probe_wait_ready(S);
+    probe_send_n(S, buf, blk, warm);
+    if (warm) probe_wait_ready(S);
+    probe_send_n(S, buf, blk, S->nbytes - warm);
     free(buf);
     return NULL;
 }
@@ -396,36 +423,40 @@ int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_
     return pf_coll_probe_pair(out, send_fd, nbytes, recv_fd, nbytes, deadline, fail);
 }
 
-/* Receives nbytes on recv_fd after sending the ready byte; the result in out. The first
- * quarter of the bytes warms the connection up and is not timed: a fresh connection starts
- * in TCP slow start, which on a host whose round trips are long (a loaded scheduler) is a
- * good part of a short probe, while a slow path stays slow once warm. */
+/* Reads until *got reaches want (or the deadline / a failure): 0, or the failure. */
+static int probe_read_to(struct xfer *x, int fd, char *buf, size_t blk, size_t *got, size_t want,
+                         double *t_last, struct pf_coll_fail *rf)
+{
+    while (*got < want) {
+        size_t k = want - *got < blk ? want - *got : blk;
+        ssize_t r = recv_some(x, fd, buf, k, rf);
+        if (r < 0) return (int)r;
+        *t_last = pf_now();
+        *got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Receives nbytes on recv_fd: a ready byte, the warm-up (untimed), a second ready byte, then
+ * the timed part, from that byte to the last (so nothing was buffered before the clock
+ * started; the time includes one round trip). The result in out. */
 static int probe_receive(struct pf_coll_probe_res *out, struct xfer *x, int recv_fd, size_t nbytes,
                          double deadline, struct pf_coll_fail *rf)
 {
-    static const size_t blk = 1 << 20;
+    static const size_t blk = PROBE_BLOCK;
     char *buf = pf_xmalloc(blk);
-    size_t got = 0, warm = nbytes / 4, got_w = 0;
-    double t_last = 0, t0 = pf_now(), t_w = 0;
-    int rc = 0;
+    size_t got = 0, warm = probe_warm(nbytes);
+    double t_last = 0, t0 = pf_now();
     /* ready: the sender at the other end starts now (a failed write shows as the recv's
      * end of stream or reset below) */
     (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (got < nbytes) {
-        size_t want = nbytes - got < blk ? nbytes - got : blk;
-        if (got < warm && warm - got < want) want = warm - got;
-        ssize_t r = recv_some(x, recv_fd, buf, want, rf);
-        if (r < 0) {
-            rc = (int)r;
-            break;
-        }
-        t_last = pf_now();
-        got += (size_t)r;
-        if (t_w == 0 && got >= warm && got < nbytes) {
-            t_w = t_last;
-            got_w = got;
-        }
+    int rc = probe_read_to(x, recv_fd, buf, blk, &got, warm, &t_last, rf);
+    bool timed = rc == 0 && warm > 0;
+    if (timed) {
+        t0 = pf_now();
+        (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
+    if (rc == 0) rc = probe_read_to(x, recv_fd, buf, blk, &got, nbytes, &t_last, rf);
     free(buf);
     if (rc == PF_ETIMEOUT) {
         /* a slow link is a measurement, not a failure: report what arrived */
@@ -434,18 +465,14 @@ static int probe_receive(struct pf_coll_probe_res *out, struct xfer *x, int recv
     }
     out->complete = got == nbytes;
     out->received = got;
-    /* timed from the end of the warm-up (or from the ready byte, when the warm-up never
-     * ended) to the last byte, or to the deadline when it cut the probe. (Timing from the
-     * first read instead is fragile: a receiver descheduled for a moment finds most of the
-     * bytes in one read and reports an absurd rate.) */
-    double from = t_w > 0 ? t_w : t0;
-    size_t timed = got - (t_w > 0 ? got_w : 0);
-    double until = out->complete ? (t_last > from ? t_last : pf_now()) : deadline;
-    if (!out->complete && rc == 0 && t_last > 0 && t_last > until) until = t_last;
-    out->bytes = timed;
-    if (timed && until > from) {
-        out->seconds = until - from;
-        out->gbps = (double)timed * 8.0 / out->seconds / 1e9;
+    /* what arrived after the clock started, until the last byte, or until the deadline when
+     * it cut the probe (the rate of what arrived stands, over the whole window) */
+    size_t n = got - (timed ? warm : 0);
+    double until = out->complete ? (t_last > t0 ? t_last : pf_now()) : deadline;
+    out->bytes = n;
+    if (n && until > t0) {
+        out->seconds = until - t0;
+        out->gbps = (double)n * 8.0 / out->seconds / 1e9;
     }
     return rc;
 }

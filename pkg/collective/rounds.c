@@ -60,6 +60,9 @@ int pf_coll_rounds_run(int pos, int n, const struct pf_coll_rounds_ops *ops, dou
         size_t nt = 0;
         int r = ops->next(ops->arg, round, got, ngot, NULL, t, &nt);
         ngot = 0;
+        /* every rank is past the round before now: its connections can go (closed earlier,
+         * a receiver cut by its deadline would reset a sender still sending) */
+        if (ops->release && round > 0) ops->release(ops->arg, round - 1);
         if (r < 0) {
             fail->kind = PF_COLL_ERROR;
             snprintf(fail->what, sizeof(fail->what), "the run stopped before probe round %d",
@@ -69,10 +72,10 @@ int pf_coll_rounds_run(int pos, int n, const struct pf_coll_rounds_ops *ops, dou
         if (r == 0) return 0;
         if (nt > PF_COLL_TASKS_MAX) nt = PF_COLL_TASKS_MAX;
         r = run_round(pos, round, ops, t, nt, probe_s, got, &ngot, fail, fail_peer);
-        if (ops->release) ops->release(ops->arg, round);
         if (r < 0) {
             /* one more barrier, so that every rank stops now rather than at its deadline */
             (void)ops->next(ops->arg, round + 1, got, ngot, fail->what, t, &nt);
+            if (ops->release) ops->release(ops->arg, round);
             return r;
         }
     }
@@ -115,9 +118,8 @@ size_t pf_coll_coord_add(struct pf_coll_coord *c, int pos, const struct pf_coll_
     for (size_t i = 0; i < ns && kept < 1; i++) {
         const struct pf_coll_sample *x = &s[i];
         int src = c->from[pos];
-        if (src < 0 || x->dst != pos || x->src != src || x->round != c->round ||
-            x->bytes == 0 || x->bytes > c->bytes[src] || !(x->seconds > 0) ||
-            !isfinite(x->seconds))
+        if (src < 0 || x->dst != pos || x->src != src || x->round != c->round || x->bytes == 0 ||
+            x->bytes > c->bytes[src] || !(x->seconds > 0) || !isfinite(x->seconds))
             continue;
         if (c->ns == c->cap) {
             c->cap = c->cap ? c->cap * 2 : 256;

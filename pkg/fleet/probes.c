@@ -61,8 +61,8 @@ int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, c
             pf_rdv_fields_int(&bytes, &x, "bytes") == 0 && src >= 0 && src < (1 << 24) &&
             dst >= 0 && dst < (1 << 24) && round >= 0 && round < 1024 && bytes > 0 &&
             bytes <= (1ll << 40))
-            out[(*n)++] = (struct pf_coll_sample){(int)src, (int)dst, (int)round,
-                                                  (size_t)bytes, sec};
+            out[(*n)++] =
+                (struct pf_coll_sample){(int)src, (int)dst, (int)round, (size_t)bytes, sec};
         pf_rdv_fields_free(&x);
     }
     pf_rdv_fields_free(&f);
@@ -104,7 +104,8 @@ int pf_fleet_tasks_decode(bool *more, struct pf_coll_task *out, size_t *n, size_
         struct pf_rdv_fields x;
         if (pf_rdv_fields_decode(&x, f.v[k].val, f.v[k].vlen) < 0) continue;
         long long peer = -1, send = -1, bytes = -1;
-        if (pf_rdv_fields_int(&peer, &x, "peer") == 0 && pf_rdv_fields_int(&send, &x, "send") == 0 &&
+        if (pf_rdv_fields_int(&peer, &x, "peer") == 0 &&
+            pf_rdv_fields_int(&send, &x, "send") == 0 &&
             pf_rdv_fields_int(&bytes, &x, "bytes") == 0 && peer >= 0 && peer < npos &&
             (send == 0 || send == 1) && bytes > 0 && bytes <= (long long)PF_COLL_PROBE_MAX_BYTES)
             out[(*n)++] = (struct pf_coll_task){(int)peer, send == 1, (size_t)bytes};

@@ -11,9 +11,7 @@
 
 #define NAME_MAX_ 128
 #define JOIN_WAIT 10.0 /* a new connection must send its JOIN within this */
-#define CHUNK_BYTES (512u << 10)
-#define ALLGATHER_MAX (64u << 10)
-#define LIST_MAX 12 /* ranks named in one message before "and N more" */
+#define LIST_MAX 12    /* ranks named in one message before "and N more" */
 
 enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
 enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
@@ -89,7 +87,6 @@ struct rdv_stage {
     char root_ip[64];
     bool root_lost;
     char root_why[384];
-    bool summary_seen;
     /* rank 0 */
     int lfd;
     struct rdv_sconn *sc;
@@ -102,11 +99,6 @@ struct rdv_stage {
     double last_progress;
     struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
     bool have_fleet;
-    struct pf_buf sum;          /* the SUMMARY payload */
-    struct pf_coll_link *links; /* every probe sample, by rank */
-    size_t nlinks;
-    struct pf_coll_judgement judg; /* the probes' judgement (have_judg) */
-    bool have_judg;
     struct rdv_fanout *fan; /* rank 0: the frame being sent to every rank, a window at a time */
     /* the flow */
     uint32_t step_no;
@@ -114,23 +106,13 @@ struct rdv_stage {
     struct pf_fleet_marks lost, failed;
     /* data mesh */
     int nshifts, shifts[3], out_fd[3], in_fd[3];
-    /* this rank's results */
-    bool ar_ran, ar_ok;
-    double ar_seconds;
-    size_t ar_wrong, ar_first_bad;
-    char ar_err[640];
-    long long bytes;
-    int iters;
-    struct pf_coll_link *mylinks;
-    size_t nmylinks;
 };
 
 /* ---- steps: gather at rank 0, answer to all */
 
 struct rdv_step_res {
     bool go;
-    int nlost, nfailed; /* the run's lost and failed ranks (the RESULT names a few) */
-    uint8_t **blobs;    /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
+    uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
     size_t *lens;
     int nb; /* entries of blobs and lens */
 };
@@ -190,15 +172,11 @@ void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
 int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, const void *blob,
              size_t len, int mode, double timeout, struct rdv_step_res *res);
 void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r);
-/* Rank 0 of a scatter step: appends position pos's own part to its RESULT (field "b"). */
 typedef void (*rdv_part_fn)(void *arg, int pos, struct pf_buf *out);
-/* A gather whose RESULT gives each position its own part: rank 0 gathers (res holds the
- * parts), calls ready(arg, res) once, then part(arg, pos, b) for each position; every other
- * rank gets its part in res->blobs[0]. 0, or PF_ERR when the run stops. */
+/* pf_rdv_step_scatter (rendezvous.h) */
 int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
-                     const void *blob, size_t len, double timeout,
-                     void (*ready)(void *arg, struct rdv_step_res *res), rdv_part_fn part,
-                     void *arg, struct rdv_step_res *res);
+                     const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                     rdv_part_fn part, void *arg, struct rdv_step_res *res);
 /* Rank 0: sends one frame to every joined rank, common bytes then part(arg, pos) (NULL:
  * none), encoding and queueing a window of ranks at a time so that at most about
  * RDV_FANOUT_BYTES wait in the output queues, and serves until all are written or the
@@ -215,11 +193,9 @@ bool rdv_flushed(struct rdv_stage *S);
 int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr);
 void rdv_mesh_close(struct rdv_stage *S);
 
-/* ---- probe.c */
-/* The probe rounds (pf_coll_rounds_run) among the roster's ranks; rank 0 keeps the
- * judgement (S->judg) and every sample (S->links). 0, or PF_ERR (S->ar_err says why when
- * this rank's probe failed). */
-int rdv_probe_links(struct rdv_stage *S);
+/* ---- probe.c: pf_rdv_probe_connect (rendezvous.h) */
+int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
+                      char *why, size_t nwhy);
 
 /* ---- client.c */
 /* The JOIN's fields: who this pod is, what it sees (NCCL_* variables, secrets hashed). */

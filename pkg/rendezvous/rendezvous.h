@@ -1,14 +1,15 @@
 /* rendezvous: every pod meets rank 0 through the headless Service, they agree on who is
- * there, and run the TCP all-reduce.
+ * there, and exchange what the stages of pkg/run need (barriers, gathers, the data mesh's
+ * connections, the summary).
  *
  * Pieces, each usable alone (and unit-tested alone):
  *   identity  who am I, how many are we, where is rank 0 (pure functions of env + hostname)
  *   proto     the wire format: versioned, length-prefixed frames with a magic number and an
  *             optional HMAC-SHA256 bound to per-connection nonces (pure encode/decode)
  *   conn      one TCP connection carrying frames, every read and write under a deadline
- *   stage     the run: the sequence of identity, meeting (server, admit, client), roster,
- *             data mesh, steps, TCP all-reduce, link probes, the GPU stage hook, and the
- *             fleet-wide summary every pod's verdict carries (internal.h: the parts) */
+ *   stage     the meeting: identity, budget, rank 0's server and JOIN admission, the
+ *             joiners' side, the roster; then steps, the data mesh and the summary's
+ *             delivery for pkg/run (internal.h: the parts) */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
@@ -27,10 +28,119 @@ struct pf_rdv_opts {
     const char *token;     /* PREFLIGHT_TOKEN, or NULL */
 };
 
-/* Runs the rendezvous and the collectives among pods; adds the checks `rendezvous` and
- * `collective.tcp`, the ranks and the culprits to ctx->verdict. Never blocks past the
- * guard's deadline. */
-void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o);
+/* ---- the meeting, as the stages of pkg/run call it --------------------------------- */
+
+/* One run among pods. Every wait is bounded by the guard's deadline less a second. */
+struct pf_rdv;
+struct pf_fleet;
+struct pf_fleet_marks;
+struct pf_rdv_msg;
+
+/* A new session; adds the checks `rendezvous` and `collective.tcp` to ctx->verdict. PF_ERR
+ * (the check skipped, saying why) when libsodium cannot start; *out is set either way and
+ * is freed by pf_rdv_close. */
+int pf_rdv_open(struct pf_rdv **out, struct pf_ctx *ctx, const struct pf_rdv_opts *o);
+void pf_rdv_close(struct pf_rdv *R);
+
+enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };
+/* Who am I, then the meeting: rank 0 serves JOINs until all came or the join deadline, the
+ * others join it and take the roster. PF_RDV_MET (rank 0 must then call pf_rdv_roster_send),
+ * PF_RDV_ALONE for a world of one (no socket opened), PF_ERR when this pod is in no run
+ * (the checks `rendezvous` and `collective.tcp` then say why). */
+int pf_rdv_meet(struct pf_rdv *R);
+/* After the meeting: rank 0 sends the roster; every rank records the meeting's evidence
+ * and message on the check `rendezvous`. */
+void pf_rdv_roster_send(struct pf_rdv *R);
+
+int pf_rdv_rank(const struct pf_rdv *R);
+/* This pod's world size, and rank 0's (the roster's: every rank decides by that one). */
+int pf_rdv_world(const struct pf_rdv *R);
+int pf_rdv_root_world(const struct pf_rdv *R);
+/* The ranks in the run, in roster order, and this rank's position among them. */
+int pf_rdv_size(const struct pf_rdv *R);
+const int *pf_rdv_ranks(const struct pf_rdv *R);
+int pf_rdv_pos(const struct pf_rdv *R);
+/* This pod's address as the others reach it, its interface, rank 0's address. */
+const char *pf_rdv_my_ip(const struct pf_rdv *R);
+const char *pf_rdv_iface(const struct pf_rdv *R);
+const char *pf_rdv_root_ip(const struct pf_rdv *R);
+/* Rank 0's rendezvous port. */
+int pf_rdv_port(const struct pf_rdv *R);
+/* When the session started (pf_now()) and the seconds left before its cutoff. */
+double pf_rdv_t0(const struct pf_rdv *R);
+double pf_rdv_left_s(const struct pf_rdv *R);
+/* A step stopped the run (a rank lost or failed). */
+bool pf_rdv_stopped(const struct pf_rdv *R);
+/* The ranks lost and the ranks that reported a failure, with why. */
+const struct pf_fleet_marks *pf_rdv_lost(const struct pf_rdv *R);
+const struct pf_fleet_marks *pf_rdv_failed(const struct pf_rdv *R);
+/* Rank 0: what the ranks claimed (filled by pkg/run) and the fleet's findings, which the
+ * rendezvous adds to as well; NULL at the other ranks. */
+struct pf_fleet *pf_rdv_fleet(struct pf_rdv *R);
+/* The pod and node of rank: as it joined, from the roster, or from the naming rule. */
+const char *pf_rdv_pod_of(const struct pf_rdv *R, int rank, char *buf, size_t n);
+const char *pf_rdv_node_of(const struct pf_rdv *R, int rank);
+/* "rank 5 (trainer-5)" */
+void pf_rdv_who(char *out, size_t n, const struct pf_rdv *R, int rank);
+
+enum { PF_RDV_MISSING = 0, PF_RDV_JOINED, PF_RDV_REFUSED, PF_RDV_LOST };
+/* What rank 0 knows of one rank (its JOIN's claims); pointers live as long as R. */
+struct pf_rdv_member_info {
+    int state; /* PF_RDV_MISSING .. PF_RDV_LOST */
+    const char *addr, *why, *version, *digest, *nccl_version;
+    long long world_claimed;
+    const struct pf_strlist *env; /* "NAME=VALUE" of its NCCL_* variables */
+};
+/* Rank 0 only: PF_EINVAL for a rank out of range or at another rank. */
+int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out);
+
+/* ---- steps: every rank sends its part, rank 0 answers with the parts or with the decision
+ * to stop (naming who was lost or failed), so every rank takes the same path */
+enum { PF_RDV_BARRIER = 0, PF_RDV_GATHER, PF_RDV_ALLGATHER };
+#define PF_RDV_ALLGATHER_MAX (64u << 10)
+struct pf_rdv_step_res {
+    bool go;
+    uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
+    size_t *lens;
+    int nb; /* entries of blobs and lens */
+};
+/* 0 when every rank goes on, PF_ERR when the run stops. kind names the step in messages;
+ * ok/err: this rank's own success. Free res with pf_rdv_step_res_free, also after PF_ERR. */
+int pf_rdv_step(struct pf_rdv *R, const char *kind, bool ok, const char *err, const void *blob,
+                size_t len, int mode, double timeout, struct pf_rdv_step_res *res);
+void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res);
+/* Rank 0 of a scatter step, once every part is in: blobs[pos] (lens[pos] bytes, NULL for
+ * none) for nb positions; it may take (free and NULL) what it uses. */
+typedef void (*pf_rdv_ready_fn)(void *arg, uint8_t **blobs, size_t *lens, int nb);
+/* A gather whose answer gives each rank its own part (the probe rounds' barrier): rank 0
+ * gathers every part, calls ready once, then part(arg, pos, out) for each position's answer
+ * (only when the run goes on); every other rank gets its part in res->blobs[0]. 0, or
+ * PF_ERR when the run stops. */
+int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char *err,
+                        const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                        void (*part)(void *arg, int pos, struct pf_buf *out), void *arg,
+                        struct pf_rdv_step_res *res);
+
+/* ---- the data mesh: one connection to and one from the rank at each probed ring shift */
+struct pf_rdv_mesh {
+    int nshifts;
+    int shifts[3];
+    int out_fd[3], in_fd[3]; /* owned by the session: pf_rdv_mesh_close closes them */
+};
+/* 0, or PF_ERR with err saying which connection failed. */
+int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr);
+void pf_rdv_mesh_close(struct pf_rdv *R);
+/* A connection of its own for one probe between this rank and roster position pos, where
+ * the mesh has none (a confirmation round): send dials pos's data port and opens it with a
+ * DHELLO naming the run, both ranks and the round; !send accepts that connection from pos
+ * (strangers and leftovers are closed). The fd (the caller closes it), or -1 with why. */
+int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
+                         char *why, size_t nwhy);
+
+/* ---- the summary: rank 0 sends it to every joined rank, the others wait for it */
+void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len);
+/* Rank > 0: 0 with *out the SUMMARY frame, or PF_ERR (rank 0 is then marked lost). */
+int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out);
 
 /* ---- identity ------------------------------------------------------------------------ */
 

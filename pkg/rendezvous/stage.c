@@ -1,6 +1,6 @@
-/* The run among pods: join rank 0, agree, build the data mesh, run the TCP all-reduce and
- * the link probes, call the GPU stage, gather every rank's results at rank 0 and send the
- * fleet-wide summary back, so that every pod's verdict tells the same story.
+/* The meeting among pods: who am I, the time budget, rank 0's server or the joiners' side,
+ * the roster; then what pkg/run's stages ask of the meeting (steps, the data mesh, the
+ * summary's delivery) through the functions of rendezvous.h.
  *
  * Rank 0 serves every connection from one poll loop (never one peer at a time); the other
  * ranks hold one control connection to rank 0 and wait on it under deadlines. A gather or a
@@ -20,8 +20,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../nccl/nccl.h"
 #include "../netif/netif.h"
+
+/* The session of rendezvous.h is the stage of internal.h. */
+struct pf_rdv {
+    struct rdv_stage st;
+    const struct pf_rdv_opts *opts;
+};
 
 /* ---- small helpers */
 
@@ -56,18 +61,6 @@ void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank)
         snprintf(out, n, "rank %d (%s)", rank, p);
     else
         snprintf(out, n, "rank %d", rank);
-}
-
-static int ring_rank(const struct rdv_stage *S, int shift)
-{
-    return S->rk[((S->pos + shift) % S->n + S->n) % S->n];
-}
-
-static int policy_cb(void *arg, const char *check_id, const char *code, enum pf_status st)
-{
-    (void)check_id;
-    int s = pf_config_policy(arg, code, (int)st);
-    return s == PF_POLICY_IGNORE ? -1 : s;
 }
 
 struct pf_check *rdv_chk(struct rdv_stage *S, const char *id)
@@ -128,402 +121,6 @@ void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
     pf_verdict_guard_update(S->ctx->verdict, stage_id, doing);
 }
 
-/* Copies what rank 0 knows of every rank into the fleet (idempotent). */
-static void sync_fleet(struct rdv_stage *S)
-{
-    for (int r = 0; r < S->world; r++) {
-        const struct rdv_member *m = &S->m[r];
-        struct pf_fleet_rank *f = &S->F.r[r];
-        char b[NAME_MAX_];
-        f->state = (enum pf_fleet_state)m->state;
-        pf_strcpy(f->pod, sizeof(f->pod), rdv_pod_of(S, r, b, sizeof(b)));
-        pf_strcpy(f->node, sizeof(f->node), rdv_node_of(S, r));
-        pf_strcpy(f->addr, sizeof(f->addr), m->addr);
-        pf_strcpy(f->why, sizeof(f->why), m->why);
-        f->world_claimed = m->world_claimed;
-        pf_strcpy(f->version, sizeof(f->version), m->version);
-        pf_strcpy(f->digest, sizeof(f->digest), m->digest);
-        pf_strcpy(f->nccl_version, sizeof(f->nccl_version), m->nccl_version);
-        pf_strlist_free(&f->env);
-        for (size_t i = 0; i < m->env.n; i++)
-            pf_strlist_add(&f->env, m->env.v[i]);
-    }
-    S->F.n = S->n;
-    S->F.roster = S->rk;
-}
-
-/* Adds the fleet's findings and culprits to this rank's verdict (again is harmless: the
- * verdict keeps one of each). only_fleet_checks: a SUMMARY from rank 0 may only speak of
- * the checks `rendezvous` and `collective.tcp`. */
-static void apply_fleet(struct rdv_stage *S, const struct pf_fleet_summary *s,
-                        bool only_fleet_checks)
-{
-    for (size_t i = 0; i < s->nfindings; i++) {
-        const struct pf_fleet_finding *x = &s->findings[i];
-        if (only_fleet_checks && strcmp(x->check, "rendezvous") != 0 &&
-            strcmp(x->check, "collective.tcp") != 0)
-            continue;
-        rdv_add_finding_text(S, x->check, x->code, x->status, x->remedy, x->message);
-    }
-    for (size_t i = 0; i < s->nculprits; i++)
-        pf_verdict_add_culprit(S->ctx->verdict, s->culprits[i].rank, s->culprits[i].pod,
-                               s->culprits[i].node, "%s", s->culprits[i].reason);
-}
-
-static void agreement(struct rdv_stage *S)
-{
-    sync_fleet(S);
-    pf_fleet_agree(&S->F, pf_now() - S->t0);
-    apply_fleet(S, &S->F.out, false);
-}
-
-/* The GPU stage's allgather (blobs up to 64 KiB per rank). */
-static int nccl_allgather(void *rdv, const void *mine, void *out, size_t len)
-{
-    struct rdv_stage *S = rdv;
-    if (len > ALLGATHER_MAX)
-        return pf_err_set(PF_EINVAL, "allgather of %zu bytes per rank: the limit is %u", len,
-                          ALLGATHER_MAX);
-    struct rdv_step_res res;
-    double t = S->cfg->nccl_timeout_s > 0 ? S->cfg->nccl_timeout_s : 120;
-    int r = rdv_step(S, "allgather", true, NULL, mine, len, STEP_ALLGATHER, t, &res);
-    if (r == 0) {
-        for (int i = 0; i < S->n; i++) {
-            if (res.lens[i] != len) {
-                size_t got = res.lens[i];
-                rdv_step_res_free(S, &res);
-                return pf_err_set(PF_EINVAL, "allgather: rank %d sent %zu bytes, expected %zu",
-                                  S->rk[i], got, len);
-            }
-            memcpy((uint8_t *)out + (size_t)i * len, res.blobs[i], len);
-        }
-    }
-    rdv_step_res_free(S, &res);
-    return r < 0 ? pf_err_set(PF_ERR, "allgather among pods failed: a rank was lost") : 0;
-}
-
-/* ---- the collectives */
-
-static void do_allreduce(struct rdv_stage *S)
-{
-    S->ar_ran = true;
-    long long bytes = S->cfg->tcp_message_bytes > 0 ? S->cfg->tcp_message_bytes : (64ll << 20);
-    bytes -= bytes % 4;
-    if (bytes < 4) bytes = 4;
-    S->bytes = bytes;
-    S->iters = S->cfg->tcp_iterations > 0 ? S->cfg->tcp_iterations : 5;
-    size_t count = (size_t)bytes / 4;
-    float *data = malloc((size_t)bytes);
-    if (!data) {
-        snprintf(S->ar_err, sizeof(S->ar_err), "cannot allocate %lld bytes", bytes);
-        return;
-    }
-    double left = rdv_left_s(S);
-    double deadline = pf_now() + pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
-    char mib[32];
-    snprintf(mib, sizeof(mib), "%.3g MiB", (double)bytes / (1 << 20));
-    pf_ctx_progress(S->ctx,
-                    "tcp all-reduce: %d ranks, %s float32 sum, 1 checked + %d timed "
-                    "iterations",
-                    S->n, mib, S->iters);
-    rdv_guard(S, "collective.tcp", "running the TCP all-reduce among %d ranks", S->n);
-    int send_fd = S->out_fd[0], recv_fd = S->in_fd[0];
-    struct pf_coll_fail fail;
-    pf_coll_seed(data, count, S->rank);
-    int r = pf_coll_allreduce(data, count, S->pos, S->n, send_fd, recv_fd, CHUNK_BYTES, deadline,
-                              &fail);
-    if (r == 0) {
-        S->ar_wrong = pf_coll_verify(data, count, S->rk, S->n, &S->ar_first_bad);
-        double t0 = pf_now();
-        for (int it = 0; it < S->iters && r == 0; it++)
-            r = pf_coll_allreduce(data, count, S->pos, S->n, send_fd, recv_fd, CHUNK_BYTES,
-                                  deadline, &fail);
-        S->ar_seconds = (pf_now() - t0) / S->iters;
-    }
-    free(data);
-    if (r == 0) {
-        S->ar_ok = true;
-        return;
-    }
-    int peer = fail.on_send ? ring_rank(S, 1) : ring_rank(S, -1);
-    char w[160];
-    rdv_who(w, sizeof(w), S, peer);
-    snprintf(S->ar_err, sizeof(S->ar_err), "%s %s: %s",
-             fail.on_send ? "sending to" : "receiving from", w, fail.what);
-    pf_ctx_progress(S->ctx, "tcp all-reduce failed: %s", S->ar_err);
-    /* close the ring now so that the neighbours stop at once rather than at their deadline */
-    rdv_mesh_close(S);
-}
-
-static void run_collectives(struct rdv_stage *S)
-{
-    struct rdv_step_res res;
-    char err[384] = "";
-    bool ok = rdv_mesh_connect(S, err, sizeof(err)) == 0;
-    if (!ok) pf_ctx_progress(S->ctx, "data mesh: %s", err);
-    if (rdv_step(S, "mesh", ok, err, NULL, 0, STEP_BARRIER,
-                 pf_clampd(rdv_left_s(S) * 0.2, 3, 30) + 5, &res) < 0) {
-        rdv_step_res_free(S, &res);
-        rdv_mesh_close(S);
-        return;
-    }
-    rdv_step_res_free(S, &res);
-    do_allreduce(S);
-    struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
-    struct pf_fleet_ar mine = {S->ar_ok, S->ar_seconds, (long long)S->ar_wrong,
-                               (long long)S->ar_first_bad, S->iface};
-    pf_fleet_ar_encode(&b, &mine);
-    double left = rdv_left_s(S);
-    double t = pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left) + 5;
-    int r = rdv_step(S, "allreduce", S->ar_ok, S->ar_err, b.data, b.len, STEP_GATHER, t, &res);
-    pf_buf_free(&b);
-    if (S->rank == 0 && res.blobs)
-        for (int i = 0; i < S->n; i++)
-            if (res.blobs[i])
-                (void)pf_fleet_ar_decode(&S->F.r[S->rk[i]], res.blobs[i], res.lens[i]);
-    rdv_step_res_free(S, &res);
-    if (r < 0) {
-        rdv_mesh_close(S);
-        return;
-    }
-    rdv_guard(S, "collective.tcp", "probing the links between %d ranks", S->n);
-    (void)rdv_probe_links(S);
-    rdv_mesh_close(S);
-}
-
-/* ---- the final gather and the summary */
-
-static void my_statuses(struct rdv_stage *S, struct pf_buf *b)
-{
-    struct pf_verdict copy;
-    pf_verdict_clone(&copy, S->ctx->verdict);
-    pf_verdict_finalize(&copy, policy_cb, (void *)S->cfg);
-    if (pf_fleet_report_encode(b, &copy) < 0)
-        pf_ctx_progress(S->ctx, "report to rank 0: %s", pf_err_msg());
-    pf_verdict_free(&copy);
-}
-
-static void links_evidence(struct rdv_stage *S)
-{
-    if (!S->nlinks) return;
-    struct pf_node *links = pf_node_set_seq(rdv_chk(S, "collective.tcp")->evidence, "links");
-    for (size_t i = 0; i < S->nlinks; i++) {
-        struct pf_node *l = pf_node_add_map(links);
-        pf_node_set_int(l, "from", S->links[i].src);
-        pf_node_set_int(l, "to", S->links[i].dst);
-        pf_node_set_dbl(l, "gbps", round(S->links[i].gbps * 1000) / 1000);
-    }
-}
-
-/* Rank 0: the fleet's judgement (pkg/fleet), then the ranks list and the fleet verdict. */
-static void root_summarize(struct rdv_stage *S)
-{
-    struct pf_verdict *v = S->ctx->verdict;
-    sync_fleet(S);
-    struct pf_fleet_rank *me = &S->F.r[0];
-    me->ar_done = S->ar_ok;
-    me->ar_seconds = S->ar_seconds;
-    me->ar_wrong = (long long)S->ar_wrong;
-    me->ar_first_bad = (long long)S->ar_first_bad;
-    struct pf_fleet_tcp t = {
-        .ran = S->ar_ran,
-        .stopped = S->stopped,
-        .ok = S->ar_ok,
-        .bytes = S->bytes,
-        .iterations = S->iters,
-        .min_busbw = S->cfg->tcp_min_busbw_gbps,
-        .links = S->links,
-        .nlinks = S->nlinks,
-        .judgement = S->have_judg ? &S->judg : NULL,
-        .lost = &S->lost,
-        .failed = &S->failed,
-    };
-    pf_fleet_judge_tcp(&S->F, &t);
-    links_evidence(S);
-    pf_fleet_judge_reports(&S->F);
-    apply_fleet(S, &S->F.out, false);
-    pf_fleet_ranks(&S->F, v->ranks, S->my_ip);
-    enum pf_status worst = PF_PASS;
-    for (size_t i = 0; i < v->nchecks; i++)
-        for (size_t k = 0; k < v->checks[i].nfindings; k++) {
-            int st = pf_config_policy(S->cfg, v->checks[i].findings[k].code,
-                                      (int)v->checks[i].findings[k].status);
-            if (st > (int)worst) worst = (enum pf_status)st;
-        }
-    pf_fleet_conclude(&S->F, worst, v->culprits->count, v->culprits->first);
-}
-
-static void set_fleet_extra(struct rdv_stage *S, const struct pf_fleet_summary *s)
-{
-    if (!s->verdict[0]) return;
-    struct pf_node *fl = pf_node_set_map(S->ctx->verdict->extra, "fleet");
-    pf_node_set_str(fl, "verdict", s->verdict);
-    pf_node_set_str(fl, "summary", s->text);
-    pf_node_set_int(fl, "ranks", S->n);
-    pf_node_set_int(fl, "worldSize", S->world);
-}
-
-static void tcp_entry(struct rdv_stage *S, struct pf_check *c, const struct pf_fleet_summary *s)
-{
-    struct pf_node *e = pf_node_add_map(S->ctx->verdict->collectives);
-    pf_node_set_str(e, "backend", "tcp");
-    pf_node_set_str(e, "op", "allreduce");
-    pf_node_set_int(e, "bytes", s->bytes);
-    pf_node_set_int(e, "ranks", s->ranks);
-    pf_node_set_str(e, "transport", "TCP");
-    pf_node_set_str(e, "dtype", "float32");
-    pf_node_set_dbl(e, "algbwGBps", round(s->algbw * 1000) / 1000);
-    pf_node_set_dbl(e, "busbwGBps", round(s->busbw * 1000) / 1000);
-    pf_node_set_dbl(e, "timeSeconds", s->seconds);
-    pf_node_set_int(e, "iterations", s->iterations);
-    if (s->expected >= 0) {
-        char rule[96];
-        pf_node_set_dbl(e, "expectedMinBusbwGBps", s->expected);
-        snprintf(rule, sizeof(rule), "tcp.minBusbwGBps = %g GB/s", s->expected);
-        pf_node_set_str(e, "rule", rule);
-    }
-    pf_node_set_bool(e, "correct", s->correct);
-    pf_node_set_str(e, "interface", S->iface[0] ? S->iface : "?");
-    char links[160] = "";
-    if (s->have_links)
-        snprintf(links, sizeof(links),
-                 "; links: median %.2f Gb/s, slowest %.2f Gb/s (rank %d -> %d)", s->median,
-                 s->slow_src >= 0 ? s->slow_gbps : 0.0, s->slow_src, s->slow_dst);
-    pf_check_set_message(c,
-                         "all-reduce of %.3g MiB among %lld ranks over TCP (%s): busbw %.3f GB/s, "
-                         "algbw %.3f GB/s, result %s%s",
-                         (double)s->bytes / (1 << 20), s->ranks, S->iface[0] ? S->iface : "?",
-                         s->busbw, s->algbw, s->correct ? "exact" : "WRONG", links);
-}
-
-/* The collective entry and the check's message, from the summary (rank 0: its own). */
-static void record_tcp(struct rdv_stage *S, const struct pf_fleet_summary *s)
-{
-    struct pf_check *c = rdv_chk(S, "collective.tcp");
-    pf_node_set_str(c->evidence, "interface", S->iface[0] ? S->iface : "?");
-    pf_node_set_str(c->evidence, "address", S->my_ip);
-    if (S->ar_ran) {
-        pf_node_set_int(c->evidence, "bytes", S->bytes);
-        pf_node_set_int(c->evidence, "iterations", S->iters);
-        if (S->ar_ok)
-            pf_node_set_dbl(c->evidence, "secondsThisRank", S->ar_seconds);
-        else
-            pf_node_set_str(c->evidence, "errorThisRank", S->ar_err);
-    }
-    for (size_t i = 0; i < S->nmylinks; i++) {
-        char key[48];
-        snprintf(key, sizeof(key), "linkFromRank%dGbps", S->mylinks[i].src);
-        pf_node_set_dbl(c->evidence, key, round(S->mylinks[i].gbps * 1000) / 1000);
-    }
-    if (s->have_links) pf_node_set_dbl(c->evidence, "medianLinkGbps", s->median);
-    if (s->have_links && s->slow_src >= 0) {
-        struct pf_node *sl = pf_node_set_map(c->evidence, "slowestLink");
-        pf_node_set_int(sl, "from", s->slow_src);
-        pf_node_set_int(sl, "to", s->slow_dst);
-        pf_node_set_dbl(sl, "gbps", s->slow_gbps);
-    }
-    if (s->have_tcp)
-        tcp_entry(S, c, s);
-    else if (c->nfindings == 0 && !S->ar_ran)
-        pf_check_skip(c, "the TCP all-reduce did not run (%s)",
-                      S->n < 2 ? "only one rank in the run" : "the run stopped before it");
-}
-
-/* Rank 0: gathers every rank's report, judges, and sends the SUMMARY to every rank. */
-static void root_final(struct rdv_stage *S, struct rdv_step_res *res)
-{
-    for (int i = 0; i < S->n; i++) {
-        int r = S->rk[i];
-        if (i == 0) {
-            struct pf_buf me;
-            pf_buf_init(&me, 1 << 20);
-            my_statuses(S, &me);
-            (void)pf_fleet_report_decode(&S->F.r[0], (const uint8_t *)pf_buf_str(&me), me.len);
-            pf_buf_free(&me);
-        } else if (res->blobs && res->blobs[i] && S->m[r].state == M_JOINED) {
-            (void)pf_fleet_report_decode(&S->F.r[r], res->blobs[i], res->lens[i]);
-        }
-    }
-    rdv_step_res_free(S, res);
-    root_summarize(S);
-    if (pf_fleet_summary_encode(&S->sum, &S->F.out) < 0)
-        pf_ctx_progress(S->ctx, "%s: the other ranks get a shortened summary", pf_err_msg());
-    /* this rank reads the summary as the others will */
-    struct pf_fleet_summary sent;
-    if (pf_fleet_summary_decode(&sent, (const uint8_t *)pf_buf_str(&S->sum), S->sum.len) == 0) {
-        set_fleet_extra(S, &sent);
-        record_tcp(S, &sent);
-    }
-    pf_fleet_summary_free(&sent);
-    rdv_send_all(S, PF_RDV_SUMMARY, S->sum.data, S->sum.len, NULL, NULL,
-                 pf_deadline_in(5, S->cutoff));
-    rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
-}
-
-/* No word from rank 0: this rank says what it saw itself. */
-static void on_my_own(struct rdv_stage *S)
-{
-    for (size_t i = 0; i < S->lost.n; i++) {
-        int lr = S->lost.v[i].rank;
-        const char *why = S->lost.v[i].why;
-        char w[160];
-        rdv_who(w, sizeof(w), S, lr);
-        char m2[768];
-        snprintf(m2, sizeof(m2), "%s was lost after the rendezvous: %s", w, why);
-        rdv_add_finding_text(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, m2);
-        char b2[NAME_MAX_];
-        pf_verdict_add_culprit(S->ctx->verdict, lr, rdv_pod_of(S, lr, b2, sizeof(b2)),
-                               rdv_node_of(S, lr), "lost during the collectives: %s", why);
-    }
-    if (S->ar_err[0] && S->lost.n == 0)
-        rdv_add_finding_text(S, "collective.tcp", "peer-lost", PF_FAIL, NULL, S->ar_err);
-    struct pf_fleet_summary none;
-    memset(&none, 0, sizeof(none));
-    none.expected = -1;
-    record_tcp(S, &none);
-}
-
-static void final_report(struct rdv_stage *S)
-{
-    struct pf_buf b;
-    pf_buf_init(&b, 1 << 20);
-    my_statuses(S, &b);
-    struct rdv_step_res res;
-    rdv_guard(S, "collective.tcp", "gathering every rank's results at rank 0");
-    rdv_step(S, "report", true, NULL, b.data, b.len, STEP_GATHER, 15, &res);
-    pf_buf_free(&b);
-    if (S->rank == 0) {
-        root_final(S, &res);
-        return;
-    }
-    rdv_step_res_free(S, &res);
-    struct pf_rdv_msg msg = {0};
-    int r = PF_ERR;
-    if (!S->root_lost) {
-        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, pf_deadline_in(30, S->cutoff));
-        if (r < 0 && !S->root_lost) {
-            S->root_lost = true;
-            snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());
-            pf_fleet_mark(&S->lost, 0, S->root_why);
-        }
-    }
-    struct pf_fleet_summary sum;
-    if (r >= 0 && msg.type == PF_RDV_SUMMARY &&
-        pf_fleet_summary_decode(&sum, msg.payload, msg.len) == 0) {
-        S->summary_seen = true;
-        apply_fleet(S, &sum, true);
-        set_fleet_extra(S, &sum);
-        record_tcp(S, &sum);
-        pf_fleet_summary_free(&sum);
-    } else {
-        on_my_own(S);
-    }
-    pf_rdv_msg_free(&msg);
-}
-
-/* ---- the stage */
-
 static void find_iface(struct rdv_stage *S)
 {
     struct pf_netif_list l = {0};
@@ -560,13 +157,9 @@ static void stage_free(struct rdv_stage *S)
     if (S->have_ctl) pf_rdv_conn_close(&S->ctl);
     rdv_mesh_close(S);
     rdv_roster_free(S);
-    pf_buf_free(&S->sum);
     pf_fleet_marks_free(&S->lost);
     pf_fleet_marks_free(&S->failed);
     if (S->have_fleet) pf_fleet_free(&S->F);
-    free(S->links);
-    free(S->mylinks);
-    pf_coll_judgement_free(&S->judg);
 }
 
 static void raise_nofile(void)
@@ -576,34 +169,6 @@ static void raise_nofile(void)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
-}
-
-static void run_gpu_stage(struct rdv_stage *S)
-{
-    /* every rank decides alike, by rank 0's world size: a rank that claims another one must
-     * not skip the GPU stage's steps while the others run them */
-    int world = S->ro.world > 0 ? S->ro.world : S->world;
-    if (S->stopped || S->n != world) {
-        struct pf_check *c = pf_verdict_find_check(S->ctx->verdict, "collective.nccl");
-        if (!c) {
-            c = rdv_chk(S, "collective.nccl");
-            pf_check_skip(c, "not run: %s",
-                          S->n != world ? "not every rank joined the rendezvous"
-                                        : "a rank was lost during the TCP stage");
-        }
-        return;
-    }
-    struct pf_nccl_peers peers;
-    memset(&peers, 0, sizeof(peers));
-    peers.rank = S->rank;
-    peers.world_size = world;
-    pf_strcpy(peers.coordinator_ip, sizeof(peers.coordinator_ip),
-              S->rank == 0 ? (S->my_ip[0] ? S->my_ip : "127.0.0.1") : S->root_ip);
-    peers.port = S->id.port + 1 <= 65535 ? S->id.port + 1 : S->id.port - 1;
-    peers.rdv = S;
-    peers.allgather = nccl_allgather;
-    rdv_guard(S, "collective.nccl", "running the NCCL collectives among %d pods", world);
-    pf_nccl_stage(S->ctx, &peers);
 }
 
 /* Who am I: the identity and its evidence. PF_ERR when this pod has nothing to meet (the
@@ -663,15 +228,20 @@ static void stage_budget(struct rdv_stage *S)
     S->join_deadline = S->t0 + (join > 1 ? join : 1);
 }
 
-/* Rank 0: serve JOINs until all came or the join deadline, agree, send the roster. */
+/* Rank 0: serve JOINs until all came or the join deadline. pkg/run's agreement follows,
+ * then pf_rdv_roster_send. */
 static int meet_root(struct rdv_stage *S)
 {
     if (rdv_root_listen(S) < 0) return PF_ERR;
     rdv_guard(S, "rendezvous", "waiting for %d rank%s to join", S->world - 1,
               S->world - 1 == 1 ? "" : "s");
     rdv_serve(S, S->join_deadline, rdv_join_done);
+    return 0;
+}
+
+static void roster_root(struct rdv_stage *S)
+{
     double t_last = S->last_join;
-    agreement(S);
     rdv_root_send_roster(S);
     rdv_serve(S, pf_now() + 5 < S->cutoff ? pf_now() + 5 : S->cutoff, rdv_flushed);
     S->roster_at = pf_now();
@@ -682,7 +252,6 @@ static int meet_root(struct rdv_stage *S)
     pf_node_set_int(ev, "droppedConnections", S->dropped);
     if (S->dropped) pf_node_set_str(ev, "lastDropped", S->dropped_last);
     find_iface(S);
-    return 0;
 }
 
 /* Rank > 0: join rank 0 and take the roster. */
@@ -703,10 +272,10 @@ static int meet_client(struct rdv_stage *S)
     return 0;
 }
 
-/* identity → listen → meet → agree → roster → collectives → GPU stage → final report */
-static void stage_run(struct rdv_stage *S, const struct pf_rdv_opts *o)
+/* identity → (world of one) → listen → meet */
+static int stage_meet(struct rdv_stage *S, const struct pf_rdv_opts *o)
 {
-    if (stage_identity(S, o) < 0) return;
+    if (stage_identity(S, o) < 0) return PF_ERR;
     struct pf_check *c = rdv_chk(S, "rendezvous");
     if (S->world == 1) {
         /* a world of one passes without a partner: no socket, no waiting */
@@ -715,8 +284,7 @@ static void stage_run(struct rdv_stage *S, const struct pf_rdv_opts *o)
                       "world of one: no other pod to all-reduce with");
         rdv_roster_alloc(S, 1);
         S->rk[0] = 0;
-        run_gpu_stage(S);
-        return;
+        return PF_RDV_ALONE;
     }
     raise_nofile();
     stage_budget(S);
@@ -725,11 +293,55 @@ static void stage_run(struct rdv_stage *S, const struct pf_rdv_opts *o)
     if (pf_rdv_listen(&S->data_lfd, S->bind_ip, &S->data_port) < 0) {
         pf_check_add_finding(c, "listen-failed", PF_FAIL, NULL, "data port: %s", pf_err_msg());
         pf_check_skip(rdv_chk(S, "collective.tcp"), "no data port");
-        return;
+        return PF_ERR;
     }
-    if ((S->rank == 0 ? meet_root(S) : meet_client(S)) < 0) return;
+    if ((S->rank == 0 ? meet_root(S) : meet_client(S)) < 0) return PF_ERR;
+    return PF_RDV_MET;
+}
+
+/* ---- the session */
+
+int pf_rdv_open(struct pf_rdv **out, struct pf_ctx *ctx, const struct pf_rdv_opts *o)
+{
+    struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
+    struct rdv_stage *S = &R->st;
+    *out = R;
+    S->ctx = ctx;
+    S->cfg = ctx->config;
+    S->lfd = S->data_lfd = -1;
+    for (int k = 0; k < 3; k++)
+        S->out_fd[k] = S->in_fd[k] = -1;
+    S->t0 = pf_now();
+    R->opts = o;
+    if (sodium_init() < 0) {
+        pf_check_skip(rdv_chk(S, "rendezvous"), "libsodium failed to initialise");
+        return PF_ERR;
+    }
+    S->token = o->token && *o->token ? o->token : NULL;
+    S->auth = S->token != NULL;
+    (void)pf_verdict_add_check(ctx->verdict, "rendezvous");
+    (void)pf_verdict_add_check(ctx->verdict, "collective.tcp");
+    return 0;
+}
+
+void pf_rdv_close(struct pf_rdv *R)
+{
+    if (!R) return;
+    stage_free(&R->st);
+    free(R);
+}
+
+int pf_rdv_meet(struct pf_rdv *R)
+{
+    return stage_meet(&R->st, R->opts);
+}
+
+void pf_rdv_roster_send(struct pf_rdv *R)
+{
+    struct rdv_stage *S = &R->st;
+    if (S->rank == 0) roster_root(S);
     double met = pf_now() - S->t0;
-    c = rdv_chk(S, "rendezvous");
+    struct pf_check *c = rdv_chk(S, "rendezvous");
     pf_node_set_int(c->evidence, "joined", S->n);
     pf_node_set_dbl(c->evidence, "seconds", round(met * 1000) / 1000);
     pf_ctx_progress(S->ctx, "%d of %d ranks in the run after %.1f s", S->n, S->world, met);
@@ -738,32 +350,193 @@ static void stage_run(struct rdv_stage *S, const struct pf_rdv_opts *o)
                              S->rank == 0 ? "this pod" : S->id.coordinator, S->id.port);
     else
         pf_check_set_message(c, "%d of %d ranks met in %.1f s", S->n, S->world, met);
-
-    if (S->n >= 2) run_collectives(S);
-    run_gpu_stage(S);
-    final_report(S);
 }
 
-void pf_rendezvous_stage(struct pf_ctx *ctx, const struct pf_rdv_opts *o)
+int pf_rdv_rank(const struct pf_rdv *R)
 {
-    struct rdv_stage st, *S = &st;
-    memset(S, 0, sizeof(*S));
-    S->ctx = ctx;
-    S->cfg = ctx->config;
-    S->lfd = S->data_lfd = -1;
-    for (int k = 0; k < 3; k++)
-        S->out_fd[k] = S->in_fd[k] = -1;
-    S->t0 = pf_now();
-    pf_buf_init(&S->sum, PF_RDV_MAX_PAYLOAD);
-    if (sodium_init() < 0) {
-        pf_check_skip(rdv_chk(S, "rendezvous"), "libsodium failed to initialise");
-        stage_free(S);
-        return;
+    return R->st.rank;
+}
+
+int pf_rdv_world(const struct pf_rdv *R)
+{
+    return R->st.world;
+}
+
+int pf_rdv_root_world(const struct pf_rdv *R)
+{
+    return R->st.ro.world > 0 ? R->st.ro.world : R->st.world;
+}
+
+int pf_rdv_size(const struct pf_rdv *R)
+{
+    return R->st.n;
+}
+
+const int *pf_rdv_ranks(const struct pf_rdv *R)
+{
+    return R->st.rk;
+}
+
+int pf_rdv_pos(const struct pf_rdv *R)
+{
+    return R->st.pos;
+}
+
+const char *pf_rdv_my_ip(const struct pf_rdv *R)
+{
+    return R->st.my_ip;
+}
+
+const char *pf_rdv_iface(const struct pf_rdv *R)
+{
+    return R->st.iface;
+}
+
+const char *pf_rdv_root_ip(const struct pf_rdv *R)
+{
+    return R->st.root_ip;
+}
+
+int pf_rdv_port(const struct pf_rdv *R)
+{
+    return R->st.id.port;
+}
+
+double pf_rdv_t0(const struct pf_rdv *R)
+{
+    return R->st.t0;
+}
+
+double pf_rdv_left_s(const struct pf_rdv *R)
+{
+    return rdv_left_s(&R->st);
+}
+
+bool pf_rdv_stopped(const struct pf_rdv *R)
+{
+    return R->st.stopped;
+}
+
+const struct pf_fleet_marks *pf_rdv_lost(const struct pf_rdv *R)
+{
+    return &R->st.lost;
+}
+
+const struct pf_fleet_marks *pf_rdv_failed(const struct pf_rdv *R)
+{
+    return &R->st.failed;
+}
+
+struct pf_fleet *pf_rdv_fleet(struct pf_rdv *R)
+{
+    return R->st.have_fleet ? &R->st.F : NULL;
+}
+
+const char *pf_rdv_pod_of(const struct pf_rdv *R, int rank, char *buf, size_t n)
+{
+    return rdv_pod_of(&R->st, rank, buf, n);
+}
+
+const char *pf_rdv_node_of(const struct pf_rdv *R, int rank)
+{
+    return rdv_node_of(&R->st, rank);
+}
+
+void pf_rdv_who(char *out, size_t n, const struct pf_rdv *R, int rank)
+{
+    rdv_who(out, n, &R->st, rank);
+}
+
+int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out)
+{
+    const struct rdv_stage *S = &R->st;
+    if (!S->m || rank < 0 || rank >= S->world)
+        return pf_err_set(PF_EINVAL, "no member record of rank %d", rank);
+    const struct rdv_member *m = &S->m[rank];
+    *out = (struct pf_rdv_member_info){
+        .state = m->state,
+        .addr = m->addr,
+        .why = m->why,
+        .version = m->version,
+        .digest = m->digest,
+        .nccl_version = m->nccl_version,
+        .world_claimed = m->world_claimed,
+        .env = &m->env,
+    };
+    return 0;
+}
+
+int pf_rdv_step(struct pf_rdv *R, const char *kind, bool ok, const char *err, const void *blob,
+                size_t len, int mode, double timeout, struct pf_rdv_step_res *res)
+{
+    struct rdv_step_res r;
+    int x = rdv_step(&R->st, kind, ok, err, blob, len, mode, timeout, &r);
+    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
+    return x;
+}
+
+int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char *err,
+                        const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                        void (*part)(void *arg, int pos, struct pf_buf *out), void *arg,
+                        struct pf_rdv_step_res *res)
+{
+    struct rdv_step_res r;
+    int x = rdv_step_scatter(&R->st, kind, ok, err, blob, len, timeout, ready, part, arg, &r);
+    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
+    return x;
+}
+
+int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
+                         char *why, size_t nwhy)
+{
+    return rdv_probe_connect(&R->st, round, pos, send, deadline, why, nwhy);
+}
+
+void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
+{
+    struct rdv_step_res r = {res->go, res->blobs, res->lens, res->nb};
+    rdv_step_res_free(&R->st, &r);
+    memset(res, 0, sizeof(*res));
+}
+
+int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr)
+{
+    struct rdv_stage *S = &R->st;
+    int r = rdv_mesh_connect(S, err, nerr);
+    out->nshifts = S->nshifts;
+    for (int k = 0; k < 3; k++) {
+        out->shifts[k] = S->shifts[k];
+        out->out_fd[k] = S->out_fd[k];
+        out->in_fd[k] = S->in_fd[k];
     }
-    S->token = o->token && *o->token ? o->token : NULL;
-    S->auth = S->token != NULL;
-    (void)pf_verdict_add_check(ctx->verdict, "rendezvous");
-    (void)pf_verdict_add_check(ctx->verdict, "collective.tcp");
-    stage_run(S, o);
-    stage_free(S);
+    return r;
+}
+
+void pf_rdv_mesh_close(struct pf_rdv *R)
+{
+    rdv_mesh_close(&R->st);
+}
+
+void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len)
+{
+    struct rdv_stage *S = &R->st;
+    /* one encoded copy; a window of ranks at a time holds it in its output queue */
+    rdv_send_all(S, PF_RDV_SUMMARY, payload, len, NULL, NULL, pf_deadline_in(5, S->cutoff));
+    rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
+}
+
+int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out)
+{
+    struct rdv_stage *S = &R->st;
+    memset(out, 0, sizeof(*out));
+    if (S->root_lost) return PF_ERR;
+    int r = pf_rdv_conn_recv(&S->ctl, out, S->auth, pf_deadline_in(30, S->cutoff));
+    if (r < 0 && !S->root_lost) {
+        S->root_lost = true;
+        snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());
+        pf_fleet_mark(&S->lost, 0, S->root_why);
+    }
+    if (r < 0) return PF_ERR;
+    if (out->type != PF_RDV_SUMMARY) return pf_err_set(PF_EINVAL, "rank 0 sent no SUMMARY");
+    return 0;
 }

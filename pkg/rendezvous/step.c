@@ -64,14 +64,8 @@ bool rdv_flushed(struct rdv_stage *S)
 }
 
 /* The lost and failed ranks rank 0 names in a RESULT: records {rank, why}. */
-static void step_record(struct rdv_stage *S, const struct pf_rdv_fields *f,
-                        struct rdv_step_res *res)
+static void step_record(struct rdv_stage *S, const struct pf_rdv_fields *f)
 {
-    long long nl = 0, nf = 0;
-    pf_rdv_fields_int(&nl, f, "nlost");
-    pf_rdv_fields_int(&nf, f, "nfailed");
-    res->nlost = nl > 0 && nl < (1 << 24) ? (int)nl : 0;
-    res->nfailed = nf > 0 && nf < (1 << 24) ? (int)nf : 0;
     for (size_t i = 0; i < f->n; i++) {
         bool lost = pf_rdv_field_is(&f->v[i], "lost");
         if (!lost && !pf_rdv_field_is(&f->v[i], "failed")) continue;
@@ -182,7 +176,7 @@ void rdv_send_all(struct rdv_stage *S, int type, const void *data, size_t len, r
 /* ---- steps */
 
 struct scatter {
-    void (*ready)(void *arg, struct rdv_step_res *res);
+    pf_rdv_ready_fn ready;
     rdv_part_fn part;
     void *arg;
 };
@@ -265,9 +259,7 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
         }
     }
     if (mode != STEP_BARRIER || sc) root_take_parts(S, blob, len, res);
-    res->nlost = (int)S->lost.n;
-    res->nfailed = (int)S->failed.n;
-    if (sc && go && sc->ready) sc->ready(sc->arg, res);
+    if (sc && go && sc->ready) sc->ready(sc->arg, res->blobs, res->lens, res->nb);
     struct pf_buf b;
     pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
     pf_rdv_put_int(&b, "step", S->step_no);
@@ -345,7 +337,7 @@ static int client_step(struct rdv_stage *S, const char *kind, bool ok, const cha
     }
     long long go = 0;
     pf_rdv_fields_int(&go, &msg.f, "go");
-    step_record(S, &msg.f, res);
+    step_record(S, &msg.f);
     res->go = go == 1;
     if (res->go && (mode == STEP_ALLGATHER || scatter))
         client_parts(S, &msg.f, scatter ? 1 : S->n, res);
@@ -365,9 +357,8 @@ int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, co
 }
 
 int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
-                     const void *blob, size_t len, double timeout,
-                     void (*ready)(void *arg, struct rdv_step_res *res), rdv_part_fn part,
-                     void *arg, struct rdv_step_res *res)
+                     const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                     rdv_part_fn part, void *arg, struct rdv_step_res *res)
 {
     memset(res, 0, sizeof(*res));
     if (S->stopped || S->root_lost) return PF_ERR;

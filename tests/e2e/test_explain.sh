@@ -32,6 +32,10 @@ ADDERS = {
     "rdv_sc_reject": (None, 2),
     "rdv_chk": (1, None),
     "rdv_guard": (1, None),
+    # pkg/run (pods.c, tcp.c, gpu.c, summary.c)
+    "run_add_finding_text": (1, 2),
+    "run_chk": (1, None),
+    "run_guard": (1, None),
 }
 # code arguments that pass a code through (checked where the literal is written)
 # ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;

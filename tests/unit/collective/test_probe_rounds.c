@@ -37,8 +37,8 @@ struct world {
     size_t bytes[MAXR][N];
     int rounds_planned, last_plan;
     size_t kept;
-    int pair[MAXR][N][N][2]; /* [round][src][dst]: the socket pair, created by the first end */
-    int fail_pos, fail_round;  /* this position's link fails in this round (-1: never) */
+    int pair[MAXR][N][N][2];  /* [round][src][dst]: the socket pair, created by the first end */
+    int fail_pos, fail_round; /* this position's link fails in this round (-1: never) */
 };
 
 struct rank {
@@ -176,7 +176,7 @@ static void test_rounds_run_the_plan(void **state)
     for (int r = 0; r < survey; r++)
         for (int p = 0; p < N; p++)
             assert_int_equal(W->to[r][p], (p + pf_coll_survey_shift(N, r)) % N);
-    /* every sample kept is a probe planned, received whole (no deadline on socket pairs) */
+    /* every sample kept is a probe planned, received whole (no deadline cuts a socket pair) */
     size_t planned = 0;
     for (int r = 0; r < W->rounds_planned; r++)
         for (int p = 0; p < N; p++)
@@ -186,7 +186,9 @@ static void test_rounds_run_the_plan(void **state)
     for (size_t i = 0; i < W->co.ns; i++) {
         const struct pf_coll_sample *s = &W->co.s[i];
         assert_int_equal(W->to[s->round][s->src], s->dst);
-        assert_int_equal(s->bytes, W->bytes[s->round][s->src]);
+        /* the timed part: all but the first quarter, which warms the connection up */
+        size_t b = W->bytes[s->round][s->src];
+        assert_int_equal(s->bytes, b - b / 4);
         assert_true(s->seconds > 0);
     }
     /* the sockets opened were for planned probes only */
@@ -246,12 +248,12 @@ static void test_coord_keeps_planned_samples_only(void **state)
     assert_false(t[1].send);
     size_t b = c.bytes[0];
     struct pf_coll_sample bad[] = {
-        {(4 - d) % 4, 1, 0, b, 0.01},   /* claims another destination */
-        {2, 0, 0, b, 0.01},             /* not its partner (for d = 1: 3 is) */
-        {(4 - d) % 4, 0, 5, b, 0.01},   /* another round */
+        {(4 - d) % 4, 1, 0, b, 0.01},     /* claims another destination */
+        {2, 0, 0, b, 0.01},               /* not its partner (for d = 1: 3 is) */
+        {(4 - d) % 4, 0, 5, b, 0.01},     /* another round */
         {(4 - d) % 4, 0, 0, b + 1, 0.01}, /* more than was sent */
-        {(4 - d) % 4, 0, 0, b, 0},      /* no duration */
-        {(4 - d) % 4, 0, 0, b, -1},     /* a negative one */
+        {(4 - d) % 4, 0, 0, b, 0},        /* no duration */
+        {(4 - d) % 4, 0, 0, b, -1},       /* a negative one */
     };
     assert_int_equal(pf_coll_coord_add(&c, 0, bad, PF_ARRAY_LEN(bad)), 0);
     struct pf_coll_sample good[] = {{(4 - d) % 4, 0, 0, b, 0.01}, {(4 - d) % 4, 0, 0, b, 0.01}};

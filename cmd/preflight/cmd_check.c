@@ -1,0 +1,28 @@
+/* `preflight check`: this node's local checks, no other pod (pkg/run's check table). */
+#include "cli.h"
+
+int pf_cmd_check(const struct pf_options *o)
+{
+    struct pf_run R;
+    struct pf_run_opts ro;
+    int code;
+    bool guard = o->timeout_s > 0 || o->verdict_path;
+    const char *path = o->verdict_path;
+    int r = pf_cmd_session_open(&R, &ro, o, guard ? (path ? path : "-") : NULL);
+    if (r < 0) {
+        code = pf_cmd_usage(o);
+        goto out;
+    }
+    r = pf_run_counters_window(&R.counters_window, &R.ctx.env);
+    R.ctx.verdict_path = path ? path : "-";
+    if (r == 0) r = pf_run_check(&R);
+    if (r < 0) {
+        code = pf_cmd_usage(o);
+        goto out;
+    }
+    r = pf_cmd_deliver(&R, o, path);
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&R.verdict);
+out:
+    pf_run_close(&R);
+    return code;
+}

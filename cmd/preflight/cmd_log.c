@@ -1,0 +1,46 @@
+/* `preflight log FILE...`: the NCCL_DEBUG=INFO logs of a past run (check nccl.log), the
+ * log's own rendering first in the human form. */
+#include <string.h>
+
+#include "../../pkg/nccllog/nccllog.h"
+#include "cli.h"
+
+int pf_cmd_log(const struct pf_options *o, const char *const *files, int nfiles)
+{
+    struct pf_run R;
+    struct pf_run_opts ro;
+    int code;
+    struct pf_nccllog log = {0};
+    int r = pf_cmd_session_open(&R, &ro, o, NULL);
+    if (r < 0) {
+        code = pf_cmd_usage(o);
+        goto out;
+    }
+    if (nfiles == 0) {
+        pf_err_set(PF_EUSAGE, "log needs at least one file (kubectl logs of an NCCL_DEBUG=INFO "
+                              "run, or - for stdin)");
+        code = pf_cmd_usage(o);
+        goto out;
+    }
+    struct pf_check *c = pf_verdict_add_check(&R.verdict, "nccl.log");
+    for (int i = 0; i < nfiles; i++) {
+        if (pf_nccllog_read_file(&log, files[i]) < 0) {
+            code = pf_cmd_usage(o);
+            goto out;
+        }
+    }
+    pf_nccllog_check(&R.verdict, c, &log, R.config.expect_transport);
+    if (pf_cmd_human(o) && log.nccl_lines && !(o->verdict_path && !strcmp(o->verdict_path, "-"))) {
+        struct pf_buf b;
+        pf_buf_init(&b, (size_t)1 << 20);
+        pf_nccllog_render(&b, &log, NULL);
+        fprintf(o->out, "%s\n", b.data ? b.data : "");
+        pf_buf_free(&b);
+    }
+    r = pf_cmd_deliver(&R, o, o->verdict_path);
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&R.verdict);
+out:
+    pf_nccllog_free(&log);
+    pf_run_close(&R);
+    return code;
+}

@@ -1,0 +1,80 @@
+/* `preflight run`: every stage of pkg/run's table, from the local checks to the report, then
+ * the verdict and the termination message; `run --dry-run` prints the identity alone. */
+#include <stdlib.h>
+
+#include "../../pkg/report/report.h"
+#include "cli.h"
+
+#define DEFAULT_VERDICT "/run/preflight/verdict.yaml"
+
+/* This pod's identity and the rule that found it; nothing is checked or joined. 0 when it is
+ * complete, 2 with the missing piece named. */
+static int dry_run(struct pf_run *R, const struct pf_options *o)
+{
+    struct pf_rdv_ident id;
+    int port = R->config.rendezvous_port > 0 ? R->config.rendezvous_port : 29400;
+    if (pf_rdv_whoami(&id, &o->rdv, &R->ctx, port) < 0) return pf_cmd_usage(o);
+    struct pf_node *doc = pf_node_new_map();
+    struct pf_node *m = pf_node_set_map(doc, "identity");
+    pf_rdv_ident_evidence(m, &id);
+    if (id.member) {
+        pf_node_set_str(m, "rankFrom", id.rank_from);
+        pf_node_set_str(m, "worldSizeFrom", id.world_from);
+        if (id.coord_from[0]) pf_node_set_str(m, "coordinatorFrom", id.coord_from);
+        pf_node_set_int(m, "port", id.port);
+    }
+    char *yaml = NULL;
+    if (pf_node_to_yaml(&yaml, NULL, doc) == 0) fputs(yaml, o->out);
+    free(yaml);
+    pf_node_free(doc);
+    return PF_EXIT_PASS;
+}
+
+/* -v: how long each stage took, on stderr after the run. */
+static void stage_times(struct pf_run *R)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 4096);
+    pf_run_timing_text(R, &b);
+    pf_ctx_progress(&R->ctx, "stages: %s", pf_buf_str(&b));
+    pf_buf_free(&b);
+}
+
+int pf_cmd_run(const struct pf_options *o)
+{
+    struct pf_run R;
+    struct pf_run_opts ro;
+    int code;
+    const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
+    int r = pf_cmd_session_open(&R, &ro, o, path);
+    if (r < 0) {
+        code = pf_cmd_usage(o);
+        goto out;
+    }
+    if (o->dry_run) {
+        code = dry_run(&R, o);
+        goto out;
+    }
+    char term[PF_HOST_PATH_MAX] = "";
+    const char *tl = o->termination_log;
+    if (!tl) {
+        tl = pf_env_get(&R.ctx.env, "PREFLIGHT_TERMINATION_LOG");
+        if (tl && !*tl) tl = NULL;
+    }
+    (void)pf_report_termination_path(term, sizeof(term), tl);
+    pf_verdict_guard_termination(term);
+    R.ctx.verdict_path = path;
+    r = pf_run_run(&R);
+    if (o->verbose) stage_times(&R);
+    if (r < 0) {
+        code = pf_cmd_usage(o);
+        goto out;
+    }
+    r = pf_cmd_deliver(&R, o, path);
+    if (pf_report_termination_write(&R.verdict, term) < 0) /* never fails the run */
+        fprintf(o->err, "preflight: %s\n", pf_err_msg());
+    code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&R.verdict);
+out:
+    pf_run_close(&R);
+    return code;
+}

@@ -1,0 +1,86 @@
+/* What the subcommands share: the session with the command line's options, progress lines on
+ * stderr, and the verdict delivered (the file, then the human form or the YAML on stdout). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void pf_options_init(struct pf_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->rdv.rank = -1;
+    o->rdv.world_size = -1;
+    o->out = stdout;
+    o->err = stderr;
+}
+
+static void progress_line(void *arg, const char *line)
+{
+    FILE *f = arg;
+    char ts[32];
+    pf_utc_timestamp(ts, sizeof(ts));
+    fprintf(f, "%s preflight: %s\n", ts, line);
+    fflush(f);
+}
+
+int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct pf_options *o,
+                        const char *guard)
+{
+    memset(ro, 0, sizeof(*ro));
+    ro->config_path = o->config_path;
+    ro->root = o->root;
+    ro->strict = o->strict;
+    ro->timeout_s = o->timeout_s;
+    ro->environ_ = o->environ_;
+    ro->progress = progress_line;
+    ro->progress_arg = o->err;
+    ro->rdv = o->rdv;
+    return pf_run_open(R, ro, guard);
+}
+
+bool pf_cmd_human(const struct pf_options *o)
+{
+    return o->format != PF_FORMAT_YAML; /* human unless asked: kubectl logs read it too */
+}
+
+static bool want_color(const struct pf_options *o)
+{
+    const char *nc = getenv("NO_COLOR");
+    return o->out_is_tty && !(nc && *nc);
+}
+
+int pf_cmd_deliver(struct pf_run *R, const struct pf_options *o, const char *path)
+{
+    R->verdict.duration_seconds = pf_now() - R->t0;
+    pf_verdict_finalize(&R->verdict, pf_run_policy, &R->config);
+    int r = 0;
+    /* a signal during the write still leaves this verdict, complete (docs/security.md) */
+    pf_verdict_guard_final(&R->verdict, pf_verdict_exit_code(&R->verdict));
+    if (path) {
+        r = pf_verdict_write_file(&R->verdict, path);
+        if (r < 0) fprintf(o->err, "preflight: %s\n", pf_err_msg());
+    }
+    pf_verdict_guard_disarm();
+    if (path && strcmp(path, "-") == 0) return r;
+    if (pf_cmd_human(o)) {
+        struct pf_human_style st = {want_color(o), o->width ? o->width : 80, o->verbose};
+        pf_verdict_render_human_style(o->out, &R->verdict, &st);
+        if (path && r == 0) fprintf(o->out, "\nverdict written to %s\n", path);
+    } else {
+        char *yaml = NULL;
+        size_t len = 0;
+        if (pf_verdict_to_yaml(&yaml, &len, &R->verdict) == 0) {
+            fwrite(yaml, 1, len, o->out);
+            free(yaml);
+        }
+    }
+    fflush(o->out);
+    return r;
+}
+
+int pf_cmd_usage(const struct pf_options *o)
+{
+    fprintf(o->err, "preflight: %s\n", pf_err_msg());
+    return PF_EXIT_USAGE;
+}
