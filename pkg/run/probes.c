@@ -52,8 +52,8 @@ static void keep_mine(struct run_pods *Q, const struct pf_coll_sample *s, size_t
     const int *rk = pf_rdv_ranks(Q->rdv);
     for (size_t i = 0; i < ns; i++) {
         Q->mylinks = pf_xrealloc(Q->mylinks, (Q->nmylinks + 1) * sizeof(*Q->mylinks));
-        Q->mylinks[Q->nmylinks++] = (struct pf_coll_link){rk[s[i].src], pf_rdv_rank(Q->rdv),
-                                                          pf_coll_sample_gbps(&s[i])};
+        Q->mylinks[Q->nmylinks++] =
+            (struct pf_coll_link){rk[s[i].src], pf_rdv_rank(Q->rdv), pf_coll_sample_gbps(&s[i])};
     }
 }
 
@@ -86,9 +86,9 @@ static int probe_next(void *arg, int round, const struct pf_coll_sample *mine, s
     if (r == 0 && pf_rdv_rank(rdv) == 0) {
         more = P->more;
         *ntasks = more ? pf_coll_coord_tasks(&P->co, 0, tasks) : 0;
-    } else if (r == 0 && (res.nb < 1 || pf_fleet_tasks_decode(&more, tasks, ntasks,
-                                                              PF_COLL_TASKS_MAX, pf_rdv_size(rdv),
-                                                              res.blobs[0], res.lens[0]) < 0)) {
+    } else if (r == 0 && (res.nb < 1 ||
+                          pf_fleet_tasks_decode(&more, tasks, ntasks, PF_COLL_TASKS_MAX,
+                                                pf_rdv_size(rdv), res.blobs[0], res.lens[0]) < 0)) {
         r = PF_ERR;
     }
     pf_rdv_step_res_free(rdv, &res);
@@ -103,15 +103,14 @@ static int probe_link(void *arg, int round, const struct pf_coll_task *t, char *
     int n = pf_rdv_size(Q->rdv), pos = pf_rdv_pos(Q->rdv);
     int d = ((t->send ? t->peer - pos : pos - t->peer) % n + n) % n;
     /* a survey round: the mesh's connection of its shift */
-    if (round < pf_coll_survey_rounds(n) && round < Q->mesh.nshifts &&
-        d == Q->mesh.shifts[round]) {
+    if (round < pf_coll_survey_rounds(n) && round < Q->mesh.nshifts && d == Q->mesh.shifts[round]) {
         int fd = t->send ? Q->mesh.out_fd[round] : Q->mesh.in_fd[round];
         if (fd >= 0) return fd;
         snprintf(why, nwhy, "the data mesh has no connection for shift %d", d);
         return -1;
     }
-    int fd = pf_rdv_probe_connect(Q->rdv, round, t->peer, t->send, pf_now() + P->probe_s, why,
-                                  nwhy);
+    int fd =
+        pf_rdv_probe_connect(Q->rdv, round, t->peer, t->send, pf_now() + P->probe_s, why, nwhy);
     if (fd >= 0) P->own[t->send ? 0 : 1] = fd;
     return fd;
 }
