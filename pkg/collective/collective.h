@@ -57,23 +57,34 @@ double pf_coll_busbw_allreduce(double algbw, int n);
 
 /* ---- link probes */
 
-/* The ring shifts probed: 1 (forward ring), n-1 (backward ring) and a second permutation
- * (n/2 for even n >= 4, 2 for odd n >= 5). Returns how many (at most 3). */
+/* The ring shifts the data mesh connects: the survey's (pf_coll_survey_shift: 1, n/2,
+ * n/4+1, then the next unused ones for small n), the first being the all-reduce's ring.
+ * Returns how many (at most 3). */
 int pf_coll_probe_shifts(int n, int out[3]);
 
 struct pf_coll_probe_res {
-    double gbps;    /* received rate, Gb/s (1e9 bits) */
-    size_t bytes;   /* received */
-    double seconds; /* from the ready byte to the last byte */
-    bool complete;  /* all nbytes arrived before the deadline */
+    double gbps;     /* received rate, Gb/s (1e9 bits) */
+    size_t bytes;    /* timed: received after the warm-up (the first quarter, untimed) */
+    double seconds;  /* from the second ready byte (the first, when the warm-up never ended)
+                      * to the last byte, or to the deadline when it cut the probe */
+    size_t received; /* all that arrived */
+    bool complete;   /* all nbytes arrived before the deadline */
 };
 /* Sends nbytes on send_fd while receiving nbytes on recv_fd (both at once, as in the ring);
- * the rate is what arrived, timed by the receiver. The receiver first sends one ready byte
- * back on recv_fd and the sender starts when it reads it from send_fd, so the timing starts
- * with both ends ready (no burst of bytes buffered while the receiver was not reading). At
- * the deadline it reports what arrived so far (complete = false). */
+ * the rate is what arrived, timed by the receiver. The receiver sends one ready byte back on
+ * recv_fd and the sender starts when it reads it from send_fd; after the warm-up quarter the
+ * receiver sends a second one and the sender waits for it too, so the clock starts with both
+ * ends ready, the connection out of slow start, and no burst of bytes buffered while the
+ * receiver was not reading. At the deadline it reports what arrived so far (complete =
+ * false). */
 int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_t nbytes,
                   double deadline, struct pf_coll_fail *fail);
+
+/* The same with each direction optional (fd < 0: none) and its own size: the probes of a
+ * round, where a rank may only send, only receive, or both, to and from different
+ * partners. An incomplete receive reports the rate over the whole window (seconds). */
+int pf_coll_probe_pair(struct pf_coll_probe_res *out, int send_fd, size_t send_bytes, int recv_fd,
+                       size_t recv_bytes, double deadline, struct pf_coll_fail *fail);
 
 /* ---- blame */
 struct pf_coll_link {
@@ -124,8 +135,10 @@ void pf_coll_blame_free(struct pf_coll_blame *b);
 #define PF_COLL_SURVEY_ROUNDS 3
 #define PF_COLL_LINK_SAMPLES 3         /* a slow link is slow this many times */
 #define PF_COLL_NODE_PARTNERS 2        /* a slow node is slow against this many good partners */
-#define PF_COLL_PROBE_START (1u << 20) /* the first probe, before any rate is known */
-#define PF_COLL_PROBE_MIN_BYTES (256u << 10) /* never less */
+#define PF_COLL_PROBE_START (4u << 20) /* the first probe, before any rate is known */
+#define PF_COLL_PROBE_MIN_BYTES                                                                    \
+    (1u << 20)                               /* never less: a moment of scheduling noise on        \
+                                              * a shared host must not be the measurement */
 #define PF_COLL_PROBE_MAX_BYTES (128u << 20) /* never more */
 #define PF_COLL_PROBE_TARGET_S 0.025         /* a probe of the measured rate lasts this long */
 #define PF_COLL_PROBE_MIN_S 0.020            /* a shorter slow sample proves nothing */
@@ -179,7 +192,8 @@ struct pf_coll_culprit {
     struct pf_coll_sample clear_src, clear_dst;
 };
 struct pf_coll_judgement {
-    double median;    /* Gb/s: the median of the survey's links (each link's fastest sample) */
+    double median;    /* Gb/s: the reference, the median over positions of each one's median
+                       * survey link (in and out; a link counts by its fastest sample) */
     double threshold; /* ratio x median: a link whose every sample is below is slow */
     size_t nsamples, npairs;
     int rounds;
@@ -198,5 +212,69 @@ struct pf_coll_judgement {
 int pf_coll_judge(struct pf_coll_judgement *out, int n, const struct pf_coll_sample *s, size_t ns,
                   double ratio);
 void pf_coll_judgement_free(struct pf_coll_judgement *j);
+
+/* ---- the probe rounds, run (rounds.c): the plan above over real sockets
+ *
+ * Every rank runs pf_coll_rounds_run; one coordinator (rank 0 of the run) holds a
+ * struct pf_coll_coord. Before each round the ranks meet in a barrier (ops->next), where
+ * each reports what it received in the round before and gets its probes of the next one;
+ * the coordinator plans that round from every sample so far. A rank sends at most one probe
+ * and receives at most one a round (PF_COLL_TASKS_MAX). */
+
+#define PF_COLL_TASKS_MAX 2
+
+/* A probe this rank runs in a round: it sends bytes to position peer, or receives them. */
+struct pf_coll_task {
+    int peer;
+    bool send;
+    size_t bytes;
+};
+
+struct pf_coll_rounds_ops {
+    void *arg;
+    /* The barrier before round `round`: hands in this rank's samples of round - 1 (none before
+     * round 0), gets its tasks of `round` (at most PF_COLL_TASKS_MAX; none is fine). Returns 1
+     * when the round runs, 0 when the probing is over, < 0 when the run stopped. err (NULL
+     * when none): this rank's probe failed, and says why; the barrier then stops the run. */
+    int (*next)(void *arg, int round, const struct pf_coll_sample *mine, size_t nmine,
+                const char *err, struct pf_coll_task *tasks, size_t *ntasks);
+    /* A connected socket for task t of `round` (the callee owns it); -1 with why set. A rank
+     * asks for its send task's socket before its receive task's. */
+    int (*link)(void *arg, int round, const struct pf_coll_task *t, char *why, size_t nwhy);
+    /* Once every rank is past round `round` (after the next barrier; NULL: nothing to do):
+     * the callee may close what it opened for it. */
+    void (*release)(void *arg, int round);
+};
+
+/* Runs the rounds at position pos of n, each probe under probe_s seconds. 0 when the plan
+ * ended; PF_ERR when the run stopped, or when a probe or a connection failed: then *fail
+ * says how and *fail_peer names the position (-1: none). */
+int pf_coll_rounds_run(int pos, int n, const struct pf_coll_rounds_ops *ops, double probe_s,
+                       struct pf_coll_fail *fail, int *fail_peer);
+
+/* The coordinator: every sample so far and the round planned last. */
+struct pf_coll_coord {
+    int n;
+    double ratio;
+    int round; /* the round planned last (-1: none) */
+    struct pf_coll_sample *s;
+    size_t ns, cap;
+    int *to, *from; /* per position, in the round planned last: its partner, or -1 */
+    size_t *bytes;  /* per position: the bytes it sends */
+    size_t npairs;  /* probes in the round planned last */
+};
+void pf_coll_coord_init(struct pf_coll_coord *c, int n, double ratio);
+void pf_coll_coord_free(struct pf_coll_coord *c);
+/* What position pos received in the round planned last. Only samples the plan asked for
+ * count: dst pos, src its partner of that round, the bytes planned at most; the others (peer
+ * input) are dropped. Returns how many were kept. */
+size_t pf_coll_coord_add(struct pf_coll_coord *c, int pos, const struct pf_coll_sample *s,
+                         size_t ns);
+/* Plans round `round` (the one after the last planned) from every sample so far: the number
+ * of probes, 0 when the probing is over, or PF_EINVAL. */
+int pf_coll_coord_plan(struct pf_coll_coord *c, int round);
+/* Position pos's tasks in the round planned last: how many (0..PF_COLL_TASKS_MAX). */
+size_t pf_coll_coord_tasks(const struct pf_coll_coord *c, int pos,
+                           struct pf_coll_task out[PF_COLL_TASKS_MAX]);
 
 #endif

@@ -98,6 +98,10 @@ struct analysis {
     size_t nl;
     bool *measured, *suspect, *good;
     int ngood;
+    /* a suspect all of whose slow survey links have one other end r: only_with = r (-2:
+     * several, -1: none); it is good for r all the same, and nonly[r] counts those */
+    int *only_with, *nonly;
+    bool *has_fine; /* a fast link in or out with a partner other than only_with */
     struct dir_stat *out, *in;
 };
 
@@ -156,19 +160,65 @@ static void group_links(struct analysis *an)
     }
 }
 
-/* The survey's median (each link by its fastest survey sample) and the threshold. */
+static double median_of(double *v, size_t k)
+{
+    qsort(v, k, sizeof(double), cmp_dbl);
+    return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+/* The reference rate and the threshold: the median over positions of each one's median
+ * survey link (in and out, each link by its fastest survey sample). A slow node or link
+ * moves only its own ends' entries, so the reference stands even when a slow node's links
+ * are half of all (a small fleet). O(s log s) over the links. */
 static void survey_median(struct analysis *an, double ratio)
 {
-    double *v = pf_xmalloc((an->nl ? an->nl : 1) * sizeof(double));
-    size_t k = 0;
-    for (size_t i = 0; i < an->nl; i++)
-        if (an->l[i].survey_best >= 0) v[k++] = an->l[i].survey_best;
-    if (k) {
-        qsort(v, k, sizeof(double), cmp_dbl);
-        an->median = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+    size_t nl = an->nl ? an->nl : 1;
+    struct end {
+        int pos;
+        double g;
+    } *e = pf_xmalloc(2 * nl * sizeof(*e));
+    size_t ne = 0;
+    for (size_t i = 0; i < an->nl; i++) {
+        const struct link_stat *l = &an->l[i];
+        if (l->survey_best < 0) continue;
+        e[ne++] = (struct end){l->src, l->survey_best};
+        e[ne++] = (struct end){l->dst, l->survey_best};
     }
+    /* group by position: a counting pass, then each position's values together */
+    size_t *start = pf_xcalloc((size_t)an->n + 1, sizeof(size_t));
+    for (size_t i = 0; i < ne; i++)
+        start[e[i].pos + 1]++;
+    for (int r = 0; r < an->n; r++)
+        start[r + 1] += start[r];
+    double *v = pf_xmalloc((ne ? ne : 1) * sizeof(double));
+    size_t *fill = pf_xmalloc(((size_t)an->n + 1) * sizeof(size_t));
+    memcpy(fill, start, ((size_t)an->n + 1) * sizeof(size_t));
+    for (size_t i = 0; i < ne; i++)
+        v[fill[e[i].pos]++] = e[i].g;
+    double *med = pf_xmalloc(((size_t)an->n + 1) * sizeof(double));
+    size_t k = 0;
+    for (int r = 0; r < an->n; r++)
+        if (start[r + 1] > start[r]) med[k++] = median_of(v + start[r], start[r + 1] - start[r]);
+    if (k) an->median = median_of(med, k);
     an->thr = an->median * ratio;
+    free(med);
+    free(fill);
     free(v);
+    free(start);
+    free(e);
+}
+
+static void only_note(struct analysis *an, int r, int other)
+{
+    int *o = &an->only_with[r];
+    *o = *o == -1 ? other : *o == other ? other : -2;
+}
+
+/* g can vouch for r: good, or slow with none but r and fast with another partner (a partner
+ * of a slow node is a suspect only because of it: in a small fleet every rank is one) */
+static bool good_for(const struct analysis *an, int g, int r)
+{
+    return g != r && (an->good[g] || (an->only_with[g] == r && an->has_fine[g] && an->measured[g]));
 }
 
 static void classify(struct analysis *an)
@@ -189,8 +239,20 @@ static void classify(struct analysis *an)
             }
             an->measured[y->src] = an->measured[y->dst] = true;
         }
-        if (survey_low && !survey_fine) an->suspect[l->src] = an->suspect[l->dst] = true;
+        if (survey_low && !survey_fine) {
+            an->suspect[l->src] = an->suspect[l->dst] = true;
+            only_note(an, l->src, l->dst);
+            only_note(an, l->dst, l->src);
+        }
     }
+    for (size_t i = 0; i < an->nl; i++) {
+        const struct link_stat *l = &an->l[i];
+        if (l->nfine == 0) continue;
+        if (an->only_with[l->src] != l->dst) an->has_fine[l->src] = true;
+        if (an->only_with[l->dst] != l->src) an->has_fine[l->dst] = true;
+    }
+    for (int r = 0; r < an->n; r++)
+        if (an->only_with[r] >= 0 && an->has_fine[r]) an->nonly[an->only_with[r]]++;
     for (int r = 0; r < an->n; r++) {
         an->good[r] = an->measured[r] && !an->suspect[r];
         an->ngood += an->good[r];
@@ -206,8 +268,8 @@ static void classify(struct analysis *an)
         if (slow && l->best > o->best_low) o->best_low = l->best;
         if (slow && l->best > in->best_low) in->best_low = l->best;
         bool evidence = slow && l->nlow > 0 && l->nconfirm > 0;
-        if (evidence && an->good[l->dst]) o->ngood_low++;
-        if (evidence && an->good[l->src]) in->ngood_low++;
+        if (evidence && good_for(an, l->dst, l->src)) o->ngood_low++;
+        if (evidence && good_for(an, l->src, l->dst)) in->ngood_low++;
     }
 }
 
@@ -231,6 +293,11 @@ static void analyse(struct analysis *an, int n, const struct pf_coll_sample *s, 
     an->measured = pf_xcalloc(un, sizeof(bool));
     an->suspect = pf_xcalloc(un, sizeof(bool));
     an->good = pf_xcalloc(un, sizeof(bool));
+    an->only_with = pf_xmalloc(un * sizeof(int));
+    an->nonly = pf_xcalloc(un, sizeof(int));
+    an->has_fine = pf_xcalloc(un, sizeof(bool));
+    for (int r = 0; r < n; r++)
+        an->only_with[r] = -1;
     an->out = pf_xcalloc(un, sizeof(struct dir_stat));
     an->in = pf_xcalloc(un, sizeof(struct dir_stat));
     group_links(an);
@@ -245,6 +312,9 @@ static void analysis_free(struct analysis *an)
     free(an->measured);
     free(an->suspect);
     free(an->good);
+    free(an->only_with);
+    free(an->nonly);
+    free(an->has_fine);
     free(an->out);
     free(an->in);
     memset(an, 0, sizeof(*an));
@@ -264,7 +334,7 @@ static bool cleared(const struct dir_stat *d)
 /* No good partner other than r itself: a fleet too small to tell a node from a link. */
 static bool untestable(const struct analysis *an, int r)
 {
-    return an->ngood - (an->good[r] ? 1 : 0) == 0;
+    return an->ngood - (an->good[r] ? 1 : 0) + an->nonly[r] == 0;
 }
 
 static const struct link_stat *find_link(const struct analysis *an, int src, int dst)
@@ -330,18 +400,38 @@ static void slots_add(struct slots *sl, int src, int dst, size_t bytes)
 /* A good partner for r in this round that r has not been measured with in this direction;
  * -1 when none. The search starts at a point that depends on r and the round, so suspects
  * spread over the good positions. */
+/* Whether g may be r's partner now: not busy this round, and (fresh) never measured with r
+ * in this direction, or (again) measured but never in a confirmation round. */
+static bool partner_ok(const struct analysis *an, int g, int r, bool out_dir,
+                       const struct slots *sl, bool fresh)
+{
+    if (g == r || (out_dir ? sl->in_busy[g] : sl->out_busy[g])) return false;
+    const struct link_stat *l = out_dir ? find_link(an, r, g) : find_link(an, g, r);
+    return fresh ? l == NULL : l != NULL && l->nconfirm == 0;
+}
+
+/* A partner good for r in this round that r has not been measured with in this direction
+ * (in a fleet too small for that: one not measured in a confirmation round yet); -1 when
+ * none. The search starts at a point that depends on r and the round, so suspects spread
+ * over the good positions. */
 static int fresh_partner(const struct analysis *an, const int *goods, int r, bool out_dir,
                          int round, const struct slots *sl)
 {
-    if (an->ngood == 0) return -1;
     uint64_t h = (uint64_t)(unsigned)r * 2654435761u + (uint64_t)(unsigned)round * 40503u;
-    size_t start = (size_t)(h % (uint64_t)an->ngood);
-    for (int k = 0; k < an->ngood; k++) {
-        int g = goods[(start + (size_t)k) % (size_t)an->ngood];
-        if (g == r) continue;
-        if (out_dir ? sl->in_busy[g] : sl->out_busy[g]) continue;
-        if (out_dir ? find_link(an, r, g) : find_link(an, g, r)) continue;
-        return g;
+    for (int pass = 0; pass < 2; pass++) {
+        bool fresh = pass == 0;
+        if (an->ngood > 0) {
+            size_t start = (size_t)(h % (uint64_t)an->ngood);
+            for (int k = 0; k < an->ngood; k++) {
+                int g = goods[(start + (size_t)k) % (size_t)an->ngood];
+                if (partner_ok(an, g, r, out_dir, sl, fresh)) return g;
+            }
+        }
+        if (an->nonly[r] > 0)
+            for (int g = 0; g < an->n; g++)
+                if (an->only_with[g] == r && an->has_fine[g] &&
+                    partner_ok(an, g, r, out_dir, sl, fresh))
+                    return g;
     }
     return -1;
 }
@@ -459,8 +549,8 @@ static void judge_nodes(struct pf_coll_judgement *j, const struct analysis *an)
         for (int pass = 0; pass < 2; pass++)
             for (size_t i = 0; i < an->nl; i++) {
                 const struct link_stat *l = &an->l[i];
-                bool mine = (o && l->src == r && an->good[l->dst]) ||
-                            (in && l->dst == r && an->good[l->src]);
+                bool mine = (o && l->src == r && good_for(an, l->dst, r)) ||
+                            (in && l->dst == r && good_for(an, l->src, r));
                 if (!mine || !link_slow(l) || (pass == 0) != (l->nconfirm > 0)) continue;
                 for (size_t k = 0; k < l->count; k++)
                     add_ev(c, &an->s[an->order[l->first + k]]);

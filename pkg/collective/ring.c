@@ -358,6 +358,10 @@ int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, in
 
 /* ---- probes */
 
+/* A probe streams from and into one block, whatever its size: a thousand ranks on one host
+ * must not each hold a probe's bytes. */
+#define PROBE_BLOCK (256u << 10)
+
 struct probe_send {
     struct xfer *x;
     int fd;
@@ -366,26 +370,49 @@ struct probe_send {
     int rc;
 };
 
-static void *probe_sender(void *arg)
+/* The bytes of a probe that warm its connection up, untimed: a fresh connection starts in
+ * TCP slow start, which on a host whose round trips are long (a loaded scheduler) is a good
+ * part of a short probe, while a slow path stays slow once warm. */
+static size_t probe_warm(size_t nbytes)
 {
-    struct probe_send *S = arg;
-    static const size_t blk = 1 << 20;
-    char *buf = pf_xmalloc(blk);
-    memset(buf, 0x5a, blk);
-    /* wait for the receiver's ready byte: a sender that starts before its receiver reads
-     * fills the socket buffers, and the receiver would then time a burst of buffered bytes */
+    return nbytes / 4;
+}
+
+/* Sends n bytes from buf (blk bytes, reused) unless failed already. */
+static void probe_send_n(struct probe_send *S, const char *buf, size_t blk, size_t n)
+{
+    while (n && S->rc == 0) {
+        size_t k = n < blk ? n : blk;
+        S->rc = send_all(S->x, S->fd, buf, k, &S->fail);
+        n -= k;
+    }
+}
+
+/* Waits for the receiver's ready byte: a sender that starts before its receiver reads fills
+ * the socket buffers, and the receiver would then time a burst of buffered bytes. */
+static void probe_wait_ready(struct probe_send *S)
+{
     char go;
+    if (S->rc) return;
     ssize_t g = recv_some(S->x, S->fd, &go, 1, &S->fail);
     if (g < 0) {
         S->fail.on_send = true;
         S->rc = (int)g;
     }
-    size_t left = S->nbytes;
-    while (left && S->rc == 0) {
-        size_t n = left < blk ? left : blk;
-        S->rc = send_all(S->x, S->fd, buf, n, &S->fail);
-        left -= n;
-    }
+}
+
+static void *probe_sender(void *arg)
+{
+    struct probe_send *S = arg;
+    static const size_t blk = PROBE_BLOCK;
+    char *buf = pf_xmalloc(blk);
+    memset(buf, 0x5a, blk);
+    size_t warm = probe_warm(S->nbytes);
+    /* ready, the warm-up, ready again (nothing is in flight), the timed part */
+    probe_wait_ready(S);
+    probe_send_n(S, buf, blk, warm);
+    if (warm) probe_wait_ready(S);
+    probe_send_n(S, buf, blk, S->nbytes - warm);
     free(buf);
     return NULL;
 }
@@ -393,63 +420,85 @@ static void *probe_sender(void *arg)
 int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_t nbytes,
                   double deadline, struct pf_coll_fail *fail)
 {
+    return pf_coll_probe_pair(out, send_fd, nbytes, recv_fd, nbytes, deadline, fail);
+}
+
+/* Reads until *got reaches want (or the deadline / a failure): 0, or the failure. */
+static int probe_read_to(struct xfer *x, int fd, char *buf, size_t blk, size_t *got, size_t want,
+                         double *t_last, struct pf_coll_fail *rf)
+{
+    while (*got < want) {
+        size_t k = want - *got < blk ? want - *got : blk;
+        ssize_t r = recv_some(x, fd, buf, k, rf);
+        if (r < 0) return (int)r;
+        *t_last = pf_now();
+        *got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Receives nbytes on recv_fd: a ready byte, the warm-up (untimed), a second ready byte, then
+ * the timed part, from that byte to the last (so nothing was buffered before the clock
+ * started; the time includes one round trip). The result in out. */
+static int probe_receive(struct pf_coll_probe_res *out, struct xfer *x, int recv_fd, size_t nbytes,
+                         double deadline, struct pf_coll_fail *rf)
+{
+    static const size_t blk = PROBE_BLOCK;
+    char *buf = pf_xmalloc(blk);
+    size_t got = 0, warm = probe_warm(nbytes);
+    double t_last = 0, t0 = pf_now();
+    /* ready: the sender at the other end starts now (a failed write shows as the recv's
+     * end of stream or reset below) */
+    (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    int rc = probe_read_to(x, recv_fd, buf, blk, &got, warm, &t_last, rf);
+    bool timed = rc == 0 && warm > 0;
+    if (timed) {
+        t0 = pf_now();
+        (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    if (rc == 0) rc = probe_read_to(x, recv_fd, buf, blk, &got, nbytes, &t_last, rf);
+    free(buf);
+    if (rc == PF_ETIMEOUT) {
+        /* a slow link is a measurement, not a failure: report what arrived */
+        rc = 0;
+        memset(rf, 0, sizeof(*rf));
+    }
+    out->complete = got == nbytes;
+    out->received = got;
+    /* what arrived after the clock started, until the last byte, or until the deadline when
+     * it cut the probe (the rate of what arrived stands, over the whole window) */
+    size_t n = got - (timed ? warm : 0);
+    double until = out->complete ? (t_last > t0 ? t_last : pf_now()) : deadline;
+    out->bytes = n;
+    if (n && until > t0) {
+        out->seconds = until - t0;
+        out->gbps = (double)n * 8.0 / out->seconds / 1e9;
+    }
+    return rc;
+}
+
+int pf_coll_probe_pair(struct pf_coll_probe_res *out, int send_fd, size_t send_bytes, int recv_fd,
+                       size_t recv_bytes, double deadline, struct pf_coll_fail *fail)
+{
     memset(out, 0, sizeof(*out));
     memset(fail, 0, sizeof(*fail));
     struct xfer x;
     atomic_init(&x.abort, 0);
     x.deadline = deadline;
-    struct probe_send S = {&x, send_fd, nbytes, {0}, 0};
+    struct probe_send S = {&x, send_fd, send_bytes, {0}, 0};
     pthread_t th;
-    if (pthread_create(&th, NULL, probe_sender, &S) != 0)
+    bool sending = send_fd >= 0;
+    if (sending && pthread_create(&th, NULL, probe_sender, &S) != 0)
         return pf_err_set(PF_ERR, "cannot start the sender thread");
-    static const size_t blk = 1 << 20;
-    char *buf = pf_xmalloc(blk);
-    size_t got = 0;
-    double t_last = 0, t0 = pf_now();
-    int rc = 0;
     struct pf_coll_fail rf = {0};
-    /* ready: the sender at the other end starts now (a failed write shows as the recv's
-     * end of stream or reset below) */
-    (void)!send(recv_fd, "R", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-    while (got < nbytes) {
-        size_t want = nbytes - got < blk ? nbytes - got : blk;
-        ssize_t r = recv_some(&x, recv_fd, buf, want, &rf);
-        if (r < 0) {
-            rc = (int)r;
-            break;
-        }
-        t_last = pf_now();
-        got += (size_t)r;
-    }
-    if (rc == PF_ETIMEOUT) {
-        /* a slow link is a measurement, not a failure: report what arrived */
-        rc = 0;
-        memset(&rf, 0, sizeof(rf));
-        atomic_store(&x.abort, 1);
-    } else if (rc) {
-        atomic_store(&x.abort, 1);
-    }
-    pthread_join(th, NULL);
-    free(buf);
-    out->bytes = got;
-    out->complete = got == nbytes;
-    if (got) {
-        /* from the ready byte to the last byte: the transfer and one round trip. (Timing from
-         * the first read instead is fragile: a receiver descheduled for a moment finds most
-         * of the bytes in one read and reports an absurd rate.) */
-        out->seconds = (t_last > t0 ? t_last : pf_now()) - t0;
-        out->gbps = out->seconds > 0 ? (double)got * 8.0 / out->seconds / 1e9 : 0;
-    }
-    if (!out->complete && rc == 0 && got < nbytes) {
-        /* the deadline cut it: the rate of what arrived stands, over the whole window */
-        double win = deadline - t0;
-        if (win > 0 && got) out->gbps = (double)got * 8.0 / win / 1e9;
-    }
+    int rc = recv_fd >= 0 ? probe_receive(out, &x, recv_fd, recv_bytes, deadline, &rf) : 0;
+    if (rc || (recv_fd >= 0 && !out->complete)) atomic_store(&x.abort, 1);
+    if (sending) pthread_join(th, NULL);
     if (rc) {
         *fail = rf;
         return rc;
     }
-    if (S.rc && S.fail.kind != PF_COLL_OK && S.fail.kind != PF_COLL_TIMEOUT) {
+    if (sending && S.rc && S.fail.kind != PF_COLL_OK && S.fail.kind != PF_COLL_TIMEOUT) {
         *fail = S.fail;
         return PF_ERR;
     }
@@ -458,11 +507,8 @@ int pf_coll_probe(struct pf_coll_probe_res *out, int send_fd, int recv_fd, size_
 
 int pf_coll_probe_shifts(int n, int out[3])
 {
-    int k = 0;
-    if (n < 2) return 0;
-    out[k++] = 1;
-    if (n - 1 != 1) out[k++] = n - 1;
-    int second = n % 2 == 0 ? n / 2 : 2;
-    if (n >= 4 && second != 1 && second != n - 1) out[k++] = second;
+    int k = pf_coll_survey_rounds(n);
+    for (int i = 0; i < k; i++)
+        out[i] = pf_coll_survey_shift(n, i);
     return k;
 }

@@ -143,6 +143,9 @@ struct pf_fleet_tcp {
     double min_busbw; /* tcp.minBusbwGBps; < 0 when unset */
     const struct pf_coll_link *links;
     size_t nlinks;
+    /* the probe rounds' judgement (positions are roster positions), which names the slow
+     * nodes and links; NULL: links alone are judged by pf_coll_blame */
+    const struct pf_coll_judgement *judgement;
     const struct pf_fleet_marks *lost, *failed;
 };
 /* peer-lost, wrong-result, below-threshold, slow-node, slow-link, and the TCP summary. */
@@ -182,5 +185,18 @@ int pf_fleet_links_encode(struct pf_buf *out, const struct pf_coll_link *l, size
 /* Appends the links whose destination is dst to *links. */
 int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const uint8_t *p,
                           size_t len);
+
+/* ---- probes.c: the probe rounds' messages */
+
+/* A rank's samples (what it received in a round). */
+int pf_fleet_samples_encode(struct pf_buf *out, const struct pf_coll_sample *s, size_t n);
+/* Up to max well-formed samples into out (*n of them); PF_EINVAL when p is not fields. */
+int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, const uint8_t *p,
+                            size_t len);
+/* A rank's probes of the next round, and whether that round runs at all. */
+int pf_fleet_tasks_encode(struct pf_buf *out, bool more, const struct pf_coll_task *t, size_t n);
+/* Up to max tasks whose peer is a position below npos; PF_EINVAL without "more". */
+int pf_fleet_tasks_decode(bool *more, struct pf_coll_task *out, size_t *n, size_t max, int npos,
+                          const uint8_t *p, size_t len);
 
 #endif

@@ -11,17 +11,32 @@ static const char *node_of(const struct pf_fleet *f, int rank)
     return rank >= 0 && rank < f->world ? f->r[rank].node : "";
 }
 
+/* The ranks of marks [from, n) as "5, 11, 12 and 30 more" in b. */
+static void rest_of(struct pf_buf *b, const struct pf_fleet_marks *l, size_t from)
+{
+    for (size_t k = from; k < l->n; k++) {
+        if (k - from == PF_FLEET_LIST_MAX) {
+            pf_buf_addf(b, " and %zu more", l->n - k);
+            break;
+        }
+        pf_buf_addf(b, "%s%d", k > from ? ", " : "", l->v[k].rank);
+    }
+}
+
+/* A finding (and a culprit) for each of the first PF_FLEET_LIST_MAX lost ranks, one for the
+ * rest: when hundreds are lost the cause is rarely each of them, and a finding per rank in
+ * every rank's summary would be O(N^2) bytes. */
 static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
 {
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, 1024);
     f->lost_any = f->lost_any || t->lost->n > 0;
-    for (size_t i = 0; i < t->lost->n; i++) {
+    for (size_t i = 0; i < t->lost->n && i < PF_FLEET_LIST_MAX; i++) {
         int r = t->lost->v[i].rank;
         const char *why = t->lost->v[i].why;
-        /* everyone's reports of who failed them help the reader */
+        /* everyone's reports of who failed them help the reader (the first few) */
         pf_buf_reset(&b);
-        for (size_t k = 0; k < t->failed->n; k++) {
+        for (size_t k = 0; k < t->failed->n && !b.over; k++) {
             if (t->failed->v[k].rank == r) continue;
             pf_buf_addf(&b, "%srank %d: %s", b.len ? "; " : "", t->failed->v[k].rank,
                         t->failed->v[k].why);
@@ -33,13 +48,28 @@ static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
                          pf_buf_str(&b), b.len ? ")" : "");
         pf_fleet_blame(f, r, "lost during the collectives: %s", why);
     }
+    if (t->lost->n > PF_FLEET_LIST_MAX) {
+        pf_buf_reset(&b);
+        rest_of(&b, t->lost, PF_FLEET_LIST_MAX);
+        pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL,
+                         "%zu more ranks were lost after the rendezvous (%s); the first: %s",
+                         t->lost->n - PF_FLEET_LIST_MAX, pf_buf_str(&b),
+                         t->lost->v[PF_FLEET_LIST_MAX].why);
+    }
     if (t->lost->n == 0) {
         /* nobody died, yet something failed: name whom the failures point at */
-        for (size_t k = 0; k < t->failed->n; k++) {
+        for (size_t k = 0; k < t->failed->n && k < PF_FLEET_LIST_MAX; k++) {
             char w[160];
             pf_fleet_who(w, sizeof(w), f, t->failed->v[k].rank);
             pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL, "%s: %s", w,
                              t->failed->v[k].why);
+        }
+        if (t->failed->n > PF_FLEET_LIST_MAX) {
+            pf_buf_reset(&b);
+            rest_of(&b, t->failed, PF_FLEET_LIST_MAX);
+            pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL,
+                             "%zu more ranks reported a failure (%s)",
+                             t->failed->n - PF_FLEET_LIST_MAX, pf_buf_str(&b));
         }
     }
     pf_buf_free(&b);
@@ -94,8 +124,102 @@ static void results(struct pf_fleet *f, const struct pf_fleet_tcp *t)
                          s->busbw, f->n, t->min_busbw);
 }
 
+static int rank_at(const struct pf_fleet *f, int pos)
+{
+    return f->roster && pos >= 0 && pos < f->n ? f->roster[pos] : pos;
+}
+
+/* "to rank 3: 0.04 Gb/s, to rank 9: 0.05 Gb/s" */
+static void samples_text(struct pf_buf *b, const struct pf_fleet *f, const struct pf_coll_sample *s,
+                         size_t n, int self)
+{
+    for (size_t i = 0; i < n; i++) {
+        bool out = s[i].src == self;
+        pf_buf_addf(b, "%s%s rank %d: %.3f Gb/s", i ? ", " : "", out ? "to" : "from",
+                    rank_at(f, out ? s[i].dst : s[i].src), pf_coll_sample_gbps(&s[i]));
+    }
+}
+
+static void judged_node(struct pf_fleet *f, const struct pf_coll_judgement *j,
+                        const struct pf_coll_culprit *c)
+{
+    struct pf_fleet_summary *s = &f->out;
+    int r = rank_at(f, c->src);
+    char w[160];
+    pf_fleet_who(w, sizeof(w), f, r);
+    const char *dir = c->out && c->in ? "into and out of" : c->out ? "out of" : "into";
+    const char *node = node_of(f, r);
+    struct pf_buf ev;
+    pf_buf_init(&ev, 1024);
+    samples_text(&ev, f, c->ev, c->nev, c->src);
+    pf_fleet_finding(s, "collective.tcp", "slow-node", PF_FAIL, NULL,
+                     "%s%s%s: every link %s it is slow, at most %.3f Gb/s, also against "
+                     "partners that are fast with others (%s); the median link is %.3f Gb/s "
+                     "(%zu samples in %d probe rounds)",
+                     w, node[0] ? " on node " : "", node, dir, c->gbps, pf_buf_str(&ev), j->median,
+                     j->nsamples, j->rounds);
+    pf_buf_free(&ev);
+    pf_fleet_blame(f, r,
+                   "slow node: its links %s it run at %.3f Gb/s or less, the median link "
+                   "%.3f Gb/s",
+                   dir, c->gbps, j->median);
+}
+
+static void judged_link(struct pf_fleet *f, const struct pf_coll_judgement *j,
+                        const struct pf_coll_culprit *c)
+{
+    char a[160], d[160], clear[320] = "";
+    pf_fleet_who(a, sizeof(a), f, rank_at(f, c->src));
+    pf_fleet_who(d, sizeof(d), f, rank_at(f, c->dst));
+    size_t o = 0;
+    if (c->clear_src.seconds > 0)
+        o += (size_t)snprintf(clear, sizeof(clear), "; rank %d sends at %.3f Gb/s to rank %d",
+                              rank_at(f, c->src), pf_coll_sample_gbps(&c->clear_src),
+                              rank_at(f, c->clear_src.dst));
+    if (c->clear_dst.seconds > 0 && o < sizeof(clear))
+        snprintf(clear + o, sizeof(clear) - o, "; rank %d receives at %.3f Gb/s from rank %d",
+                 rank_at(f, c->dst), pf_coll_sample_gbps(&c->clear_dst),
+                 rank_at(f, c->clear_dst.src));
+    pf_fleet_finding(&f->out, "collective.tcp", "slow-link", PF_WARN, NULL,
+                     "the link from %s to %s runs at %.3f Gb/s at most, in all %zu of its "
+                     "samples%s; the median link is %.3f Gb/s",
+                     a, d, c->gbps, c->nev, clear, j->median);
+}
+
+/* The slowest sample and the median, for the summary line. */
+static void link_summary(struct pf_fleet *f, const struct pf_fleet_tcp *t, double median)
+{
+    struct pf_fleet_summary *s = &f->out;
+    s->have_links = true;
+    s->median = median;
+    s->slow_gbps = 1e300;
+    for (size_t i = 0; i < t->nlinks; i++)
+        if (t->links[i].gbps < s->slow_gbps) {
+            s->slow_gbps = t->links[i].gbps;
+            s->slow_src = t->links[i].src;
+            s->slow_dst = t->links[i].dst;
+        }
+}
+
+static void blame_judged(struct pf_fleet *f, const struct pf_fleet_tcp *t)
+{
+    const struct pf_coll_judgement *j = t->judgement;
+    if (!t->nlinks) return;
+    link_summary(f, t, j->median);
+    for (size_t i = 0; i < j->n; i++) {
+        if (j->v[i].kind == PF_COLL_CULPRIT_NODE)
+            judged_node(f, j, &j->v[i]);
+        else
+            judged_link(f, j, &j->v[i]);
+    }
+}
+
 static void blame(struct pf_fleet *f, const struct pf_fleet_tcp *t)
 {
+    if (t->judgement) {
+        blame_judged(f, t);
+        return;
+    }
     if (!t->nlinks) return;
     struct pf_fleet_summary *s = &f->out;
     struct pf_coll_blame bl;

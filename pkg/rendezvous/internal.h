@@ -112,6 +112,7 @@ struct rdv_stage {
     double last_progress;
     struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
     bool have_fleet;
+    struct rdv_fanout *fan; /* rank 0: the frame being sent to every rank, a window at a time */
     /* the flow */
     uint32_t step_no;
     bool stopped;
@@ -126,6 +127,7 @@ struct rdv_step_res {
     bool go;
     uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
     size_t *lens;
+    int nb; /* entries of blobs and lens */
 };
 
 /* ---- stage.c: naming ranks, the verdict, the guard */
@@ -200,6 +202,18 @@ void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
 int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, const void *blob,
              size_t len, int mode, double timeout, struct rdv_step_res *res);
 void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r);
+typedef void (*rdv_part_fn)(void *arg, int pos, struct pf_buf *out);
+/* pf_rdv_step_scatter (rendezvous.h) */
+int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+                     const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                     rdv_part_fn part, void *arg, struct rdv_step_res *res);
+/* Rank 0: sends one frame to every joined rank, common bytes then part(arg, pos) (NULL:
+ * none), encoding and queueing a window of ranks at a time so that at most about
+ * RDV_FANOUT_BYTES wait in the output queues, and serves until all are written or the
+ * deadline. */
+#define RDV_FANOUT_BYTES (4u << 20)
+void rdv_send_all(struct rdv_stage *S, int type, const void *data, size_t len, rdv_part_fn part,
+                  void *arg, double deadline);
 /* serve's condition: every queued frame to a joined rank is written. */
 bool rdv_flushed(struct rdv_stage *S);
 
@@ -208,6 +222,10 @@ bool rdv_flushed(struct rdv_stage *S);
  * err saying which. */
 int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr);
 void rdv_mesh_close(struct rdv_stage *S);
+
+/* ---- probe.c: pf_rdv_probe_connect (rendezvous.h) */
+int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
+                      char *why, size_t nwhy);
 
 /* ---- client.c */
 /* The JOIN's fields: who this pod is, what it sees (NCCL_* variables, secrets hashed). */

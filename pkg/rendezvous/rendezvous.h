@@ -102,12 +102,24 @@ struct pf_rdv_step_res {
     bool go;
     uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
     size_t *lens;
+    int nb; /* entries of blobs and lens */
 };
 /* 0 when every rank goes on, PF_ERR when the run stops. kind names the step in messages;
  * ok/err: this rank's own success. Free res with pf_rdv_step_res_free, also after PF_ERR. */
 int pf_rdv_step(struct pf_rdv *R, const char *kind, bool ok, const char *err, const void *blob,
                 size_t len, int mode, double timeout, struct pf_rdv_step_res *res);
 void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res);
+/* Rank 0 of a scatter step, once every part is in: blobs[pos] (lens[pos] bytes, NULL for
+ * none) for nb positions; it may take (free and NULL) what it uses. */
+typedef void (*pf_rdv_ready_fn)(void *arg, uint8_t **blobs, size_t *lens, int nb);
+/* A gather whose answer gives each rank its own part (the probe rounds' barrier): rank 0
+ * gathers every part, calls ready once, then part(arg, pos, out) for each position's answer
+ * (only when the run goes on); every other rank gets its part in res->blobs[0]. 0, or
+ * PF_ERR when the run stops. */
+int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char *err,
+                        const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                        void (*part)(void *arg, int pos, struct pf_buf *out), void *arg,
+                        struct pf_rdv_step_res *res);
 
 /* ---- the data mesh: one connection to and one from the rank at each probed ring shift */
 struct pf_rdv_mesh {
@@ -118,6 +130,12 @@ struct pf_rdv_mesh {
 /* 0, or PF_ERR with err saying which connection failed. */
 int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr);
 void pf_rdv_mesh_close(struct pf_rdv *R);
+/* A connection of its own for one probe between this rank and roster position pos, where
+ * the mesh has none (a confirmation round): send dials pos's data port and opens it with a
+ * DHELLO naming the run, both ranks and the round; !send accepts that connection from pos
+ * (strangers and leftovers are closed). The fd (the caller closes it), or -1 with why. */
+int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
+                         char *why, size_t nwhy);
 
 /* ---- the summary: rank 0 sends it to every joined rank, the others wait for it */
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len);

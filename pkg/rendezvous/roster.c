@@ -132,9 +132,8 @@ void rdv_root_send_roster(struct rdv_stage *S)
     pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
     if (pf_rdv_roster_encode(&b, &S->ro) < 0)
         pf_ctx_progress(S->ctx, "%s: the other ranks get a shortened roster", pf_err_msg());
-    for (int r = 1; r < S->world; r++)
-        if (S->m[r].state == M_JOINED && S->m[r].conn >= 0)
-            pf_rdv_conn_queue(&S->sc[S->m[r].conn].c, PF_RDV_ROSTER, b.data, b.len);
+    /* encoded once; a window of ranks at a time holds a copy in its output queue */
+    rdv_send_all(S, PF_RDV_ROSTER, b.data, b.len, NULL, NULL, pf_now() + 5);
     pf_buf_free(&b);
 }
 

@@ -471,13 +471,30 @@ int pf_rdv_step(struct pf_rdv *R, const char *kind, bool ok, const char *err, co
 {
     struct rdv_step_res r;
     int x = rdv_step(&R->st, kind, ok, err, blob, len, mode, timeout, &r);
-    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens};
+    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
     return x;
+}
+
+int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char *err,
+                        const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                        void (*part)(void *arg, int pos, struct pf_buf *out), void *arg,
+                        struct pf_rdv_step_res *res)
+{
+    struct rdv_step_res r;
+    int x = rdv_step_scatter(&R->st, kind, ok, err, blob, len, timeout, ready, part, arg, &r);
+    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
+    return x;
+}
+
+int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
+                         char *why, size_t nwhy)
+{
+    return rdv_probe_connect(&R->st, round, pos, send, deadline, why, nwhy);
 }
 
 void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r = {res->go, res->blobs, res->lens};
+    struct rdv_step_res r = {res->go, res->blobs, res->lens, res->nb};
     rdv_step_res_free(&R->st, &r);
     memset(res, 0, sizeof(*res));
 }
@@ -503,11 +520,8 @@ void pf_rdv_mesh_close(struct pf_rdv *R)
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len)
 {
     struct rdv_stage *S = &R->st;
-    for (int i = 1; i < S->n; i++) {
-        struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->conn >= 0)
-            pf_rdv_conn_queue(&S->sc[m->conn].c, PF_RDV_SUMMARY, payload, len);
-    }
+    /* one encoded copy; a window of ranks at a time holds it in its output queue */
+    rdv_send_all(S, PF_RDV_SUMMARY, payload, len, NULL, NULL, pf_deadline_in(5, S->cutoff));
     rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
 }
 

@@ -35,8 +35,9 @@ void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
 
 void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r)
 {
+    (void)S;
     if (r->blobs)
-        for (int i = 0; i < S->n; i++)
+        for (int i = 0; i < r->nb; i++)
             free(r->blobs[i]);
     free(r->blobs);
     free(r->lens);
@@ -79,11 +80,16 @@ static void step_record(struct rdv_stage *S, const struct pf_rdv_fields *f)
     }
 }
 
-static void put_marks(struct pf_buf *b, const char *key, const struct pf_fleet_marks *l)
+/* The first PF_FLEET_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
+ * them only to name who stopped the run when no summary comes, and a list of every rank in
+ * every RESULT would be O(N) bytes to each of N ranks. */
+static void put_marks(struct pf_buf *b, const char *key, const char *count,
+                      const struct pf_fleet_marks *l)
 {
     struct pf_buf r;
     pf_buf_init(&r, 4096);
-    for (size_t i = 0; i < l->n; i++) {
+    pf_rdv_put_int(b, count, (long long)l->n);
+    for (size_t i = 0; i < l->n && i < PF_FLEET_LIST_MAX; i++) {
         pf_buf_reset(&r);
         pf_rdv_put_int(&r, "rank", l->v[i].rank);
         pf_rdv_put_str(&r, "why", l->v[i].why);
@@ -92,11 +98,93 @@ static void put_marks(struct pf_buf *b, const char *key, const struct pf_fleet_m
     pf_buf_free(&r);
 }
 
-static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char *err,
-                     const void *blob, size_t len, int mode, double timeout,
-                     struct rdv_step_res *res)
+/* ---- sending one frame to every rank, a window at a time */
+
+struct rdv_fanout {
+    int type;
+    const void *data;
+    size_t len;
+    rdv_part_fn part;
+    void *arg;
+    int next; /* the next roster position to queue */
+    int *win; /* positions queued whose frame is not written yet */
+    int nwin;
+    size_t per; /* bytes of the last frame queued */
+    struct pf_buf b;
+};
+
+static struct rdv_member *member_at(struct rdv_stage *S, int pos)
 {
-    S->step_no++;
+    struct rdv_member *m = &S->m[S->rk[pos]];
+    return m->state == M_JOINED && m->conn >= 0 ? m : NULL;
+}
+
+static void fan_queue(struct rdv_stage *S, struct rdv_fanout *F, int pos)
+{
+    struct rdv_member *m = member_at(S, pos);
+    if (!m) return;
+    const void *p = F->data;
+    size_t l = F->len;
+    if (F->part) {
+        pf_buf_reset(&F->b);
+        if (F->len) pf_buf_add(&F->b, F->data, F->len);
+        F->part(F->arg, pos, &F->b);
+        p = F->b.data;
+        l = F->b.len;
+    }
+    pf_rdv_conn_queue(&S->sc[m->conn].c, F->type, p, l);
+    F->per = l + PF_RDV_HDR + PF_RDV_MACLEN;
+    F->win[F->nwin++] = pos;
+}
+
+/* serve's condition: every frame queued and written. Tops the window up as frames go out. */
+static bool fan_done(struct rdv_stage *S)
+{
+    struct rdv_fanout *F = S->fan;
+    for (int k = 0; k < F->nwin;) {
+        struct rdv_member *m = member_at(S, F->win[k]);
+        if (!m || !pf_rdv_conn_pending(&S->sc[m->conn].c))
+            F->win[k] = F->win[--F->nwin];
+        else
+            k++;
+    }
+    while (F->next < S->n) {
+        if (F->nwin > 0 && (size_t)(F->nwin + 1) * F->per > RDV_FANOUT_BYTES) break;
+        fan_queue(S, F, F->next++);
+    }
+    return F->next >= S->n && F->nwin == 0;
+}
+
+void rdv_send_all(struct rdv_stage *S, int type, const void *data, size_t len, rdv_part_fn part,
+                  void *arg, double deadline)
+{
+    struct rdv_fanout F = {.type = type, .data = data, .len = len, .part = part, .arg = arg};
+    F.next = 1;
+    F.win = pf_xcalloc((size_t)(S->n > 0 ? S->n : 1), sizeof(int));
+    pf_buf_init(&F.b, PF_RDV_MAX_PAYLOAD);
+    S->fan = &F;
+    rdv_serve(S, deadline < S->cutoff ? deadline : S->cutoff, fan_done);
+    /* past the deadline: the rest is queued all the same (written by later loops), so that
+     * no rank misses a frame the others got */
+    while (F.next < S->n)
+        fan_queue(S, &F, F.next++);
+    S->fan = NULL;
+    pf_buf_free(&F.b);
+    free(F.win);
+}
+
+/* ---- steps */
+
+struct scatter {
+    pf_rdv_ready_fn ready;
+    rdv_part_fn part;
+    void *arg;
+};
+
+/* Rank 0: waits for every rank's part of step S->step_no; a rank silent past the deadline is
+ * lost. */
+static void root_gather(struct rdv_stage *S, const char *kind, double timeout)
+{
     double deadline = pf_now() + timeout;
     if (deadline > S->cutoff) deadline = S->cutoff;
     rdv_serve(S, deadline, step_done);
@@ -111,8 +199,52 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
             rdv_member_lost(S, S->rk[i], why);
         }
     }
-    struct pf_buf b;
-    pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
+}
+
+/* The parts, moved out of the member table (each is freed once, by its consumer). */
+static void root_take_parts(struct rdv_stage *S, const void *blob, size_t len,
+                            struct rdv_step_res *res)
+{
+    res->nb = S->n;
+    res->blobs = pf_xcalloc((size_t)S->n, sizeof(uint8_t *));
+    res->lens = pf_xcalloc((size_t)S->n, sizeof(size_t));
+    for (int i = 0; i < S->n; i++) {
+        struct rdv_member *m = &S->m[S->rk[i]];
+        if (i == 0) {
+            if (len) {
+                res->blobs[0] = pf_xmalloc(len);
+                memcpy(res->blobs[0], blob, len);
+            }
+            res->lens[0] = len;
+        } else if (m->state == M_JOINED) {
+            res->blobs[i] = m->blob;
+            res->lens[i] = m->bloblen;
+        } else {
+            free(m->blob);
+        }
+        if (i > 0) {
+            m->blob = NULL;
+            m->bloblen = 0;
+        }
+    }
+}
+
+static void scatter_part(void *arg, int pos, struct pf_buf *out)
+{
+    const struct scatter *sc = arg;
+    struct pf_buf p;
+    pf_buf_init(&p, PF_RDV_MAX_PAYLOAD);
+    sc->part(sc->arg, pos, &p);
+    pf_rdv_put(out, "b", p.data, p.len);
+    pf_buf_free(&p);
+}
+
+static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+                     const void *blob, size_t len, int mode, double timeout,
+                     const struct scatter *sc, struct rdv_step_res *res)
+{
+    S->step_no++;
+    root_gather(S, kind, timeout);
     bool go = ok;
     if (!ok) pf_fleet_mark(&S->failed, 0, err && *err ? err : "failed");
     for (int i = 1; i < S->n; i++) {
@@ -126,42 +258,53 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
             pf_fleet_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
         }
     }
+    if (mode != STEP_BARRIER || sc) root_take_parts(S, blob, len, res);
+    if (sc && go && sc->ready) sc->ready(sc->arg, res->blobs, res->lens, res->nb);
+    struct pf_buf b;
+    pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
     pf_rdv_put_int(&b, "step", S->step_no);
     pf_rdv_put_str(&b, "kind", kind);
     pf_rdv_put_int(&b, "go", go);
-    put_marks(&b, "lost", &S->lost);
-    put_marks(&b, "failed", &S->failed);
-    if (mode != STEP_BARRIER) {
-        res->blobs = pf_xcalloc((size_t)S->n, sizeof(uint8_t *));
-        res->lens = pf_xcalloc((size_t)S->n, sizeof(size_t));
-        for (int i = 0; i < S->n; i++) {
-            struct rdv_member *m = &S->m[S->rk[i]];
-            const void *p = i == 0 ? blob : m->blob;
-            size_t l = i == 0 ? len : m->bloblen;
-            if (i > 0 && m->state != M_JOINED) l = 0;
-            if (l) {
-                res->blobs[i] = pf_xmalloc(l);
-                memcpy(res->blobs[i], p, l);
-            }
-            res->lens[i] = l;
-            if (mode == STEP_ALLGATHER && go) pf_rdv_put(&b, "b", p, l);
-        }
+    put_marks(&b, "lost", "nlost", &S->lost);
+    put_marks(&b, "failed", "nfailed", &S->failed);
+    if (mode == STEP_ALLGATHER && go)
+        for (int i = 0; i < S->n; i++)
+            pf_rdv_put(&b, "b", res->blobs[i], res->lens[i]);
+    if (pf_buf_check(&b, "the RESULT message") < 0) {
+        go = false;
+        pf_ctx_progress(S->ctx, "%s step: %s", kind, pf_err_msg());
     }
-    for (int i = 1; i < S->n; i++) {
-        struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->conn >= 0)
-            pf_rdv_conn_queue(&S->sc[m->conn].c, PF_RDV_RESULT, b.data, b.len);
-    }
+    rdv_send_all(S, PF_RDV_RESULT, b.data, b.len, sc && go ? scatter_part : NULL, (void *)sc,
+                 pf_now() + 10);
     pf_buf_free(&b);
-    double fl = pf_now() + 10;
-    rdv_serve(S, fl < S->cutoff ? fl : S->cutoff, rdv_flushed);
     res->go = go;
     if (!go) S->stopped = true;
     return go ? 0 : PF_ERR;
 }
 
+/* The parts of an ALLGATHER (every "b" field in order), or a scatter's own part. */
+static void client_parts(struct rdv_stage *S, const struct pf_rdv_fields *f, int want,
+                         struct rdv_step_res *res)
+{
+    res->nb = want;
+    res->blobs = pf_xcalloc((size_t)want, sizeof(uint8_t *));
+    res->lens = pf_xcalloc((size_t)want, sizeof(size_t));
+    int k = 0;
+    for (size_t i = 0; i < f->n && k < want; i++) {
+        if (!pf_rdv_field_is(&f->v[i], "b")) continue;
+        res->lens[k] = f->v[i].vlen;
+        if (f->v[i].vlen) {
+            res->blobs[k] = pf_xmalloc(f->v[i].vlen);
+            memcpy(res->blobs[k], f->v[i].val, f->v[i].vlen);
+        }
+        k++;
+    }
+    (void)S;
+    if (k != want) res->go = false;
+}
+
 static int client_step(struct rdv_stage *S, const char *kind, bool ok, const char *err,
-                       const void *blob, size_t len, int mode, double timeout,
+                       const void *blob, size_t len, int mode, double timeout, bool scatter,
                        struct rdv_step_res *res)
 {
     S->step_no++;
@@ -196,21 +339,8 @@ static int client_step(struct rdv_stage *S, const char *kind, bool ok, const cha
     pf_rdv_fields_int(&go, &msg.f, "go");
     step_record(S, &msg.f);
     res->go = go == 1;
-    if (mode == STEP_ALLGATHER && res->go) {
-        res->blobs = pf_xcalloc((size_t)S->n, sizeof(uint8_t *));
-        res->lens = pf_xcalloc((size_t)S->n, sizeof(size_t));
-        int k = 0;
-        for (size_t i = 0; i < msg.f.n && k < S->n; i++) {
-            if (!pf_rdv_field_is(&msg.f.v[i], "b")) continue;
-            res->lens[k] = msg.f.v[i].vlen;
-            if (msg.f.v[i].vlen) {
-                res->blobs[k] = pf_xmalloc(msg.f.v[i].vlen);
-                memcpy(res->blobs[k], msg.f.v[i].val, msg.f.v[i].vlen);
-            }
-            k++;
-        }
-        if (k != S->n) res->go = false;
-    }
+    if (res->go && (mode == STEP_ALLGATHER || scatter))
+        client_parts(S, &msg.f, scatter ? 1 : S->n, res);
     pf_rdv_msg_free(&msg);
     if (!res->go) S->stopped = true;
     return res->go ? 0 : PF_ERR;
@@ -221,7 +351,18 @@ int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, co
 {
     memset(res, 0, sizeof(*res));
     if (S->stopped && strcmp(kind, "report") != 0) return PF_ERR;
-    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, mode, timeout, res);
+    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, mode, timeout, NULL, res);
     if (S->root_lost) return PF_ERR;
-    return client_step(S, kind, ok, err, blob, len, mode, timeout, res);
+    return client_step(S, kind, ok, err, blob, len, mode, timeout, false, res);
+}
+
+int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+                     const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
+                     rdv_part_fn part, void *arg, struct rdv_step_res *res)
+{
+    memset(res, 0, sizeof(*res));
+    if (S->stopped || S->root_lost) return PF_ERR;
+    struct scatter sc = {ready, part, arg};
+    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, STEP_GATHER, timeout, &sc, res);
+    return client_step(S, kind, ok, err, blob, len, STEP_GATHER, timeout, true, res);
 }

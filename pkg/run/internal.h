@@ -9,7 +9,6 @@
 #include "../fleet/fleet.h"
 
 #define RUN_CHUNK_BYTES (512u << 10)
-#define RUN_PROBE_RUNS 3 /* runs of each link probe; the fastest counts */
 
 enum { RUN_NOT_MET = -1, RUN_ALONE = PF_RDV_ALONE, RUN_MET = PF_RDV_MET };
 
@@ -28,8 +27,10 @@ struct run_pods {
     /* the links into this rank, and (rank 0) every rank's */
     struct pf_coll_link *mylinks;
     size_t nmylinks;
-    struct pf_coll_link *links;
+    struct pf_coll_link *links; /* rank 0: every probe sample, by rank */
     size_t nlinks;
+    struct pf_coll_judgement judg; /* rank 0: the probes' judgement (have_judg) */
+    bool have_judg;
     struct pf_buf sum; /* rank 0: the SUMMARY payload */
 };
 
@@ -59,5 +60,11 @@ int run_stage_tcp(struct pf_run *R);
 int run_stage_gpu(struct pf_run *R);
 int run_stage_summary(struct pf_run *R);
 int run_stage_report(struct pf_run *R);
+
+/* ---- probes.c */
+/* The probe rounds among the roster's ranks (pf_coll_rounds_run over the mesh and the
+ * steps); rank 0 keeps the judgement and every sample. 0, or PF_ERR (ar_err says why when
+ * this rank's probe failed). */
+int run_probe_links(struct pf_run *R);
 
 #endif

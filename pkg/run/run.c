@@ -153,6 +153,7 @@ int pf_run_run(struct pf_run *R)
     pf_buf_free(&pods.sum);
     free(pods.links);
     free(pods.mylinks);
+    pf_coll_judgement_free(&pods.judg);
     R->pods = NULL;
     return r;
 }

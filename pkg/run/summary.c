@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void my_statuses(struct pf_run *R, struct pf_buf *b)
@@ -18,12 +19,28 @@ static void my_statuses(struct pf_run *R, struct pf_buf *b)
     pf_verdict_free(&copy);
 }
 
+#define LINKS_EVIDENCE_MAX 48 /* samples listed; a large fleet lists its slowest */
+
+static int cmp_link_gbps(const void *a, const void *b)
+{
+    double x = ((const struct pf_coll_link *)a)->gbps, y = ((const struct pf_coll_link *)b)->gbps;
+    return x < y ? -1 : x > y;
+}
+
 static void links_evidence(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     if (!P->nlinks) return;
-    struct pf_node *links = pf_node_set_seq(run_chk(R, "collective.tcp")->evidence, "links");
-    for (size_t i = 0; i < P->nlinks; i++) {
+    struct pf_node *ev = run_chk(R, "collective.tcp")->evidence;
+    size_t n = P->nlinks;
+    if (n > LINKS_EVIDENCE_MAX) {
+        /* every sample of a thousand pods would be thousands of lines: the slowest ones */
+        qsort(P->links, n, sizeof(*P->links), cmp_link_gbps);
+        pf_node_set_int(ev, "linksMeasured", (long long)n);
+        n = LINKS_EVIDENCE_MAX;
+    }
+    struct pf_node *links = pf_node_set_seq(ev, n < P->nlinks ? "slowestLinks" : "links");
+    for (size_t i = 0; i < n; i++) {
         struct pf_node *l = pf_node_add_map(links);
         pf_node_set_int(l, "from", P->links[i].src);
         pf_node_set_int(l, "to", P->links[i].dst);
@@ -51,6 +68,7 @@ static void root_summarize(struct pf_run *R, struct pf_fleet *F)
         .min_busbw = R->config.tcp_min_busbw_gbps,
         .links = P->links,
         .nlinks = P->nlinks,
+        .judgement = P->have_judg ? &P->judg : NULL,
         .lost = pf_rdv_lost(P->rdv),
         .failed = pf_rdv_failed(P->rdv),
     };

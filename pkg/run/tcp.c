@@ -1,5 +1,6 @@
 /* Stage collective.tcp: the data mesh, the TCP ring all-reduce and the link probes among
- * the pods that met (pkg/collective on the mesh's connections, pkg/rendezvous' steps). */
+ * the pods that met (pkg/collective on the mesh's connections, pkg/rendezvous' steps; the
+ * probe rounds in probes.c). */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -68,46 +69,6 @@ static void do_allreduce(struct pf_run *R)
     mesh_close(P);
 }
 
-static void do_probes(struct pf_run *R)
-{
-    struct run_pods *P = R->pods;
-    struct pf_rdv *rdv = P->rdv;
-    long long nbytes = P->bytes;
-    /* at least 4 MiB: a few milliseconds of scheduling noise must not make a link look slow */
-    if (nbytes < (4 << 20)) nbytes = 4 << 20;
-    for (int k = 0; k < P->mesh.nshifts; k++) {
-        /* RUN_PROBE_RUNS runs, each after a barrier, keeping the fastest: a moment of
-         * scheduling noise on a busy host makes one run slow, a slow link is slow every time */
-        double best = 0;
-        int from = run_ring_rank(R, -P->mesh.shifts[k]);
-        for (int rep = 0; rep < RUN_PROBE_RUNS; rep++) {
-            struct pf_rdv_step_res res;
-            if (pf_rdv_step(rdv, "probe", true, NULL, NULL, 0, PF_RDV_BARRIER, 15, &res) < 0) {
-                pf_rdv_step_res_free(rdv, &res);
-                return;
-            }
-            pf_rdv_step_res_free(rdv, &res);
-            double deadline = pf_now() + pf_clampd(pf_rdv_left_s(rdv) * 0.04, 1, 10);
-            struct pf_coll_probe_res pr;
-            struct pf_coll_fail fail;
-            int r = pf_coll_probe(&pr, P->mesh.out_fd[k], P->mesh.in_fd[k], (size_t)nbytes,
-                                  deadline, &fail);
-            if (r < 0) {
-                char w[160];
-                pf_rdv_who(w, sizeof(w), rdv,
-                           fail.on_send ? run_ring_rank(R, P->mesh.shifts[k]) : from);
-                snprintf(P->ar_err, sizeof(P->ar_err), "link probe %s %s: %s",
-                         fail.on_send ? "to" : "from", w, fail.what);
-                mesh_close(P);
-                return;
-            }
-            if (pr.gbps > best) best = pr.gbps;
-        }
-        P->mylinks = pf_xrealloc(P->mylinks, (P->nmylinks + 1) * sizeof(*P->mylinks));
-        P->mylinks[P->nmylinks++] = (struct pf_coll_link){from, pf_rdv_rank(rdv), best};
-    }
-}
-
 /* The all-reduce's results: rank 0 gathers every rank's into the fleet. PF_ERR: stopped. */
 static int gather_allreduce(struct pf_run *R)
 {
@@ -133,30 +94,7 @@ static int gather_allreduce(struct pf_run *R)
     return r;
 }
 
-/* The links into every rank, gathered at rank 0. */
-static void gather_links(struct pf_run *R)
-{
-    struct run_pods *P = R->pods;
-    struct pf_rdv *rdv = P->rdv;
-    struct pf_rdv_step_res res;
-    struct pf_buf b;
-    pf_buf_init(&b, 1 << 20);
-    pf_fleet_links_encode(&b, P->mylinks, P->nmylinks);
-    bool pok = !pf_rdv_stopped(rdv) && P->nmylinks == (size_t)P->mesh.nshifts;
-    int r = pf_rdv_step(rdv, "links", pok, pok ? NULL : P->ar_err, b.data, b.len, PF_RDV_GATHER, 15,
-                        &res);
-    (void)r;
-    pf_buf_free(&b);
-    const int *rk = pf_rdv_ranks(rdv);
-    if (pf_rdv_rank(rdv) == 0 && res.blobs)
-        for (int i = 0; i < pf_rdv_size(rdv); i++)
-            if (res.blobs[i])
-                (void)pf_fleet_links_decode(&P->links, &P->nlinks, rk[i], res.blobs[i],
-                                            res.lens[i]);
-    pf_rdv_step_res_free(rdv, &res);
-}
-
-/* mesh → barrier → all-reduce → its results gathered → probes → the links gathered */
+/* mesh → barrier → all-reduce → its results gathered → the probe rounds (probes.c) */
 int run_stage_tcp(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
@@ -181,8 +119,7 @@ int run_stage_tcp(struct pf_run *R)
         return 0;
     }
     run_guard(R, "collective.tcp", "probing the links between %d ranks", pf_rdv_size(rdv));
-    do_probes(R);
-    gather_links(R);
+    (void)run_probe_links(R);
     mesh_close(P);
     return 0;
 }

@@ -4,15 +4,17 @@
 #   - the wall time from the start of the last process to the exit of the last one,
 #   - the time per stage at rank 0, from the moments its progress lines arrive,
 #   - peak RSS (ru_maxrss from wait4) of rank 0 and of the median other rank,
-#   - rank 0's verdict, the fleet verdict, and the culprits named (on loopback, with every
-#     rank on the same cores, any slow-link or slow-node finding is a false culprit).
+#   - rank 0's verdict, the fleet verdict, and the false culprits: nothing is throttled, so
+#     every culprit and every slow-link or slow-node finding is false.
+# The run (at least 1,024 processes) takes a few minutes on two cores, most of it starting
+# the processes.
 # Numbers never fail the run. Every rank is in one process group that is killed at the end,
 # so nothing outlives the script, also when a run hangs or the script is interrupted.
 #   BENCH_SCALE_N       ranks per run, a list (default "64 256 1024")
 #   BENCH_SCALE_TIMEOUT preflight's --timeout for each run, seconds (default 300, Kueue's
 #                       default waitForPodsReady); the script kills what is left 30 s later
 #   BENCH_SCALE_BYTES   the all-reduce's message size (default 1 MiB: N processes share the
-#                       machine's memory; the probes send at least 4 MiB whatever this is)
+#                       machine's memory; the probes size themselves from the measured rate)
 #   BENCH_SCALE_WRAP0   a command that rank 0 runs under, e.g. "perf record -g -o /tmp/p0.data --"
 #                       (its RSS is then the wrapper's)
 set -u
@@ -74,7 +76,7 @@ def rank_env(rank):
 MARKS = [("join", None),  # the last "joined ... (N of N)" line
          ("roster", re.compile(r"ranks in the run after")),
          ("mesh", re.compile(r"tcp all-reduce: ")),
-         ("allreduce+probes", re.compile(r"NCCL: |collective\.nccl"))]
+         ("allreduce+probes", re.compile(r"link probes: |NCCL: |collective\.nccl"))]
 
 
 def run(n):
@@ -181,6 +183,15 @@ def run(n):
         if c.get("id") == "collective.tcp":
             ar = (c.get("evidence") or {}).get("secondsThisRank")
     res["codes"] = codes
+    res["false"] = res["culprits"] + codes.get("slow-link", 0) + codes.get("slow-node", 0)
+    res["probe_line"] = ""
+    try:
+        with open(os.path.join(d, "rank0.log")) as f:
+            for line in f:
+                if "link probes: " in line:
+                    res["probe_line"] = line.split("link probes: ", 1)[1].strip()
+    except OSError:
+        pass
     # the all-reduce ran 1 checked + 1 timed iteration: about 2x its time at rank 0
     res["allreduce"] = 2 * ar if ar is not None else None
     return res
@@ -204,7 +215,7 @@ print(f"machine: {os.cpu_count()} cores, loopback; all-reduce {msg_bytes} bytes 
 print()
 print("| N | last start -> last exit (s) | join | roster | mesh | all-reduce + probes "
       "(all-reduce alone) | GPU stage + report | RSS rank 0 (MiB) | RSS median rank (max) "
-      "| exit != 0 | rank 0 / fleet verdict | culprits | tcp/rendezvous findings |")
+      "| exit != 0 | rank 0 / fleet verdict | false culprits | tcp/rendezvous findings |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|")
 for r in rows:
     st = dict(r["stages"])
@@ -213,5 +224,8 @@ for r in rows:
           f"{f(st['mesh'])} | {f(st['allreduce+probes'])} ({f(r['allreduce'], nd=3)}) | "
           f"{f(st['gpu+report'])} | {f(r['rss0'], nd=1)} | {f(r['rss_med'], nd=1)} "
           f"({f(r['rss_max'], nd=1)}) | {r['nonzero_rc']} | {r['verdict']} / {r['fleet']} | "
-          f"{r['culprits']} | {codes} |")
+          f"{r['false']} | {codes} |")
+print()
+for r in rows:
+    print(f"N={r['n']} link probes: {r['probe_line'] or 'n/a'}")
 PY

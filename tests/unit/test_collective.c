@@ -193,8 +193,8 @@ static void test_probe_shifts(void **state)
         int n, k, s[3];
     } cases[] = {
         {0, 0, {0}},       {1, 0, {0}},       {2, 1, {1}},
-        {3, 2, {1, 2}},    {4, 3, {1, 3, 2}}, {5, 3, {1, 4, 2}},
-        {6, 3, {1, 5, 3}}, {7, 3, {1, 6, 2}}, {8, 3, {1, 7, 4}},
+        {3, 2, {1, 2}},    {4, 3, {1, 2, 3}}, {5, 3, {1, 2, 3}},
+        {6, 3, {1, 3, 2}}, {7, 3, {1, 3, 2}}, {8, 3, {1, 4, 3}},
     };
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
         int out[3] = {-1, -1, -1};
@@ -489,7 +489,8 @@ static void test_probe(void **state)
     size_t nbytes = 8 << 20;
     assert_int_equal(pf_coll_probe(&pr, a[0], a[1], nbytes, pf_now() + 30, &fail), 0);
     assert_true(pr.complete);
-    assert_int_equal(pr.bytes, nbytes);
+    assert_int_equal(pr.received, nbytes);
+    assert_int_equal(pr.bytes, nbytes - nbytes / 4); /* the first quarter warms up, untimed */
     assert_true(pr.gbps > 0);
     assert_true(pr.seconds > 0);
     assert_int_equal(fail.kind, PF_COLL_OK);

@@ -259,6 +259,28 @@ static const struct scenario scenarios[] = {
      .nslow_links = 1,
      .flaky = -1,
      .want_links = 1},
+    {.name = "one slow node among four (every other rank is its partner)",
+     .n = 4,
+     .slow_nodes = {3},
+     .node_out = {true},
+     .node_in = {true},
+     .nslow_nodes = 1,
+     .flaky = -1,
+     .want_nodes = 1},
+    {.name = "one slow link among four",
+     .n = 4,
+     .slow_links = {{2, 0, 0.05}},
+     .nslow_links = 1,
+     .flaky = -1,
+     .want_links = 1},
+    {.name = "one slow node among eight",
+     .n = 8,
+     .slow_nodes = {5},
+     .node_out = {true},
+     .node_in = {true},
+     .nslow_nodes = 1,
+     .flaky = -1,
+     .want_nodes = 1},
     {.name = "slow link among three",
      .n = 3,
      .slow_links = {{0, 1, 0.1}},
@@ -302,7 +324,8 @@ static void test_scenarios(void **state)
         assert_true(T.rounds <= maxr);
         assert_true(T.max_per_rank <= 2);
         /* the first round's 1 MiB probes carry a round trip: a little under the base rate */
-        if (sc->n >= 4) assert_true(J.median > 0.8 * BASE_GBPS && J.median <= BASE_GBPS);
+        /* (among four, a slow node's links are half of all: the median falls with them) */
+        if (sc->n >= 8) assert_true(J.median > 0.8 * BASE_GBPS && J.median <= BASE_GBPS);
         for (int i = 0; i < sc->nslow_nodes; i++) {
             int r = sc->slow_nodes[i];
             const struct pf_coll_culprit *c = find(&J, PF_COLL_CULPRIT_NODE, r, r);

@@ -183,6 +183,44 @@ static void test_lost_without_failures(void **state)
     pf_fleet_marks_free(&failed);
 }
 
+/* Hundreds lost (a thousand pods whose collective broke): a finding and a culprit for each of
+ * the first PF_FLEET_LIST_MAX, one finding for the rest, every message of bounded size. */
+static void test_many_lost(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    struct pf_fleet f;
+    static int roster[N];
+    fleet_of(&f, N, roster);
+    struct pf_fleet_marks lost = {0}, failed = {0};
+    for (int r = 1; r < N; r++) {
+        pf_fleet_mark(&lost, r, "its connection closed: the process exited or the pod was deleted");
+        pf_fleet_mark(&failed, r, "receiving from the previous rank: the peer sent nothing");
+    }
+    struct pf_fleet_tcp t = tcp_of(&lost, &failed);
+    pf_fleet_judge_tcp(&f, &t);
+    size_t nlost = 0, total = 0;
+    for (size_t i = 0; i < f.out.nfindings; i++) {
+        if (strcmp(f.out.findings[i].code, "peer-lost") != 0) continue;
+        nlost++;
+        total += strlen(f.out.findings[i].message);
+        assert_true(strlen(f.out.findings[i].message) < 1400);
+    }
+    assert_int_equal(nlost, PF_FLEET_LIST_MAX + 1);
+    assert_int_equal(f.out.nculprits, PF_FLEET_LIST_MAX);
+    const struct pf_fleet_finding *x = NULL;
+    for (size_t i = 0; i < f.out.nfindings; i++)
+        if (strstr(f.out.findings[i].message, "more ranks were lost")) x = &f.out.findings[i];
+    assert_non_null(x);
+    /* 299 lost: 12 named alone, 287 in the last finding, of which 12 listed */
+    assert_non_null(strstr(x->message, "287 more ranks were lost after the rendezvous (13, 14"));
+    assert_non_null(strstr(x->message, "and 275 more)"));
+    assert_true(total < 20000);
+    pf_fleet_free(&f);
+    pf_fleet_marks_free(&lost);
+    pf_fleet_marks_free(&failed);
+}
+
 static void test_results_and_floor(void **state)
 {
     (void)state;
@@ -363,10 +401,10 @@ static void test_step_codecs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agree_table),         cmocka_unit_test(test_lost_without_failures),
-        cmocka_unit_test(test_results_and_floor),   cmocka_unit_test(test_slow_node),
-        cmocka_unit_test(test_reports_and_verdict), cmocka_unit_test(test_summary_round_trip),
-        cmocka_unit_test(test_step_codecs),
+        cmocka_unit_test(test_agree_table),        cmocka_unit_test(test_lost_without_failures),
+        cmocka_unit_test(test_many_lost),          cmocka_unit_test(test_results_and_floor),
+        cmocka_unit_test(test_slow_node),          cmocka_unit_test(test_reports_and_verdict),
+        cmocka_unit_test(test_summary_round_trip), cmocka_unit_test(test_step_codecs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,167 @@
+/* The link probes of stage collective.tcp: pf_coll_rounds_run (pkg/collective/rounds.c) over
+ * this run's sockets and steps. A round's barrier is a scatter step: every rank sends rank
+ * 0 what it received in the round before, rank 0 plans the next round (struct
+ * pf_coll_coord) and answers each rank with its own probes only, so no rank holds more than
+ * its own part. The survey rounds use the data mesh, which connects exactly the survey's
+ * shifts (pf_coll_probe_shifts), each connection in one round only; a confirmation probe gets
+ * a connection of its own (pf_rdv_probe_connect), closed after its round. Rank 0 judges
+ * every sample at the end (pf_coll_judge). */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct probe_run {
+    struct pf_run *R;
+    struct pf_coll_coord co; /* rank 0 */
+    bool more;               /* rank 0: the round planned runs */
+    double step_s, probe_s;
+    int own[2];    /* connections opened for this round */
+    int fail_peer; /* the position a failed probe was with (-1: none) */
+};
+
+static void probe_ready(void *arg, uint8_t **blobs, size_t *lens, int nb)
+{
+    struct probe_run *P = arg;
+    for (int i = 0; i < nb; i++) {
+        struct pf_coll_sample s[PF_COLL_TASKS_MAX];
+        size_t ns = 0;
+        if (blobs[i] && pf_fleet_samples_decode(s, &ns, PF_COLL_TASKS_MAX, blobs[i], lens[i]) == 0)
+            pf_coll_coord_add(&P->co, i, s, ns);
+        free(blobs[i]);
+        blobs[i] = NULL;
+        lens[i] = 0;
+    }
+    P->more = pf_coll_coord_plan(&P->co, P->co.round + 1) > 0;
+}
+
+static void probe_part(void *arg, int pos, struct pf_buf *out)
+{
+    struct probe_run *P = arg;
+    struct pf_coll_task t[PF_COLL_TASKS_MAX];
+    size_t nt = P->more ? pf_coll_coord_tasks(&P->co, pos, t) : 0;
+    pf_fleet_tasks_encode(out, P->more, t, nt);
+}
+
+/* The samples this rank received, kept for its own evidence (by rank). */
+static void keep_mine(struct run_pods *Q, const struct pf_coll_sample *s, size_t ns)
+{
+    const int *rk = pf_rdv_ranks(Q->rdv);
+    for (size_t i = 0; i < ns; i++) {
+        Q->mylinks = pf_xrealloc(Q->mylinks, (Q->nmylinks + 1) * sizeof(*Q->mylinks));
+        Q->mylinks[Q->nmylinks++] =
+            (struct pf_coll_link){rk[s[i].src], pf_rdv_rank(Q->rdv), pf_coll_sample_gbps(&s[i])};
+    }
+}
+
+static int probe_next(void *arg, int round, const struct pf_coll_sample *mine, size_t nmine,
+                      const char *err, struct pf_coll_task *tasks, size_t *ntasks)
+{
+    struct probe_run *P = arg;
+    struct run_pods *Q = P->R->pods;
+    struct pf_rdv *rdv = Q->rdv;
+    *ntasks = 0;
+    keep_mine(Q, mine, nmine);
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    pf_fleet_samples_encode(&b, mine, nmine);
+    char e2[400] = "";
+    if (err) {
+        char w[160] = "";
+        if (P->fail_peer >= 0) pf_rdv_who(w, sizeof(w), rdv, pf_rdv_ranks(rdv)[P->fail_peer]);
+        snprintf(e2, sizeof(e2), "link probe%s%s: %s", w[0] ? " with " : "", w, err);
+        snprintf(Q->ar_err, sizeof(Q->ar_err), "%s", e2);
+        pf_ctx_progress(&P->R->ctx, "%s", e2);
+    }
+    run_guard(P->R, "collective.tcp", "probing the links between %d ranks (round %d)",
+              pf_rdv_size(rdv), round + 1);
+    struct pf_rdv_step_res res;
+    int r = pf_rdv_step_scatter(rdv, "probe", !err, err ? e2 : NULL, b.data, b.len, P->step_s,
+                                probe_ready, probe_part, P, &res);
+    pf_buf_free(&b);
+    bool more = false;
+    if (r == 0 && pf_rdv_rank(rdv) == 0) {
+        more = P->more;
+        *ntasks = more ? pf_coll_coord_tasks(&P->co, 0, tasks) : 0;
+    } else if (r == 0 && (res.nb < 1 ||
+                          pf_fleet_tasks_decode(&more, tasks, ntasks, PF_COLL_TASKS_MAX,
+                                                pf_rdv_size(rdv), res.blobs[0], res.lens[0]) < 0)) {
+        r = PF_ERR;
+    }
+    pf_rdv_step_res_free(rdv, &res);
+    if (r < 0) return PF_ERR;
+    return more ? 1 : 0;
+}
+
+static int probe_link(void *arg, int round, const struct pf_coll_task *t, char *why, size_t nwhy)
+{
+    struct probe_run *P = arg;
+    struct run_pods *Q = P->R->pods;
+    int n = pf_rdv_size(Q->rdv), pos = pf_rdv_pos(Q->rdv);
+    int d = ((t->send ? t->peer - pos : pos - t->peer) % n + n) % n;
+    /* a survey round: the mesh's connection of its shift */
+    if (round < pf_coll_survey_rounds(n) && round < Q->mesh.nshifts && d == Q->mesh.shifts[round]) {
+        int fd = t->send ? Q->mesh.out_fd[round] : Q->mesh.in_fd[round];
+        if (fd >= 0) return fd;
+        snprintf(why, nwhy, "the data mesh has no connection for shift %d", d);
+        return -1;
+    }
+    int fd =
+        pf_rdv_probe_connect(Q->rdv, round, t->peer, t->send, pf_now() + P->probe_s, why, nwhy);
+    if (fd >= 0) P->own[t->send ? 0 : 1] = fd;
+    return fd;
+}
+
+static void probe_release(void *arg, int round)
+{
+    struct probe_run *P = arg;
+    (void)round;
+    for (int k = 0; k < 2; k++) {
+        if (P->own[k] >= 0) close(P->own[k]);
+        P->own[k] = -1;
+    }
+}
+
+/* Rank 0: the judgement of every sample, and the samples as the links evidence (by rank). */
+static void probe_judge(struct probe_run *P)
+{
+    struct run_pods *Q = P->R->pods;
+    const struct pf_coll_coord *co = &P->co;
+    const int *rk = pf_rdv_ranks(Q->rdv);
+    if (pf_coll_judge(&Q->judg, co->n, co->s, co->ns, PF_COLL_SLOW_RATIO) < 0) return;
+    Q->have_judg = true;
+    free(Q->links);
+    Q->links = pf_xcalloc(co->ns ? co->ns : 1, sizeof(*Q->links));
+    Q->nlinks = co->ns;
+    for (size_t i = 0; i < co->ns; i++)
+        Q->links[i] = (struct pf_coll_link){rk[co->s[i].src], rk[co->s[i].dst],
+                                            pf_coll_sample_gbps(&co->s[i])};
+    pf_ctx_progress(&P->R->ctx,
+                    "link probes: %zu samples in %d rounds, reference %.2f Gb/s, %zu culprit%s",
+                    co->ns, Q->judg.rounds, Q->judg.median, Q->judg.n, Q->judg.n == 1 ? "" : "s");
+}
+
+int run_probe_links(struct pf_run *R)
+{
+    struct run_pods *Q = R->pods;
+    struct probe_run P;
+    memset(&P, 0, sizeof(P));
+    P.R = R;
+    P.own[0] = P.own[1] = -1;
+    P.fail_peer = -1;
+    P.probe_s = pf_clampd(pf_rdv_left_s(Q->rdv) * 0.03, 2, 10);
+    P.step_s = P.probe_s + 15;
+    bool root = pf_rdv_rank(Q->rdv) == 0;
+    if (root) pf_coll_coord_init(&P.co, pf_rdv_size(Q->rdv), PF_COLL_SLOW_RATIO);
+    struct pf_coll_rounds_ops ops = {&P, probe_next, probe_link, probe_release};
+    struct pf_coll_fail fail;
+    int r = pf_coll_rounds_run(pf_rdv_pos(Q->rdv), pf_rdv_size(Q->rdv), &ops, P.probe_s, &fail,
+                               &P.fail_peer);
+    probe_release(&P, -1);
+    if (root && r == 0) probe_judge(&P);
+    if (root) pf_coll_coord_free(&P.co);
+    return r;
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The link probes name the planted culprit, and only it: eight pods (network namespaces on a
+# bridge, tests/e2e/pods.sh), each scenario plants one fault and asserts every pod's verdict.
+#   link  one direction of one link shaped with tc (trainer-2 -> trainer-5 at 40 Mbit/s, an
+#         htb class and a u32 filter on trainer-2's eth0 for trainer-5's address): a
+#         slow-link finding naming both ends, no slow node, no culprit
+#   node  every link of trainer-4 shaped (its eth0 and its port on the switch, 40 Mbit/s):
+#         a slow-node finding and exactly one culprit, trainer-4
+#   cpu   trainer-6 pinned to one core that two busy loops hold: no slow link, and no culprit
+#         other than trainer-6 (a starved CPU may slow a pod; it never blames another)
+# The rates are far apart whatever the machine's load: 40 Mbit/s against veth pairs that
+# carry Gbit/s, and the timeouts leave minutes for a busy two-core host.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pods.sh"
+
+need_root "link probes among pods in network namespaces" || exit 0
+for c in ip dnsmasq tc taskset; do
+    command -v "$c" >/dev/null ||
+        { skip "link probes among pods in network namespaces" "$c not installed"; exit 0; }
+done
+
+N=8
+TO=90
+BUSY=()
+cleanup() {
+    local p
+    for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null; done
+    pods_cleanup
+    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+pods_setup "$N" "pfs$$" || { notok "set up $N pods"; exit 1; }
+ok "set up $N pods (network namespaces, bridge, dnsmasq)"
+printf 'tcp: {messageBytes: 1048576, iterations: 1}\n' >"$T/small.yaml"
+
+declare -A RC
+SC= PORT=
+
+# launch I [CMD-PREFIX...]: pod I's `preflight run` in the background (rank from the hostname)
+launch() {
+    local i=$1
+    shift
+    (
+        pod_exec "$i" "$@" env POD_NAME="trainer-$i" POD_NAMESPACE=ml NODE_NAME="node-$i" \
+            PREFLIGHT_WORLD_SIZE=$N PREFLIGHT_PORT="$PORT" NCCL_SOCKET_IFNAME=eth0 \
+            "$PREFLIGHT" run --config "$T/small.yaml" --verdict "$T/$SC/v$i.yaml" \
+            --format yaml --timeout "$TO" >>"$T/$SC/out$i" 2>&1
+        echo $? >"$T/$SC/rc$i"
+    ) &
+    POD_PID[$i]=$!
+}
+
+# run_all NAME PORT [I CMD-PREFIX...]: every pod, pod I under CMD-PREFIX when given
+run_all() {
+    SC=$1 PORT=$2
+    local special=${3:--1} i
+    shift 3 2>/dev/null || shift $#
+    mkdir -p "$T/$SC"
+    for ((i = 0; i < N; i++)); do
+        if [ "$i" = "$special" ]; then launch "$i" "$@"; else launch "$i"; fi
+    done
+    for ((i = 0; i < N; i++)); do
+        wait "${POD_PID[$i]}" 2>/dev/null
+        RC[$i]=$(cat "$T/$SC/rc$i" 2>/dev/null || echo none)
+    done
+}
+
+# expect I EXPR...: every Python expression holds over pod I's verdict (d; check(id);
+# codes(id); finding(id, code); culprits(): the culprits' ranks)
+expect() {
+    local i=$1
+    shift
+    local v="$T/$SC/v$i.yaml" name="$SC: trainer-$i"
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$SC/out$i"; then
+        notok "$name: no sanitizer report" "$(grep -m1 -E 'Sanitizer|runtime error' "$T/$SC/out$i")"
+    fi
+    [ -s "$v" ] || { notok "$name verdict written" "no $v (exit ${RC[$i]})"; return; }
+    python3 - "$v" "$name" "$@" <<'PY'
+import json, sys, yaml
+path, name, exprs = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(path) as f:
+    d = yaml.safe_load(f)
+def check(cid):
+    return next((c for c in d.get("checks", []) if c["id"] == cid), {})
+def codes(cid):
+    return sorted(x["code"] for x in (check(cid).get("findings") or []))
+def finding(cid, code):
+    return " | ".join(x.get("message", "") for x in check(cid).get("findings") or []
+                      if x["code"] == code)
+def culprits():
+    return sorted(c.get("rank") for c in d.get("culprits") or [])
+for e in exprs:
+    try:
+        r, err = eval(e), ""
+    except Exception as x:
+        r, err = False, repr(x)
+    if r is True:
+        print(f"ok - {name}: {e}")
+    else:
+        got = {"verdict": d.get("verdict"), "collective.tcp": [check("collective.tcp").get("status"),
+               codes("collective.tcp")], "culprits": culprits(),
+               "findings": [x.get("message") for x in check("collective.tcp").get("findings") or []]}
+        print(f"not ok - {name}: {e}: {err or r} ({json.dumps(got)[:900]})")
+PY
+}
+
+tbf='tbf rate 40mbit burst 16kb latency 500ms'
+
+# ---- link: trainer-2 -> trainer-5 only
+sc_link() {
+    local ns2
+    ns2=$(pods_ns 2)
+    # htb with one shaped class; what no filter picks bypasses it (default 0)
+    ip netns exec "$ns2" tc qdisc add dev eth0 root handle 1: htb default 0 &&
+        ip netns exec "$ns2" tc class add dev eth0 parent 1: classid 1:10 htb rate 40mbit \
+            ceil 40mbit burst 16kb 2>/dev/null &&
+        ip netns exec "$ns2" tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+            match ip dst "$(pods_ip 5)/32" flowid 1:10 ||
+        { notok "link: tc on trainer-2 for trainer-5"; return; }
+    run_all link 29810
+    ip netns exec "$ns2" tc qdisc del dev eth0 root
+    local i
+    for ((i = 0; i < N; i++)); do
+        expect "$i" 'd["verdict"] == "warn"' 'codes("collective.tcp") == ["slow-link"]' \
+            '"rank 2 (trainer-2) to rank 5 (trainer-5)" in finding("collective.tcp", "slow-link")' \
+            'culprits() == []'
+    done
+}
+
+# ---- node: every link of trainer-4
+sc_node() {
+    ip netns exec "$(pods_ns 4)" tc qdisc add dev eth0 root $tbf &&
+        ip netns exec "$PODS_SW" tc qdisc add dev "${PODS_PREFIX}v4" root $tbf ||
+        { notok "node: tc on trainer-4's link"; return; }
+    run_all node 29820
+    ip netns exec "$(pods_ns 4)" tc qdisc del dev eth0 root
+    ip netns exec "$PODS_SW" tc qdisc del dev "${PODS_PREFIX}v4" root
+    local i
+    for ((i = 0; i < N; i++)); do
+        expect "$i" 'd["verdict"] == "fail"' '"slow-node" in codes("collective.tcp")' \
+            '"slow-link" not in codes("collective.tcp")' \
+            '"rank 4 (trainer-4)" in finding("collective.tcp", "slow-node")' \
+            'culprits() == [4]'
+    done
+}
+
+# ---- cpu: trainer-6 on one core that two busy loops hold
+sc_cpu() {
+    local k
+    for k in 1 2; do
+        taskset -c 0 sh -c 'while :; do :; done' &
+        BUSY+=($!)
+    done
+    run_all cpu 29830 6 taskset -c 0
+    for k in "${BUSY[@]}"; do kill "$k" 2>/dev/null; done
+    BUSY=()
+    local i
+    for ((i = 0; i < N; i++)); do
+        expect "$i" '"slow-link" not in codes("collective.tcp")' 'culprits() in ([], [6])' \
+            'check("collective.tcp")["status"] in ("pass", "fail")'
+    done
+}
+
+# ONLY="link node" runs those scenarios alone
+for s in link node cpu; do
+    [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $s "* ]] || continue
+    "sc_$s"
+done
