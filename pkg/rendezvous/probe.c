@@ -95,7 +95,12 @@ static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, 
         int pr = poll(&pfd, 1, (int)((deadline - now) * 1000) + 1);
         if (pr <= 0) continue;
         int fd = accept4(S->data_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) continue;
+        if (fd < 0) {
+            /* out of descriptors the listener stays readable: rest instead of spinning */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                (void)poll(NULL, 0, 100);
+            continue;
+        }
         if (probe_hello_ok(S, fd, S->rk[q], round, deadline)) return fd;
         close(fd);
     }
