@@ -272,13 +272,16 @@ if start_server ok; then
     expect_eq "report no token: no-service-account" "$(yq "$V" 'codes("report.kubernetes")')" '["no-service-account"]'
     expect_eq "report no token: exit code unchanged" "$RC" "$BASE_RC"
 
-    # ---- libcurl missing: skip with the reason
-    run nocurl "$T/config.yaml" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" \
-        PREFLIGHT_LIBCURL=/nonexistent/libcurl.so.4
-    expect_eq "report no libcurl: skip" "$(yq "$V" 'check("report.kubernetes")["status"]')" "skip"
-    expect_eq "report no libcurl: reason names libcurl" \
-        "$(yq "$V" '"libcurl" in check("report.kubernetes")["message"]')" "True"
-    expect_eq "report no libcurl: exit code unchanged" "$RC" "$BASE_RC"
+    # ---- libcurl missing: skip with the reason; the override PREFLIGHT_CURL_LIB, and its
+    # older name PREFLIGHT_LIBCURL, which still works
+    for var in PREFLIGHT_CURL_LIB PREFLIGHT_LIBCURL; do
+        run "nocurl-$var" "$T/config.yaml" KUBERNETES_SERVICE_HOST=127.0.0.1 \
+            KUBERNETES_SERVICE_PORT="$PORT" "$var=/nonexistent/libcurl-$var.so.4"
+        expect_eq "report no libcurl ($var): skip" "$(yq "$V" 'check("report.kubernetes")["status"]')" "skip"
+        expect_eq "report no libcurl ($var): reason names the file" \
+            "$(yq "$V" '"libcurl cannot be loaded (/nonexistent/libcurl-'"$var"'.so.4" in check("report.kubernetes")["message"]')" "True"
+        expect_eq "report no libcurl ($var): exit code unchanged" "$RC" "$BASE_RC"
+    done
 else
     notok "report wrong CA: start the HTTPS server" "no port"
 fi
