@@ -165,6 +165,64 @@ void pf_report_api_request(struct http *res, const struct api *a, const char *me
 {
     http_do(res, a, method, path, content_type, body, deadline);
 }
+/* The Event and the annotation as the config asks, each a finding when it fails; the
+ * check's message says what was done. */
+static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const struct api *a,
+                           const struct pf_report_pod *who, double deadline)
+{
+    const struct pf_config *cfg = ctx->config;
+    const struct pf_verdict *v = ctx->verdict;
+    char path[800], ts[32];
+    struct pf_buf body;
+    struct http res;
+    pf_buf_init(&body, 64 << 10);
+    pf_utc_timestamp(ts, sizeof(ts));
+    bool posted = false, patched = false;
+
+    if (cfg->report_events) {
+        pf_report_event_body(&body, v, who, ts);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", who->ns);
+        double t = pf_now();
+        http_do(&res, a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
+        pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
+        if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
+        if (http_ok(&res)) {
+            posted = true;
+            pf_node_set_str(out->evidence, "eventReason", pf_report_event_reason(v->verdict));
+        } else {
+            finding_for(out, &res, "posting the Event on pod", "events-forbidden", a, who->ns,
+                        who->name);
+        }
+        pf_buf_free(&res.body);
+    }
+    if (cfg->report_annotate) {
+        pf_buf_reset(&body);
+        pf_report_annotation_patch(&body, v);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", who->ns, who->name);
+        double t = pf_now();
+        http_do(&res, a, "PATCH", path, "application/merge-patch+json",
+                body.data ? body.data : "{}", deadline);
+        pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
+        if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
+        if (http_ok(&res))
+            patched = true;
+        else
+            finding_for(out, &res, "annotating pod", "annotate-forbidden", a, who->ns, who->name);
+        pf_buf_free(&res.body);
+    }
+    pf_buf_free(&body);
+
+    char msg[600] = "";
+    if (posted)
+        snprintf(msg, sizeof(msg), "Event %s posted on pod %s/%s",
+                 pf_report_event_reason(v->verdict), who->ns, who->name);
+    if (patched) {
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof(msg) - l, "%sannotation %s set on pod %s/%s", l ? "; " : "",
+                 PF_REPORT_ANNOTATION, who->ns, who->name);
+    }
+    if (msg[0]) pf_check_set_message(out, "%s", msg);
+}
 #endif /* !PF_STATIC */
 
 void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budget_s)
@@ -245,56 +303,8 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
         .uid = pf_env_get(&ctx->env, "POD_UID"),
         .node = pf_node_get_str(v->pod, "node"),
     };
-    char path[800], ts[32];
-    struct pf_buf body;
-    struct http res;
-    pf_buf_init(&body, 64 << 10);
-    pf_utc_timestamp(ts, sizeof(ts));
-    bool posted = false, patched = false;
-
-    if (cfg->report_events) {
-        pf_report_event_body(&body, v, &who, ts);
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
-        double t = pf_now();
-        http_do(&res, &a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
-        pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
-        if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
-        if (http_ok(&res)) {
-            posted = true;
-            pf_node_set_str(out->evidence, "eventReason", pf_report_event_reason(v->verdict));
-        } else {
-            finding_for(out, &res, "posting the Event on pod", "events-forbidden", &a, ns, pod);
-        }
-        pf_buf_free(&res.body);
-    }
-    if (cfg->report_annotate) {
-        pf_buf_reset(&body);
-        pf_report_annotation_patch(&body, v);
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
-        double t = pf_now();
-        http_do(&res, &a, "PATCH", path, "application/merge-patch+json",
-                body.data ? body.data : "{}", deadline);
-        pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
-        if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
-        if (http_ok(&res))
-            patched = true;
-        else
-            finding_for(out, &res, "annotating pod", "annotate-forbidden", &a, ns, pod);
-        pf_buf_free(&res.body);
-    }
-    pf_buf_free(&body);
+    post_and_patch(out, ctx, &a, &who, deadline);
     free(a.token);
-
-    char msg[600] = "";
-    if (posted)
-        snprintf(msg, sizeof(msg), "Event %s posted on pod %s/%s",
-                 pf_report_event_reason(v->verdict), ns, pod);
-    if (patched) {
-        size_t l = strlen(msg);
-        snprintf(msg + l, sizeof(msg) - l, "%sannotation %s set on pod %s/%s", l ? "; " : "",
-                 PF_REPORT_ANNOTATION, ns, pod);
-    }
-    if (msg[0]) pf_check_set_message(out, "%s", msg);
 #endif
 }
 
