@@ -4,7 +4,7 @@
  * PREFLIGHT_CURL_LIB), then the versioned soname; required and optional symbols apart; on
  * failure every pointer is NULL and the message keeps dlerror(); each library is loaded once
  * and never closed after a success. The few NCCL, CUDA driver, verbs and libcurl types used
- * are declared here, so the build needs none of their headers; tests/unit/test_dl_abi.c
+ * are declared here, so the build needs none of their headers; tests/unit/dl/test_dl_abi.c
  * compiles these declarations against the real nccl.h, cuda.h, infiniband/verbs.h and
  * curl/curl.h where they are installed. Under PF_STATIC every loader fails with "static
  * binary: no dlopen". */

@@ -291,7 +291,7 @@ stop_server
 # `kubectl taint` would send, on the pod's own node. The verdict's failure class is not
 # produced by `preflight run` here, so the test drives pf_report_mark_node through the unit
 # test binary (test_mark_node_live) against this server.
-UNIT_REPORT=${PREFLIGHT%/preflight}/tests/test_report
+UNIT_REPORT=${PREFLIGHT%/preflight}/tests/report/test_report
 mark() { # MODE HOW
     start_server "$1" || return 1
     (cd "$PREFLIGHT_SRC/tests" && PF_TEST_APISERVER_PORT=$PORT PF_TEST_ROOT=$T/root PF_TEST_MARK=$2 \
@@ -315,7 +315,7 @@ if [ -x "$UNIT_REPORT" ] && mark node label; then
     mark forbidden label
     check "markNode 403: node-forbidden, a warn" grep -q "^finding: node-forbidden labelling node node-a: HTTP 403" "$T/mark-forbidden-label.txt"
 else
-    skip "report markNode" "build/san/tests/test_report missing (make ASAN=1 UBSAN=1 unit-build)"
+    skip "report markNode" "build/san/tests/report/test_report missing (make ASAN=1 UBSAN=1 unit-build)"
 fi
 stop_server
 

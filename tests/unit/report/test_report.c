@@ -14,7 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../pkg/report/report.h"
+#include "../../../pkg/report/report.h"
+#include "../helpers/helpers.h"
 
 #define GOLDEN_METRICS "k8s/golden/metrics.prom"
 
@@ -221,18 +222,6 @@ static void test_prom_escape(void **state)
     pf_buf_free(&b);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = malloc(1 << 20);
-    size_t n = fread(s, 1, (1 << 20) - 1, f);
-    fclose(f);
-    s[n] = '\0';
-    if (len) *len = n;
-    return s;
-}
-
 static void test_metrics_golden(void **state)
 {
     (void)state;
@@ -253,7 +242,7 @@ static void test_metrics_golden(void **state)
         fprintf(f, "%.*s@VERSION@%s", (int)(ver - b.data), b.data, ver + strlen(PF_VERSION));
         fclose(f);
     }
-    char *want = slurp(GOLDEN_METRICS, NULL);
+    char *want = th_slurp(GOLDEN_METRICS, NULL);
     assert_non_null(want);
     /* the golden file says @VERSION@ where the build's version goes */
     char *at = strstr(want, "@VERSION@");
@@ -303,8 +292,8 @@ static void test_metrics_golden(void **state)
 static void test_metrics_write_atomic(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pf-report-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[64];
+    th_tmpdir(dir, sizeof(dir), "report");
     char path[256], bad[512];
     snprintf(path, sizeof(path), "%s/a/b/metrics.prom", dir);
     struct pf_verdict v;
@@ -316,30 +305,27 @@ static void test_metrics_write_atomic(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     size_t len = 0;
-    char *got = slurp(path, &len);
+    char *got = th_slurp(path, &len);
     assert_non_null(got);
     assert_non_null(strstr(got, "preflight_verdict{pod=\"trainer-3\",verdict=\"pass\"} 1\n"));
     free(got);
     /* no temp file left beside it */
     char sub[256];
     snprintf(sub, sizeof(sub), "%s/a/b", dir);
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) -eq 1", sub);
-    assert_int_equal(system(cmd), 0);
+    th_sh("test $(ls -A %s | wc -l) -eq 1", sub);
     /* a path under a regular file cannot be written, and says where */
     snprintf(bad, sizeof(bad), "%s/x/metrics.prom", path);
     assert_true(pf_report_metrics_write(&v, bad) < 0);
     assert_non_null(strstr(pf_err_msg(), path));
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_true(th_rmtree(dir));
     pf_verdict_free(&v);
 }
 
 static void test_install_self(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pf-install-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[64];
+    th_tmpdir(dir, sizeof(dir), "install");
     char out[4200];
     mode_t old = umask(077);
     assert_int_equal(pf_report_install_self(out, sizeof(out), dir), 0);
@@ -358,9 +344,7 @@ static void test_install_self(void **state)
     assert_non_null(strstr(pf_err_msg(), "/nonexistent/pf"));
     assert_int_equal(pf_report_install_self(out, sizeof(out), want), PF_ERR);
     assert_non_null(strstr(pf_err_msg(), "not a folder"));
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_true(th_rmtree(dir));
 }
 
 static void test_kubernetes_skips(void **state)

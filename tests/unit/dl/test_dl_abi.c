@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../pkg/dl/dl.h"
+#include "../../../pkg/dl/dl.h"
 
 /* a function-pointer field of one of the loader structs, and the real function's pointer */
 #define FIELD_T(S, f) __typeof__(((struct S *)0)->f)
