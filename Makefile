@@ -34,6 +34,8 @@ PKG_SRCS  := $(sort $(wildcard pkg/*/*.c))
 PKG_OBJS  := $(PKG_SRCS:%.c=$(B)/%.o)
 MAIN_SRCS := $(sort $(wildcard cmd/preflight/*.c))
 MAIN_OBJ  := $(MAIN_SRCS:%.c=$(B)/%.o)
+# tests/unit/<module>/test_*.c, one binary each (build/<variant>/tests/<module>/test_*); the
+# shared harness in tests/unit/helpers/ is linked into every one
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c tests/unit/*/test_*.c))
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(B)/tests/%)
 UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
@@ -68,14 +70,15 @@ bin/preflight: $(B)/preflight
 	@mkdir -p bin
 	cp $< $@
 
-# CFLAGS_<test>: flags of one unit test. test_dl_abi compiles pkg/dl/dl.h against the real
-# nccl.h and cuda.h where they are installed (CUDA_HOME); without them its checks skip.
+# CFLAGS_<test>: flags of one unit test, by its file name. test_dl_abi compiles pkg/dl/dl.h
+# against the real nccl.h and cuda.h where they are installed (CUDA_HOME); without them its
+# checks skip.
 CUDA_HOME ?= /usr/local/cuda
 CFLAGS_test_dl_abi := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-isystem $(CUDA_HOME)/include)
 
 $(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(CFLAGS) $(CFLAGS_$*) -D_GNU_SOURCE -Wno-missing-prototypes $(LDFLAGS) -o $@ $^ $(LDLIBS_ALL) -lcmocka
+	$(CC) $(CFLAGS_ALL) $(CFLAGS) $(CFLAGS_$(notdir $*)) -D_GNU_SOURCE -Wno-missing-prototypes $(LDFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS_ALL) -lcmocka
 
 # ---- fully static variant (musl; libyaml built for musl from Debian's source package)
 static: bin/preflight-static

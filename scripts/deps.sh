@@ -6,9 +6,11 @@ set -eu
 build_pkgs="gcc make libc6-dev libyaml-dev libjansson-dev libsodium-dev pkg-config git ca-certificates"
 # libibverbs1 + ibverbs-providers: rdma.verbs loads the real library (it lists no device
 # without an RDMA NIC, so on a fixture tree the check skips instead of failing)
+# libcurl4-openssl-dev: curl/curl.h, which test_dl_abi compares pkg/dl/dl.h's libcurl
+# declarations with (the build itself needs no curl header)
 static_pkgs="$build_pkgs musl-tools"
 test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute2 dnsmasq-base
-  libibverbs1 ibverbs-providers
+  libibverbs1 ibverbs-providers libcurl4-openssl-dev
   iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
   curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils
   podman debootstrap debian-archive-keyring binutils file"

@@ -20,7 +20,8 @@ static const char *podinfo_dir(const struct pf_ctx *ctx)
     return d && *d ? d : PF_K8S_PODINFO_DEFAULT;
 }
 
-/* A network-status set as an environment variable with fieldPath (REFERENCE.md section 2). */
+/* A network-status set as an environment variable with fieldPath (docs/kubernetes.md, "What
+ * the pod tells preflight about itself"). */
 static const char *status_var(const struct pf_ctx *ctx, const char **name)
 {
     static const char *const names[] = {"PREFLIGHT_NETWORK_STATUS", "NETWORK_STATUS"};

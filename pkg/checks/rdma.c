@@ -1,6 +1,6 @@
 /* rdma.devices, rdma.ports, rdma.memlock, rdma.gpudirect: the RDMA side of a pod, read from
- * sysfs and /dev/infiniband under the root prefix (REFERENCE §4). Only uverbsN nodes are ever
- * opened: never umadN and never issmN (opening issmN sets the port's IsSM bit). */
+ * sysfs and /dev/infiniband under the root prefix (docs/checks/20-rdma.md). Only uverbsN nodes are
+ * ever opened: never umadN and never issmN (opening issmN sets the port's IsSM bit). */
 #define _GNU_SOURCE
 #include "checks.h"
 

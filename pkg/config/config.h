@@ -1,4 +1,4 @@
-/* config: the YAML config file (DESIGN.md "Config file"), parsed with libyaml. Every key is
+/* config: the YAML config file (docs/configuration.md), parsed with libyaml. Every key is
  * optional; an unknown key, a wrong type or a bad value is a usage error naming file, line
  * and key. */
 #ifndef PF_CONFIG_H

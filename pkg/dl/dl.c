@@ -1,7 +1,8 @@
-/* The three loaders. Each resolves a table of symbols into a struct of pointers; any missing
+/* The loader every library goes through, and the NCCL, CUDA and libibverbs tables. Each
+ * resolves a table of symbols into a struct of pointers; any missing
  * required symbol fails the whole load (handle closed, every pointer NULL). */
 #define _GNU_SOURCE
-#include "dl.h"
+#include "internal.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -61,42 +62,7 @@ void pf_dl_cuda_strerror(char *out, size_t n, const struct pf_dl_cuda *l, pf_CUr
         snprintf(out, n, "CUresult %u", r);
 }
 
-/* One symbol: its name, an optional version (dlvsym), an alternative name tried after it,
- * where its pointer goes, and whether the load fails without it. */
-struct sym {
-    const char *name;
-    const char *version;
-    const char *alt;
-    size_t offset;
-    bool required;
-};
-
-#define REQ(T, field, name)                                                                        \
-    {                                                                                              \
-        name, NULL, NULL, offsetof(T, field), true                                                 \
-    }
-#define REQ2(T, field, name, alt)                                                                  \
-    {                                                                                              \
-        name, NULL, alt, offsetof(T, field), true                                                  \
-    }
-#define OPT(T, field, name)                                                                        \
-    {                                                                                              \
-        name, NULL, NULL, offsetof(T, field), false                                                \
-    }
-#define OPT2(T, field, name, alt)                                                                  \
-    {                                                                                              \
-        name, NULL, alt, offsetof(T, field), false                                                 \
-    }
-#define VREQ(T, field, name, ver)                                                                  \
-    {                                                                                              \
-        name, ver, NULL, offsetof(T, field), true                                                  \
-    }
-#define VOPT(T, field, name, ver)                                                                  \
-    {                                                                                              \
-        name, ver, NULL, offsetof(T, field), false                                                 \
-    }
-
-static const struct sym nccl_syms[] = {
+static const struct pf_dl_sym nccl_syms[] = {
     REQ(struct pf_dl_nccl, GetVersion, "ncclGetVersion"),
     REQ(struct pf_dl_nccl, GetUniqueId, "ncclGetUniqueId"),
     REQ(struct pf_dl_nccl, CommInitRank, "ncclCommInitRank"),
@@ -119,7 +85,7 @@ static const struct sym nccl_syms[] = {
     OPT(struct pf_dl_nccl, Reduce, "ncclReduce"),
 };
 
-static const struct sym cuda_syms[] = {
+static const struct pf_dl_sym cuda_syms[] = {
     REQ(struct pf_dl_cuda, Init, "cuInit"),
     REQ(struct pf_dl_cuda, DriverGetVersion, "cuDriverGetVersion"),
     REQ(struct pf_dl_cuda, DeviceGetCount, "cuDeviceGetCount"),
@@ -147,7 +113,7 @@ static const struct sym cuda_syms[] = {
 };
 
 /* As NCCL's ibvsymbols.cc resolves them. */
-static const struct sym verbs_syms[] = {
+static const struct pf_dl_sym verbs_syms[] = {
     VREQ(struct pf_dl_verbs, get_device_list, "ibv_get_device_list", "IBVERBS_1.1"),
     VREQ(struct pf_dl_verbs, free_device_list, "ibv_free_device_list", "IBVERBS_1.1"),
     VREQ(struct pf_dl_verbs, get_device_name, "ibv_get_device_name", "IBVERBS_1.1"),
@@ -159,15 +125,6 @@ static const struct sym verbs_syms[] = {
     VREQ(struct pf_dl_verbs, reg_mr, "ibv_reg_mr", "IBVERBS_1.0"),
     VREQ(struct pf_dl_verbs, dereg_mr, "ibv_dereg_mr", "IBVERBS_1.0"),
     VOPT(struct pf_dl_verbs, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
-};
-
-struct lib {
-    const char *what;         /* "libnccl" */
-    const char *env;          /* override variable */
-    const char *const *names; /* sonames and usual places, tried in order (globs allowed) */
-    const struct sym *syms;
-    size_t nsyms;
-    size_t size; /* of the struct */
 };
 
 static const char *const nccl_names[] = {
@@ -190,18 +147,18 @@ static const char *const cuda_names[] = {"libcuda.so.1", "/usr/lib64/libcuda.so.
  * development symlink, so the soname comes first here. */
 static const char *const verbs_names[] = {"libibverbs.so.1", "libibverbs.so", NULL};
 
-static const struct lib lib_nccl = {
-    "libnccl.so.2", "PREFLIGHT_NCCL_LIB",    nccl_names,
-    nccl_syms,      PF_ARRAY_LEN(nccl_syms), sizeof(struct pf_dl_nccl)};
-static const struct lib lib_cuda = {
-    "libcuda.so.1", "PREFLIGHT_CUDA_LIB",    cuda_names,
-    cuda_syms,      PF_ARRAY_LEN(cuda_syms), sizeof(struct pf_dl_cuda)};
-static const struct lib lib_verbs = {
-    "libibverbs.so.1", "PREFLIGHT_IBVERBS_LIB",  verbs_names,
-    verbs_syms,        PF_ARRAY_LEN(verbs_syms), sizeof(struct pf_dl_verbs)};
+static const struct pf_dl_lib lib_nccl = {
+    "libnccl.so.2",          "PREFLIGHT_NCCL_LIB",     NULL, nccl_names, nccl_syms,
+    PF_ARRAY_LEN(nccl_syms), sizeof(struct pf_dl_nccl)};
+static const struct pf_dl_lib lib_cuda = {
+    "libcuda.so.1",          "PREFLIGHT_CUDA_LIB",     NULL, cuda_names, cuda_syms,
+    PF_ARRAY_LEN(cuda_syms), sizeof(struct pf_dl_cuda)};
+static const struct pf_dl_lib lib_verbs = {
+    "libibverbs.so.1",        "PREFLIGHT_IBVERBS_LIB",   NULL, verbs_names, verbs_syms,
+    PF_ARRAY_LEN(verbs_syms), sizeof(struct pf_dl_verbs)};
 
 #ifdef PF_STATIC
-static int open_lib(void *out, const struct lib *lib, const char *path)
+int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
 {
     (void)path;
     memset(out, 0, lib->size);
@@ -234,17 +191,50 @@ static void *try_open(const char *name, char *err, size_t errn)
     return h;
 }
 
-static int open_lib(void *out, const struct lib *lib, const char *path)
+/* The override: lib->env, else its older name. */
+static const char * override(const struct pf_dl_lib *lib)
+{
+    const char *v = getenv(lib->env);
+    if ((!v || !*v) && lib->env_alias) v = getenv(lib->env_alias);
+    return v && *v ? v : NULL;
+}
+
+/* Resolves every symbol of lib into out; false with msg set when a required one is missing. */
+static bool resolve(void *out, void *h, const struct pf_dl_lib *lib, const char *tried, char *msg,
+                    size_t msgn)
+{
+    for (size_t i = 0; i < lib->nsyms; i++) {
+        const struct pf_dl_sym *s = &lib->syms[i];
+        (void)dlerror();
+        void *p = s->version ? dlvsym(h, s->name, s->version) : dlsym(h, s->name);
+        const char *e = p ? NULL : dlerror();
+        if (!p && s->alt) {
+            (void)dlerror();
+            p = dlsym(h, s->alt);
+        }
+        if (!p && s->required) {
+            snprintf(msg, msgn, "%s: symbol %s%s%s missing (%s)", tried, s->name,
+                     s->version ? "@" : "", s->version ? s->version : "", e ? e : "not found");
+            return false;
+        }
+        memcpy((char *)out + s->offset, &p, sizeof(p));
+    }
+    return true;
+}
+
+int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
 {
     memset(out, 0, lib->size);
     char err[512] = "";
     void *h = NULL;
     const char *tried = NULL;
-    const char *env = getenv(lib->env);
-    if (!path && env && *env) path = env;
+    if (!path) path = override(lib);
     if (path) {
         h = try_open(path, err, sizeof(err));
-        if (!h) return pf_err_set(PF_EUNAVAIL, "%s: %s", path, err);
+        if (!h) /* dlerror() names the file already when it could not be opened */
+            return strncmp(err, path, strlen(path)) == 0
+                       ? pf_err_set(PF_EUNAVAIL, "%s", err)
+                       : pf_err_set(PF_EUNAVAIL, "%s: %s", path, err);
         tried = path;
     } else {
         for (size_t i = 0; lib->names[i] && !h; i++) {
@@ -256,26 +246,11 @@ static int open_lib(void *out, const struct lib *lib, const char *path)
         if (!h) return pf_err_set(PF_EUNAVAIL, "%s", err[0] ? err : "not found");
         tried = lib->what;
     }
-    /* resolve every symbol */
-    for (size_t i = 0; i < lib->nsyms; i++) {
-        const struct sym *s = &lib->syms[i];
-        void *p;
-        (void)dlerror();
-        p = s->version ? dlvsym(h, s->name, s->version) : dlsym(h, s->name);
-        const char *e = p ? NULL : dlerror();
-        if (!p && s->alt) {
-            (void)dlerror();
-            p = dlsym(h, s->alt);
-        }
-        if (!p && s->required) {
-            char msg[512];
-            snprintf(msg, sizeof(msg), "%s: symbol %s%s%s missing (%s)", tried, s->name,
-                     s->version ? "@" : "", s->version ? s->version : "", e ? e : "not found");
-            dlclose(h);
-            memset(out, 0, lib->size);
-            return pf_err_set(PF_EUNAVAIL, "%s", msg);
-        }
-        memcpy((char *)out + s->offset, &p, sizeof(p));
+    char msg[512];
+    if (!resolve(out, h, lib, tried, msg, sizeof(msg))) {
+        dlclose(h);
+        memset(out, 0, lib->size);
+        return pf_err_set(PF_EUNAVAIL, "%s", msg);
     }
     /* the handle and the file behind it (the first struct member is the handle, then path) */
     memcpy(out, &h, sizeof(h));
@@ -297,32 +272,25 @@ _Static_assert(offsetof(struct pf_dl_verbs, path) == sizeof(void *), "handle, th
 
 int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path)
 {
-    return open_lib(out, &lib_nccl, path);
+    return pf_dl_open_lib(out, &lib_nccl, path);
 }
 
 int pf_dl_cuda_open(struct pf_dl_cuda *out, const char *path)
 {
-    return open_lib(out, &lib_cuda, path);
+    return pf_dl_open_lib(out, &lib_cuda, path);
 }
 
 int pf_dl_verbs_open(struct pf_dl_verbs *out, const char *path)
 {
-    return open_lib(out, &lib_verbs, path);
+    return pf_dl_open_lib(out, &lib_verbs, path);
 }
 
-/* Load once: the result and its message are kept for every later call. */
-struct once {
-    pthread_mutex_t lock;
-    bool done;
-    int rc;
-    char msg[600];
-};
-
-static int load_once(struct once *o, void *lib, int (*open_fn)(void *, const char *))
+int pf_dl_load_once(struct pf_dl_once *o, void *out, const char *path,
+                    int (*open_fn)(void *out, const char *path))
 {
     pthread_mutex_lock(&o->lock);
     if (!o->done) {
-        o->rc = open_fn(lib, NULL);
+        o->rc = open_fn(out, path);
         snprintf(o->msg, sizeof(o->msg), "%s", o->rc < 0 ? pf_err_msg() : "");
         o->done = true;
     }
@@ -348,8 +316,8 @@ static int open_verbs_v(void *out, const char *p)
 int pf_dl_nccl(const struct pf_dl_nccl **out)
 {
     static struct pf_dl_nccl lib;
-    static struct once o = {PTHREAD_MUTEX_INITIALIZER, false, 0, ""};
-    int r = load_once(&o, &lib, open_nccl_v);
+    static struct pf_dl_once o = PF_DL_ONCE_INIT;
+    int r = pf_dl_load_once(&o, &lib, NULL, open_nccl_v);
     *out = r < 0 ? NULL : &lib;
     return r;
 }
@@ -357,8 +325,8 @@ int pf_dl_nccl(const struct pf_dl_nccl **out)
 int pf_dl_cuda(const struct pf_dl_cuda **out)
 {
     static struct pf_dl_cuda lib;
-    static struct once o = {PTHREAD_MUTEX_INITIALIZER, false, 0, ""};
-    int r = load_once(&o, &lib, open_cuda_v);
+    static struct pf_dl_once o = PF_DL_ONCE_INIT;
+    int r = pf_dl_load_once(&o, &lib, NULL, open_cuda_v);
     *out = r < 0 ? NULL : &lib;
     return r;
 }
@@ -366,8 +334,8 @@ int pf_dl_cuda(const struct pf_dl_cuda **out)
 int pf_dl_verbs(const struct pf_dl_verbs **out)
 {
     static struct pf_dl_verbs lib;
-    static struct once o = {PTHREAD_MUTEX_INITIALIZER, false, 0, ""};
-    int r = load_once(&o, &lib, open_verbs_v);
+    static struct pf_dl_once o = PF_DL_ONCE_INIT;
+    int r = pf_dl_load_once(&o, &lib, NULL, open_verbs_v);
     *out = r < 0 ? NULL : &lib;
     return r;
 }

@@ -1,12 +1,13 @@
 /* dl: the optional libraries of a training image, loaded at run time with dlopen, one loader
  * per library in the manner of NCCL's ibvsymbols: every function pointer in one struct, an
- * override variable first (PREFLIGHT_CUDA_LIB, PREFLIGHT_NCCL_LIB, PREFLIGHT_IBVERBS_LIB),
- * then the versioned soname; required and optional symbols apart; on failure every pointer is
- * NULL and the message keeps dlerror(); each library is loaded once and never closed after a
- * success. The few NCCL, CUDA driver and verbs types used are declared here, so the build
- * needs no CUDA or rdma-core headers; tests/unit/test_dl_abi.c compiles these declarations
- * against the real nccl.h, cuda.h and infiniband/verbs.h where they are installed.
- * Under PF_STATIC every loader fails with "static binary: no dlopen". */
+ * override variable first (PREFLIGHT_CUDA_LIB, PREFLIGHT_NCCL_LIB, PREFLIGHT_IBVERBS_LIB,
+ * PREFLIGHT_CURL_LIB), then the versioned soname; required and optional symbols apart; on
+ * failure every pointer is NULL and the message keeps dlerror(); each library is loaded once
+ * and never closed after a success. The few NCCL, CUDA driver, verbs and libcurl types used
+ * are declared here, so the build needs none of their headers; tests/unit/dl/test_dl_abi.c
+ * compiles these declarations against the real nccl.h, cuda.h, infiniband/verbs.h and
+ * curl/curl.h where they are installed. Under PF_STATIC every loader fails with "static
+ * binary: no dlopen". */
 #ifndef PF_DL_H
 #define PF_DL_H
 
@@ -116,6 +117,35 @@ union pf_ibv_port_attr_buf {
 };
 enum { PF_IBV_ACCESS_LOCAL_WRITE = 1 };
 
+/* ---- libcurl (curl/curl.h): the easy interface, enough for one HTTPS request. CURLcode,
+ * CURLoption and CURLINFO are enums with non-negative values: unsigned int, as above. */
+typedef void pf_CURL;
+struct curl_slist; /* libcurl's own tag */
+typedef unsigned int pf_CURLcode;
+typedef unsigned int pf_CURLoption;
+typedef unsigned int pf_CURLINFO;
+typedef size_t (*pf_curl_write_fn)(char *ptr, size_t size, size_t nmemb, void *userdata);
+enum {
+    PF_CURLE_OK = 0,
+    PF_CURLE_OPERATION_TIMEDOUT = 28,
+    PF_CURL_GLOBAL_DEFAULT = 3,
+    PF_CURL_ERROR_SIZE = 256,
+    PF_CURLOPT_WRITEDATA = 10001,
+    PF_CURLOPT_URL = 10002,
+    PF_CURLOPT_ERRORBUFFER = 10010,
+    PF_CURLOPT_POSTFIELDS = 10015,
+    PF_CURLOPT_USERAGENT = 10018,
+    PF_CURLOPT_HTTPHEADER = 10023,
+    PF_CURLOPT_CUSTOMREQUEST = 10036,
+    PF_CURLOPT_CAINFO = 10065,
+    PF_CURLOPT_WRITEFUNCTION = 20011,
+    PF_CURLOPT_POSTFIELDSIZE = 60,
+    PF_CURLOPT_NOSIGNAL = 99,
+    PF_CURLOPT_TIMEOUT_MS = 155,
+    PF_CURLOPT_CONNECTTIMEOUT_MS = 156,
+    PF_CURLINFO_RESPONSE_CODE = 0x200000 + 2,
+};
+
 /* ---- the loaders */
 #define PF_DL_PATH_MAX 1024
 
@@ -208,18 +238,44 @@ struct pf_dl_verbs {
                                     int fd, int access);
 };
 
+struct pf_dl_curl {
+    void *handle;
+    char path[PF_DL_PATH_MAX];
+    /* required (all in libcurl 7.x, the soname libcurl.so.4) */
+    pf_CURLcode (*global_init)(long flags);
+    pf_CURL *(*easy_init)(void);
+    pf_CURLcode (*easy_setopt)(pf_CURL *curl, pf_CURLoption option, ...);
+    pf_CURLcode (*easy_perform)(pf_CURL *curl);
+    pf_CURLcode (*easy_getinfo)(pf_CURL *curl, pf_CURLINFO info, ...);
+    void (*easy_cleanup)(pf_CURL *curl);
+    const char *(*easy_strerror)(pf_CURLcode code);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *s);
+    void (*slist_free_all)(struct curl_slist *list);
+    char *(*version)(void); /* "libcurl/7.88.1 OpenSSL/3.0.11 zlib/1.2.13 ..." */
+};
+/* libcurl's override variable, and the older name still read when it is unset. */
+#define PF_DL_CURL_ENV "PREFLIGHT_CURL_LIB"
+#define PF_DL_CURL_ENV_ALIAS "PREFLIGHT_LIBCURL"
+
 /* Loads the library from path (NULL: the override variable, then the soname, then the
  * image's usual places) into out, without caching. PF_EUNAVAIL with the reason (dlerror()
  * kept, or the missing symbol) when it cannot be used; out is zeroed then. */
 int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path);
 int pf_dl_cuda_open(struct pf_dl_cuda *out, const char *path);
 int pf_dl_verbs_open(struct pf_dl_verbs *out, const char *path);
+int pf_dl_curl_open(struct pf_dl_curl *out, const char *path);
 
 /* The process-wide copy, loaded on the first call; later calls give the same result (and set
  * the same message again on failure). */
 int pf_dl_nccl(const struct pf_dl_nccl **out);
 int pf_dl_cuda(const struct pf_dl_cuda **out);
 int pf_dl_verbs(const struct pf_dl_verbs **out);
+/* libcurl's process-wide copy, curl_global_init done once it loads. */
+int pf_dl_curl(const struct pf_dl_curl **out);
+/* The same copy; on the first call of the process, path (a file or soname; NULL or "": the
+ * override variables, then the soname) says what to load. For a caller that reads the
+ * override from its own copy of the environment. */
+int pf_dl_curl_at(const char *path, const struct pf_dl_curl **out);
 
 /* "NCCL error 6 (remote process exited or there was a network error)"; uses the library's
  * strings when loaded. */
@@ -237,7 +293,7 @@ struct pf_dl_info {
     char version[64];          /* "2.28.9"; "" when the library cannot tell */
     char detail[512];          /* the rest: "cuInit: CUDA_ERROR_NO_DEVICE (...)", providers */
 };
-/* Loads each library (through the loaders above; libcurl by its soname) and fills out[i]:
+/* Loads each library (through the loaders above) and fills out[i]:
  * NCCL's ncclGetVersion, the CUDA driver API's cuDriverGetVersion and cuInit's result,
  * libibverbs' providers (lib*-rdmav*.so beside it), libcurl's curl_version(). */
 void pf_dl_info_gather(struct pf_dl_info out[PF_DL_INFO_COUNT]);

@@ -8,31 +8,14 @@
 
 #ifndef PF_STATIC
 #include <dirent.h>
-#include <dlfcn.h>
 #endif
 
-#ifdef PF_STATIC
-void pf_dl_info_gather(struct pf_dl_info out[PF_DL_INFO_COUNT])
+#ifndef PF_STATIC
+/* Each library's own account of itself, once it has loaded: version and detail (path is
+ * set already). */
+static void describe_nccl(struct pf_dl_info *o, const void *lib)
 {
-    static const char *const names[] = {"libnccl.so.2", "libcuda.so.1", "libibverbs.so.1",
-                                        "libcurl.so.4"};
-    for (size_t i = 0; i < PF_DL_INFO_COUNT; i++) {
-        memset(&out[i], 0, sizeof(out[i]));
-        out[i].soname = names[i];
-        snprintf(out[i].detail, sizeof(out[i].detail),
-                 "not in this build (static binary: no dlopen)");
-    }
-}
-#else
-static void info_nccl(struct pf_dl_info *o)
-{
-    const struct pf_dl_nccl *l;
-    if (pf_dl_nccl(&l) < 0) {
-        snprintf(o->detail, sizeof(o->detail), "missing (%s)", pf_err_msg());
-        return;
-    }
-    o->loaded = true;
-    snprintf(o->path, sizeof(o->path), "%s", l->path);
+    const struct pf_dl_nccl *l = lib;
     int v = 0;
     pf_ncclResult_t r = l->GetVersion(&v);
     if (r == PF_NCCL_SUCCESS)
@@ -41,15 +24,9 @@ static void info_nccl(struct pf_dl_info *o)
         pf_dl_nccl_strerror(o->detail, sizeof(o->detail), l, r);
 }
 
-static void info_cuda(struct pf_dl_info *o)
+static void describe_cuda(struct pf_dl_info *o, const void *lib)
 {
-    const struct pf_dl_cuda *l;
-    if (pf_dl_cuda(&l) < 0) {
-        snprintf(o->detail, sizeof(o->detail), "missing (%s)", pf_err_msg());
-        return;
-    }
-    o->loaded = true;
-    snprintf(o->path, sizeof(o->path), "%s", l->path);
+    const struct pf_dl_cuda *l = lib;
     int v = 0;
     char err[256];
     /* cuDriverGetVersion needs no cuInit: it answers even on a node without a GPU */
@@ -77,15 +54,9 @@ static void info_cuda(struct pf_dl_info *o)
 
 /* rdma-core loads its providers from lib<name>-rdmav<N>.so in the libibverbs/ folder beside
  * the library (its VERBS_PROVIDER_DIR in a distribution's build). */
-static void info_verbs(struct pf_dl_info *o)
+static void describe_verbs(struct pf_dl_info *o, const void *lib)
 {
-    const struct pf_dl_verbs *l;
-    if (pf_dl_verbs(&l) < 0) {
-        snprintf(o->detail, sizeof(o->detail), "missing (%s)", pf_err_msg());
-        return;
-    }
-    o->loaded = true;
-    snprintf(o->path, sizeof(o->path), "%s", l->path);
+    const struct pf_dl_verbs *l = lib;
     /* libibverbs.so.1.<abi>.<rdma-core release>: the file the soname link points at */
     char real[4096]; /* PATH_MAX, as realpath(3) needs */
     const char *base = realpath(l->path, real) ? strrchr(real, '/') : NULL;
@@ -116,46 +87,91 @@ static void info_verbs(struct pf_dl_info *o)
     pf_strlist_free(&prov);
 }
 
-static void info_curl(struct pf_dl_info *o)
+static void describe_curl(struct pf_dl_info *o, const void *lib)
 {
-    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(o->detail, sizeof(o->detail), "missing (%s)", e ? e : "not found");
-        return;
-    }
-    o->loaded = true;
-    char *(*version)(void) = NULL;
-    void *sym = dlsym(h, "curl_version");
-    memcpy(&version, &sym, sizeof(sym));
-    Dl_info di;
-    if (sym && dladdr(sym, &di) && di.dli_fname)
-        snprintf(o->path, sizeof(o->path), "%s", di.dli_fname);
-    const char *v = version ? version() : NULL; /* "libcurl/7.88.1 OpenSSL/3.0.11 ..." */
+    const struct pf_dl_curl *l = lib;
+    const char *v = l->version(); /* "libcurl/7.88.1 OpenSSL/3.0.11 ..." */
     if (v && strncmp(v, "libcurl/", 8) == 0) {
         size_t n = strcspn(v + 8, " ");
         snprintf(o->version, sizeof(o->version), "%.*s", (int)n, v + 8);
-        snprintf(o->detail, sizeof(o->detail), "%s", v);
-    } else
-        snprintf(o->detail, sizeof(o->detail), "curl_version missing");
-    /* kept open: the Kubernetes reporter loads the same library */
+    }
+    snprintf(o->detail, sizeof(o->detail), "%s", v ? v : "");
 }
+
+/* The process-wide copies, as one type: the library's struct (its path second), or NULL. */
+static const void *load_nccl(const char **path)
+{
+    const struct pf_dl_nccl *l;
+    if (pf_dl_nccl(&l) < 0) return NULL;
+    *path = l->path;
+    return l;
+}
+static const void *load_cuda(const char **path)
+{
+    const struct pf_dl_cuda *l;
+    if (pf_dl_cuda(&l) < 0) return NULL;
+    *path = l->path;
+    return l;
+}
+static const void *load_verbs(const char **path)
+{
+    const struct pf_dl_verbs *l;
+    if (pf_dl_verbs(&l) < 0) return NULL;
+    *path = l->path;
+    return l;
+}
+static const void *load_curl(const char **path)
+{
+    const struct pf_dl_curl *l;
+    if (pf_dl_curl(&l) < 0) return NULL;
+    *path = l->path;
+    return l;
+}
+#endif
+
+/* One row per library, in the order `preflight version` prints them. */
+static const struct {
+    const char *soname;
+#ifndef PF_STATIC
+    const void *(*load)(const char **path);
+    void (*describe)(struct pf_dl_info *o, const void *lib);
+#endif
+} libs[PF_DL_INFO_COUNT] = {
+#ifdef PF_STATIC
+    [PF_DL_INFO_NCCL] = {"libnccl.so.2"},
+    [PF_DL_INFO_CUDA] = {"libcuda.so.1"},
+    [PF_DL_INFO_VERBS] = {"libibverbs.so.1"},
+    [PF_DL_INFO_CURL] = {"libcurl.so.4"},
+#else
+    [PF_DL_INFO_NCCL] = {"libnccl.so.2", load_nccl, describe_nccl},
+    [PF_DL_INFO_CUDA] = {"libcuda.so.1", load_cuda, describe_cuda},
+    [PF_DL_INFO_VERBS] = {"libibverbs.so.1", load_verbs, describe_verbs},
+    [PF_DL_INFO_CURL] = {"libcurl.so.4", load_curl, describe_curl},
+#endif
+};
 
 void pf_dl_info_gather(struct pf_dl_info out[PF_DL_INFO_COUNT])
 {
-    static const char *const names[] = {"libnccl.so.2", "libcuda.so.1", "libibverbs.so.1",
-                                        "libcurl.so.4"};
     for (size_t i = 0; i < PF_DL_INFO_COUNT; i++) {
-        memset(&out[i], 0, sizeof(out[i]));
-        out[i].soname = names[i];
+        struct pf_dl_info *o = &out[i];
+        memset(o, 0, sizeof(*o));
+        o->soname = libs[i].soname;
+#ifdef PF_STATIC
+        snprintf(o->detail, sizeof(o->detail), "not in this build (static binary: no dlopen)");
+#else
+        const char *path = NULL;
+        const void *lib = libs[i].load(&path);
+        if (!lib) {
+            snprintf(o->detail, sizeof(o->detail), "missing (%s)", pf_err_msg());
+            continue;
+        }
+        o->loaded = true;
+        snprintf(o->path, sizeof(o->path), "%s", path);
+        libs[i].describe(o, lib);
+#endif
     }
-    info_nccl(&out[PF_DL_INFO_NCCL]);
-    info_cuda(&out[PF_DL_INFO_CUDA]);
-    info_verbs(&out[PF_DL_INFO_VERBS]);
-    info_curl(&out[PF_DL_INFO_CURL]);
     pf_err_clear();
 }
-#endif
 
 void pf_dl_info_format(struct pf_buf *out, const struct pf_dl_info in[PF_DL_INFO_COUNT])
 {

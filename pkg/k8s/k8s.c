@@ -1,5 +1,5 @@
 /* Downward-API files, Go-quoted values, Multus network-status and SR-IOV device plugin
- * variables (REFERENCE.md sections 1-3). */
+ * variables (docs/kubernetes.md, "What the pod tells preflight about itself"). */
 #define _GNU_SOURCE
 #include "k8s.h"
 

@@ -1,7 +1,8 @@
-/* k8s: what a pod knows about itself from Kubernetes (REFERENCE.md sections 1-3): the
- * downward-API files (`key="Go-quoted value"` lines), the Multus network-status annotation
- * (JSON, parsed with jansson), and the SR-IOV device plugin's PCIDEVICE_* variables. Files
- * are read under the root prefix; nothing here waits, prints or exits. */
+/* k8s: what a pod knows about itself from Kubernetes (docs/kubernetes.md, "What the pod
+ * tells preflight about itself"): the downward-API files (`key="Go-quoted value"` lines),
+ * the Multus network-status annotation (JSON, parsed with jansson), and the SR-IOV device
+ * plugin's PCIDEVICE_* variables. Files are read under the root prefix; nothing here waits,
+ * prints or exits. */
 #ifndef PF_K8S_H
 #define PF_K8S_H
 

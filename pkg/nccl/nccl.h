@@ -38,8 +38,8 @@ struct pf_nccl_expect {
  * the efficiency curve (config->efficiency, else 2 nodes 85%, 8 nodes 68%, 125 nodes 39%)
  * interpolated linearly in log(nodes) and clamped outside its range. */
 void pf_nccl_expected_busbw(struct pf_nccl_expect *out, const struct pf_config *config, int nodes);
-/* busbw / algbw factor of a collective as nccl-tests computes it (REFERENCE §8); 0 when the
- * name is unknown. */
+/* busbw / algbw factor of a collective as nccl-tests computes it
+ * (docs/checks/80-collective-nccl.md); 0 when the name is unknown. */
 double pf_nccl_busbw_factor(const char *op, int nranks);
 
 #endif

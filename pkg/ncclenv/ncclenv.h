@@ -1,5 +1,5 @@
 /* ncclenv: NCCL's own syntax for its environment variables, as NCCL 2.x parses them
- * (REFERENCE.md section 5): interface/HCA lists, integer parameters, the names NCCL reads,
+ * (docs/checks/40-nccl-env.md): interface/HCA lists, integer parameters, the names NCCL reads,
  * and which socket interfaces NCCL would pick. */
 #ifndef PF_NCCLENV_H
 #define PF_NCCLENV_H

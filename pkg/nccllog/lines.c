@@ -1,4 +1,4 @@
-/* Classifying NCCL's lines (REFERENCE §6 of the product's docs: docs/checks.md `nccl.log`):
+/* Classifying NCCL's lines (docs/checks/80-collective-nccl.md, `nccl.log`):
  * `host:pid:tid [dev] NCCL INFO msg`, `... file:line (func) NCCL WARN msg`, bare `NCCL
  * version` lines, and what each INFO message of NCCL 2.3 to 2.2x says about the network. */
 #define _GNU_SOURCE

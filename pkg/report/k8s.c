@@ -3,7 +3,6 @@
  * libcurl loaded at run time. Bounded in time; every failure is a warn, never a gate
  * failure. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,70 +12,7 @@
 #include "report.h"
 
 #ifndef PF_STATIC
-typedef void CURL;
-struct curl_slist;
-typedef int CURLcode;
-typedef size_t (*pf_curl_write_fn)(char *ptr, size_t size, size_t nmemb, void *userdata);
-
-struct curl_api {
-    bool tried;
-    bool ok;
-    char error[512];
-    int (*global_init)(long flags);
-    CURL *(*easy_init)(void);
-    CURLcode (*easy_setopt)(CURL *, int option, ...);
-    CURLcode (*easy_perform)(CURL *);
-    CURLcode (*easy_getinfo)(CURL *, int info, ...);
-    void (*easy_cleanup)(CURL *);
-    const char *(*easy_strerror)(CURLcode);
-    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-    void (*slist_free_all)(struct curl_slist *);
-};
-static struct curl_api curl;
-
-/* Loads libcurl once: PREFLIGHT_LIBCURL when set (a path or soname), else libcurl.so.4.
- * Never dlclosed after success. */
-static bool curl_load(const char *override)
-{
-    if (curl.tried) return curl.ok;
-    curl.tried = true;
-    const char *name = override && *override ? override : "libcurl.so.4";
-    void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(curl.error, sizeof(curl.error), "%s", e ? e : name);
-        return false;
-    }
-    struct {
-        const char *sym;
-        void **slot;
-    } syms[] = {
-        {"curl_global_init", (void **)&curl.global_init},
-        {"curl_easy_init", (void **)&curl.easy_init},
-        {"curl_easy_setopt", (void **)&curl.easy_setopt},
-        {"curl_easy_perform", (void **)&curl.easy_perform},
-        {"curl_easy_getinfo", (void **)&curl.easy_getinfo},
-        {"curl_easy_cleanup", (void **)&curl.easy_cleanup},
-        {"curl_easy_strerror", (void **)&curl.easy_strerror},
-        {"curl_slist_append", (void **)&curl.slist_append},
-        {"curl_slist_free_all", (void **)&curl.slist_free_all},
-    };
-    for (size_t i = 0; i < PF_ARRAY_LEN(syms); i++) {
-        *syms[i].slot = dlsym(h, syms[i].sym);
-        if (!*syms[i].slot) {
-            snprintf(curl.error, sizeof(curl.error), "%s: %s missing", name, syms[i].sym);
-            memset(&curl.global_init, 0, sizeof(curl) - offsetof(struct curl_api, global_init));
-            dlclose(h);
-            return false;
-        }
-    }
-    if (curl.global_init(PF_CURL_GLOBAL_DEFAULT) != PF_CURLE_OK) {
-        snprintf(curl.error, sizeof(curl.error), "%s: curl_global_init failed", name);
-        return false;
-    }
-    curl.ok = true;
-    return true;
-}
+static const struct pf_dl_curl *curl; /* set by pf_report_api_load */
 
 /* ---- one HTTP exchange (struct http and struct api: k8s_api.h) */
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -100,7 +36,7 @@ static void http_do(struct http *res, const struct api *a, const char *method, c
                  PF_REPORT_K8S_BUDGET_S);
         return;
     }
-    CURL *h = curl.easy_init();
+    pf_CURL *h = curl->easy_init();
     if (!h) {
         res->curl_code = -1;
         snprintf(res->error, sizeof(res->error), "curl_easy_init failed");
@@ -111,31 +47,31 @@ static void http_do(struct http *res, const struct api *a, const char *method, c
     snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
     struct curl_slist *hdr = NULL;
     if (a->token && pf_snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a->token) == 0)
-        hdr = curl.slist_append(hdr, auth);
-    hdr = curl.slist_append(hdr, ctype);
-    hdr = curl.slist_append(hdr, "Accept: application/json");
+        hdr = curl->slist_append(hdr, auth);
+    hdr = curl->slist_append(hdr, ctype);
+    hdr = curl->slist_append(hdr, "Accept: application/json");
     long ms = (long)(left * 1000);
-    curl.easy_setopt(h, PF_CURLOPT_URL, url);
-    curl.easy_setopt(h, PF_CURLOPT_CUSTOMREQUEST, method);
-    curl.easy_setopt(h, PF_CURLOPT_POSTFIELDS, body);
-    curl.easy_setopt(h, PF_CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    curl.easy_setopt(h, PF_CURLOPT_HTTPHEADER, hdr);
-    curl.easy_setopt(h, PF_CURLOPT_USERAGENT, "preflight/" PF_VERSION);
-    curl.easy_setopt(h, PF_CURLOPT_NOSIGNAL, 1L); /* the verdict guard owns SIGALRM */
-    curl.easy_setopt(h, PF_CURLOPT_TIMEOUT_MS, ms);
-    curl.easy_setopt(h, PF_CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl.easy_setopt(h, PF_CURLOPT_ERRORBUFFER, errbuf);
-    curl.easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
-    curl.easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
-    if (a->cafile[0]) curl.easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
-    res->curl_code = curl.easy_perform(h);
+    curl->easy_setopt(h, PF_CURLOPT_URL, url);
+    curl->easy_setopt(h, PF_CURLOPT_CUSTOMREQUEST, method);
+    curl->easy_setopt(h, PF_CURLOPT_POSTFIELDS, body);
+    curl->easy_setopt(h, PF_CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    curl->easy_setopt(h, PF_CURLOPT_HTTPHEADER, hdr);
+    curl->easy_setopt(h, PF_CURLOPT_USERAGENT, "preflight/" PF_VERSION);
+    curl->easy_setopt(h, PF_CURLOPT_NOSIGNAL, 1L); /* the verdict guard owns SIGALRM */
+    curl->easy_setopt(h, PF_CURLOPT_TIMEOUT_MS, ms);
+    curl->easy_setopt(h, PF_CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl->easy_setopt(h, PF_CURLOPT_ERRORBUFFER, errbuf);
+    curl->easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
+    curl->easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
+    if (a->cafile[0]) curl->easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
+    res->curl_code = (int)curl->easy_perform(h);
     if (res->curl_code == PF_CURLE_OK)
-        curl.easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);
+        curl->easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);
     else
         snprintf(res->error, sizeof(res->error), "%s",
-                 errbuf[0] ? errbuf : curl.easy_strerror(res->curl_code));
-    curl.easy_cleanup(h);
-    curl.slist_free_all(hdr);
+                 errbuf[0] ? errbuf : curl->easy_strerror((pf_CURLcode)res->curl_code));
+    curl->easy_cleanup(h);
+    curl->slist_free_all(hdr);
     /* the token must not outlive the request on the stack */
     memset(auth, 0, sizeof(auth));
 }
@@ -211,11 +147,16 @@ static bool http_ok(const struct http *res)
     return res->curl_code == PF_CURLE_OK && res->status >= 200 && res->status < 300;
 }
 
-bool pf_report_api_load(const char *override, const char **why)
+bool pf_report_api_load(const struct pf_env *env, const char **why)
 {
-    bool ok = curl_load(override);
-    *why = curl.error;
-    return ok;
+    static char error[600];
+    /* the run's own copy of the environment names the library, as the process's would */
+    const char *path = pf_env_get(env, PF_DL_CURL_ENV);
+    if (!path || !*path) path = pf_env_get(env, PF_DL_CURL_ENV_ALIAS);
+    if (pf_dl_curl_at(path, &curl) == 0) return true;
+    snprintf(error, sizeof(error), "%s", pf_err_msg());
+    *why = error;
+    return false;
 }
 
 void pf_report_api_request(struct http *res, const struct api *a, const char *method,
@@ -223,6 +164,64 @@ void pf_report_api_request(struct http *res, const struct api *a, const char *me
                            double deadline)
 {
     http_do(res, a, method, path, content_type, body, deadline);
+}
+/* The Event and the annotation as the config asks, each a finding when it fails; the
+ * check's message says what was done. */
+static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const struct api *a,
+                           const struct pf_report_pod *who, double deadline)
+{
+    const struct pf_config *cfg = ctx->config;
+    const struct pf_verdict *v = ctx->verdict;
+    char path[800], ts[32];
+    struct pf_buf body;
+    struct http res;
+    pf_buf_init(&body, 64 << 10);
+    pf_utc_timestamp(ts, sizeof(ts));
+    bool posted = false, patched = false;
+
+    if (cfg->report_events) {
+        pf_report_event_body(&body, v, who, ts);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", who->ns);
+        double t = pf_now();
+        http_do(&res, a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
+        pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
+        if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
+        if (http_ok(&res)) {
+            posted = true;
+            pf_node_set_str(out->evidence, "eventReason", pf_report_event_reason(v->verdict));
+        } else {
+            finding_for(out, &res, "posting the Event on pod", "events-forbidden", a, who->ns,
+                        who->name);
+        }
+        pf_buf_free(&res.body);
+    }
+    if (cfg->report_annotate) {
+        pf_buf_reset(&body);
+        pf_report_annotation_patch(&body, v);
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", who->ns, who->name);
+        double t = pf_now();
+        http_do(&res, a, "PATCH", path, "application/merge-patch+json",
+                body.data ? body.data : "{}", deadline);
+        pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
+        if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
+        if (http_ok(&res))
+            patched = true;
+        else
+            finding_for(out, &res, "annotating pod", "annotate-forbidden", a, who->ns, who->name);
+        pf_buf_free(&res.body);
+    }
+    pf_buf_free(&body);
+
+    char msg[600] = "";
+    if (posted)
+        snprintf(msg, sizeof(msg), "Event %s posted on pod %s/%s",
+                 pf_report_event_reason(v->verdict), who->ns, who->name);
+    if (patched) {
+        size_t l = strlen(msg);
+        snprintf(msg + l, sizeof(msg) - l, "%sannotation %s set on pod %s/%s", l ? "; " : "",
+                 PF_REPORT_ANNOTATION, who->ns, who->name);
+    }
+    if (msg[0]) pf_check_set_message(out, "%s", msg);
 }
 #endif /* !PF_STATIC */
 
@@ -246,11 +245,12 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
         pf_check_skip(out, "KUBERNETES_SERVICE_HOST is unset: not running in a Kubernetes pod");
         return;
     }
-    if (!curl_load(pf_env_get(&ctx->env, "PREFLIGHT_LIBCURL"))) {
+    const char *why = NULL;
+    if (!pf_report_api_load(&ctx->env, &why)) {
         pf_check_skip(out,
                       "libcurl cannot be loaded (%s); install libcurl4 in the image or "
                       "run preflight's own image",
-                      curl.error);
+                      why);
         return;
     }
     if (budget_s <= 0.1) {
@@ -303,56 +303,8 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
         .uid = pf_env_get(&ctx->env, "POD_UID"),
         .node = pf_node_get_str(v->pod, "node"),
     };
-    char path[800], ts[32];
-    struct pf_buf body;
-    struct http res;
-    pf_buf_init(&body, 64 << 10);
-    pf_utc_timestamp(ts, sizeof(ts));
-    bool posted = false, patched = false;
-
-    if (cfg->report_events) {
-        pf_report_event_body(&body, v, &who, ts);
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns);
-        double t = pf_now();
-        http_do(&res, &a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
-        pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
-        if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
-        if (http_ok(&res)) {
-            posted = true;
-            pf_node_set_str(out->evidence, "eventReason", pf_report_event_reason(v->verdict));
-        } else {
-            finding_for(out, &res, "posting the Event on pod", "events-forbidden", &a, ns, pod);
-        }
-        pf_buf_free(&res.body);
-    }
-    if (cfg->report_annotate) {
-        pf_buf_reset(&body);
-        pf_report_annotation_patch(&body, v);
-        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
-        double t = pf_now();
-        http_do(&res, &a, "PATCH", path, "application/merge-patch+json",
-                body.data ? body.data : "{}", deadline);
-        pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
-        if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
-        if (http_ok(&res))
-            patched = true;
-        else
-            finding_for(out, &res, "annotating pod", "annotate-forbidden", &a, ns, pod);
-        pf_buf_free(&res.body);
-    }
-    pf_buf_free(&body);
+    post_and_patch(out, ctx, &a, &who, deadline);
     free(a.token);
-
-    char msg[600] = "";
-    if (posted)
-        snprintf(msg, sizeof(msg), "Event %s posted on pod %s/%s",
-                 pf_report_event_reason(v->verdict), ns, pod);
-    if (patched) {
-        size_t l = strlen(msg);
-        snprintf(msg + l, sizeof(msg) - l, "%sannotation %s set on pod %s/%s", l ? "; " : "",
-                 PF_REPORT_ANNOTATION, ns, pod);
-    }
-    if (msg[0]) pf_check_set_message(out, "%s", msg);
 #endif
 }
 

@@ -1,10 +1,12 @@
-/* report (private): one HTTPS exchange with the Kubernetes API server through libcurl, shared
- * by the Event and annotation (k8s.c) and node marking (node.c). Not part of report.h. */
+/* report (private): one HTTPS exchange with the Kubernetes API server through libcurl (loaded
+ * by pkg/dl), shared by the Event and annotation (k8s.c) and node marking (node.c). Not part
+ * of report.h. */
 #ifndef PF_REPORT_K8S_API_H
 #define PF_REPORT_K8S_API_H
 
 #include <stdbool.h>
 
+#include "../dl/dl.h"
 #include "report.h"
 
 #ifndef PF_STATIC
@@ -21,8 +23,9 @@ struct api {
     char *token;
 };
 
-/* Loads libcurl once (override: PREFLIGHT_LIBCURL); false with *why set when it cannot. */
-bool pf_report_api_load(const char *override, const char **why);
+/* Loads libcurl once (pf_dl_curl_at; the override PREFLIGHT_CURL_LIB, or its older name
+ * PREFLIGHT_LIBCURL, read from env); false with *why set when it cannot. */
+bool pf_report_api_load(const struct pf_env *env, const char **why);
 /* One request; res->body must be freed by the caller. */
 void pf_report_api_request(struct http *res, const struct api *a, const char *method,
                            const char *path, const char *content_type, const char *body,

@@ -166,7 +166,7 @@ static bool api_open(struct api *a, struct pf_check *out, struct pf_ctx *ctx)
         pf_check_skip(out, "KUBERNETES_SERVICE_HOST is unset: not running in a Kubernetes pod");
         return false;
     }
-    if (!pf_report_api_load(pf_env_get(&ctx->env, "PREFLIGHT_LIBCURL"), &why)) {
+    if (!pf_report_api_load(&ctx->env, &why)) {
         pf_check_skip(out, "libcurl cannot be loaded (%s)", why);
         return false;
     }

@@ -35,7 +35,8 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
 /* The check `report.kubernetes` (the shape of the local checks plus a time budget; run by
  * pf_report_stage after the verdict is finalized, because the Event carries the verdict).
  * Skips when the config asks for neither the Event nor the annotation, outside a pod, in the
- * static build and when libcurl does not load (PREFLIGHT_LIBCURL names another library).
+ * static build and when libcurl does not load (PREFLIGHT_CURL_LIB, or its older name
+ * PREFLIGHT_LIBCURL, names another library).
  * budget_s bounds the whole exchange with the API server. */
 void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budget_s);
 
@@ -61,30 +62,6 @@ int pf_report_node_label_patch(struct pf_buf *out, const char *code);
  * meanwhile makes the API server answer 409 instead of being lost. node_json: the node as GET
  * returned it. Returns -1 when node_json has no metadata.resourceVersion. */
 int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const char *code);
-
-/* ---- The few libcurl constants used (libcurl is dlopened: no curl headers are needed to
- * build). Values from curl/curl.h; tests/unit/test_report.c compares them with the real
- * header where it is installed. */
-enum {
-    PF_CURLE_OK = 0,
-    PF_CURLE_OPERATION_TIMEDOUT = 28,
-    PF_CURL_GLOBAL_DEFAULT = 3,
-    PF_CURL_ERROR_SIZE = 256,
-    PF_CURLOPT_WRITEDATA = 10001,
-    PF_CURLOPT_URL = 10002,
-    PF_CURLOPT_ERRORBUFFER = 10010,
-    PF_CURLOPT_POSTFIELDS = 10015,
-    PF_CURLOPT_USERAGENT = 10018,
-    PF_CURLOPT_HTTPHEADER = 10023,
-    PF_CURLOPT_CUSTOMREQUEST = 10036,
-    PF_CURLOPT_CAINFO = 10065,
-    PF_CURLOPT_WRITEFUNCTION = 20011,
-    PF_CURLOPT_POSTFIELDSIZE = 60,
-    PF_CURLOPT_NOSIGNAL = 99,
-    PF_CURLOPT_TIMEOUT_MS = 155,
-    PF_CURLOPT_CONNECTTIMEOUT_MS = 156,
-    PF_CURLINFO_RESPONSE_CODE = 0x200000 + 2,
-};
 
 /* ---- pieces, public for tests */
 

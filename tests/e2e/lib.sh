@@ -54,3 +54,48 @@ expect_eq() {
 need_root() {
     [ "$(id -u)" -eq 0 ] || { skip "$1" "needs root"; return 1; }
 }
+
+# ---- running the binary under test, for the scripts that drive the command line
+# (test_cli.sh, test_security.sh). $BIN is the binary (default $PREFLIGHT); $L, when set,
+# prefixes every test name (test_cli.sh runs its suite once per build).
+
+# p NAME [VAR=VALUE...] -- ARGS...: runs $BIN in $T with a clean environment (PATH, HOME
+# /nonexistent, NO_COLOR, the sanitizer options, then VAR=VALUE...), 60 s at most; stdout,
+# stderr and the exit code go to $T/NAME.{out,err,rc}
+p() {
+    local name=$1
+    shift
+    local vars=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+    shift
+    (cd "$T" && timeout 60 env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${vars[@]}" \
+        "${BIN:-$PREFLIGHT}" "$@" >"$T/$name.out" 2>"$T/$name.err")
+    echo $? >"$T/$name.rc"
+}
+# rc_is NAME CODE: the exit code of run NAME
+rc_is() { expect_eq "${L:-}$1: exit code $2" "$(cat "$T/$1.rc")" "$2"; }
+# err_has / err_lacks / out_has NAME TEXT: TEXT (fixed string) on run NAME's stderr / stdout
+err_has() {
+    if grep -qF -- "$2" "$T/$1.err"; then ok "${L:-}$1: stderr says '$2'"; else
+        notok "${L:-}$1: stderr says '$2'" "stderr: $(head -c 400 "$T/$1.err")"
+    fi
+}
+err_lacks() {
+    if grep -qF -- "$2" "$T/$1.err"; then notok "${L:-}$1: stderr does not say '$2'" "it does"; else
+        ok "${L:-}$1: stderr does not say '$2'"
+    fi
+}
+out_has() {
+    if grep -qF -- "$2" "$T/$1.out"; then ok "${L:-}$1: stdout says '$2'"; else
+        notok "${L:-}$1: stdout says '$2'" "stdout: $(head -c 400 "$T/$1.out")"
+    fi
+}
+# wait_for_text FILE TEXT: until TEXT (a grep pattern) appears in FILE; 20 s at most
+wait_for_text() {
+    for _ in $(seq 400); do
+        grep -q "$2" "$1" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    return 1
+}

@@ -25,30 +25,7 @@ CONF=$T/conf-root # /etc/nccl.conf sets NCCL_SHM_DISABLE=1
 mkdir -p "$CONF/etc"
 printf 'NCCL_SHM_DISABLE=1\n' >"$CONF/etc/nccl.conf"
 
-# p NAME [VAR=VALUE...] -- ARGS...: runs the binary under test with a clean environment;
-# stdout, stderr and the exit code go to $T/NAME.{out,err,rc}
-p() {
-    local name=$1
-    shift
-    local vars=()
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
-    shift
-    (cd "$T" && timeout 60 env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${vars[@]}" \
-        "$BIN" "$@" >"$T/$name.out" 2>"$T/$name.err")
-    echo $? >"$T/$name.rc"
-}
-rc_is() { expect_eq "$L$1: exit code $2" "$(cat "$T/$1.rc")" "$2"; }
-err_has() { # NAME TEXT
-    if grep -qF -- "$2" "$T/$1.err"; then ok "$L$1: stderr says '$2'"; else
-        notok "$L$1: stderr says '$2'" "stderr: $(head -c 300 "$T/$1.err")"
-    fi
-}
-out_has() {
-    if grep -qF -- "$2" "$T/$1.out"; then ok "$L$1: stdout says '$2'"; else
-        notok "$L$1: stdout says '$2'" "stdout: $(head -c 300 "$T/$1.out")"
-    fi
-}
+# p, rc_is, err_has, out_has: lib.sh ($BIN, $L: the build under test and its label)
 # usage NAME TEXT ARGS...: exit 2, TEXT on stderr, and the pointer to --help
 usage() {
     local name=$1 text=$2

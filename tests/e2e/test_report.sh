@@ -272,13 +272,16 @@ if start_server ok; then
     expect_eq "report no token: no-service-account" "$(yq "$V" 'codes("report.kubernetes")')" '["no-service-account"]'
     expect_eq "report no token: exit code unchanged" "$RC" "$BASE_RC"
 
-    # ---- libcurl missing: skip with the reason
-    run nocurl "$T/config.yaml" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" \
-        PREFLIGHT_LIBCURL=/nonexistent/libcurl.so.4
-    expect_eq "report no libcurl: skip" "$(yq "$V" 'check("report.kubernetes")["status"]')" "skip"
-    expect_eq "report no libcurl: reason names libcurl" \
-        "$(yq "$V" '"libcurl" in check("report.kubernetes")["message"]')" "True"
-    expect_eq "report no libcurl: exit code unchanged" "$RC" "$BASE_RC"
+    # ---- libcurl missing: skip with the reason; the override PREFLIGHT_CURL_LIB, and its
+    # older name PREFLIGHT_LIBCURL, which still works
+    for var in PREFLIGHT_CURL_LIB PREFLIGHT_LIBCURL; do
+        run "nocurl-$var" "$T/config.yaml" KUBERNETES_SERVICE_HOST=127.0.0.1 \
+            KUBERNETES_SERVICE_PORT="$PORT" "$var=/nonexistent/libcurl-$var.so.4"
+        expect_eq "report no libcurl ($var): skip" "$(yq "$V" 'check("report.kubernetes")["status"]')" "skip"
+        expect_eq "report no libcurl ($var): reason names the file" \
+            "$(yq "$V" '"libcurl cannot be loaded (/nonexistent/libcurl-'"$var"'.so.4" in check("report.kubernetes")["message"]')" "True"
+        expect_eq "report no libcurl ($var): exit code unchanged" "$RC" "$BASE_RC"
+    done
 else
     notok "report wrong CA: start the HTTPS server" "no port"
 fi
@@ -288,7 +291,7 @@ stop_server
 # `kubectl taint` would send, on the pod's own node. The verdict's failure class is not
 # produced by `preflight run` here, so the test drives pf_report_mark_node through the unit
 # test binary (test_mark_node_live) against this server.
-UNIT_REPORT=${PREFLIGHT%/preflight}/tests/test_report
+UNIT_REPORT=${PREFLIGHT%/preflight}/tests/report/test_report
 mark() { # MODE HOW
     start_server "$1" || return 1
     (cd "$PREFLIGHT_SRC/tests" && PF_TEST_APISERVER_PORT=$PORT PF_TEST_ROOT=$T/root PF_TEST_MARK=$2 \
@@ -312,7 +315,7 @@ if [ -x "$UNIT_REPORT" ] && mark node label; then
     mark forbidden label
     check "markNode 403: node-forbidden, a warn" grep -q "^finding: node-forbidden labelling node node-a: HTTP 403" "$T/mark-forbidden-label.txt"
 else
-    skip "report markNode" "build/san/tests/test_report missing (make ASAN=1 UBSAN=1 unit-build)"
+    skip "report markNode" "build/san/tests/report/test_report missing (make ASAN=1 UBSAN=1 unit-build)"
 fi
 stop_server
 

@@ -35,30 +35,7 @@ fi
 EMPTY=$T/empty
 mkdir -p "$EMPTY"
 
-# p NAME [VAR=VALUE...] -- ARGS...: the sanitizer build, clean environment, 60 s at most;
-# $T/NAME.{out,err,rc}
-p() {
-    local name=$1
-    shift
-    local vars=()
-    while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
-    shift
-    (cd "$T" && timeout 60 env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${vars[@]}" \
-        "$BIN" "$@" >"$T/$name.out" 2>"$T/$name.err")
-    echo $? >"$T/$name.rc"
-}
-rc_is() { expect_eq "$1: exit code $2" "$(cat "$T/$1.rc")" "$2"; }
-err_has() {
-    if grep -qF -- "$2" "$T/$1.err"; then ok "$1: stderr says '$2'"; else
-        notok "$1: stderr says '$2'" "stderr: $(head -c 400 "$T/$1.err")"
-    fi
-}
-err_lacks() {
-    if grep -qF -- "$2" "$T/$1.err"; then notok "$1: stderr does not say '$2'" "it does"; else
-        ok "$1: stderr does not say '$2'"
-    fi
-}
+# p, rc_is, err_has, err_lacks: lib.sh ($BIN, the sanitizer build; 60 s at most)
 same() { # NAME FILE EXPECTED-CONTENT-FILE
     if cmp -s "$2" "$3"; then ok "$1"; else notok "$1" "$2 differs from $3"; fi
 }
@@ -66,14 +43,6 @@ no_temp() { # NAME FOLDER: no temporary file left (".pf.*", or the older "*.tmp.
     if ls -A "$2" | grep -qE '^[.]pf[.]|[.]tmp[.]'; then
         notok "$1" "left: $(ls -A "$2" | tr '\n' ' ')"
     else ok "$1"; fi
-}
-# wait_for FILE TEXT: until TEXT appears in FILE (20 s at most)
-wait_for() {
-    for _ in $(seq 400); do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
-    done
-    return 1
 }
 
 printf 'apiVersion: preflight/v1\nkind: Verdict\nverdict: pass\nsummary: an older run\n' >"$T/old.yaml"
@@ -95,7 +64,7 @@ if [ "$(id -u)" -eq 0 ] && mkdir -p "$MNT" && mount -t tmpfs -o size=256k tmpfs 
             "$BIN" run --root "$EMPTY" --rank 0 --world-size 2 --port 29440 \
             --verdict "$MNT/v.yaml" >/dev/null 2>"$T/fullsig.err" &
         pid=$!
-        wait_for "$T/fullsig.err" "waiting for 1 of 2 ranks"
+        wait_for_text "$T/fullsig.err" "waiting for 1 of 2 ranks"
         kill -TERM "$pid"
         wait "$pid"
         echo $? >"$T/fullsig.rc"
@@ -208,7 +177,7 @@ if [ -n "$HAVE_NS" ]; then
         "$BIN" run --root "$EMPTY" --rank 0 --world-size 2 --port 29441 \
         --verdict "$T/$NAME250" >/dev/null 2>"$T/longsig.err" &
     pid=$!
-    wait_for "$T/longsig.err" "waiting for 1 of 2 ranks"
+    wait_for_text "$T/longsig.err" "waiting for 1 of 2 ranks"
     kill -TERM "$pid"
     wait "$pid"
     expect_eq "250-byte verdict file name: written on SIGTERM" \

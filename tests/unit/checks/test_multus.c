@@ -12,56 +12,20 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../pkg/checks/checks.h"
+#include "../../../pkg/checks/checks.h"
+#include "../helpers/helpers.h"
 
-struct run {
-    struct pf_config cfg;
-    struct pf_verdict v;
-    struct pf_ctx ctx;
-    struct pf_check *c;
-};
-
-static void setup(struct run *r, const char *fixture)
+/* The fixture as the root, net.multus waiting at most 0.3 s for the podinfo files. */
+static void setup(struct th_env *r, const char *fixture)
 {
-    memset(r, 0, sizeof(*r));
-    pf_config_defaults(&r->cfg);
+    th_env_open(r, fixture, TH_IN_PLACE);
     r->cfg.podinfo_wait_s = 0.3;
-    pf_verdict_init(&r->v);
-    pf_ctx_init(&r->ctx, &r->cfg, &r->v);
-    char cwd[2048], root[4096];
-    assert_non_null(getcwd(cwd, sizeof(cwd)));
-    snprintf(root, sizeof(root), "%s/%s", cwd, fixture);
-    assert_int_equal(pf_host_init(&r->ctx.host, root), 0);
+    th_env_start(r);
 }
 
-static void env(struct run *r, const char *k, const char *v)
+static void run_check(struct th_env *r)
 {
-    pf_env_set(&r->ctx.env, k, v, "test");
-}
-
-static void run_check(struct run *r)
-{
-    r->c = pf_verdict_add_check(&r->v, "net.multus");
-    pf_check_net_multus(r->c, &r->ctx);
-}
-
-static void teardown(struct run *r)
-{
-    pf_ctx_free(&r->ctx);
-    pf_verdict_free(&r->v);
-    pf_config_free(&r->cfg);
-}
-
-static const char *codes(const struct pf_check *c)
-{
-    static char buf[1024];
-    buf[0] = '\0';
-    for (size_t i = 0; i < c->nfindings; i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, sizeof(buf) - l, "%s%s:%s", i ? "," : "", c->findings[i].code,
-                 pf_status_name(c->findings[i].status));
-    }
-    return buf;
+    th_env_check(r, "net.multus", pf_check_net_multus);
 }
 
 #define CLUSTER "{\"name\":\"ovn-kubernetes\",\"interface\":\"eth0\",\"default\":true,\"dns\":{}}"
@@ -69,55 +33,55 @@ static const char *codes(const struct pf_check *c)
 static void test_skip_without_annotation_or_expectation(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy");
     run_check(&r);
     assert_int_equal(r.c->status, PF_SKIP);
     assert_string_equal(r.c->message, "no Multus network-status (/etc/podinfo/annotations does "
                                       "not exist) and no expect.networks");
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_annotation_missing(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy");
     pf_strlist_add(&r.cfg.expect_networks, "ml/sriov-a");
     run_check(&r);
-    assert_string_equal(codes(r.c), "annotation-missing:fail");
+    assert_string_equal(th_codes_status(r.c), "annotation-missing:fail");
     assert_non_null(strstr(r.c->findings[0].message, "/etc/podinfo/annotations does not exist"));
     assert_non_null(strstr(r.c->findings[0].message, "expect.networks lists ml/sriov-a"));
-    teardown(&r);
+    th_env_close(&r);
 
     /* the key is there but empty: re-read for podinfo.waitSeconds, then give up */
     setup(&r, "fixtures/podinfo-empty");
     run_check(&r);
-    assert_string_equal(codes(r.c), "annotation-missing:fail");
+    assert_string_equal(th_codes_status(r.c), "annotation-missing:fail");
     assert_non_null(strstr(r.c->findings[0].message, "is still empty after"));
     assert_non_null(strstr(r.c->findings[0].message, "the pod asks for ml/sriov-a,ml/sriov-b"));
     assert_non_null(pf_node_get(r.c->evidence, "waitedSeconds"));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_annotation_invalid(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/podinfo-bad");
     run_check(&r);
-    assert_string_equal(codes(r.c), "annotation-invalid:fail");
+    assert_string_equal(th_codes_status(r.c), "annotation-invalid:fail");
     assert_non_null(strstr(r.c->findings[0].message, "/etc/podinfo/annotations:3:"));
-    teardown(&r);
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy");
-    env(&r, "NETWORK_STATUS", "[{\"name\": \"a\", \"mtu\": \"big\"}]");
+    th_env_set(&r, "NETWORK_STATUS", "[{\"name\": \"a\", \"mtu\": \"big\"}]");
     run_check(&r);
-    assert_string_equal(codes(r.c), "annotation-invalid:fail");
+    assert_string_equal(th_codes_status(r.c), "annotation-invalid:fail");
     assert_string_equal(r.c->findings[0].message,
                         "variable NETWORK_STATUS: network-status element 1 (a): \"mtu\" is not "
                         "an MTU");
-    teardown(&r);
+    th_env_close(&r);
 }
 
 struct lo_case {
@@ -150,29 +114,29 @@ static void test_loopback_as_secondary(void **state)
         {"{\"name\":\"ml/noif\"}", NULL, 0, "iface-missing:warn"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct run r;
+        struct th_env r;
         setup(&r, "fixtures/sriov-healthy");
         char ns[1024];
         snprintf(ns, sizeof(ns), "[" CLUSTER ",%s]", cases[i].secondary);
-        env(&r, "NETWORK_STATUS", ns);
+        th_env_set(&r, "NETWORK_STATUS", ns);
         if (cases[i].expect) pf_strlist_add(&r.cfg.expect_networks, cases[i].expect);
         r.cfg.expect_mtu = cases[i].expect_mtu ? cases[i].expect_mtu : -1;
         run_check(&r);
-        if (strcmp(codes(r.c), cases[i].want) != 0)
-            fail_msg("case %zu: got '%s', want '%s' (%s)", i, codes(r.c), cases[i].want,
+        if (strcmp(th_codes_status(r.c), cases[i].want) != 0)
+            fail_msg("case %zu: got '%s', want '%s' (%s)", i, th_codes_status(r.c), cases[i].want,
                      r.c->nfindings ? r.c->findings[0].message : "");
         assert_int_not_equal(r.c->status, PF_SKIP);
-        teardown(&r);
+        th_env_close(&r);
     }
 }
 
 static void test_messages(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy");
-    env(&r, "NETWORK_STATUS",
-        "[" CLUSTER ",{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"]}]");
+    th_env_set(&r, "NETWORK_STATUS",
+               "[" CLUSTER ",{\"name\":\"ml/lo\",\"interface\":\"lo\",\"ips\":[\"127.0.0.1\"]}]");
     r.cfg.expect_mtu = 9000;
     run_check(&r);
     assert_string_equal(r.c->findings[0].message, "lo (ml/lo) has MTU 65536, expect.mtu is 9000");
@@ -184,14 +148,14 @@ static void test_messages(void **state)
     assert_true(pf_node_get(st, "up")->b);
     assert_int_equal(pf_node_get(st, "mtu")->i, 65536);
     assert_string_equal(pf_node_get_str(r.c->evidence, "source"), "variable NETWORK_STATUS");
-    teardown(&r);
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy");
-    env(&r, "NETWORK_STATUS", "[" CLUSTER ",{\"name\":\"ml/lo\",\"interface\":\"lo\"}]");
+    th_env_set(&r, "NETWORK_STATUS", "[" CLUSTER ",{\"name\":\"ml/lo\",\"interface\":\"lo\"}]");
     run_check(&r);
-    assert_string_equal(codes(r.c), "");
+    assert_string_equal(th_codes_status(r.c), "");
     assert_string_equal(r.c->message, "1 of 1 secondary networks attached and up: ml/lo on lo");
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_socket_ifname_on_cluster_network(void **state)
@@ -202,28 +166,28 @@ static void test_socket_ifname_on_cluster_network(void **state)
                      "{\"name\":\"ml/rdma\",\"interface\":\"pfmu-none1\",\"device-info\":"
                      "{\"type\":\"pci\",\"pci\":{\"pci-address\":\"0000:c4:00.2\","
                      "\"rdma-device\":\"mlx5_3\"}}}]";
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy");
-    env(&r, "NETWORK_STATUS", ns);
-    env(&r, "NCCL_SOCKET_IFNAME", "lo");
+    th_env_set(&r, "NETWORK_STATUS", ns);
+    th_env_set(&r, "NCCL_SOCKET_IFNAME", "lo");
     run_check(&r);
-    assert_string_equal(codes(r.c), "iface-missing:fail,socket-ifname-cluster:warn");
+    assert_string_equal(th_codes_status(r.c), "iface-missing:fail,socket-ifname-cluster:warn");
     assert_non_null(strstr(r.c->findings[1].remedy, "NCCL_SOCKET_IFNAME=pfmu-none1"));
-    teardown(&r);
+    th_env_close(&r);
 
     /* not set, or excluding the cluster interface: nothing to say */
     setup(&r, "fixtures/sriov-healthy");
-    env(&r, "NETWORK_STATUS", ns);
-    env(&r, "NCCL_SOCKET_IFNAME", "^lo");
+    th_env_set(&r, "NETWORK_STATUS", ns);
+    th_env_set(&r, "NCCL_SOCKET_IFNAME", "^lo");
     run_check(&r);
-    assert_string_equal(codes(r.c), "iface-missing:fail");
-    teardown(&r);
+    assert_string_equal(th_codes_status(r.c), "iface-missing:fail");
+    th_env_close(&r);
 }
 
 static void test_pod_identity_recorded(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/podinfo-healthy");
     pf_node_set_str(r.v.pod, "name", "from-env");
     run_check(&r);
@@ -232,10 +196,10 @@ static void test_pod_identity_recorded(void **state)
     assert_non_null(labels);
     assert_string_equal(pf_node_get_str(labels, "batch.kubernetes.io/job-completion-index"), "3");
     /* net1/net2 of the annotation do not exist in this namespace */
-    assert_string_equal(codes(r.c), "iface-missing:fail,iface-missing:fail");
+    assert_string_equal(th_codes_status(r.c), "iface-missing:fail,iface-missing:fail");
     assert_string_equal(pf_node_get_str(r.c->evidence, "source"),
                         "annotation k8s.v1.cni.cncf.io/network-status in /etc/podinfo/annotations");
-    teardown(&r);
+    th_env_close(&r);
 }
 
 int main(void)

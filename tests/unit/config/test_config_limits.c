@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../pkg/config/config.h"
+#include "../../../pkg/config/config.h"
 
 static int parse(const char *yaml, size_t len)
 {

@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../pkg/k8s/k8s.h"
+#include "../../../pkg/k8s/k8s.h"
+#include "../helpers/helpers.h"
 
 /* ---- strconv.Quote literals */
 
@@ -363,9 +364,8 @@ static void test_pciinfo_parse(void **state)
 /* The root prefix must be absolute: tests run in tests/. */
 static int root_at(struct pf_host *h, const char *fixture)
 {
-    char cwd[2048], path[4096];
-    assert_non_null(getcwd(cwd, sizeof(cwd)));
-    snprintf(path, sizeof(path), "%s/%s", cwd, fixture);
+    char path[4096];
+    th_abs_path(path, sizeof(path), fixture);
     return pf_host_init(h, path);
 }
 

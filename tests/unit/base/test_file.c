@@ -16,34 +16,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../pkg/base/base.h"
+#include "../../../pkg/base/base.h"
+#include "../helpers/helpers.h"
 
 static char dir[64];
 
 static int setup(void **state)
 {
     (void)state;
-    strcpy(dir, "/tmp/pf-file-test.XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    th_tmpdir(dir, sizeof(dir), "file-test");
+    return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return th_rmtree(dir) ? 0 : -1;
 }
 
+/* The file's text, kept until the next call; NULL when it cannot be read. */
 static char *slurp(const char *path)
 {
-    static char buf[4096];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return NULL;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n < 0 ? 0 : n] = '\0';
-    return buf;
+    static char *last;
+    free(last);
+    last = th_slurp(path, NULL);
+    return last;
 }
 
 static int entries(void)

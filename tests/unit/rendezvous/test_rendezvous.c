@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../pkg/rendezvous/rendezvous.h"
+#include "../../../pkg/rendezvous/rendezvous.h"
 
 #define DEFPORT 29400
 

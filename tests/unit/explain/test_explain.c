@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "../../pkg/explain/explain.h"
+#include "../../../pkg/explain/explain.h"
 
 struct lookup_case {
     const char *what;

@@ -1,5 +1,6 @@
 /* pkg/report: JSON escaping, the Event body and message, the annotation patch, the
- * Prometheus text (golden), the atomic metrics write, and the libcurl constants. */
+ * Prometheus text (golden), the atomic metrics write, and the reasons report.kubernetes
+ * skips. (The libcurl constants are compared with curl.h in test_dl_abi.c.) */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,14 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../pkg/report/report.h"
-
-#if defined(__has_include)
-#if __has_include(<curl/curl.h>)
-#include <curl/curl.h>
-#define HAVE_CURL_H 1
-#endif
-#endif
+#include "../../../pkg/report/report.h"
+#include "../helpers/helpers.h"
 
 #define GOLDEN_METRICS "k8s/golden/metrics.prom"
 
@@ -227,18 +222,6 @@ static void test_prom_escape(void **state)
     pf_buf_free(&b);
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *s = malloc(1 << 20);
-    size_t n = fread(s, 1, (1 << 20) - 1, f);
-    fclose(f);
-    s[n] = '\0';
-    if (len) *len = n;
-    return s;
-}
-
 static void test_metrics_golden(void **state)
 {
     (void)state;
@@ -259,7 +242,7 @@ static void test_metrics_golden(void **state)
         fprintf(f, "%.*s@VERSION@%s", (int)(ver - b.data), b.data, ver + strlen(PF_VERSION));
         fclose(f);
     }
-    char *want = slurp(GOLDEN_METRICS, NULL);
+    char *want = th_slurp(GOLDEN_METRICS, NULL);
     assert_non_null(want);
     /* the golden file says @VERSION@ where the build's version goes */
     char *at = strstr(want, "@VERSION@");
@@ -309,8 +292,8 @@ static void test_metrics_golden(void **state)
 static void test_metrics_write_atomic(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pf-report-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[64];
+    th_tmpdir(dir, sizeof(dir), "report");
     char path[256], bad[512];
     snprintf(path, sizeof(path), "%s/a/b/metrics.prom", dir);
     struct pf_verdict v;
@@ -322,30 +305,27 @@ static void test_metrics_write_atomic(void **state)
     assert_int_equal(stat(path, &st), 0);
     assert_int_equal(st.st_mode & 0777, 0644);
     size_t len = 0;
-    char *got = slurp(path, &len);
+    char *got = th_slurp(path, &len);
     assert_non_null(got);
     assert_non_null(strstr(got, "preflight_verdict{pod=\"trainer-3\",verdict=\"pass\"} 1\n"));
     free(got);
     /* no temp file left beside it */
     char sub[256];
     snprintf(sub, sizeof(sub), "%s/a/b", dir);
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "test $(ls -A %s | wc -l) -eq 1", sub);
-    assert_int_equal(system(cmd), 0);
+    th_sh("test $(ls -A %s | wc -l) -eq 1", sub);
     /* a path under a regular file cannot be written, and says where */
     snprintf(bad, sizeof(bad), "%s/x/metrics.prom", path);
     assert_true(pf_report_metrics_write(&v, bad) < 0);
     assert_non_null(strstr(pf_err_msg(), path));
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_true(th_rmtree(dir));
     pf_verdict_free(&v);
 }
 
 static void test_install_self(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pf-install-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[64];
+    th_tmpdir(dir, sizeof(dir), "install");
     char out[4200];
     mode_t old = umask(077);
     assert_int_equal(pf_report_install_self(out, sizeof(out), dir), 0);
@@ -364,9 +344,7 @@ static void test_install_self(void **state)
     assert_non_null(strstr(pf_err_msg(), "/nonexistent/pf"));
     assert_int_equal(pf_report_install_self(out, sizeof(out), want), PF_ERR);
     assert_non_null(strstr(pf_err_msg(), "not a folder"));
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_true(th_rmtree(dir));
 }
 
 static void test_kubernetes_skips(void **state)
@@ -392,43 +370,21 @@ static void test_kubernetes_skips(void **state)
     free(c.message);
     c.message = NULL;
     pf_env_set(&ctx.env, "KUBERNETES_SERVICE_HOST", "127.0.0.1", "test");
-    pf_env_set(&ctx.env, "PREFLIGHT_LIBCURL", "libcurl-that-is-not-here.so.4", "test");
+    /* PREFLIGHT_CURL_LIB is read first; PREFLIGHT_LIBCURL, its older name, only without it
+     * (tests/e2e/test_report.sh runs the older name alone) */
+    pf_env_set(&ctx.env, "PREFLIGHT_LIBCURL", "libcurl-by-the-older-name.so.4", "test");
+    pf_env_set(&ctx.env, "PREFLIGHT_CURL_LIB", "libcurl-that-is-not-here.so.4", "test");
     pf_report_kubernetes(&c, &ctx, 5);
     assert_int_equal(c.status, PF_SKIP);
-    assert_non_null(strstr(c.message, "libcurl"));
+    assert_non_null(strstr(c.message, "libcurl cannot be loaded"));
+    assert_non_null(strstr(c.message, "libcurl-that-is-not-here.so.4"));
+    assert_null(strstr(c.message, "older-name"));
     assert_int_equal(c.nfindings, 0);
     free(c.message);
     pf_node_free(c.evidence);
     pf_ctx_free(&ctx);
     pf_verdict_free(&v);
     pf_config_free(&cfg);
-}
-
-static void test_curl_constants_match_header(void **state)
-{
-    (void)state;
-#ifdef HAVE_CURL_H
-    assert_int_equal(PF_CURLE_OK, CURLE_OK);
-    assert_int_equal(PF_CURLE_OPERATION_TIMEDOUT, CURLE_OPERATION_TIMEDOUT);
-    assert_int_equal(PF_CURL_GLOBAL_DEFAULT, CURL_GLOBAL_DEFAULT);
-    assert_int_equal(PF_CURL_ERROR_SIZE, CURL_ERROR_SIZE);
-    assert_int_equal(PF_CURLOPT_WRITEDATA, CURLOPT_WRITEDATA);
-    assert_int_equal(PF_CURLOPT_URL, CURLOPT_URL);
-    assert_int_equal(PF_CURLOPT_ERRORBUFFER, CURLOPT_ERRORBUFFER);
-    assert_int_equal(PF_CURLOPT_POSTFIELDS, CURLOPT_POSTFIELDS);
-    assert_int_equal(PF_CURLOPT_USERAGENT, CURLOPT_USERAGENT);
-    assert_int_equal(PF_CURLOPT_HTTPHEADER, CURLOPT_HTTPHEADER);
-    assert_int_equal(PF_CURLOPT_CUSTOMREQUEST, CURLOPT_CUSTOMREQUEST);
-    assert_int_equal(PF_CURLOPT_CAINFO, CURLOPT_CAINFO);
-    assert_int_equal(PF_CURLOPT_WRITEFUNCTION, CURLOPT_WRITEFUNCTION);
-    assert_int_equal(PF_CURLOPT_POSTFIELDSIZE, CURLOPT_POSTFIELDSIZE);
-    assert_int_equal(PF_CURLOPT_NOSIGNAL, CURLOPT_NOSIGNAL);
-    assert_int_equal(PF_CURLOPT_TIMEOUT_MS, CURLOPT_TIMEOUT_MS);
-    assert_int_equal(PF_CURLOPT_CONNECTTIMEOUT_MS, CURLOPT_CONNECTTIMEOUT_MS);
-    assert_int_equal(PF_CURLINFO_RESPONSE_CODE, CURLINFO_RESPONSE_CODE);
-#else
-    skip();
-#endif
 }
 
 /* ---- node marking: the exact patches */
@@ -546,7 +502,6 @@ int main(void)
         cmocka_unit_test(test_metrics_write_atomic),
         cmocka_unit_test(test_install_self),
         cmocka_unit_test(test_kubernetes_skips),
-        cmocka_unit_test(test_curl_constants_match_header),
         cmocka_unit_test(test_node_label_patch),
         cmocka_unit_test(test_node_taint_patch),
     };

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../pkg/checks/checks.h"
+#include "../../../pkg/checks/checks.h"
 
 #define U1 "8e3a5b1c-2d4f-4a6b-9c8d-7e6f5a4b3c2d"
 #define U2 "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"

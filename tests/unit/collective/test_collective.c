@@ -21,7 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../pkg/collective/collective.h"
+#include "../../../pkg/collective/collective.h"
 
 #define MAXN 9
 

@@ -1,10 +1,13 @@
-/* pkg/dl/dl.h declares the few NCCL, CUDA driver and verbs types and functions preflight uses,
- * so the build needs no CUDA headers. This test compiles those declarations next to the real
- * nccl.h, cuda.h and infiniband/verbs.h (the Makefile adds -I$(CUDA_HOME)/include) and fails
+/* pkg/dl/dl.h declares the few NCCL, CUDA driver, verbs and libcurl types and functions
+ * preflight uses, so the build needs none of their headers. This test compiles those
+ * declarations next to the real nccl.h, cuda.h, infiniband/verbs.h and curl/curl.h (the
+ * Makefile adds -I$(CUDA_HOME)/include) and fails
  * to build when a value, a layout or a function type disagrees; each header that is absent
  * here turns its part into a skipped test. The checks are compile-time (_Static_assert with
  * __builtin_types_compatible_p, which also sees the enum-as-unsigned-int choice of dl.h) plus
- * a few run-time ones on the version helpers. */
+ * a few run-time ones on the version helpers and on the libcurl loader (libcurl.so.4 is the
+ * real one where it is installed; its override variables are set to files that are not
+ * there). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,9 +16,10 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "../../pkg/dl/dl.h"
+#include "../../../pkg/dl/dl.h"
 
 /* a function-pointer field of one of the loader structs, and the real function's pointer */
 #define FIELD_T(S, f) __typeof__(((struct S *)0)->f)
@@ -195,6 +199,49 @@ SAME_FN(pf_dl_verbs, reg_dmabuf_mr, ibv_reg_dmabuf_mr);
 #endif
 #endif
 
+/* -------------------------------------------------------------------------------- libcurl */
+#if __has_include(<curl/curl.h>)
+#include <curl/curl.h>
+#define HAVE_CURL_H 1
+
+SAME(pf_CURL, CURL);
+SAME(pf_CURLcode, CURLcode);
+SAME(pf_CURLoption, CURLoption);
+SAME(pf_CURLINFO, CURLINFO);
+SAME(pf_curl_write_fn, curl_write_callback);
+SAME_VAL(PF_CURLE_OK, CURLE_OK);
+SAME_VAL(PF_CURLE_OPERATION_TIMEDOUT, CURLE_OPERATION_TIMEDOUT);
+SAME_VAL(PF_CURL_GLOBAL_DEFAULT, CURL_GLOBAL_DEFAULT);
+SAME_VAL(PF_CURL_ERROR_SIZE, CURL_ERROR_SIZE);
+SAME_VAL(PF_CURLOPT_WRITEDATA, CURLOPT_WRITEDATA);
+SAME_VAL(PF_CURLOPT_URL, CURLOPT_URL);
+SAME_VAL(PF_CURLOPT_ERRORBUFFER, CURLOPT_ERRORBUFFER);
+SAME_VAL(PF_CURLOPT_POSTFIELDS, CURLOPT_POSTFIELDS);
+SAME_VAL(PF_CURLOPT_USERAGENT, CURLOPT_USERAGENT);
+SAME_VAL(PF_CURLOPT_HTTPHEADER, CURLOPT_HTTPHEADER);
+SAME_VAL(PF_CURLOPT_CUSTOMREQUEST, CURLOPT_CUSTOMREQUEST);
+SAME_VAL(PF_CURLOPT_CAINFO, CURLOPT_CAINFO);
+SAME_VAL(PF_CURLOPT_WRITEFUNCTION, CURLOPT_WRITEFUNCTION);
+SAME_VAL(PF_CURLOPT_POSTFIELDSIZE, CURLOPT_POSTFIELDSIZE);
+SAME_VAL(PF_CURLOPT_NOSIGNAL, CURLOPT_NOSIGNAL);
+SAME_VAL(PF_CURLOPT_TIMEOUT_MS, CURLOPT_TIMEOUT_MS);
+SAME_VAL(PF_CURLOPT_CONNECTTIMEOUT_MS, CURLOPT_CONNECTTIMEOUT_MS);
+SAME_VAL(PF_CURLINFO_RESPONSE_CODE, CURLINFO_RESPONSE_CODE);
+
+/* curl.h wraps curl_easy_setopt and curl_easy_getinfo in type-checking macros under GCC;
+ * the names without parentheses are the functions themselves */
+SAME_FN(pf_dl_curl, global_init, curl_global_init);
+SAME_FN(pf_dl_curl, easy_init, curl_easy_init);
+SAME_FN(pf_dl_curl, easy_setopt, curl_easy_setopt);
+SAME_FN(pf_dl_curl, easy_perform, curl_easy_perform);
+SAME_FN(pf_dl_curl, easy_getinfo, curl_easy_getinfo);
+SAME_FN(pf_dl_curl, easy_cleanup, curl_easy_cleanup);
+SAME_FN(pf_dl_curl, easy_strerror, curl_easy_strerror);
+SAME_FN(pf_dl_curl, slist_append, curl_slist_append);
+SAME_FN(pf_dl_curl, slist_free_all, curl_slist_free_all);
+SAME_FN(pf_dl_curl, version, curl_version);
+#endif
+
 /* ------------------------------------------------------------------------- run-time tests */
 
 static void nccl_header(void **state)
@@ -243,12 +290,83 @@ static void verbs_header(void **state)
 #endif
 }
 
+static void curl_header(void **state)
+{
+    (void)state;
+#ifdef HAVE_CURL_H
+    assert_true(LIBCURL_VERSION_NUM > 0); /* the declarations above compiled */
+#else
+    skip();
+#endif
+}
+
+/* PREFLIGHT_CURL_LIB first, then its older name PREFLIGHT_LIBCURL, then libcurl.so.4; a file
+ * that is not there fails the load with its name in the message and every pointer NULL. */
+static void curl_override_variables(void **state)
+{
+    (void)state;
+    struct pf_dl_curl l;
+    unsetenv(PF_DL_CURL_ENV);
+    setenv(PF_DL_CURL_ENV_ALIAS, "/nonexistent/libcurl-older-name.so.4", 1);
+    assert_int_equal(pf_dl_curl_open(&l, NULL), PF_EUNAVAIL);
+    assert_non_null(strstr(pf_err_msg(), "/nonexistent/libcurl-older-name.so.4"));
+    assert_null(l.handle);
+    assert_null(l.easy_init);
+    setenv(PF_DL_CURL_ENV, "/nonexistent/libcurl-new-name.so.4", 1);
+    assert_int_equal(pf_dl_curl_open(&l, NULL), PF_EUNAVAIL);
+    assert_non_null(strstr(pf_err_msg(), "/nonexistent/libcurl-new-name.so.4"));
+    assert_null(strstr(pf_err_msg(), "older-name"));
+    /* dlerror() names the file already: the message says it once */
+    const char *first = strstr(pf_err_msg(), "libcurl-new-name");
+    assert_null(strstr(first + 1, "libcurl-new-name"));
+    /* an explicit path wins over both */
+    assert_int_equal(pf_dl_curl_open(&l, "/nonexistent/libcurl-by-path.so.4"), PF_EUNAVAIL);
+    assert_non_null(strstr(pf_err_msg(), "libcurl-by-path"));
+    /* a library without libcurl's symbols: the missing one is named */
+    assert_int_equal(pf_dl_curl_open(&l, "libc.so.6"), PF_EUNAVAIL);
+    assert_non_null(strstr(pf_err_msg(), "symbol curl_global_init missing"));
+    assert_null(l.handle);
+    unsetenv(PF_DL_CURL_ENV);
+    unsetenv(PF_DL_CURL_ENV_ALIAS);
+}
+
+/* The real libcurl.so.4 of this machine: every symbol resolves, the path is the file, and
+ * curl_version() is libcurl's own string. */
+static void curl_real_library(void **state)
+{
+    (void)state;
+    unsetenv(PF_DL_CURL_ENV);
+    unsetenv(PF_DL_CURL_ENV_ALIAS);
+    struct pf_dl_curl l;
+    if (pf_dl_curl_open(&l, NULL) < 0) {
+        print_message("libcurl.so.4 does not load here: %s\n", pf_err_msg());
+        skip();
+    }
+    assert_non_null(l.handle);
+    assert_non_null(strstr(l.path, "libcurl"));
+    assert_non_null(l.easy_setopt);
+    assert_non_null(l.slist_free_all);
+    assert_int_equal(strncmp(l.version(), "libcurl/", 8), 0);
+    const struct pf_dl_curl *g = NULL;
+    assert_int_equal(pf_dl_curl(&g), 0); /* the process-wide copy: loaded and initialized */
+    assert_non_null(g);
+    pf_CURL *h = g->easy_init();
+    assert_non_null(h);
+    g->easy_cleanup(h);
+    const struct pf_dl_curl *again = NULL;
+    assert_int_equal(pf_dl_curl_at("/nonexistent/ignored-after-the-first-load.so", &again), 0);
+    assert_ptr_equal(again, g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nccl_header),
         cmocka_unit_test(cuda_header),
         cmocka_unit_test(verbs_header),
+        cmocka_unit_test(curl_header),
+        cmocka_unit_test(curl_override_variables),
+        cmocka_unit_test(curl_real_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,19 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../pkg/checks/checks.h"
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0) fail_msg("command failed (%d): %s", rc, cmd);
-}
+#include "../../../pkg/checks/checks.h"
+#include "../helpers/helpers.h"
 
 struct row {
     const char *name;
@@ -62,24 +51,14 @@ static void test_table(void **state)
     (void)state;
     for (size_t i = 0; i < PF_ARRAY_LEN(rows); i++) {
         const struct row *r = &rows[i];
-        char dir[64], root[128];
-        snprintf(dir, sizeof(dir), "/tmp/pf-fabric-XXXXXX");
-        assert_non_null(mkdtemp(dir));
-        snprintf(root, sizeof(root), "%s/root", dir);
-        sh("fixtures/materialize.sh fixtures/node-8gpu-ndr %s 2>/dev/null", root);
-        if (r->mutate) sh("cd '%s' && %s", root, r->mutate);
-        struct pf_config cfg;
-        struct pf_verdict v;
-        struct pf_ctx ctx;
-        pf_config_defaults(&cfg);
-        pf_verdict_init(&v);
-        pf_ctx_init(&ctx, &cfg, &v);
-        assert_int_equal(pf_host_init(&ctx.host, root), 0);
-        if (r->mnnvl) pf_env_set(&ctx.env, "NCCL_MNNVL_ENABLE", r->mnnvl, "test");
-        pf_checks_inventory(&ctx);
-        pf_check_gpu_fabric(pf_verdict_add_check(&v, "gpu.fabric"), &ctx);
-        pf_verdict_finalize(&v, NULL, NULL);
-        struct pf_check *c = pf_verdict_find_check(&v, "gpu.fabric");
+        struct th_env e;
+        th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+        if (r->mutate) th_sh("cd '%s' && %s", e.root, r->mutate);
+        th_env_start(&e);
+        if (r->mnnvl) th_env_set(&e, "NCCL_MNNVL_ENABLE", r->mnnvl);
+        th_env_check(&e, "gpu.fabric", pf_check_gpu_fabric);
+        pf_verdict_finalize(&e.v, NULL, NULL);
+        struct pf_check *c = pf_verdict_find_check(&e.v, "gpu.fabric");
         const char *code = c->nfindings ? c->findings[0].code : "";
         const char *text = c->nfindings ? c->findings[0].message : c->message;
         const struct pf_node *ch = pf_node_get(c->evidence, "imexChannels");
@@ -91,10 +70,7 @@ static void test_table(void **state)
                      code, text ? text : "", first ? first : "-");
         if (r->status != PF_SKIP)
             assert_non_null(strstr(pf_node_get_str(c->evidence, "fabricState"), "libnvidia-ml"));
-        pf_ctx_free(&ctx);
-        pf_verdict_free(&v);
-        pf_config_free(&cfg);
-        sh("rm -rf '%s'", dir);
+        th_env_close(&e);
     }
 }
 

@@ -12,7 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../pkg/checks/checks.h"
+#include "../../../pkg/checks/checks.h"
+#include "../helpers/helpers.h"
 
 #define VF1 "0000:c4:00.2"
 #define VF2 "0000:c4:00.3"
@@ -23,95 +24,23 @@
     "\"mlx5_3\"}},\"" VF2 "\":{\"generic\":{\"deviceID\":\"" VF2 "\"},\"rdma\":{\"uverbs\":"       \
     "\"/dev/infiniband/uverbs4\",\"rdma_dev\":\"mlx5_4\"}}}"
 
-struct run {
-    struct pf_config cfg;
-    struct pf_verdict v;
-    struct pf_ctx ctx;
-    struct pf_check *c;
-    char tmp[64];
-};
-
-static void abs_path(char *out, size_t n, const char *rel)
+/* A context rooted at a fixture (or a fresh copy of it when copy is true). */
+static void setup(struct th_env *r, const char *fixture, bool copy)
 {
-    char cwd[2048];
-    assert_non_null(getcwd(cwd, sizeof(cwd)));
-    snprintf(out, n, "%s/%s", cwd, rel);
+    th_env_open(r, fixture, copy ? TH_COPY : TH_IN_PLACE);
+    th_env_start(r);
 }
 
-/* Sets up a context rooted at a fixture (or a fresh copy of it when copy is true). */
-static void setup(struct run *r, const char *fixture, bool copy)
+/* A shell command run in the root (of a copy). */
+static void sh(const struct th_env *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sh(const struct th_env *r, const char *fmt, ...)
 {
-    memset(r, 0, sizeof(*r));
-    pf_config_defaults(&r->cfg);
-    pf_verdict_init(&r->v);
-    pf_ctx_init(&r->ctx, &r->cfg, &r->v);
-    char root[4096];
-    abs_path(root, sizeof(root), fixture);
-    if (copy) {
-        snprintf(r->tmp, sizeof(r->tmp), "/tmp/pfmu-sriov-XXXXXX");
-        assert_non_null(mkdtemp(r->tmp));
-        char cmd[8192];
-        snprintf(cmd, sizeof(cmd), "cp -a '%s' '%s/root'", root, r->tmp);
-        assert_int_equal(system(cmd), 0);
-        snprintf(root, sizeof(root), "%s/root", r->tmp);
-    }
-    assert_int_equal(pf_host_init(&r->ctx.host, root), 0);
-}
-
-static void sh(const struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sh(const struct run *r, const char *fmt, ...)
-{
-    char cmd[8192], body[3000];
+    char body[3000];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    snprintf(cmd, sizeof(cmd), "cd '%s' && %s", r->ctx.host.root, body);
-    assert_int_equal(system(cmd), 0);
-}
-
-static void env(struct run *r, const char *k, const char *v)
-{
-    pf_env_set(&r->ctx.env, k, v, "test");
-}
-
-static void run_check(struct run *r, const char *id, pf_check_fn fn)
-{
-    pf_checks_inventory(&r->ctx);
-    r->c = pf_verdict_add_check(&r->v, id);
-    fn(r->c, &r->ctx);
-}
-
-static void teardown(struct run *r)
-{
-    if (r->tmp[0]) {
-        char cmd[128];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", r->tmp);
-        assert_int_equal(system(cmd), 0);
-    }
-    pf_ctx_free(&r->ctx);
-    pf_verdict_free(&r->v);
-    pf_config_free(&r->cfg);
-}
-
-/* "code:status,code:status" of the check's findings, in order */
-static const char *codes(const struct pf_check *c)
-{
-    static char buf[1024];
-    buf[0] = '\0';
-    for (size_t i = 0; i < c->nfindings; i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, sizeof(buf) - l, "%s%s:%s", i ? "," : "", c->findings[i].code,
-                 pf_status_name(c->findings[i].status));
-    }
-    return buf;
-}
-
-static const struct pf_finding *finding(const struct pf_check *c, const char *code)
-{
-    for (size_t i = 0; i < c->nfindings; i++)
-        if (strcmp(c->findings[i].code, code) == 0) return &c->findings[i];
-    return NULL;
+    th_sh("cd '%s' && %s", r->root, body);
 }
 
 /* ---- net.sriov */
@@ -119,12 +48,12 @@ static const struct pf_finding *finding(const struct pf_check *c, const char *co
 static void test_healthy_vfs(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    env(&r, VAR, VF1 "," VF2);
-    env(&r, VAR "_INFO", INFO);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "");
+    th_env_set(&r, VAR, VF1 "," VF2);
+    th_env_set(&r, VAR "_INFO", INFO);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "");
     assert_int_not_equal(r.c->status, PF_SKIP);
     assert_string_equal(r.c->message,
                         "2 SR-IOV functions present and bound; RDMA devices: mlx5_3, mlx5_4, "
@@ -144,46 +73,46 @@ static void test_healthy_vfs(void **state)
     assert_string_equal(pf_node_get_str(rd, "uverbs"), "/dev/infiniband/uverbs3");
     /* both variables named the first VF */
     assert_int_equal(pf_node_get(d, "from")->count, 2);
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_no_devices_skips(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    env(&r, "PATH", "/usr/bin");
-    run_check(&r, "net.sriov", pf_check_net_sriov);
+    th_env_set(&r, "PATH", "/usr/bin");
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
     assert_int_equal(r.c->status, PF_SKIP);
     assert_int_equal(r.c->nfindings, 0);
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_vf_without_rdma_child(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-no-rdma", false);
-    env(&r, VAR, VF1 "," VF2);
-    env(&r, VAR "_INFO", INFO);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+    th_env_set(&r, VAR, VF1 "," VF2);
+    th_env_set(&r, VAR "_INFO", INFO);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-rdma:fail");
     const char *m = r.c->findings[0].message;
     assert_non_null(strstr(m, VF2 " (VF of 0000:c4:00.0) (mlx5_core) has no RDMA device"));
     assert_non_null(strstr(m, VAR "_INFO lists an rdma provider"));
-    teardown(&r);
+    th_env_close(&r);
 
     /* a Mellanox VF without RDMA while nothing else in the pod asks for RDMA (no uverbs node,
      * no NCCL_IB_HCA, no NCCL_NET=IB): a plain netdevice VF, or a broken rail: warn */
     setup(&r, "fixtures/sriov-no-rdma", true);
     sh(&r, "rm dev/infiniband/uverbs3");
-    env(&r, VAR, VF2);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-rdma:warn");
+    th_env_set(&r, VAR, VF2);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-rdma:warn");
     assert_non_null(strstr(r.c->findings[0].message,
                            VF2 " (VF of 0000:c4:00.0) (mlx5_core) has no RDMA device"));
     assert_non_null(strstr(r.c->findings[0].message, "nothing else in the pod asks for RDMA"));
-    teardown(&r);
+    th_env_close(&r);
 
     /* the same VF fails when anything else says RDMA is meant to run */
     static const struct {
@@ -196,23 +125,23 @@ static void test_vf_without_rdma_child(void **state)
     for (size_t i = 0; i < sizeof(wants) / sizeof(wants[0]); i++) {
         setup(&r, "fixtures/sriov-no-rdma", true);
         if (wants[i].k) sh(&r, "rm dev/infiniband/uverbs3");
-        env(&r, VAR, VF2);
-        if (wants[i].k) env(&r, wants[i].k, wants[i].v);
-        run_check(&r, "net.sriov", pf_check_net_sriov);
-        assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+        th_env_set(&r, VAR, VF2);
+        if (wants[i].k) th_env_set(&r, wants[i].k, wants[i].v);
+        th_env_check(&r, "net.sriov", pf_check_net_sriov);
+        assert_string_equal(th_codes_status(r.c), "vf-no-rdma:fail");
         assert_non_null(strstr(r.c->findings[0].message, wants[i].why));
         assert_non_null(strstr(r.c->findings[0].message, "verbs fail on this rail"));
-        teardown(&r);
+        th_env_close(&r);
     }
 
     /* another VF of the pod has its RDMA device: this one is a broken rail */
     setup(&r, "fixtures/sriov-no-rdma", false);
-    env(&r, VAR, VF1 "," VF2);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+    th_env_set(&r, VAR, VF1 "," VF2);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-rdma:fail");
     assert_non_null(
         strstr(r.c->findings[0].message, "the pod's other functions have RDMA devices (mlx5_3)"));
-    teardown(&r);
+    th_env_close(&r);
 
     /* a VF of another vendor's driver (iavf) without RDMA is a plain netdevice VF */
     setup(&r, "fixtures/sriov-no-rdma", true);
@@ -220,46 +149,46 @@ static void test_vf_without_rdma_child(void **state)
        "mkdir -p sys/bus/pci/drivers/iavf && cd sys/bus/pci/devices/%s && "
        "ln -sfn \"$(readlink driver | sed 's/mlx5_core$/iavf/')\" driver",
        VF2);
-    env(&r, VAR, VF2);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "");
-    teardown(&r);
+    th_env_set(&r, VAR, VF2);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "");
+    th_env_close(&r);
 
     /* ... unless the config requires RDMA */
     setup(&r, "fixtures/sriov-no-rdma", false);
     r.cfg.expect_rdma = PF_RDMA_REQUIRED;
-    env(&r, VAR, VF2);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+    th_env_set(&r, VAR, VF2);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-rdma:fail");
     assert_non_null(strstr(r.c->findings[0].message, "expect.rdma is required"));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_missing_unbound_no_netdev_no_uverbs(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    env(&r, VAR, VF1 ",0000:c4:00.7");
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-missing:fail");
+    th_env_set(&r, VAR, VF1 ",0000:c4:00.7");
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-missing:fail");
     assert_non_null(strstr(r.c->findings[0].message, "0000:c4:00.7 (from " VAR ") is not in "
                                                      "/sys/bus/pci/devices"));
-    teardown(&r);
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "rm sys/bus/pci/devices/%s/driver", VF1);
-    env(&r, VAR, VF1);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-unbound:fail");
-    teardown(&r);
+    th_env_set(&r, VAR, VF1);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-unbound:fail");
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "rm -r sys/bus/pci/devices/%s/net", VF1);
-    env(&r, VAR, VF1);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-netdev:fail");
-    teardown(&r);
+    th_env_set(&r, VAR, VF1);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-netdev:fail");
+    th_env_close(&r);
 
     /* an InfiniBand port: the IPoIB netdev is not needed for verbs */
     setup(&r, "fixtures/sriov-healthy", true);
@@ -267,49 +196,49 @@ static void test_missing_unbound_no_netdev_no_uverbs(void **state)
        "rm -r sys/bus/pci/devices/%s/net && mkdir -p sys/class/infiniband/mlx5_3/ports/1 && "
        "echo InfiniBand > sys/class/infiniband/mlx5_3/ports/1/link_layer",
        VF1);
-    env(&r, VAR, VF1);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-netdev:warn");
-    teardown(&r);
+    th_env_set(&r, VAR, VF1);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-netdev:warn");
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "rm dev/infiniband/uverbs3");
-    env(&r, VAR, VF1);
-    env(&r, VAR "_INFO", INFO);
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-uverbs:fail");
+    th_env_set(&r, VAR, VF1);
+    th_env_set(&r, VAR "_INFO", INFO);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-uverbs:fail");
     assert_non_null(strstr(r.c->findings[0].message, "no /dev/infiniband/uverbs3 in this pod"));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_device_info_from_network_status(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    env(&r, "NETWORK_STATUS",
-        "[{\"name\":\"ovn\",\"interface\":\"eth0\",\"default\":true},"
-        "{\"name\":\"ml/a\",\"interface\":\"net1\",\"device-info\":{\"type\":\"pci\","
-        "\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"" VF1 "\","
-        "\"rdma-device\":\"mlx5_3,mlx5_11\"}}}]");
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "vf-no-rdma:fail");
+    th_env_set(&r, "NETWORK_STATUS",
+               "[{\"name\":\"ovn\",\"interface\":\"eth0\",\"default\":true},"
+               "{\"name\":\"ml/a\",\"interface\":\"net1\",\"device-info\":{\"type\":\"pci\","
+               "\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"" VF1 "\","
+               "\"rdma-device\":\"mlx5_3,mlx5_11\"}}}]");
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "vf-no-rdma:fail");
     assert_non_null(strstr(r.c->findings[0].message,
                            "network-status ml/a names RDMA device mlx5_11 for " VF1
                            ", but /sys/class/infiniband has no mlx5_11"));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_invalid_variables(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    env(&r, VAR, VF1 ",bogus:value");
-    env(&r, "PCIDEVICE_X_INFO", "{not json");
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_string_equal(codes(r.c), "pcidevice-invalid:warn,pcidevice-invalid:warn");
-    teardown(&r);
+    th_env_set(&r, VAR, VF1 ",bogus:value");
+    th_env_set(&r, "PCIDEVICE_X_INFO", "{not json");
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "pcidevice-invalid:warn,pcidevice-invalid:warn");
+    th_env_close(&r);
 }
 
 struct hca_case {
@@ -331,15 +260,15 @@ static void test_nccl_ib_hca_against_given_devices(void **state)
         {"mlx5", ""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct run r;
+        struct th_env r;
         setup(&r, "fixtures/sriov-healthy", false);
-        env(&r, VAR, VF1 "," VF2);
-        env(&r, "NCCL_IB_HCA", cases[i].value);
-        run_check(&r, "net.sriov", pf_check_net_sriov);
-        if (strcmp(codes(r.c), cases[i].want) != 0)
-            fail_msg("NCCL_IB_HCA=%s: got '%s', want '%s'", cases[i].value, codes(r.c),
+        th_env_set(&r, VAR, VF1 "," VF2);
+        th_env_set(&r, "NCCL_IB_HCA", cases[i].value);
+        th_env_check(&r, "net.sriov", pf_check_net_sriov);
+        if (strcmp(th_codes_status(r.c), cases[i].want) != 0)
+            fail_msg("NCCL_IB_HCA=%s: got '%s', want '%s'", cases[i].value, th_codes_status(r.c),
                      cases[i].want);
-        const struct pf_finding *f = finding(r.c, "hca-not-allocated");
+        const struct pf_finding *f = th_finding(r.c, "hca-not-allocated", NULL);
         if (f) {
             assert_non_null(strstr(f->message, "mlx5_3, mlx5_4, mlx5_5"));
             assert_non_null(strstr(f->remedy, "NCCL_IB_HCA==mlx5_3,mlx5_4,mlx5_5"));
@@ -347,24 +276,24 @@ static void test_nccl_ib_hca_against_given_devices(void **state)
              * back to sockets */
             assert_non_null(strstr(f->remedy, "; and set NCCL_NET=IB in the pod spec's env"));
         }
-        teardown(&r);
+        th_env_close(&r);
     }
     /* with NCCL_NET set, the remedy does not repeat it */
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    env(&r, VAR, VF1 "," VF2);
-    env(&r, "NCCL_IB_HCA", "mlx5_0");
-    env(&r, "NCCL_NET", "IB");
-    run_check(&r, "net.sriov", pf_check_net_sriov);
-    assert_null(strstr(finding(r.c, "hca-not-allocated")->remedy, "NCCL_NET"));
-    teardown(&r);
+    th_env_set(&r, VAR, VF1 "," VF2);
+    th_env_set(&r, "NCCL_IB_HCA", "mlx5_0");
+    th_env_set(&r, "NCCL_NET", "IB");
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_null(strstr(th_finding(r.c, "hca-not-allocated", NULL)->remedy, "NCCL_NET"));
+    th_env_close(&r);
 }
 
 /* pf_checks_net_advice: which net name NCCL_NET should hold, and why */
 static void test_net_advice(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     char why[160];
     setup(&r, "fixtures/sriov-healthy", false); /* mlx5 HCAs, uverbs nodes in the pod */
     pf_checks_inventory(&r.ctx);
@@ -374,9 +303,9 @@ static void test_net_advice(void **state)
     assert_null(pf_checks_net_advice(why, sizeof(why), &r.ctx));
     snprintf(r.cfg.expect_transport, sizeof(r.cfg.expect_transport), "OFI");
     assert_string_equal(pf_checks_net_advice(why, sizeof(why), &r.ctx), "OFI");
-    env(&r, "NCCL_NET", "ofi");
+    th_env_set(&r, "NCCL_NET", "ofi");
     assert_null(pf_checks_net_advice(why, sizeof(why), &r.ctx));
-    teardown(&r);
+    th_env_close(&r);
 
     setup(&r, "fixtures/node-efa", false); /* efa_0..: the aws-ofi-nccl plugin */
     pf_checks_inventory(&r.ctx);
@@ -384,7 +313,7 @@ static void test_net_advice(void **state)
     assert_string_equal(pf_checks_net_advice(why, sizeof(why), &r.ctx), "OFI");
     r.cfg.expect_rdma = PF_RDMA_NONE;
     assert_null(pf_checks_net_advice(why, sizeof(why), &r.ctx));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 /* ---- topology.locality */
@@ -392,11 +321,11 @@ static void test_net_advice(void **state)
 static void test_locality_remote_gpu(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/sriov-healthy", false);
-    run_check(&r, "topology.locality", pf_check_topology_locality);
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
     /* mlx5_0 (the PF) has no uverbs node in the pod: only mlx5_3..5 count */
-    assert_string_equal(codes(r.c), "nic-numa-remote:warn");
+    assert_string_equal(th_codes_status(r.c), "nic-numa-remote:warn");
     assert_non_null(strstr(r.c->findings[0].message,
                            "GPU 0000:18:00.0 is on NUMA node 0, but every RDMA NIC this pod can "
                            "open is on another node (mlx5_3 on node 1, mlx5_4 on node 1, mlx5_5 "
@@ -414,23 +343,23 @@ static void test_locality_remote_gpu(void **state)
     assert_int_equal(nics->count, 4);
     assert_string_equal(pf_node_get_str(nics->first, "name"), "mlx5_0");
     assert_false(pf_node_get(nics->first, "usable")->b);
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_locality_paths(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     /* GPU0 moved to NUMA node 1 (other host bridge): NODE, no finding; a GPU under the same
      * root port but behind a second switch level: PXB */
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "echo 1 > sys/bus/pci/devices/0000:18:00.0/numa_node");
-    run_check(&r, "topology.locality", pf_check_topology_locality);
-    assert_string_equal(codes(r.c), "");
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
+    assert_string_equal(th_codes_status(r.c), "");
     assert_string_equal(r.c->message,
                         "every GPU has an RDMA NIC on its NUMA node (2 GPUs, 3 NICs)");
     assert_string_equal(pf_node_get_str(pf_node_get(r.c->evidence, "gpus")->first, "path"), "NODE");
-    teardown(&r);
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "d=sys/devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/0000:c2:00.0 && "
@@ -440,37 +369,37 @@ static void test_locality_paths(void **state)
            "ln -s ../../../devices/pci0000:c0/0000:c0:01.1/0000:c1:00.0/0000:c2:00.0/0000:c3:00.0/"
            "0000:c5:00.0/0000:c6:00.0 sys/bus/pci/devices/0000:c6:00.0 && "
            "mv proc/driver/nvidia/gpus/0000:c3:00.0 proc/driver/nvidia/gpus/0000:c6:00.0");
-    run_check(&r, "topology.locality", pf_check_topology_locality);
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
     struct pf_node *g1 = pf_node_get(r.c->evidence, "gpus")->first->next;
     assert_string_equal(pf_node_get_str(g1, "busId"), "0000:c6:00.0");
     assert_string_equal(pf_node_get_str(g1, "path"), "PXB");
-    teardown(&r);
+    th_env_close(&r);
 
     /* unknown NUMA everywhere (a VM): no finding, the message says so */
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "for f in $(find sys/devices -name numa_node); do echo -1 > $f; done");
-    run_check(&r, "topology.locality", pf_check_topology_locality);
-    assert_string_equal(codes(r.c), "");
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
+    assert_string_equal(th_codes_status(r.c), "");
     assert_non_null(strstr(r.c->message, "NUMA placement unknown"));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 static void test_locality_skips(void **state)
 {
     (void)state;
-    struct run r;
+    struct th_env r;
     setup(&r, "fixtures/podinfo-healthy", false);
-    run_check(&r, "topology.locality", pf_check_topology_locality);
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
     assert_int_equal(r.c->status, PF_SKIP);
     assert_string_equal(r.c->message, "no GPUs in /proc/driver/nvidia/gpus");
-    teardown(&r);
+    th_env_close(&r);
 
     setup(&r, "fixtures/sriov-healthy", true);
     sh(&r, "rm dev/infiniband/uverbs*");
-    run_check(&r, "topology.locality", pf_check_topology_locality);
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
     assert_int_equal(r.c->status, PF_SKIP);
     assert_non_null(strstr(r.c->message, "no RDMA NIC this pod can open"));
-    teardown(&r);
+    th_env_close(&r);
 }
 
 int main(void)

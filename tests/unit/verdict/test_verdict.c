@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../pkg/verdict/verdict.h"
+#include "../../../pkg/verdict/verdict.h"
+#include "../helpers/helpers.h"
 
 static void sample(struct pf_verdict *v)
 {
@@ -109,36 +110,6 @@ static void test_secret_names(void **state)
 }
 
 /* Golden files: the YAML and the human form of a fixed verdict. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = calloc(1, (size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) {
-        free(s);
-        s = NULL;
-    }
-    fclose(f);
-    return s;
-}
-
-static void golden(const char *path, const char *actual)
-{
-    if (getenv("PF_UPDATE_GOLDEN")) {
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        fputs(actual, f);
-        fclose(f);
-    }
-    char *want = slurp(path);
-    assert_non_null(want);
-    assert_string_equal(actual, want);
-    free(want);
-}
-
 static void test_golden_yaml_and_human(void **state)
 {
     (void)state;
@@ -156,14 +127,14 @@ static void test_golden_yaml_and_human(void **state)
     pf_verdict_finalize(&v, NULL, NULL);
     char *y = NULL;
     assert_int_equal(pf_verdict_to_yaml(&y, NULL, &v), 0);
-    golden("fixtures/golden/verdict.yaml", y);
+    th_golden("fixtures/golden/verdict.yaml", y);
     free(y);
     char *h = NULL;
     size_t hn = 0;
     FILE *f = open_memstream(&h, &hn);
     pf_verdict_render_human(f, &v, false);
     fclose(f);
-    golden("fixtures/golden/verdict.txt", h);
+    th_golden("fixtures/golden/verdict.txt", h);
     free(h);
     pf_verdict_free(&v);
 }
@@ -171,15 +142,15 @@ static void test_golden_yaml_and_human(void **state)
 static void test_atomic_write(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/pf-verdict-XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[64];
+    th_tmpdir(dir, sizeof(dir), "verdict");
     char path[256];
     snprintf(path, sizeof(path), "%s/sub/verdict.yaml", dir);
     struct pf_verdict v;
     sample(&v);
     pf_verdict_finalize(&v, NULL, NULL);
     assert_int_equal(pf_verdict_write_file(&v, path), 0);
-    char *s = slurp(path);
+    char *s = th_slurp(path, NULL);
     assert_non_null(s);
     assert_non_null(strstr(s, "verdict: fail"));
     free(s);
@@ -215,8 +186,8 @@ static void test_yaml_invalid_utf8(void **state)
     assert_null(strstr(yaml, "\x8f"));
     assert_non_null(strstr(yaml, "verdict: fail"));
     free(yaml);
-    char dir[] = "/tmp/pf-verdict-utf8.XXXXXX";
-    assert_non_null(mkdtemp(dir));
+    char dir[64];
+    th_tmpdir(dir, sizeof(dir), "verdict-utf8");
     char path[256];
     snprintf(path, sizeof(path), "%s/verdict.yaml", dir);
     assert_int_equal(pf_verdict_write_file(&v, path), 0);

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "../../pkg/ncclenv/ncclenv.h"
+#include "../../../pkg/ncclenv/ncclenv.h"
 
 /* ---- lists */
 

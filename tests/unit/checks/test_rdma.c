@@ -19,91 +19,23 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../../pkg/checks/checks.h"
+#include "../../../pkg/checks/checks.h"
+#include "../helpers/helpers.h"
 
 /* ---- a materialized fixture and one check run on it */
 
-struct env {
-    char dir[64];
-    char root[128];
-    struct pf_config cfg;
-    struct pf_verdict v;
-    struct pf_ctx ctx;
-    bool ran;
-};
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0) fail_msg("command failed (%d): %s", rc, cmd);
-}
-
-static void env_open(struct env *e, const char *fixture)
-{
-    memset(e, 0, sizeof(*e));
-    snprintf(e->dir, sizeof(e->dir), "/tmp/pf-rdma-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
-    snprintf(e->root, sizeof(e->root), "%s/root", e->dir);
-    sh("fixtures/materialize.sh fixtures/%s %s 2>/dev/null", fixture, e->root);
-    pf_config_defaults(&e->cfg);
-}
-
 /* Runs one check on the tree with the config as it is now, finalizes, returns the result. */
-static struct pf_check *env_run(struct env *e, pf_check_fn fn, const char *id)
+static struct pf_check *env_run(struct th_env *e, pf_check_fn fn, const char *id)
 {
-    assert_false(e->ran);
-    e->ran = true;
-    pf_verdict_init(&e->v);
-    pf_ctx_init(&e->ctx, &e->cfg, &e->v);
-    assert_int_equal(pf_host_init(&e->ctx.host, e->root), 0);
-    pf_checks_inventory(&e->ctx);
-    struct pf_check *c = pf_verdict_add_check(&e->v, id);
-    fn(c, &e->ctx);
+    th_env_check(e, id, fn);
     pf_verdict_finalize(&e->v, NULL, NULL);
     return pf_verdict_find_check(&e->v, id);
-}
-
-static void env_close(struct env *e)
-{
-    if (e->ran) {
-        pf_ctx_free(&e->ctx);
-        pf_verdict_free(&e->v);
-    }
-    pf_config_free(&e->cfg);
-    sh("rm -rf '%s'", e->dir);
-}
-
-/* Sorted, de-duplicated finding codes joined with ','. */
-static void codes_of(char *out, size_t n, const struct pf_check *c)
-{
-    struct pf_strlist l = {0};
-    for (size_t i = 0; i < c->nfindings; i++)
-        if (!pf_strlist_has(&l, c->findings[i].code)) pf_strlist_add(&l, c->findings[i].code);
-    pf_strlist_sort(&l);
-    pf_strlist_join(out, n, &l, ",");
-    pf_strlist_free(&l);
-}
-
-static const struct pf_finding *finding(const struct pf_check *c, const char *code,
-                                        const char *needle)
-{
-    for (size_t i = 0; i < c->nfindings; i++)
-        if (strcmp(c->findings[i].code, code) == 0 &&
-            (!needle || strstr(c->findings[i].message, needle)))
-            return &c->findings[i];
-    return NULL;
 }
 
 static void assert_finding(const struct pf_check *c, const char *code, enum pf_status st,
                            const char *needle)
 {
-    const struct pf_finding *f = finding(c, code, needle);
+    const struct pf_finding *f = th_finding(c, code, needle);
     if (!f) {
         for (size_t i = 0; i < c->nfindings; i++)
             print_message("  have %s: %s\n", c->findings[i].code, c->findings[i].message);
@@ -228,15 +160,15 @@ static const struct row rows[] = {
 
 static void run_row(const struct row *r)
 {
-    struct env e;
-    env_open(&e, r->fixture);
-    if (r->mutate) sh("cd '%s' && %s", e.root, r->mutate);
+    struct th_env e;
+    th_env_open(&e, r->fixture, TH_MATERIALIZE);
+    if (r->mutate) th_sh("cd '%s' && %s", e.root, r->mutate);
     if (r->expect_rdma >= 0) e.cfg.expect_rdma = (enum pf_rdma_expect)r->expect_rdma;
     e.cfg.expect_hcas = r->expect_hcas;
     e.cfg.expect_min_port_rate_gbps = r->min_rate;
     struct pf_check *c = env_run(&e, fn_of(r->check), r->check);
     char codes[512];
-    codes_of(codes, sizeof(codes), c);
+    th_codes(codes, sizeof(codes), c);
     if (c->status != r->status || strcmp(codes, r->codes) != 0 ||
         (r->needle && !strstr(c->message, r->needle))) {
         for (size_t i = 0; i < c->nfindings; i++)
@@ -246,7 +178,7 @@ static void run_row(const struct row *r)
                  codes, c->message, pf_status_name(r->status), r->codes,
                  r->needle ? r->needle : "");
     }
-    env_close(&e);
+    th_env_close(&e);
 }
 
 static void test_table(void **state)
@@ -271,8 +203,8 @@ static struct pf_node *seq_at(struct pf_node *seq, size_t idx)
 static void test_devices_evidence(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_int_equal(c->status, PF_PASS);
     assert_int_equal(pf_node_get(c->evidence, "count")->i, 8);
@@ -291,32 +223,32 @@ static void test_devices_evidence(void **state)
     assert_string_equal(pf_node_get_str(h7, "name"), "mlx5_7");
     assert_string_equal(pf_node_get_str(h7, "pciAddress"), "0000:dc:00.0");
     assert_int_equal(pf_node_get(h7, "numaNode")->i, 1);
-    env_close(&e);
+    th_env_close(&e);
 }
 
 static void test_devices_messages(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
-    sh("cd '%s' && rm dev/infiniband/uverbs5 dev/infiniband/uverbs6", e.root);
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("cd '%s' && rm dev/infiniband/uverbs5 dev/infiniband/uverbs6", e.root);
     struct pf_check *c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_finding(c, "uverbs-missing", PF_WARN,
                    "2 of 8 HCAs have no uverbs node in the pod: /dev/infiniband/uverbs5 (mlx5_5), "
                    "/dev/infiniband/uverbs6 (mlx5_6)");
-    env_close(&e);
+    th_env_close(&e);
 
-    env_open(&e, "node-no-devinfiniband");
+    th_env_open(&e, "node-no-devinfiniband", TH_MATERIALIZE);
     c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_finding(c, "uverbs-missing", PF_FAIL, "/dev/infiniband is not in the pod");
     assert_finding(c, "uverbs-missing", PF_FAIL, "(mlx5_0, mlx5_1)");
     assert_finding(c, "rdma-cm-missing", PF_WARN, "/dev/infiniband/rdma_cm");
-    env_close(&e);
+    th_env_close(&e);
 
-    env_open(&e, "node-garbage");
+    th_env_open(&e, "node-garbage", TH_MATERIALIZE);
     c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_finding(c, "uverbs-missing", PF_WARN, "uverbs0/ibdev is empty or unreadable");
-    env_close(&e);
+    th_env_close(&e);
 }
 
 /* A char major with no driver (not in /proc/devices' character section), for ENXIO. */
@@ -349,15 +281,15 @@ static void test_uverbs_no_driver(void **state)
     if (geteuid() != 0) skip();
     int major = free_char_major();
     if (major < 0) skip();
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
-    char path[256];
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    char path[1100];
     snprintf(path, sizeof(path), "%s/dev/infiniband/uverbs3", e.root);
     assert_int_equal(unlink(path), 0);
     assert_int_equal(mknod(path, S_IFCHR | 0666, makedev((unsigned)major, 0)), 0);
     struct pf_check *c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     char codes[128];
-    codes_of(codes, sizeof(codes), c);
+    th_codes(codes, sizeof(codes), c);
     assert_string_equal(codes, "uverbs-unopenable");
     assert_int_equal(c->status, PF_FAIL);
     assert_finding(c, "uverbs-unopenable", PF_FAIL, "mlx5_3: open(/dev/infiniband/uverbs3");
@@ -366,25 +298,25 @@ static void test_uverbs_no_driver(void **state)
     assert_int_equal(pf_node_get(c->evidence, "usable")->i, 7);
     assert_string_equal(pf_node_get_str(seq_at(pf_node_get(c->evidence, "hcas"), 3), "devNode"),
                         "unopenable");
-    env_close(&e);
+    th_env_close(&e);
 }
 
 static void test_uverbs_not_a_device(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
-    sh("cd '%s' && rm dev/infiniband/uverbs2 && mkdir dev/infiniband/uverbs2", e.root);
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("cd '%s' && rm dev/infiniband/uverbs2 && mkdir dev/infiniband/uverbs2", e.root);
     struct pf_check *c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_finding(c, "uverbs-unopenable", PF_FAIL, "uverbs2 is not a character device");
-    env_close(&e);
+    th_env_close(&e);
 }
 
 static void test_ports_messages(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-ports-bad");
+    struct th_env e;
+    th_env_open(&e, "node-ports-bad", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_finding(c, "port-down", PF_FAIL, "mlx5_1 port 1: state is DOWN (\"1: DOWN\")");
     assert_finding(c, "port-down", PF_FAIL, "mlx5_2 port 1: state is DOWN");
@@ -393,32 +325,33 @@ static void test_ports_messages(void **state)
     assert_finding(c, "port-rate", PF_WARN,
                    "mlx5_3 port 1 runs at 200 Gb/sec (4X HDR), slower than its peers (mlx5_0 "
                    "port 1: 400 Gb/sec (4X NDR))");
-    assert_null(finding(c, "port-rate", "mlx5_1")); /* down ports are not rate-compared */
-    assert_null(finding(c, "port-down", "mlx5_0"));
-    assert_null(finding(c, "port-down", "mlx5_3"));
+    assert_null(th_finding(c, "port-rate", "mlx5_1")); /* down ports are not rate-compared */
+    assert_null(th_finding(c, "port-down", "mlx5_0"));
+    assert_null(th_finding(c, "port-down", "mlx5_3"));
     assert_int_equal(pf_node_get(c->evidence, "active")->i, 2);
     struct pf_node *p1 = seq_at(pf_node_get(c->evidence, "ports"), 1);
     assert_string_equal(pf_node_get_str(p1, "hca"), "mlx5_1");
     assert_string_equal(pf_node_get_str(p1, "state"), "DOWN");
     assert_string_equal(pf_node_get_str(p1, "physState"), "Disabled");
-    env_close(&e);
+    th_env_close(&e);
 
     /* with an expectation the slow port fails, and no peer warning is added */
-    env_open(&e, "node-ports-bad");
+    th_env_open(&e, "node-ports-bad", TH_MATERIALIZE);
     e.cfg.expect_min_port_rate_gbps = 400;
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_finding(c, "port-rate", PF_FAIL,
                    "mlx5_3 port 1 runs at 200 Gb/sec (4X HDR), expect.minPortRateGbps is 400");
-    assert_null(finding(c, "port-rate", "slower than its peers"));
-    env_close(&e);
+    assert_null(th_finding(c, "port-rate", "slower than its peers"));
+    th_env_close(&e);
 }
 
 static void test_ports_evidence(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
-    sh("cd '%s' && echo '2.5 Gb/sec (1X SDR)' > sys/class/infiniband/mlx5_6/ports/1/rate", e.root);
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("cd '%s' && echo '2.5 Gb/sec (1X SDR)' > sys/class/infiniband/mlx5_6/ports/1/rate",
+          e.root);
     struct pf_check *c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     /* without an expectation the 2.5 port is a peer warning */
     assert_finding(c, "port-rate", PF_WARN, "mlx5_6 port 1 runs at 2.5 Gb/sec (1X SDR)");
@@ -433,14 +366,14 @@ static void test_ports_evidence(void **state)
     assert_string_equal(pf_node_get_str(p0, "smLid"), "0x1");
     struct pf_node *p6 = seq_at(pf_node_get(c->evidence, "ports"), 6);
     assert_true(pf_node_get(p6, "rateGbps")->d == 2.5);
-    env_close(&e);
+    th_env_close(&e);
 }
 
 static void test_roce_evidence(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-roce");
+    struct th_env e;
+    th_env_open(&e, "node-roce", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_int_equal(c->status, PF_PASS);
     struct pf_node *p1 = seq_at(pf_node_get(c->evidence, "ports"), 1);
@@ -454,34 +387,34 @@ static void test_roce_evidence(void **state)
     assert_string_equal(pf_node_get_str(r, "gid"), "0000:0000:0000:0000:0000:ffff:c0a8:020b");
     assert_true(pf_node_get(r, "ipv4")->b);
     assert_int_equal(pf_node_get(r, "v2Gids")->i, 2);
-    env_close(&e);
+    th_env_close(&e);
 
     /* without the IPv4 GIDs the link-local v2 GID is used */
-    env_open(&e, "node-roce");
-    sh("cd '%s' && rm sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3", e.root);
+    th_env_open(&e, "node-roce", TH_MATERIALIZE);
+    th_sh("cd '%s' && rm sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/3", e.root);
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_int_equal(c->status, PF_PASS);
     r = pf_node_get(seq_at(pf_node_get(c->evidence, "ports"), 0), "roce");
     assert_int_equal(pf_node_get(r, "gidIndex")->i, 1);
     assert_false(pf_node_get(r, "ipv4")->b);
-    env_close(&e);
+    th_env_close(&e);
 
     /* ndevs missing: the message says why */
-    env_open(&e, "node-roce");
-    sh("cd '%s' && rm -rf sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs", e.root);
+    th_env_open(&e, "node-roce", TH_MATERIALIZE);
+    th_sh("cd '%s' && rm -rf sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs", e.root);
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_finding(c, "no-roce-gid", PF_FAIL,
                    "mlx5_1 port 1 (Ethernet) has no usable RoCE v2 GID: 2 RoCE v2 entries among 6 "
                    "GID entries (0 all-zero, 2 without a netdev)");
-    assert_null(finding(c, "no-roce-gid", "mlx5_0"));
-    env_close(&e);
+    assert_null(th_finding(c, "no-roce-gid", "mlx5_0"));
+    th_env_close(&e);
 }
 
 static void test_garbage_names_files(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-garbage");
+    struct th_env e;
+    th_env_open(&e, "node-garbage", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_finding(c, "port-down", PF_FAIL,
                    "mlx5_0 port 1: state file /sys/class/infiniband/mlx5_0/ports/1/state is empty");
@@ -489,16 +422,16 @@ static void test_garbage_names_files(void **state)
     assert_finding(c, "port-not-linkup", PF_FAIL, "phys_state file holds \"garbage\"");
     assert_finding(c, "port-rate", PF_FAIL, "rate file holds \"fast\"");
     assert_finding(c, "no-roce-gid", PF_FAIL, "gid_attrs/types/0 holds \"RoCE v9\"");
-    env_close(&e);
+    th_env_close(&e);
 
     /* an unreadable state file (a directory in its place) */
-    env_open(&e, "node-8gpu-ndr");
-    sh("cd '%s' && rm sys/class/infiniband/mlx5_4/ports/1/state && "
-       "mkdir sys/class/infiniband/mlx5_4/ports/1/state",
-       e.root);
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("cd '%s' && rm sys/class/infiniband/mlx5_4/ports/1/state && "
+          "mkdir sys/class/infiniband/mlx5_4/ports/1/state",
+          e.root);
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_finding(c, "port-down", PF_FAIL, "mlx5_4 port 1: state file unreadable");
-    env_close(&e);
+    th_env_close(&e);
 }
 
 /* ---- memlock: the process's own limit and capability, changed for the test and restored */
@@ -559,13 +492,13 @@ static void test_memlock(void **state)
             continue;
         }
         ran++;
-        struct env e;
-        env_open(&e, r->fixture);
+        struct th_env e;
+        th_env_open(&e, r->fixture, TH_MATERIALIZE);
         struct pf_check *c = env_run(&e, pf_check_rdma_memlock, "rdma.memlock");
         cap_effective(true);
         setrlimit(RLIMIT_MEMLOCK, &saved);
         char codes[128];
-        codes_of(codes, sizeof(codes), c);
+        th_codes(codes, sizeof(codes), c);
         if (c->status != r->status || strcmp(codes, r->codes) != 0 ||
             !strstr(c->message, r->needle))
             fail_msg("%s: got %s [%s] \"%s\"", r->name, pf_status_name(c->status), codes,
@@ -575,7 +508,7 @@ static void test_memlock(void **state)
             assert_string_equal(pf_node_get_str(c->evidence, "soft"), "unlimited");
         else
             assert_int_equal(pf_node_get(c->evidence, "soft")->i, (long long)r->soft);
-        env_close(&e);
+        th_env_close(&e);
     }
     assert_int_equal(setrlimit(RLIMIT_MEMLOCK, &saved), 0);
     assert_true(ran >= 2); /* the low-limit rows run anywhere */
@@ -584,28 +517,28 @@ static void test_memlock(void **state)
 static void test_gpudirect_evidence(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-roce");
+    struct th_env e;
+    th_env_open(&e, "node-roce", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e, pf_check_rdma_gpudirect, "rdma.gpudirect");
     assert_true(pf_node_get(c->evidence, "dmabuf")->b);
     assert_true(pf_node_get(c->evidence, "openKernelModule")->b);
     assert_string_equal(pf_node_get_str(c->evidence, "kernel"), "6.5.0-1024-azure");
     assert_null(pf_node_get(c->evidence, "peermem"));
-    env_close(&e);
+    th_env_close(&e);
 
-    env_open(&e, "node-8gpu-ndr");
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
     c = env_run(&e, pf_check_rdma_gpudirect, "rdma.gpudirect");
     assert_string_equal(pf_node_get_str(c->evidence, "peermem"),
                         "/sys/module/nvidia_peermem/version");
     assert_string_equal(pf_node_get_str(c->evidence, "peermemVersion"), "1.1");
     assert_false(pf_node_get(c->evidence, "dmabuf")->b); /* proprietary module */
-    env_close(&e);
+    th_env_close(&e);
 
-    env_open(&e, "node-8gpu-ndr");
-    sh("cd '%s' && rm -rf sys/module/nvidia_peermem", e.root);
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("cd '%s' && rm -rf sys/module/nvidia_peermem", e.root);
     c = env_run(&e, pf_check_rdma_gpudirect, "rdma.gpudirect");
     assert_finding(c, "no-gpudirect", PF_WARN, "the NVIDIA kernel module is not the open one");
-    env_close(&e);
+    th_env_close(&e);
 }
 
 /* rdma.counters with counters that read "N/A (no PMA)" (the kernel's text for a device
@@ -616,11 +549,9 @@ static void test_gpudirect_evidence(void **state)
 static void test_counters_not_available(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-efa");
-    pf_verdict_init(&e.v);
-    pf_ctx_init(&e.ctx, &e.cfg, &e.v);
-    assert_int_equal(pf_host_init(&e.ctx.host, e.root), 0);
+    struct th_env e;
+    th_env_open(&e, "node-efa", TH_MATERIALIZE);
+    th_env_start(&e);
     pf_checks_inventory(&e.ctx);
     assert_int_equal(e.ctx.hcas.n, 2);
     struct pf_counters *before = pf_counters_snapshot(&e.ctx);
@@ -633,19 +564,16 @@ static void test_counters_not_available(void **state)
     assert_non_null(strstr(c->message, "N/A (no PMA)"));
     assert_int_equal(pf_node_get(c->evidence, "notAvailableCount")->i, 14);
     pf_counters_free(before);
-    e.ran = true;
-    env_close(&e);
+    th_env_close(&e);
 
-    env_open(&e, "node-8gpu-ndr");
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
     const char *port = "sys/class/infiniband/mlx5_0/ports/1/counters";
-    sh("mkdir -p %s/%s && echo 'N/A (no PMA)' >%s/%s/link_downed && echo 3 >%s/%s/symbol_error",
-       e.root, port, e.root, port, e.root, port);
-    pf_verdict_init(&e.v);
-    pf_ctx_init(&e.ctx, &e.cfg, &e.v);
-    assert_int_equal(pf_host_init(&e.ctx.host, e.root), 0);
+    th_sh("mkdir -p %s/%s && echo 'N/A (no PMA)' >%s/%s/link_downed && echo 3 >%s/%s/symbol_error",
+          e.root, port, e.root, port, e.root, port);
+    th_env_start(&e);
     pf_checks_inventory(&e.ctx);
     before = pf_counters_snapshot(&e.ctx);
-    sh("echo 9 >%s/%s/symbol_error", e.root, port);
+    th_sh("echo 9 >%s/%s/symbol_error", e.root, port);
     c = pf_verdict_add_check(&e.v, "rdma.counters");
     pf_check_rdma_counters(c, &e.ctx, before);
     pf_verdict_finalize(&e.v, NULL, NULL);
@@ -655,10 +583,9 @@ static void test_counters_not_available(void **state)
     struct pf_node *na = pf_node_get(pf_node_get(c->evidence, "notAvailable"), "mlx5_0/1");
     assert_non_null(na);
     assert_string_equal(na->first->str, "link_downed");
-    assert_non_null(finding(c, "port-errors", NULL));
+    assert_non_null(th_finding(c, "port-errors", NULL));
     pf_counters_free(before);
-    e.ran = true;
-    env_close(&e);
+    th_env_close(&e);
 }
 
 /* ---- AWS EFA (tests/fixtures/node-efa, from the kernel's efa driver; plugin paths from
@@ -667,48 +594,40 @@ static void test_counters_not_available(void **state)
  * FI_PROVIDER=efa and FI_EFA_USE_DEVICE_RDMA=1 as EKS training pod specs set them) */
 
 /* Runs rdma.efa with "K=V" settings in the environment. */
-static struct pf_check *efa_run(struct env *e, const char *const *vars)
+static struct pf_check *efa_run(struct th_env *e, const char *const *vars)
 {
-    assert_false(e->ran);
-    e->ran = true;
-    pf_verdict_init(&e->v);
-    pf_ctx_init(&e->ctx, &e->cfg, &e->v);
-    assert_int_equal(pf_host_init(&e->ctx.host, e->root), 0);
+    th_env_start(e);
     for (size_t i = 0; vars && vars[i]; i++) {
         char k[128];
         const char *eq = strchr(vars[i], '=');
         snprintf(k, sizeof(k), "%.*s", (int)(eq - vars[i]), vars[i]);
         pf_env_set(&e->ctx.env, k, eq + 1, "environment");
     }
-    pf_checks_inventory(&e->ctx);
-    struct pf_check *c = pf_verdict_add_check(&e->v, "rdma.efa");
-    pf_check_rdma_efa(c, &e->ctx);
-    pf_verdict_finalize(&e->v, NULL, NULL);
-    return pf_verdict_find_check(&e->v, "rdma.efa");
+    return env_run(e, pf_check_rdma_efa, "rdma.efa");
 }
 
 static void test_efa_devices_and_ports(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     /* EFA needs no rdma_cm or umad: only the uverbs nodes the EFA device plugin mounts */
-    env_open(&e, "node-efa");
+    th_env_open(&e, "node-efa", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_false(pf_check_has_finding(c, "rdma-cm-missing"));
     assert_string_equal(pf_node_get_str(c->evidence, "rdmaCmNote"), "not needed by EFA");
-    env_close(&e);
+    th_env_close(&e);
     /* ... but a Mellanox node still needs it */
-    env_open(&e, "node-8gpu-ndr");
-    sh("rm -f %s/dev/infiniband/rdma_cm", e.root);
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("rm -f %s/dev/infiniband/rdma_cm", e.root);
     c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
     assert_true(pf_check_has_finding(c, "rdma-cm-missing"));
-    env_close(&e);
+    th_env_close(&e);
     /* EFA ports report link layer Unknown: not a down port */
-    env_open(&e, "node-efa");
+    th_env_open(&e, "node-efa", TH_MATERIALIZE);
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_int_equal(c->nfindings, 0);
     assert_int_equal(c->status, PF_PASS);
-    env_close(&e);
+    th_env_close(&e);
 }
 
 struct efa_case {
@@ -756,9 +675,9 @@ static void test_efa_plugin_provider_net(void **state)
          "2 EFA devices"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct env e;
-        env_open(&e, "node-efa");
-        if (cases[i].setup) sh("cd %s && %s", e.root, cases[i].setup);
+        struct th_env e;
+        th_env_open(&e, "node-efa", TH_MATERIALIZE);
+        if (cases[i].setup) th_sh("cd %s && %s", e.root, cases[i].setup);
         struct pf_check *c = efa_run(&e, cases[i].vars);
         char got[512] = "";
         for (size_t k = 0; k < c->nfindings; k++) {
@@ -771,18 +690,18 @@ static void test_efa_plugin_provider_net(void **state)
         const char *text = c->nfindings ? c->findings[0].message : c->message;
         if (!text || !strstr(text, cases[i].text))
             fail_msg("case %zu: '%s' does not hold '%s'", i, text ? text : "", cases[i].text);
-        env_close(&e);
+        th_env_close(&e);
     }
     /* no EFA device and no OFI expectation: skipped */
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
     assert_int_equal(efa_run(&e, NULL)->status, PF_SKIP);
-    env_close(&e);
+    th_env_close(&e);
     /* expect.transport OFI without EFA devices fails */
-    env_open(&e, "node-8gpu-ndr");
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
     snprintf(e.cfg.expect_transport, sizeof(e.cfg.expect_transport), "OFI");
     assert_true(pf_check_has_finding(efa_run(&e, NULL), "efa-plugin-missing"));
-    env_close(&e);
+    th_env_close(&e);
 }
 
 int main(void)

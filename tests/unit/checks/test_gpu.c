@@ -13,71 +13,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../pkg/checks/checks.h"
+#include "../../../pkg/checks/checks.h"
+#include "../helpers/helpers.h"
 
-struct env {
-    char dir[64];
-    char root[128];
-    struct pf_config cfg;
-    struct pf_verdict v;
-    struct pf_ctx ctx;
-    bool ran;
-};
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
+/* Runs gpu.devices on the tree with the config as it is now, finalizes, returns the result. */
+static struct pf_check *env_run(struct th_env *e)
 {
-    char cmd[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0) fail_msg("command failed (%d): %s", rc, cmd);
-}
-
-static void env_open(struct env *e, const char *fixture)
-{
-    memset(e, 0, sizeof(*e));
-    snprintf(e->dir, sizeof(e->dir), "/tmp/pf-gpu-XXXXXX");
-    assert_non_null(mkdtemp(e->dir));
-    snprintf(e->root, sizeof(e->root), "%s/root", e->dir);
-    sh("fixtures/materialize.sh fixtures/%s %s 2>/dev/null", fixture, e->root);
-    pf_config_defaults(&e->cfg);
-}
-
-static struct pf_check *env_run(struct env *e)
-{
-    assert_false(e->ran);
-    e->ran = true;
-    pf_verdict_init(&e->v);
-    pf_ctx_init(&e->ctx, &e->cfg, &e->v);
-    assert_int_equal(pf_host_init(&e->ctx.host, e->root), 0);
-    pf_checks_inventory(&e->ctx);
-    struct pf_check *c = pf_verdict_add_check(&e->v, "gpu.devices");
-    pf_check_gpu_devices(c, &e->ctx);
+    th_env_check(e, "gpu.devices", pf_check_gpu_devices);
     pf_verdict_finalize(&e->v, NULL, NULL);
     return pf_verdict_find_check(&e->v, "gpu.devices");
-}
-
-static void env_close(struct env *e)
-{
-    if (e->ran) {
-        pf_ctx_free(&e->ctx);
-        pf_verdict_free(&e->v);
-    }
-    pf_config_free(&e->cfg);
-    sh("rm -rf '%s'", e->dir);
-}
-
-static void codes_of(char *out, size_t n, const struct pf_check *c)
-{
-    struct pf_strlist l = {0};
-    for (size_t i = 0; i < c->nfindings; i++)
-        if (!pf_strlist_has(&l, c->findings[i].code)) pf_strlist_add(&l, c->findings[i].code);
-    pf_strlist_sort(&l);
-    pf_strlist_join(out, n, &l, ",");
-    pf_strlist_free(&l);
 }
 
 struct row {
@@ -135,13 +79,13 @@ static void test_table(void **state)
     (void)state;
     for (size_t i = 0; i < PF_ARRAY_LEN(rows); i++) {
         const struct row *r = &rows[i];
-        struct env e;
-        env_open(&e, r->fixture);
-        if (r->mutate) sh("cd '%s' && %s", e.root, r->mutate);
+        struct th_env e;
+        th_env_open(&e, r->fixture, TH_MATERIALIZE);
+        if (r->mutate) th_sh("cd '%s' && %s", e.root, r->mutate);
         e.cfg.expect_gpus_per_pod = r->expect;
         struct pf_check *c = env_run(&e);
         char codes[256];
-        codes_of(codes, sizeof(codes), c);
+        th_codes(codes, sizeof(codes), c);
         const struct pf_node *count = pf_node_get(c->evidence, "count");
         if (c->status != r->status || strcmp(codes, r->codes) != 0 ||
             (r->needle && !strstr(c->message, r->needle)) ||
@@ -153,15 +97,15 @@ static void test_table(void **state)
                      pf_status_name(c->status), codes, c->message, count ? count->i : -1,
                      pf_status_name(r->status), r->codes, r->needle ? r->needle : "", r->count);
         }
-        env_close(&e);
+        th_env_close(&e);
     }
 }
 
 static void test_evidence(void **state)
 {
     (void)state;
-    struct env e;
-    env_open(&e, "node-8gpu-ndr");
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
     struct pf_check *c = env_run(&e);
     assert_int_equal(c->status, PF_PASS);
     assert_string_equal(pf_node_get_str(c->evidence, "driverVersion"), "550.90.07");
@@ -178,22 +122,22 @@ static void test_evidence(void **state)
     const struct pf_node *g7 = gpus->last;
     assert_string_equal(pf_node_get_str(g7, "busId"), "0000:db:00.0");
     assert_string_equal(pf_node_get_str(g7, "devNode"), "/dev/nvidia7");
-    env_close(&e);
+    th_env_close(&e);
 
     /* minors need not follow bus order: the node is matched by Device Minor */
-    env_open(&e, "node-8gpu-ndr");
-    sh("cd '%s' && sed -i 's/^Device Minor: \\t 0$/Device Minor: \\t 9/' "
-       "proc/driver/nvidia/gpus/0000:18:00.0/information && rm dev/nvidia0",
-       e.root);
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("cd '%s' && sed -i 's/^Device Minor: \\t 0$/Device Minor: \\t 9/' "
+          "proc/driver/nvidia/gpus/0000:18:00.0/information && rm dev/nvidia0",
+          e.root);
     c = env_run(&e);
     char codes[128];
-    codes_of(codes, sizeof(codes), c);
+    th_codes(codes, sizeof(codes), c);
     assert_string_equal(codes, "gpu-count");
     assert_non_null(strstr(c->findings[0].message, "/dev/nvidia9 (0000:18:00.0)"));
     assert_string_equal(pf_node_get_str(pf_node_get(c->evidence, "gpus")->first, "devNode"),
                         "/dev/nvidia9");
     assert_false(pf_node_get(pf_node_get(c->evidence, "gpus")->first, "inPod")->b);
-    env_close(&e);
+    th_env_close(&e);
 }
 
 /* /proc/driver/nvidia/version as the driver writes it. Sources: the proprietary x86_64 and

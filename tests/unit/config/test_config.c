@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../pkg/config/config.h"
+#include "../../../pkg/config/config.h"
 
 struct tcp_case {
     const char *yaml;

@@ -13,42 +13,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../pkg/checks/checks.h"
+#include "../../../pkg/checks/checks.h"
+#include "../helpers/helpers.h"
 
-struct env {
-    struct pf_config config;
-    struct pf_verdict verdict;
-    struct pf_ctx ctx;
-    struct pf_check *check;
-};
-
-static void open_env(struct env *e, const char *root, const char *id)
+/* A context rooted at root (relative to tests/, or absolute) with check id added. */
+static void open_env(struct th_env *e, const char *root, const char *id)
 {
-    pf_config_defaults(&e->config);
-    pf_verdict_init(&e->verdict);
-    pf_ctx_init(&e->ctx, &e->config, &e->verdict);
-    char abs[1024], cwd[512];
-    assert_non_null(getcwd(cwd, sizeof(cwd)));
-    if (root[0] == '/')
-        snprintf(abs, sizeof(abs), "%s", root);
-    else
-        snprintf(abs, sizeof(abs), "%s/%s", cwd, root);
-    assert_int_equal(pf_host_init(&e->ctx.host, abs), 0);
-    e->check = pf_verdict_add_check(&e->verdict, id);
-}
-
-static void close_env(struct env *e)
-{
-    pf_ctx_free(&e->ctx);
-    pf_verdict_free(&e->verdict);
-    pf_config_free(&e->config);
-}
-
-static const struct pf_finding *finding(const struct pf_check *c, const char *code)
-{
-    for (size_t i = 0; i < c->nfindings; i++)
-        if (strcmp(c->findings[i].code, code) == 0) return &c->findings[i];
-    return NULL;
+    th_env_open(e, root, TH_IN_PLACE);
+    th_env_start(e);
+    e->c = pf_verdict_add_check(&e->v, id);
 }
 
 /* ---- sys.ports */
@@ -56,97 +29,90 @@ static const struct pf_finding *finding(const struct pf_check *c, const char *co
 static void test_ports_default_range_passes(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     open_env(&e, "fixtures/nccl-ports-default", "sys.ports");
-    pf_check_sys_ports(e.check, &e.ctx);
-    assert_int_equal(e.check->nfindings, 0);
-    assert_int_equal(pf_node_get(e.check->evidence, "low")->i, 32768);
-    assert_int_equal(pf_node_get(e.check->evidence, "high")->i, 60999);
-    assert_int_equal(pf_node_get(e.check->evidence, "ports")->i, 28232);
-    assert_non_null(strstr(e.check->message, "32768-60999"));
-    close_env(&e);
+    pf_check_sys_ports(e.c, &e.ctx);
+    assert_int_equal(e.c->nfindings, 0);
+    assert_int_equal(pf_node_get(e.c->evidence, "low")->i, 32768);
+    assert_int_equal(pf_node_get(e.c->evidence, "high")->i, 60999);
+    assert_int_equal(pf_node_get(e.c->evidence, "ports")->i, 28232);
+    assert_non_null(strstr(e.c->message, "32768-60999"));
+    th_env_close(&e);
 }
 
 static void test_ports_narrow_and_rendezvous_inside(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     open_env(&e, "fixtures/nccl-ports-narrow", "sys.ports");
-    e.config.rendezvous_port = 40500;
+    e.cfg.rendezvous_port = 40500;
     pf_env_set(&e.ctx.env, "MASTER_PORT", "29500", "environment");
     pf_env_set(&e.ctx.env, "NCCL_COMM_ID", "10.201.0.1:40001", "environment");
-    pf_check_sys_ports(e.check, &e.ctx);
-    const struct pf_finding *f = finding(e.check, "port-range-narrow");
+    pf_check_sys_ports(e.c, &e.ctx);
+    const struct pf_finding *f = th_finding(e.c, "port-range-narrow", NULL);
     assert_non_null(f);
     assert_int_equal(f->status, PF_WARN);
     assert_non_null(strstr(f->message, "1000 ports"));
     size_t inside = 0;
-    for (size_t i = 0; i < e.check->nfindings; i++)
-        if (strcmp(e.check->findings[i].code, "port-in-ephemeral-range") == 0) {
+    for (size_t i = 0; i < e.c->nfindings; i++)
+        if (strcmp(e.c->findings[i].code, "port-in-ephemeral-range") == 0) {
             inside++;
-            assert_null(strstr(e.check->findings[i].message, "MASTER_PORT")); /* 29500 is out */
+            assert_null(strstr(e.c->findings[i].message, "MASTER_PORT")); /* 29500 is out */
         }
     assert_int_equal(inside, 2); /* rendezvous 40500 and NCCL_COMM_ID's 40001 */
-    close_env(&e);
+    th_env_close(&e);
 }
 
 static void test_ports_reserved_port_is_safe(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     open_env(&e, "fixtures/nccl-ports-reserved", "sys.ports");
-    e.config.rendezvous_port = 29400;                              /* reserved: fine */
+    e.cfg.rendezvous_port = 29400;                                 /* reserved: fine */
     pf_env_set(&e.ctx.env, "MASTER_PORT", "30005", "environment"); /* in 30000-30010 */
     pf_env_set(&e.ctx.env, "NCCL_COMM_ID", "[fd00::1]:31000", "environment");
-    pf_check_sys_ports(e.check, &e.ctx);
-    assert_int_equal(e.check->nfindings, 1);
-    assert_string_equal(e.check->findings[0].code, "port-in-ephemeral-range");
-    assert_non_null(strstr(e.check->findings[0].message, "31000"));
-    close_env(&e);
+    pf_check_sys_ports(e.c, &e.ctx);
+    assert_int_equal(e.c->nfindings, 1);
+    assert_string_equal(e.c->findings[0].code, "port-in-ephemeral-range");
+    assert_non_null(strstr(e.c->findings[0].message, "31000"));
+    th_env_close(&e);
 }
 
 static void test_ports_garbage_is_a_finding(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     open_env(&e, "fixtures/nccl-ports-garbage", "sys.ports");
-    pf_check_sys_ports(e.check, &e.ctx);
-    const struct pf_finding *f = finding(e.check, "port-range-unreadable");
+    pf_check_sys_ports(e.c, &e.ctx);
+    const struct pf_finding *f = th_finding(e.c, "port-range-unreadable", NULL);
     assert_non_null(f);
     assert_non_null(strstr(f->message, "hello world"));
-    close_env(&e);
+    th_env_close(&e);
 }
 
 static void test_ports_missing_file_skips(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     open_env(&e, "fixtures", "sys.ports"); /* a root without /proc */
-    pf_check_sys_ports(e.check, &e.ctx);
-    assert_int_equal(e.check->status, PF_SKIP);
-    close_env(&e);
+    pf_check_sys_ports(e.c, &e.ctx);
+    assert_int_equal(e.c->status, PF_SKIP);
+    th_env_close(&e);
 }
 
 static void write_range(const char *root, const char *text)
 {
     char path[512];
     snprintf(path, sizeof(path), "%s/proc/sys/net/ipv4/ip_local_port_range", root);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
+    th_write_file(path, text);
 }
 
 static void test_ports_malformed_table(void **state)
 {
     (void)state;
-    char root[] = "/tmp/pf-sys-ports.XXXXXX";
-    assert_non_null(mkdtemp(root));
-    char dir[512];
-    snprintf(dir, sizeof(dir), "%s/proc/sys/net/ipv4", root);
-    char cmd[600];
-    snprintf(cmd, sizeof(cmd), "mkdir -p %s", dir);
-    assert_int_equal(system(cmd), 0);
+    char root[64];
+    th_tmpdir(root, sizeof(root), "sys-ports");
+    th_sh("mkdir -p %s/proc/sys/net/ipv4", root);
     static const struct {
         const char *text;
         const char *code; /* NULL: no finding */
@@ -166,20 +132,19 @@ static void test_ports_malformed_table(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         write_range(root, cases[i].text);
-        struct env e;
+        struct th_env e;
         open_env(&e, root, "sys.ports");
-        e.config.rendezvous_port = 1000;
-        pf_check_sys_ports(e.check, &e.ctx);
+        e.cfg.rendezvous_port = 1000;
+        pf_check_sys_ports(e.c, &e.ctx);
         if (!cases[i].code) {
-            assert_int_equal(e.check->nfindings, 0);
+            assert_int_equal(e.c->nfindings, 0);
         } else {
-            assert_int_equal(e.check->nfindings, 1);
-            assert_string_equal(e.check->findings[0].code, cases[i].code);
+            assert_int_equal(e.c->nfindings, 1);
+            assert_string_equal(e.c->findings[0].code, cases[i].code);
         }
-        close_env(&e);
+        th_env_close(&e);
     }
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
-    assert_int_equal(system(cmd), 0);
+    assert_true(th_rmtree(root));
 }
 
 /* ---- sys.shm */
@@ -209,16 +174,14 @@ static int mount_shm(struct shmroot *r, const char *size, bool gpu)
 static void unmount_shm(struct shmroot *r)
 {
     umount2(r->shm, MNT_DETACH);
-    char cmd[200];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", r->root);
-    if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", r->root);
+    if (!th_rmtree(r->root)) fprintf(stderr, "cannot remove %s\n", r->root);
 }
 
-static void run_shm(struct env *e, struct shmroot *r)
+static void run_shm(struct th_env *e, struct shmroot *r)
 {
     open_env(e, r->root, "sys.shm");
     pf_checks_inventory(&e->ctx);
-    pf_check_sys_shm(e->check, &e->ctx);
+    pf_check_sys_shm(e->c, &e->ctx);
 }
 
 static void test_shm_64m_with_gpus_fails(void **state)
@@ -227,15 +190,15 @@ static void test_shm_64m_with_gpus_fails(void **state)
     if (geteuid() != 0) skip();
     struct shmroot r;
     assert_int_equal(mount_shm(&r, "64m", true), 0);
-    struct env e;
+    struct th_env e;
     run_shm(&e, &r);
-    const struct pf_finding *f = finding(e.check, "shm-small");
+    const struct pf_finding *f = th_finding(e.c, "shm-small", NULL);
     assert_non_null(f);
     assert_int_equal(f->status, PF_FAIL);
     assert_non_null(strstr(f->message, "64 MiB"));
-    assert_int_equal(pf_node_get(e.check->evidence, "sizeBytes")->i, 64LL << 20);
-    assert_true(pf_node_get(e.check->evidence, "tmpfs")->b);
-    close_env(&e);
+    assert_int_equal(pf_node_get(e.c->evidence, "sizeBytes")->i, 64LL << 20);
+    assert_true(pf_node_get(e.c->evidence, "tmpfs")->b);
+    th_env_close(&e);
     unmount_shm(&r);
 }
 
@@ -245,12 +208,12 @@ static void test_shm_64m_without_gpus_warns(void **state)
     if (geteuid() != 0) skip();
     struct shmroot r;
     assert_int_equal(mount_shm(&r, "64m", false), 0);
-    struct env e;
+    struct th_env e;
     run_shm(&e, &r);
-    const struct pf_finding *f = finding(e.check, "shm-small");
+    const struct pf_finding *f = th_finding(e.c, "shm-small", NULL);
     assert_non_null(f);
     assert_int_equal(f->status, PF_WARN);
-    close_env(&e);
+    th_env_close(&e);
     unmount_shm(&r);
 }
 
@@ -260,38 +223,36 @@ static void test_shm_large_passes_and_full_warns(void **state)
     if (geteuid() != 0) skip();
     struct shmroot r;
     assert_int_equal(mount_shm(&r, "2g", true), 0);
-    struct env e;
+    struct th_env e;
     run_shm(&e, &r);
-    assert_int_equal(e.check->nfindings, 0);
-    assert_non_null(strstr(e.check->message, "2.0 GiB"));
-    close_env(&e);
+    assert_int_equal(e.c->nfindings, 0);
+    assert_non_null(strstr(e.c->message, "2.0 GiB"));
+    th_env_close(&e);
     unmount_shm(&r);
 
     /* 1 GiB with 900 MiB used: big enough, but nearly full */
     assert_int_equal(mount_shm(&r, "1g", true), 0);
-    char cmd[300];
-    snprintf(cmd, sizeof(cmd), "dd if=/dev/zero of=%s/fill bs=1M count=900 status=none", r.shm);
-    assert_int_equal(system(cmd), 0);
+    th_sh("dd if=/dev/zero of=%s/fill bs=1M count=900 status=none", r.shm);
     run_shm(&e, &r);
-    const struct pf_finding *f = finding(e.check, "shm-small");
+    const struct pf_finding *f = th_finding(e.c, "shm-small", NULL);
     assert_non_null(f);
     assert_int_equal(f->status, PF_WARN);
     assert_non_null(strstr(f->message, "free"));
-    close_env(&e);
+    th_env_close(&e);
     unmount_shm(&r);
 }
 
 static void test_shm_missing(void **state)
 {
     (void)state;
-    struct env e;
+    struct th_env e;
     open_env(&e, "fixtures/nccl-ports-default", "sys.shm"); /* a root without /dev/shm */
-    pf_check_sys_shm(e.check, &e.ctx);
-    const struct pf_finding *f = finding(e.check, "shm-small");
+    pf_check_sys_shm(e.c, &e.ctx);
+    const struct pf_finding *f = th_finding(e.c, "shm-small", NULL);
     assert_non_null(f);
     assert_non_null(strstr(f->message, "missing"));
     assert_int_equal(f->status, PF_WARN); /* no GPUs in that root */
-    close_env(&e);
+    th_env_close(&e);
 }
 
 int main(void)
