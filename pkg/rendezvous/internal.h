@@ -6,7 +6,6 @@
 
 #include "rendezvous.h"
 
-#include "../collective/collective.h"
 #include "../fleet/fleet.h"
 
 #define NAME_MAX_ 128

@@ -196,7 +196,6 @@ static int mesh_accept_in(struct rdv_stage *S, const struct pf_rdv_auth *da, dou
 
 int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr)
 {
-    S->nshifts = pf_coll_probe_shifts(S->n, S->shifts);
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
     double deadline = pf_now() + pf_clampd(rdv_left_s(S) * 0.2, 3, 30);

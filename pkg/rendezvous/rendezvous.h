@@ -127,7 +127,9 @@ struct pf_rdv_mesh {
     int shifts[3];
     int out_fd[3], in_fd[3]; /* owned by the session: pf_rdv_mesh_close closes them */
 };
-/* 0, or PF_ERR with err saying which connection failed. */
+/* Connects the ring shifts the caller put in out->shifts[0 .. out->nshifts) (1 to 3 shifts,
+ * each 1 .. size-1: the link probes' survey shifts), then fills in the descriptors.
+ * 0, or PF_ERR with err saying which connection failed. */
 int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr);
 void pf_rdv_mesh_close(struct pf_rdv *R);
 /* A connection of its own for one probe between this rank and roster position pos, where

@@ -502,6 +502,20 @@ void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
 int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr)
 {
     struct rdv_stage *S = &R->st;
+    if (out->nshifts < 1 || out->nshifts > 3) {
+        snprintf(err, nerr, "data mesh: %d ring shifts asked for, 1 to 3 are possible",
+                 out->nshifts);
+        return PF_ERR;
+    }
+    for (int k = 0; k < out->nshifts; k++)
+        if (out->shifts[k] < 1 || out->shifts[k] >= S->n) {
+            snprintf(err, nerr, "data mesh: ring shift %d is not between 1 and %d",
+                     out->shifts[k], S->n - 1);
+            return PF_ERR;
+        }
+    S->nshifts = out->nshifts;
+    for (int k = 0; k < out->nshifts; k++)
+        S->shifts[k] = out->shifts[k];
     int r = rdv_mesh_connect(S, err, nerr);
     out->nshifts = S->nshifts;
     for (int k = 0; k < 3; k++) {

@@ -104,6 +104,7 @@ int run_stage_tcp(struct pf_run *R)
     if (P->met != RUN_MET || pf_rdv_size(rdv) < 2) return 0;
     struct pf_rdv_step_res res;
     char err[384] = "";
+    P->mesh.nshifts = pf_coll_probe_shifts(pf_rdv_size(rdv), P->mesh.shifts);
     bool ok = pf_rdv_mesh_connect(rdv, &P->mesh, err, sizeof(err)) == 0;
     if (!ok) pf_ctx_progress(&R->ctx, "data mesh: %s", err);
     if (pf_rdv_step(rdv, "mesh", ok, err, NULL, 0, PF_RDV_BARRIER,
