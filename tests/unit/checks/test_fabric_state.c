@@ -12,8 +12,7 @@
 
 #include "../../../pkg/checks/checks.h"
 
-static const unsigned char uuid[16] = {0x5e, 0x1f, 0x2a, 0x90, 0, 0, 0, 0,
-                                       0,    0,    0,    0,    0, 0, 0, 1};
+static const unsigned char uuid[16] = {0x5e, 0x1f, 0x2a, 0x90, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
 static const unsigned char zero[16] = {0};
 
 static const struct {
@@ -43,8 +42,8 @@ static void test_readiness(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char why[160];
-        enum pf_fabric_readiness r =
-            pf_gpu_fabric_readiness(why, sizeof(why), cases[i].state, cases[i].status, cases[i].uuid);
+        enum pf_fabric_readiness r = pf_gpu_fabric_readiness(why, sizeof(why), cases[i].state,
+                                                             cases[i].status, cases[i].uuid);
         if (r != cases[i].want || strcmp(why, cases[i].why) != 0)
             fail_msg("%s: got %d \"%s\"", cases[i].name, (int)r, why);
     }
