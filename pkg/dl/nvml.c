@@ -64,7 +64,10 @@ struct nvml_sym {
     size_t offset;
     bool required;
 };
-#define NSYM(field, name, req) {name, offsetof(struct pf_dl_nvml, field), req}
+#define NSYM(field, name, req)                                                                     \
+    {                                                                                              \
+        name, offsetof(struct pf_dl_nvml, field), req                                              \
+    }
 static const struct nvml_sym nvml_syms[] = {
     NSYM(Init, "nvmlInit_v2", true),
     NSYM(Shutdown, "nvmlShutdown", true),

@@ -66,9 +66,9 @@ struct pf_dl_nvml {
     void *handle;
     char path[PF_DL_PATH_MAX];
     /* required */
-    pf_nvmlReturn_t (*Init)(void);                                   /* nvmlInit_v2 */
-    pf_nvmlReturn_t (*Shutdown)(void);                               /* nvmlShutdown */
-    pf_nvmlReturn_t (*DeviceGetCount)(unsigned int *count);          /* _v2 */
+    pf_nvmlReturn_t (*Init)(void);                          /* nvmlInit_v2 */
+    pf_nvmlReturn_t (*Shutdown)(void);                      /* nvmlShutdown */
+    pf_nvmlReturn_t (*DeviceGetCount)(unsigned int *count); /* _v2 */
     pf_nvmlReturn_t (*DeviceGetHandleByIndex)(unsigned int i, pf_nvmlDevice_t *dev); /* _v2 */
     /* optional: one of each pair is needed for the fabric; ErrorString for messages */
     pf_nvmlReturn_t (*DeviceGetPciInfo_v3)(pf_nvmlDevice_t dev, struct pf_nvmlPciInfo *pci);

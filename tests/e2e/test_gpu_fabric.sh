@@ -103,3 +103,47 @@ $CC -shared -fPIC -o "$T/libempty.so" "$T/empty.c"
 fab nosym "$T/imex" NCCL_MNNVL_ENABLE=1 PREFLIGHT_NVML_LIB="$T/libempty.so"
 contains "fabric: a library without nvmlInit_v2: the symbol named" \
     "$(ev nosym "e['fabricState']")" "symbol nvmlInit_v2 missing"
+
+# ---- clique-mismatch at the rendezvous: two pods on loopback, rank 1 in another clique. Each
+# JOIN carries gpu.fabric's `clique`; rank 0 compares them and every rank's verdict says so.
+printf 'tcp: {messageBytes: 65536, iterations: 1}\n' >"$T/small.yaml"
+rk() { # NAME RANK PORT [VAR=VALUE...]
+    local name=$1 rank=$2 port=$3
+    shift 3
+    mkdir -p "$T/$name"
+    env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+        PREFLIGHT_NVML_LIB="$T/libnvml-double.so" PREFLIGHT_CUDA_LIB=/nonexistent/libcuda.so.1 \
+        POD_NAME="trainer-$rank" "$@" \
+        timeout 60 "$PREFLIGHT" run --root "$T/imex" --config "$T/small.yaml" --format yaml \
+        --verdict "$T/$name/v.yaml" --timeout 40 --rank "$rank" --world-size 2 \
+        --coordinator 127.0.0.1 --port "$port" >"$T/$name/out" 2>"$T/$name/err"
+    echo $? >"$T/$name/rc"
+}
+cm() { yq "$T/$1/v.yaml" "' | '.join(f['message'] for f in check('gpu.fabric').get('findings') or [] if f['code'] == 'clique-mismatch')"; }
+rk cq-0 0 29871 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 &
+rk cq-1 1 29871 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 DOUBLE_FABRIC=3:0:7 &
+wait
+expect_eq "fabric: 2 pods, other clique: rank 0 has clique-mismatch" "$(st cq-0)" "fail clique-mismatch"
+expect_eq "fabric: 2 pods, other clique: the message names rank 1 and both cliques" "$(cm cq-0)" \
+    "1 of 2 ranks expecting multi-node NVLink are outside the NVLink domain of the others: rank 1 (trainer-1): rank 1 is in clique 7 of cluster 5e1f2a90-0000-0000-0000-000000000001, 1 of 2 ranks in clique 32766"
+expect_eq "fabric: 2 pods, other clique: rank 1's verdict has it too" "$(st cq-1)" "fail clique-mismatch"
+contains "fabric: 2 pods, other clique: rank 1 is a culprit for it" \
+    "$(yq "$T/cq-0/v.yaml" "[c['reason'] for c in d.get('culprits') or [] if c['rank'] == 1]")" \
+    "not in the job's NVLink domain: rank 1 is in clique 7"
+# the same clique on both: no finding
+rk cs-0 0 29872 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 &
+rk cs-1 1 29872 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 &
+wait
+expect_eq "fabric: 2 pods, one clique: pass on rank 0" "$(st cs-0)" "pass "
+expect_eq "fabric: 2 pods, one clique: pass on rank 1" "$(st cs-1)" "pass "
+# a rank that does not expect multi-node NVLink (no variable, no fabric) is not compared
+rk cn-0 0 29873 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 &
+rk cn-1 1 29873 DOUBLE_NVML_GPUS=2 DOUBLE_FABRIC=0 &
+wait
+expect_eq "fabric: 2 pods, one without MNNVL: no clique-mismatch" "$(st cn-0)" "pass "
+for n in cq-0 cq-1 cs-0 cs-1 cn-0 cn-1; do
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$n/err"; then
+        notok "fabric: $n: no sanitizer report" "$(grep -m3 -E 'Sanitizer|runtime error' "$T/$n/err")"
+    fi
+done

@@ -119,11 +119,16 @@ EXPORT ret_t nvmlShutdown(void)
 EXPORT const char *nvmlErrorString(ret_t r)
 {
     switch (r) {
-    case OK: return "Success";
-    case E_DRIVER: return "Driver Not Loaded";
-    case E_NOFUNC: return "Function Not Found";
-    case E_VERSION: return "Argument version mismatch";
-    default: return "Unknown Error";
+    case OK:
+        return "Success";
+    case E_DRIVER:
+        return "Driver Not Loaded";
+    case E_NOFUNC:
+        return "Function Not Found";
+    case E_VERSION:
+        return "Argument version mismatch";
+    default:
+        return "Unknown Error";
     }
 }
 EXPORT ret_t nvmlDeviceGetCount_v2(unsigned *n)
