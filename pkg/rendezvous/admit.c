@@ -152,6 +152,7 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     pf_rdv_fields_str(m->version, sizeof(m->version), &msg->f, "version");
     pf_rdv_fields_str(m->digest, sizeof(m->digest), &msg->f, "digest");
     pf_rdv_fields_str(m->nccl_version, sizeof(m->nccl_version), &msg->f, "ncclVersion");
+    pf_rdv_fields_str(m->fabric, sizeof(m->fabric), &msg->f, "fabric"); /* optional */
     for (size_t k = 0; k < msg->f.n; k++) {
         if (!pf_rdv_field_is(&msg->f.v[k], "env")) continue;
         char *e = pf_rdv_field_dup(&msg->f.v[k]);

@@ -20,6 +20,13 @@ static void sleep_s(double s)
     }
 }
 
+const char *rdv_fabric_clique(struct rdv_stage *S)
+{
+    struct pf_check *c = pf_verdict_find_check(S->ctx->verdict, "gpu.fabric");
+    if (!c || c->status == PF_SKIP) return NULL;
+    return pf_node_get_str(c->evidence, "clique");
+}
+
 void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE])
 {
     pf_rdv_put(b, "nonce", nonce, PF_RDV_NONCE);
@@ -37,6 +44,8 @@ void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce
     pf_rdv_put_str(b, "digest", digest);
     const char *nv = pf_node_get_str(S->ctx->verdict->environment, "ncclVersion");
     pf_rdv_put_str(b, "ncclVersion", nv ? nv : "");
+    const char *fab = rdv_fabric_clique(S);
+    if (fab) pf_rdv_put_str(b, "fabric", fab);
     const struct pf_env *e = &S->ctx->env;
     for (size_t i = 0; i < e->vars.n; i++) {
         const char *kv = e->vars.v[i];

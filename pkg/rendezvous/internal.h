@@ -52,6 +52,7 @@ struct rdv_member {
     int data_port;
     long long world_claimed;
     char version[48], digest[96], nccl_version[64];
+    char fabric[64];         /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "" when not reported */
     struct pf_strlist env;   /* "NAME=VALUE" */
     char why[384];           /* refused or lost: why */
     char refused_claim[320]; /* the last JOIN for this rank that failed authentication */
@@ -229,6 +230,9 @@ int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double
 /* ---- client.c */
 /* The JOIN's fields: who this pod is, what it sees (NCCL_* variables, secrets hashed). */
 void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE]);
+/* This pod's NVLink fabric identity for the JOIN: gpu.fabric's evidence `clique` when the
+ * check ran (multi-node NVLink expected), NULL otherwise. */
+const char *rdv_fabric_clique(struct rdv_stage *S);
 /* Joins rank 0 and waits for the roster: 0, or PF_ERR with findings recorded. */
 int rdv_client_join(struct rdv_stage *S);
 

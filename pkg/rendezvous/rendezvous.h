@@ -90,6 +90,7 @@ struct pf_rdv_member_info {
     const char *addr, *why, *version, *digest, *nccl_version;
     long long world_claimed;
     const struct pf_strlist *env; /* "NAME=VALUE" of its NCCL_* variables */
+    const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
 };
 /* Rank 0 only: PF_EINVAL for a rank out of range or at another rank. */
 int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out);

@@ -335,6 +335,8 @@ static void root_member(struct rdv_stage *S)
     pf_config_digest(m0->digest, sizeof(m0->digest), S->cfg);
     const char *nv = pf_node_get_str(S->ctx->verdict->environment, "ncclVersion");
     pf_strcpy(m0->nccl_version, sizeof(m0->nccl_version), nv ? nv : "");
+    const char *fab = rdv_fabric_clique(S);
+    pf_strcpy(m0->fabric, sizeof(m0->fabric), fab ? fab : "");
     /* rank 0's own NCCL variables, as a JOIN would carry them */
     struct pf_buf jb;
     pf_buf_init(&jb, PF_RDV_MAX_JOIN);

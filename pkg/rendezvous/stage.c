@@ -462,6 +462,7 @@ int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *o
         .nccl_version = m->nccl_version,
         .world_claimed = m->world_claimed,
         .env = &m->env,
+        .fabric = m->fabric,
     };
     return 0;
 }

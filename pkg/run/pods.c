@@ -3,8 +3,11 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include "../checks/checks.h"
+
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct pf_check *run_chk(struct pf_run *R, const char *id)
@@ -76,7 +79,7 @@ void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool on
     for (size_t i = 0; i < s->nfindings; i++) {
         const struct pf_fleet_finding *x = &s->findings[i];
         if (only_fleet_checks && strcmp(x->check, "rendezvous") != 0 &&
-            strcmp(x->check, "collective.tcp") != 0)
+            strcmp(x->check, "collective.tcp") != 0 && strcmp(x->check, "gpu.fabric") != 0)
             continue;
         run_add_finding_text(R, x->check, x->code, x->status, x->remedy, x->message);
     }
@@ -95,6 +98,41 @@ int run_stage_meet(struct pf_run *R)
     return 0;
 }
 
+/* clique-mismatch: the ranks whose JOIN carried an NVLink fabric identity (gpu.fabric ran:
+ * multi-node NVLink expected) must all share one cluster UUID and clique id, as NCCL's MNNVL
+ * set-up needs (docs/checks/10-gpu.md). */
+static void fabric_agree(struct pf_run *R, struct pf_fleet *F)
+{
+    struct pf_fabric_rank *ranks = pf_xcalloc((size_t)F->world + 1, sizeof(*ranks));
+    size_t n = 0;
+    for (int r = 0; r < F->world; r++) {
+        struct pf_rdv_member_info m;
+        if (pf_rdv_member(R->pods->rdv, r, &m) < 0 || m.state != PF_RDV_JOINED || !m.fabric ||
+            !m.fabric[0] || pf_fabric_parse(&ranks[n], m.fabric) < 0)
+            continue;
+        ranks[n++].rank = r;
+    }
+    struct pf_fabric_mismatch mm[PF_FLEET_LIST_MAX];
+    size_t k = pf_fabric_compare(mm, PF_FLEET_LIST_MAX, ranks, n);
+    if (k) {
+        struct pf_buf b;
+        pf_buf_init(&b, 1 << 16);
+        for (size_t i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
+            char w[160];
+            pf_fleet_who(w, sizeof(w), F, mm[i].rank);
+            pf_buf_addf(&b, "%s%s: %s", i ? "; " : "", w, mm[i].message);
+            pf_fleet_blame(F, mm[i].rank, "not in the job's NVLink domain: %s", mm[i].message);
+        }
+        if (k > PF_FLEET_LIST_MAX) pf_buf_addf(&b, "; and %zu more", k - PF_FLEET_LIST_MAX);
+        pf_fleet_finding(&F->out, "gpu.fabric", "clique-mismatch", PF_FAIL, NULL,
+                         "%zu of %zu ranks expecting multi-node NVLink are outside the NVLink "
+                         "domain of the others: %s",
+                         k, n, pf_buf_str(&b));
+        pf_buf_free(&b);
+    }
+    free(ranks);
+}
+
 /* Rank 0: the fleet's agreement over every JOIN's claims, then the roster to every rank. */
 int run_stage_agree(struct pf_run *R)
 {
@@ -104,6 +142,7 @@ int run_stage_agree(struct pf_run *R)
     if (pf_rdv_rank(P->rdv) == 0 && F) {
         run_sync_fleet(R, F);
         pf_fleet_agree(F, pf_now() - pf_rdv_t0(P->rdv));
+        fabric_agree(R, F);
         run_apply_fleet(R, &F->out, false);
     }
     pf_rdv_roster_send(P->rdv);

@@ -1,7 +1,8 @@
 /* gpu.fabric on materialized fixture trees (tests/fixtures/node-8gpu-ndr) with the IMEX
  * channel folder made at test time. As in the other fixtures a device node is a regular file
  * when the test does not run as root (materialize.sh). No GPU fabric (NVLink switch trays,
- * IMEX daemon) runs here: the fabric state is only asserted to be reported as not read. */
+ * IMEX daemon) and no libnvidia-ml run here: the fabric state is only asserted to be reported as
+ * not read (tests/e2e/test_gpu_fabric.sh drives it through an NVML test double). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -69,13 +70,16 @@ static void test_table(void **state)
             fail_msg("%s: got %s [%s] \"%s\" first channel %s", r->name, pf_status_name(c->status),
                      code, text ? text : "", first ? first : "-");
         if (r->status != PF_SKIP)
-            assert_non_null(strstr(pf_node_get_str(c->evidence, "fabricState"), "libnvidia-ml"));
+            assert_non_null(strstr(pf_node_get_str(c->evidence, "fabricState"),
+                                   "NVML not available: /nonexistent/libnvidia-ml.so.1"));
         th_env_close(&e);
     }
 }
 
 int main(void)
 {
+    /* no libnvidia-ml here: the fabric state is reported as not read */
+    setenv("PREFLIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
     };
