@@ -510,8 +510,8 @@ int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, si
     }
     for (int k = 0; k < out->nshifts; k++)
         if (out->shifts[k] < 1 || out->shifts[k] >= S->n) {
-            snprintf(err, nerr, "data mesh: ring shift %d is not between 1 and %d",
-                     out->shifts[k], S->n - 1);
+            snprintf(err, nerr, "data mesh: ring shift %d is not between 1 and %d", out->shifts[k],
+                     S->n - 1);
             return PF_ERR;
         }
     S->nshifts = out->nshifts;
