@@ -13,10 +13,10 @@ static int dry_run(struct pf_run *R, const struct pf_options *o)
 {
     struct pf_rdv_ident id;
     int port = R->config.rendezvous_port > 0 ? R->config.rendezvous_port : 29400;
-    if (pf_rdv_whoami(&id, &o->rdv, &R->ctx, port) < 0) return pf_cmd_usage(o);
+    if (pf_run_whoami(&id, &o->rdv, &R->ctx, port) < 0) return pf_cmd_usage(o);
     struct pf_node *doc = pf_node_new_map();
     struct pf_node *m = pf_node_set_map(doc, "identity");
-    pf_rdv_ident_evidence(m, &id);
+    pf_run_ident_evidence(m, &id);
     if (id.member) {
         pf_node_set_str(m, "rankFrom", id.rank_from);
         pf_node_set_str(m, "worldSizeFrom", id.world_from);

@@ -142,6 +142,9 @@ void pf_file_tmp_abort(struct pf_file_tmp *t);
  * Async-signal-safe (the verdict guard's handler uses it). */
 int pf_file_replace_raw(const struct pf_file_target *target, const void *data, size_t len,
                         unsigned mode, uint64_t seed, bool track, enum pf_file_step *step);
+/* Writes all of data to fd, retrying on EINTR: 0, or a negative errno (-ENOSPC when fd takes
+ * no more). Async-signal-safe. */
+int pf_file_write_all(int fd, const void *data, size_t len);
 /* Removes the temporary file the main flow is writing, if any (async-signal-safe). */
 void pf_file_inflight_unlink(void);
 /* A short text for an errno (async-signal-safe: string literals only). */

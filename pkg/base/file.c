@@ -84,7 +84,7 @@ static void tmp_name(char *out, uint64_t seed, unsigned attempt)
     out[sizeof(TMP_PREFIX) - 1 + TMP_RAND] = '\0';
 }
 
-static int write_all(int fd, const void *data, size_t len)
+int pf_file_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
     while (len) {
@@ -149,7 +149,7 @@ int pf_file_tmp_open(struct pf_file_tmp *t, const struct pf_file_target *target,
 int pf_file_tmp_write(struct pf_file_tmp *t, const void *data, size_t len)
 {
     t->step = PF_FILE_STEP_WRITE;
-    return write_all(t->fd, data, len);
+    return pf_file_write_all(t->fd, data, len);
 }
 
 void pf_file_tmp_abort(struct pf_file_tmp *t)

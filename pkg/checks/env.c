@@ -9,57 +9,6 @@
 #include <string.h>
 
 #define ENV_FILE_MAX (1u << 20)
-#define ENV_MAX_VARS 4096
-
-static ssize_t find(const struct pf_env *e, const char *name)
-{
-    size_t len = strlen(name);
-    for (size_t i = 0; i < e->vars.n; i++)
-        if (strncmp(e->vars.v[i], name, len) == 0 && e->vars.v[i][len] == '=') return (ssize_t)i;
-    return -1;
-}
-
-const char *pf_env_get(const struct pf_env *e, const char *name)
-{
-    ssize_t i = find(e, name);
-    return i < 0 ? NULL : strchr(e->vars.v[i], '=') + 1;
-}
-
-const char *pf_env_origin(const struct pf_env *e, const char *name)
-{
-    ssize_t i = find(e, name);
-    return i < 0 ? NULL : e->origin.v[i];
-}
-
-void pf_env_set(struct pf_env *e, const char *name, const char *value, const char *origin)
-{
-    ssize_t i = find(e, name);
-    if (i >= 0) {
-        free(e->vars.v[i]);
-        e->vars.v[i] = pf_xasprintf("%s=%s", name, value);
-        free(e->origin.v[i]);
-        e->origin.v[i] = pf_xstrdup(origin);
-        return;
-    }
-    pf_strlist_addf(&e->vars, "%s=%s", name, value);
-    pf_strlist_add(&e->origin, origin);
-}
-
-void pf_env_free(struct pf_env *e)
-{
-    pf_strlist_free(&e->vars);
-    pf_strlist_free(&e->origin);
-}
-
-void pf_env_from_environ(struct pf_env *e, char **env)
-{
-    for (size_t i = 0; env && env[i] && i < ENV_MAX_VARS; i++) {
-        const char *eq = strchr(env[i], '=');
-        if (!eq || eq == env[i]) continue;
-        pf_strlist_add(&e->vars, env[i]);
-        pf_strlist_add(&e->origin, "environment");
-    }
-}
 
 static bool valid_name(const char *s, size_t n)
 {
@@ -125,9 +74,9 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
         } else if (vl >= 1 && (v[0] == '"' || v[0] == '\'') && (vl == 1 || v[vl - 1] != v[0])) {
             return pf_err_set(PF_EUSAGE, "%s:%zu: %s: unterminated quote", name, lineno, s);
         }
-        if (e->vars.n >= ENV_MAX_VARS)
+        if (e->vars.n >= PF_ENV_MAX_VARS)
             return pf_err_set(PF_EUSAGE, "%s:%zu: more than %d variables", name, lineno,
-                              ENV_MAX_VARS);
+                              PF_ENV_MAX_VARS);
         char origin[1100];
         snprintf(origin, sizeof(origin), "%s:%zu", name, lineno);
         pf_env_set(e, s, v, origin);

@@ -143,6 +143,26 @@ static struct gpu *gpu_by_minor(struct gpu *g, size_t n, int minor)
     return NULL;
 }
 
+/* The evidence, first: whatever the outcome, the human sees what was there. */
+static void gpu_evidence(struct pf_check *out, const struct gpu *gpus, size_t ngpus,
+                         const struct pf_strlist *nodes, const char *version, int expect)
+{
+    struct pf_node *ev = out->evidence;
+    pf_node_set_int(ev, "count", (long long)nodes->n);
+    pf_node_set_int(ev, "driverGpus", (long long)ngpus);
+    if (version) pf_node_set_str(ev, "driverVersion", version);
+    if (expect >= 0) pf_node_set_int(ev, "expected", expect);
+    struct pf_node *seq = pf_node_set_seq(ev, "gpus");
+    for (size_t i = 0; i < ngpus; i++) {
+        struct pf_node *m = pf_node_add_map(seq);
+        pf_node_set_str(m, "busId", gpus[i].bus_id);
+        if (gpus[i].model[0]) pf_node_set_str(m, "model", gpus[i].model);
+        if (gpus[i].uuid[0]) pf_node_set_str(m, "uuid", gpus[i].uuid);
+        if (gpus[i].minor >= 0) pf_node_set_strf(m, "devNode", "/dev/nvidia%d", gpus[i].minor);
+        pf_node_set_bool(m, "inPod", gpus[i].has_node);
+    }
+}
+
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
 {
     const struct pf_host *h = &ctx->host;
@@ -164,21 +184,7 @@ void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
     char version[64] = "";
     bool have_version = driver_version(version, sizeof(version), h);
 
-    /* evidence first: whatever the outcome, the human sees what was there */
-    struct pf_node *ev = out->evidence;
-    pf_node_set_int(ev, "count", (long long)nodes.n);
-    pf_node_set_int(ev, "driverGpus", (long long)ngpus);
-    if (have_version) pf_node_set_str(ev, "driverVersion", version);
-    if (expect >= 0) pf_node_set_int(ev, "expected", expect);
-    struct pf_node *seq = pf_node_set_seq(ev, "gpus");
-    for (size_t i = 0; i < ngpus; i++) {
-        struct pf_node *m = pf_node_add_map(seq);
-        pf_node_set_str(m, "busId", gpus[i].bus_id);
-        if (gpus[i].model[0]) pf_node_set_str(m, "model", gpus[i].model);
-        if (gpus[i].uuid[0]) pf_node_set_str(m, "uuid", gpus[i].uuid);
-        if (gpus[i].minor >= 0) pf_node_set_strf(m, "devNode", "/dev/nvidia%d", gpus[i].minor);
-        pf_node_set_bool(m, "inPod", gpus[i].has_node);
-    }
+    gpu_evidence(out, gpus, ngpus, &nodes, have_version ? version : NULL, expect);
 
     if (ngpus == 0 && nodes.n == 0) {
         if (expect > 0)

@@ -282,6 +282,40 @@ static void check_socket_ifname(struct pf_check *out, const struct pf_ctx *ctx,
     pf_strlist_free(&secondary);
 }
 
+/* network-missing: each network expect.networks lists must be in the network-status */
+static void check_expected(struct pf_check *out, const struct pf_strlist *want,
+                           const struct pf_k8s_netstatus *ns)
+{
+    for (size_t w = 0; want && w < want->n; w++) {
+        bool found = false;
+        for (size_t i = 0; i < ns->n && !found; i++)
+            found = pf_k8s_network_name_match(want->v[w], ns->v[i].name);
+        if (found) continue;
+        struct pf_strlist names = {0};
+        for (size_t i = 0; i < ns->n; i++)
+            pf_strlist_add(&names, ns->v[i].name);
+        char have[512];
+        pf_strlist_join(have, sizeof(have), &names, ", ");
+        pf_strlist_free(&names);
+        const char *slash = strchr(want->v[w], '/');
+        char remedy[512];
+        if (slash)
+            snprintf(remedy, sizeof(remedy),
+                     "add %s to the pod's k8s.v1.cni.cncf.io/networks annotation and check that "
+                     "the NetworkAttachmentDefinition exists (kubectl get "
+                     "network-attachment-definitions -n %.*s %s)",
+                     want->v[w], (int)(slash - want->v[w]), want->v[w], slash + 1);
+        else
+            snprintf(remedy, sizeof(remedy),
+                     "add %s to the pod's k8s.v1.cni.cncf.io/networks annotation and check that "
+                     "the NetworkAttachmentDefinition exists in the pod's namespace",
+                     want->v[w]);
+        pf_check_add_finding(out, "network-missing", PF_FAIL, remedy,
+                             "network %s is not attached (attached: %s)", want->v[w],
+                             have[0] ? have : "none");
+    }
+}
+
 void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
 {
     const struct pf_config *cfg = ctx->config;
@@ -364,34 +398,7 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
             pf_strlist_addf(&okdesc, "%s on %s", n->name, n->interface);
         }
     }
-    for (size_t w = 0; want && w < want->n; w++) {
-        bool found = false;
-        for (size_t i = 0; i < ns.n && !found; i++)
-            found = pf_k8s_network_name_match(want->v[w], ns.v[i].name);
-        if (found) continue;
-        struct pf_strlist names = {0};
-        for (size_t i = 0; i < ns.n; i++)
-            pf_strlist_add(&names, ns.v[i].name);
-        char have[512];
-        pf_strlist_join(have, sizeof(have), &names, ", ");
-        pf_strlist_free(&names);
-        const char *slash = strchr(want->v[w], '/');
-        char remedy[512];
-        if (slash)
-            snprintf(remedy, sizeof(remedy),
-                     "add %s to the pod's k8s.v1.cni.cncf.io/networks annotation and check that "
-                     "the NetworkAttachmentDefinition exists (kubectl get "
-                     "network-attachment-definitions -n %.*s %s)",
-                     want->v[w], (int)(slash - want->v[w]), want->v[w], slash + 1);
-        else
-            snprintf(remedy, sizeof(remedy),
-                     "add %s to the pod's k8s.v1.cni.cncf.io/networks annotation and check that "
-                     "the NetworkAttachmentDefinition exists in the pod's namespace",
-                     want->v[w]);
-        pf_check_add_finding(out, "network-missing", PF_FAIL, remedy,
-                             "network %s is not attached (attached: %s)", want->v[w],
-                             have[0] ? have : "none");
-    }
+    check_expected(out, want, &ns);
     check_socket_ifname(out, ctx, &ns, &ifs);
     if (nsec == 0) {
         pf_check_set_message(out, "only the cluster network is attached (%s)",

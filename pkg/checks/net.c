@@ -107,6 +107,45 @@ void pf_checks_ifname_no_match(struct pf_check *out, struct pf_ctx *ctx,
     pf_strlist_free(&fixed);
 }
 
+/* MTU: against the expectation (expect.mtu), else the chosen interfaces must agree */
+static void check_mtu(struct pf_check *out, const struct pf_ctx *ctx,
+                      const struct pf_netif_list *ifs, const struct pf_strlist *chosen)
+{
+    int expect = ctx->config ? ctx->config->expect_mtu : -1;
+    struct pf_node *mtus = pf_node_set_map(out->evidence, "mtu");
+    int first_mtu = -1;
+    const char *first_name = NULL;
+    bool disagree = false;
+    for (size_t i = 0; i < chosen->n; i++) {
+        const struct pf_netif *n = pf_netif_find(ifs, chosen->v[i]);
+        if (!n || n->loopback) continue;
+        pf_node_set_int(mtus, n->name, n->mtu);
+        if (expect > 0 && n->mtu != expect)
+            pf_check_add_finding(out, "mtu", PF_FAIL, NULL,
+                                 "%s has MTU %d, expected %d (expect.mtu)", n->name, n->mtu,
+                                 expect);
+        if (first_mtu < 0) {
+            first_mtu = n->mtu;
+            first_name = n->name;
+        } else if (n->mtu != first_mtu) {
+            disagree = true;
+        }
+    }
+    if (expect <= 0 && disagree) {
+        struct pf_strlist parts = {0};
+        for (size_t i = 0; i < chosen->n; i++) {
+            const struct pf_netif *n = pf_netif_find(ifs, chosen->v[i]);
+            if (n && !n->loopback) pf_strlist_addf(&parts, "%s %d", n->name, n->mtu);
+        }
+        char list[1024];
+        pf_strlist_join(list, sizeof(list), &parts, ", ");
+        pf_check_add_finding(out, "mtu", PF_WARN, NULL,
+                             "the interfaces NCCL would use disagree on MTU (%s; first %s)", list,
+                             first_name);
+        pf_strlist_free(&parts);
+    }
+}
+
 void pf_check_net_interfaces(struct pf_check *out, struct pf_ctx *ctx)
 {
     struct pf_netif_list ifs = {0};
@@ -191,40 +230,7 @@ void pf_check_net_interfaces(struct pf_check *out, struct pf_ctx *ctx)
                                  have);
     }
 
-    /* MTU: against the expectation, else the chosen interfaces must agree */
-    int expect = ctx->config ? ctx->config->expect_mtu : -1;
-    struct pf_node *mtus = pf_node_set_map(ev, "mtu");
-    int first_mtu = -1;
-    const char *first_name = NULL;
-    bool disagree = false;
-    for (size_t i = 0; i < chosen.n; i++) {
-        const struct pf_netif *n = pf_netif_find(&ifs, chosen.v[i]);
-        if (!n || n->loopback) continue;
-        pf_node_set_int(mtus, n->name, n->mtu);
-        if (expect > 0 && n->mtu != expect)
-            pf_check_add_finding(out, "mtu", PF_FAIL, NULL,
-                                 "%s has MTU %d, expected %d (expect.mtu)", n->name, n->mtu,
-                                 expect);
-        if (first_mtu < 0) {
-            first_mtu = n->mtu;
-            first_name = n->name;
-        } else if (n->mtu != first_mtu) {
-            disagree = true;
-        }
-    }
-    if (expect <= 0 && disagree) {
-        struct pf_strlist parts = {0};
-        for (size_t i = 0; i < chosen.n; i++) {
-            const struct pf_netif *n = pf_netif_find(&ifs, chosen.v[i]);
-            if (n && !n->loopback) pf_strlist_addf(&parts, "%s %d", n->name, n->mtu);
-        }
-        char list[1024];
-        pf_strlist_join(list, sizeof(list), &parts, ", ");
-        pf_check_add_finding(out, "mtu", PF_WARN, NULL,
-                             "the interfaces NCCL would use disagree on MTU (%s; first %s)", list,
-                             first_name);
-        pf_strlist_free(&parts);
-    }
+    check_mtu(out, ctx, &ifs, &chosen);
 
     if (chosen.n) {
         const struct pf_netif *b = pf_netif_find(&ifs, chosen.v[0]);

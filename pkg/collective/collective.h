@@ -1,6 +1,7 @@
 /* collective: the TCP all-reduce among pods (ring reduce-scatter + all-gather, chunked and
- * pipelined), the link probes, and the blame that tells a slow node from a slow link.
- * Works on connected sockets; who connects to whom is the rendezvous' business. */
+ * pipelined; a grid of rings for many pods), the link probes, and the blame that tells a slow node
+ * from a slow link. Works on connected sockets; who connects to whom is the rendezvous' business.
+ */
 #ifndef PF_COLLECTIVE_H
 #define PF_COLLECTIVE_H
 
@@ -51,6 +52,67 @@ const char *pf_coll_fail_name(enum pf_coll_fail_kind k);
  * and why, and PF_ERR or PF_ETIMEOUT is returned. */
 int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, int recv_fd,
                       size_t chunk_bytes, double deadline, struct pf_coll_fail *fail);
+
+/* Steps [first_step, end_step) of that ring (reduce-scatter is 0 .. n-2, all-gather
+ * n-1 .. 2n-3): the grid's phases. After reduce-scatter, position pos holds segment
+ * (pos + 1) % n summed over the ring; all-gather starts from there. */
+int pf_coll_ring_run(float *data, size_t count, int pos, int n, int send_fd, int recv_fd,
+                     size_t chunk_bytes, int first_step, int end_step, double deadline,
+                     struct pf_coll_fail *fail);
+/* One way, the whole of data: send it, or receive it (add: summed into data, chunk by
+ * chunk). 0, PF_ETIMEOUT or PF_ERR with *fail. */
+int pf_coll_send_floats(const float *data, size_t count, int fd, double deadline,
+                        struct pf_coll_fail *fail);
+int pf_coll_recv_floats(float *data, size_t count, bool add, int fd, size_t chunk_bytes,
+                        double deadline, struct pf_coll_fail *fail);
+
+/* ---- the grid all-reduce (grid.c): sequential steps that grow as 2 sqrt(n), not 2n
+ *
+ * Positions 0 .. rows*cols-1 form a grid of rows of cols consecutive positions; the
+ * positions after it (fewer than cols: a partial last row) are "extras", each folded into
+ * the position right above it. Per iteration: the extras send their vector to their
+ * partner, which adds it; every row runs the ring's reduce-scatter (cols-1 steps), so the
+ * position in column c holds segment (c+1) % cols summed over its row; every column runs
+ * the ring all-reduce of that segment (2(rows-1) steps); every row runs the ring's
+ * all-gather (cols-1 steps); the partners send the result back to their extras. Exact:
+ * each contribution is added once, into one position, whatever the order. */
+#define PF_COLL_GRID_MIN_N                                                                         \
+    64 /* below this many positions the ring runs (docs/tcp-allreduce.md)                          \
+        */
+
+struct pf_coll_grid {
+    int n, rows, cols;
+    int extra; /* n - rows*cols, in [0, cols) */
+};
+/* The shape for n positions: cols the smallest divisor of n in [s, 1.5 s], s = ceil(sqrt n)
+ * (no extras), else s with n % s extras (rows = n / s). n < 4: one row (the ring). */
+void pf_coll_grid_shape(struct pf_coll_grid *g, int n);
+/* Whether n positions run the grid (n >= PF_COLL_GRID_MIN_N) rather than the ring. */
+bool pf_coll_use_grid(int n);
+/* Sequential steps of one grid all-reduce: 2(cols-1) + 2(rows-1), + 2 with extras. */
+int pf_coll_grid_steps(const struct pf_coll_grid *g);
+/* "ring" or "grid 32x32" / "grid 31x32 + 29 folded": what ran, for the evidence. */
+void pf_coll_algo_name(char *out, size_t n, int npos);
+
+/* Position pos's partners (positions; -1: none). */
+struct pf_coll_grid_peers {
+    int row_next, row_prev; /* its row's ring (none for an extra) */
+    int col_next, col_prev; /* its column's ring (none for an extra, or one row) */
+    int fold;               /* an extra: its partner; a partner: its extra; else -1 */
+};
+void pf_coll_grid_peers(struct pf_coll_grid_peers *out, const struct pf_coll_grid *g, int pos);
+
+/* The sockets to those partners: row_send to row_next, row_recv from row_prev, and so on;
+ * fold is one socket both ways. -1 where there is no partner. */
+struct pf_coll_grid_fds {
+    int row_send, row_recv, col_send, col_recv, fold;
+};
+/* The grid all-reduce at position pos (non-blocking sockets). On a failure *fail says what,
+ * *fail_peer the position at the other end (-1: unknown), and PF_ERR or PF_ETIMEOUT is
+ * returned. */
+int pf_coll_allreduce_grid(float *data, size_t count, const struct pf_coll_grid *g, int pos,
+                           const struct pf_coll_grid_fds *fds, size_t chunk_bytes, double deadline,
+                           struct pf_coll_fail *fail, int *fail_peer);
 
 /* nccl-tests: busbw = algbw * 2(n-1)/n for all-reduce. */
 double pf_coll_busbw_allreduce(double algbw, int n);

@@ -217,6 +217,7 @@ struct ring {
     float *data;
     size_t count;
     int pos, n;
+    int g0, g1; /* the steps run: [g0, g1) */
     int send_fd, recv_fd;
     size_t chunk;      /* elements */
     size_t *unit_base; /* first unit index of step g */
@@ -230,14 +231,14 @@ struct ring {
 static void *ring_sender(void *arg)
 {
     struct ring *R = arg;
-    int steps = pf_coll_steps(R->n);
-    for (int g = 0; g < steps; g++) {
+    for (int g = R->g0; g < R->g1; g++) {
         size_t off, len;
         pf_coll_segment(R->count, R->n, pf_coll_send_seg(R->pos, R->n, g), &off, &len);
         size_t nc = pf_coll_nchunks(len, R->chunk);
         for (size_t c = 0; c < nc; c++) {
-            if (g > 0) {
-                size_t need = R->unit_base[g - 1] + c + 1;
+            /* the first step run sends what this rank holds already */
+            if (g > R->g0) {
+                size_t need = R->unit_base[g - 1 - R->g0] + c + 1;
                 pthread_mutex_lock(&R->mu);
                 while (R->done < need && !atomic_load(&R->x.abort)) {
                     struct timespec ts;
@@ -268,55 +269,23 @@ static void *ring_sender(void *arg)
     return NULL;
 }
 
-int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, int recv_fd,
-                      size_t chunk_bytes, double deadline, struct pf_coll_fail *fail)
+/* The receiving side of steps [g0, g1): receives each chunk, adds it in reduce-scatter
+ * steps, and tells the sender. 0, or the failure. */
+static int ring_receive(struct ring *R, float *tmp, struct pf_coll_fail *recv_fail)
 {
-    memset(fail, 0, sizeof(*fail));
-    if (n <= 1 || count == 0) return 0;
-    struct ring R;
-    memset(&R, 0, sizeof(R));
-    atomic_init(&R.x.abort, 0);
-    R.x.deadline = deadline;
-    R.data = data;
-    R.count = count;
-    R.pos = pos;
-    R.n = n;
-    R.send_fd = send_fd;
-    R.recv_fd = recv_fd;
-    R.chunk = chunk_bytes / sizeof(float);
-    if (R.chunk == 0) R.chunk = 1;
-    int steps = pf_coll_steps(n);
-    R.unit_base = pf_xcalloc((size_t)steps + 1, sizeof(size_t));
-    for (int g = 0; g < steps; g++) {
-        size_t off, len;
-        pf_coll_segment(count, n, pf_coll_recv_seg(pos, n, g), &off, &len);
-        R.unit_base[g + 1] = R.unit_base[g] + pf_coll_nchunks(len, R.chunk);
-    }
-    pthread_mutex_init(&R.mu, NULL);
-    pthread_cond_init(&R.cv, NULL);
-    float *tmp = pf_xmalloc(R.chunk * sizeof(float));
-    pthread_t th;
     int rc = 0;
-    struct pf_coll_fail recv_fail = {0};
-    if (pthread_create(&th, NULL, ring_sender, &R) != 0) {
-        free(tmp);
-        free(R.unit_base);
-        snprintf(fail->what, sizeof(fail->what), "cannot start the sender thread");
-        fail->kind = PF_COLL_ERROR;
-        return pf_err_set(PF_ERR, "cannot start the sender thread");
-    }
-    for (int g = 0; g < steps && rc == 0; g++) {
-        bool reduce = g < n - 1;
+    for (int g = R->g0; g < R->g1 && rc == 0; g++) {
+        bool reduce = g < R->n - 1;
         size_t off, len;
-        pf_coll_segment(count, n, pf_coll_recv_seg(pos, n, g), &off, &len);
-        size_t nc = pf_coll_nchunks(len, R.chunk);
+        pf_coll_segment(R->count, R->n, pf_coll_recv_seg(R->pos, R->n, g), &off, &len);
+        size_t nc = pf_coll_nchunks(len, R->chunk);
         for (size_t c = 0; c < nc && rc == 0; c++) {
-            size_t co = off + c * R.chunk;
-            size_t cl = len - c * R.chunk < R.chunk ? len - c * R.chunk : R.chunk;
+            size_t co = off + c * R->chunk;
+            size_t cl = len - c * R->chunk < R->chunk ? len - c * R->chunk : R->chunk;
             size_t want = cl * sizeof(float), got = 0, added = 0;
-            uint8_t *dst = reduce ? (uint8_t *)tmp : (uint8_t *)(data + co);
+            uint8_t *dst = reduce ? (uint8_t *)tmp : (uint8_t *)(R->data + co);
             while (got < want) {
-                ssize_t r = recv_some(&R.x, recv_fd, dst + got, want - got, &recv_fail);
+                ssize_t r = recv_some(&R->x, R->recv_fd, dst + got, want - got, recv_fail);
                 if (r < 0) {
                     rc = (int)r;
                     break;
@@ -325,17 +294,177 @@ int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, in
                 if (reduce) {
                     /* add the floats that are complete now, while they are in cache */
                     size_t upto = got / sizeof(float);
-                    add_floats(data + co + added, tmp + added, upto - added);
+                    add_floats(R->data + co + added, tmp + added, upto - added);
                     added = upto;
                 }
             }
             if (rc) break;
-            pthread_mutex_lock(&R.mu);
-            R.done++;
-            pthread_cond_signal(&R.cv);
-            pthread_mutex_unlock(&R.mu);
+            pthread_mutex_lock(&R->mu);
+            R->done++;
+            pthread_cond_signal(&R->cv);
+            pthread_mutex_unlock(&R->mu);
         }
     }
+    return rc;
+}
+
+/* ---- the ring in one thread, for segments of one chunk at most
+ *
+ * With a thousand ranks the segments are small and a step is mostly waiting: handing each
+ * one from the receiving thread to the sending thread costs two wake-ups per step on every
+ * rank, which on a host whose cores are shared is most of the time. One thread that sends
+ * and receives without blocking (poll on both) does the same steps with one. */
+
+struct single {
+    float *data, *tmp;
+    size_t count;
+    int pos, n, gs, gr; /* the step being sent, the step being received */
+    size_t sent, got, added;
+};
+
+/* Sends what it can of step gs: 1 when the step is done, 0 when the socket is full, or the
+ * failure. */
+static int single_send(struct single *G, int fd, struct pf_coll_fail *f)
+{
+    size_t off, len;
+    pf_coll_segment(G->count, G->n, pf_coll_send_seg(G->pos, G->n, G->gs), &off, &len);
+    size_t want = len * sizeof(float);
+    while (G->sent < want) {
+        ssize_t w = send(fd, (const char *)(G->data + off) + G->sent, want - G->sent,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            G->sent += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        set_fail(f, errno == EPIPE || errno == ECONNRESET ? PF_COLL_RESET : PF_COLL_ERROR, true,
+                 "send: %s", strerror(errno));
+        return PF_ERR;
+    }
+    G->gs++;
+    G->sent = 0;
+    return 1;
+}
+
+/* Receives what has come of step gr, adding it in reduce-scatter: 1 when the step is done,
+ * 0 when nothing more is there, or the failure. */
+static int single_recv(struct single *G, int fd, struct pf_coll_fail *f)
+{
+    size_t off, len;
+    pf_coll_segment(G->count, G->n, pf_coll_recv_seg(G->pos, G->n, G->gr), &off, &len);
+    bool reduce = G->gr < G->n - 1;
+    size_t want = len * sizeof(float);
+    uint8_t *dst = reduce ? (uint8_t *)G->tmp : (uint8_t *)(G->data + off);
+    while (G->got < want) {
+        ssize_t r = recv(fd, dst + G->got, want - G->got, MSG_DONTWAIT);
+        if (r == 0) {
+            set_fail(f, PF_COLL_EOF, false, "%s", "the peer closed the connection");
+            return PF_ERR;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+        if (r < 0) {
+            set_fail(f, errno == ECONNRESET ? PF_COLL_RESET : PF_COLL_ERROR, false, "recv: %s",
+                     strerror(errno));
+            return PF_ERR;
+        }
+        G->got += (size_t)r;
+        if (reduce) {
+            size_t upto = G->got / sizeof(float);
+            add_floats(G->data + off + G->added, G->tmp + G->added, upto - G->added);
+            G->added = upto;
+        }
+    }
+    G->gr++;
+    G->got = G->added = 0;
+    return 1;
+}
+
+/* Steps [g0, g1) of R in this thread; a step is sent once the one before it has arrived. */
+static int ring_single(struct ring *R, float *tmp, struct pf_coll_fail *fail)
+{
+    struct single G = {R->data, tmp, R->count, R->pos, R->n, R->g0, R->g0, 0, 0, 0};
+    while (G.gs < R->g1 || G.gr < R->g1) {
+        int r = 0;
+        bool can_send = G.gs < R->g1 && G.gs <= G.gr;
+        if (can_send && (r = single_send(&G, R->send_fd, fail)) != 0) {
+            if (r < 0) return r;
+            continue;
+        }
+        if (G.gr < R->g1 && (r = single_recv(&G, R->recv_fd, fail)) != 0) {
+            if (r < 0) return r;
+            continue;
+        }
+        double left = R->x.deadline - pf_now();
+        if (left <= 0) {
+            bool recv_wait = G.gr < R->g1;
+            set_fail(fail, PF_COLL_TIMEOUT, !recv_wait, "%s",
+                     recv_wait ? "receiving timed out: the peer sent nothing"
+                               : "sending timed out: the peer stopped reading");
+            return PF_ETIMEOUT;
+        }
+        struct pollfd p[2] = {{R->send_fd, POLLOUT, 0}, {R->recv_fd, POLLIN, 0}};
+        int ms = left > 0.05 ? 50 : (int)(left * 1000) + 1;
+        int pr = G.gr < R->g1 ? poll(p + !can_send, can_send ? 2 : 1, ms) : poll(p, 1, ms);
+        if (pr < 0 && errno != EINTR) {
+            set_fail(fail, PF_COLL_ERROR, false, "poll: %s", strerror(errno));
+            return PF_ERR;
+        }
+    }
+    return 0;
+}
+
+int pf_coll_ring_run(float *data, size_t count, int pos, int n, int send_fd, int recv_fd,
+                     size_t chunk_bytes, int first_step, int end_step, double deadline,
+                     struct pf_coll_fail *fail)
+{
+    memset(fail, 0, sizeof(*fail));
+    int steps = pf_coll_steps(n);
+    if (first_step < 0) first_step = 0;
+    if (end_step > steps) end_step = steps;
+    if (n <= 1 || count == 0 || first_step >= end_step) return 0;
+    struct ring R;
+    memset(&R, 0, sizeof(R));
+    atomic_init(&R.x.abort, 0);
+    R.x.deadline = deadline;
+    R.data = data;
+    R.count = count;
+    R.pos = pos;
+    R.n = n;
+    R.g0 = first_step;
+    R.g1 = end_step;
+    R.send_fd = send_fd;
+    R.recv_fd = recv_fd;
+    R.chunk = chunk_bytes / sizeof(float);
+    if (R.chunk == 0) R.chunk = 1;
+    if ((count + (size_t)n - 1) / (size_t)n <= R.chunk) {
+        /* every segment is one chunk at most: nothing to pipeline within a step */
+        float *t = pf_xmalloc(R.chunk * sizeof(float));
+        int r = ring_single(&R, t, fail);
+        free(t);
+        return r;
+    }
+    R.unit_base = pf_xcalloc((size_t)(end_step - first_step) + 1, sizeof(size_t));
+    for (int g = first_step; g < end_step; g++) {
+        size_t off, len;
+        pf_coll_segment(count, n, pf_coll_recv_seg(pos, n, g), &off, &len);
+        R.unit_base[g - first_step + 1] =
+            R.unit_base[g - first_step] + pf_coll_nchunks(len, R.chunk);
+    }
+    pthread_mutex_init(&R.mu, NULL);
+    pthread_cond_init(&R.cv, NULL);
+    float *tmp = pf_xmalloc(R.chunk * sizeof(float));
+    pthread_t th;
+    struct pf_coll_fail recv_fail = {0};
+    if (pthread_create(&th, NULL, ring_sender, &R) != 0) {
+        free(tmp);
+        free(R.unit_base);
+        snprintf(fail->what, sizeof(fail->what), "cannot start the sender thread");
+        fail->kind = PF_COLL_ERROR;
+        return pf_err_set(PF_ERR, "cannot start the sender thread");
+    }
+    int rc = ring_receive(&R, tmp, &recv_fail);
     if (rc) atomic_store(&R.x.abort, 1);
     pthread_join(th, NULL);
     /* the first failure is the one that matters: the other direction was aborted by it */
@@ -354,6 +483,59 @@ int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, in
         snprintf(fail->what, sizeof(fail->what), "aborted");
     }
     return fail->kind == PF_COLL_TIMEOUT ? PF_ETIMEOUT : PF_ERR;
+}
+
+int pf_coll_allreduce(float *data, size_t count, int pos, int n, int send_fd, int recv_fd,
+                      size_t chunk_bytes, double deadline, struct pf_coll_fail *fail)
+{
+    return pf_coll_ring_run(data, count, pos, n, send_fd, recv_fd, chunk_bytes, 0, pf_coll_steps(n),
+                            deadline, fail);
+}
+
+/* ---- one way: the fold of the grid all-reduce (grid.c) */
+
+int pf_coll_send_floats(const float *data, size_t count, int fd, double deadline,
+                        struct pf_coll_fail *fail)
+{
+    memset(fail, 0, sizeof(*fail));
+    struct xfer x;
+    atomic_init(&x.abort, 0);
+    x.deadline = deadline;
+    int r = send_all(&x, fd, data, count * sizeof(float), fail);
+    return r == 0 ? 0 : fail->kind == PF_COLL_TIMEOUT ? PF_ETIMEOUT : PF_ERR;
+}
+
+int pf_coll_recv_floats(float *data, size_t count, bool add, int fd, size_t chunk_bytes,
+                        double deadline, struct pf_coll_fail *fail)
+{
+    memset(fail, 0, sizeof(*fail));
+    struct xfer x;
+    atomic_init(&x.abort, 0);
+    x.deadline = deadline;
+    size_t chunk = chunk_bytes / sizeof(float);
+    if (chunk == 0) chunk = 1;
+    float *tmp = add ? pf_xmalloc(chunk * sizeof(float)) : NULL;
+    int rc = 0;
+    for (size_t co = 0; co < count && rc == 0; co += chunk) {
+        size_t cl = count - co < chunk ? count - co : chunk;
+        size_t want = cl * sizeof(float), got = 0, added = 0;
+        uint8_t *dst = add ? (uint8_t *)tmp : (uint8_t *)(data + co);
+        while (got < want && rc == 0) {
+            ssize_t r = recv_some(&x, fd, dst + got, want - got, fail);
+            if (r < 0) {
+                rc = (int)r;
+                break;
+            }
+            got += (size_t)r;
+            if (add) {
+                size_t upto = got / sizeof(float);
+                add_floats(data + co + added, tmp + added, upto - added);
+                added = upto;
+            }
+        }
+    }
+    free(tmp);
+    return rc == 0 ? 0 : fail->kind == PF_COLL_TIMEOUT ? PF_ETIMEOUT : PF_ERR;
 }
 
 /* ---- probes */

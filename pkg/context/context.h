@@ -1,7 +1,7 @@
 /* context: what every check and every stage of the run reads: the root-prefixed host, the
  * config, the environment (struct pf_env), the verdict being filled, the inventory, and the
- * progress callback of the command line. The pf_env functions are implemented in
- * pkg/checks/env.c until that file moves here. */
+ * progress callback of the command line. struct pf_env and its look-ups are in
+ * pkg/base/env.h; the readers of env files below are implemented in pkg/checks/env.c. */
 #ifndef PF_CONTEXT_H
 #define PF_CONTEXT_H
 
@@ -9,19 +9,16 @@
 #include <stddef.h>
 
 #include "../base/base.h"
+#include "../base/env.h"
 #include "../config/config.h"
 #include "../host/host.h"
 #include "../verdict/verdict.h"
 
-/* The environment a check reads: the process's own, or a KEY=VALUE file (`preflight env
- * --env-file`). NCCL_CONF_FILE / ~/.nccl.conf / /etc/nccl.conf values are added by
- * pf_env_load_nccl_conf with NCCL's own precedence (a real variable wins). */
-struct pf_env {
-    struct pf_strlist vars;   /* "KEY=VALUE" */
-    struct pf_strlist origin; /* parallel to vars: "environment", or the file:line */
-};
-void pf_env_from_environ(struct pf_env *e, char **environ_);
-/* Parses an env file: KEY=VALUE lines, '#' comments, blank lines, an optional "export "
+/* The environment a check reads (struct pf_env, pkg/base/env.h). NCCL_CONF_FILE /
+ * ~/.nccl.conf / /etc/nccl.conf values are added by pf_env_load_nccl_conf with NCCL's own
+ * precedence (a real variable wins).
+ *
+ * Parses an env file: KEY=VALUE lines, '#' comments, blank lines, an optional "export "
  * prefix, and single or double quotes around the whole value. PF_EUSAGE naming file:line on
  * a malformed line. */
 int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size_t len);
@@ -29,10 +26,6 @@ int pf_env_load_file(struct pf_env *e, const char *path);
 /* Adds the values of NCCL's config files (NCCL_CONF_FILE, else $HOME/.nccl.conf, then
  * /etc/nccl.conf under the root) where the environment does not set them. */
 void pf_env_load_nccl_conf(struct pf_env *e, const struct pf_host *h);
-const char *pf_env_get(const struct pf_env *e, const char *name);
-const char *pf_env_origin(const struct pf_env *e, const char *name);
-void pf_env_set(struct pf_env *e, const char *name, const char *value, const char *origin);
-void pf_env_free(struct pf_env *e);
 
 /* What every check sees. */
 struct pf_ctx {

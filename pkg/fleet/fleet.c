@@ -62,31 +62,6 @@ void pf_fleet_who(char *out, size_t n, const struct pf_fleet *f, int rank)
         snprintf(out, n, "rank %d", rank);
 }
 
-void pf_fleet_mark(struct pf_fleet_marks *l, int rank, const char *why)
-{
-    if (pf_fleet_marked(l, rank)) return;
-    l->v = pf_xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
-    l->v[l->n].rank = rank;
-    l->v[l->n].why = pf_xstrdup(why && *why ? why : "failed");
-    l->n++;
-}
-
-bool pf_fleet_marked(const struct pf_fleet_marks *l, int rank)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].rank == rank) return true;
-    return false;
-}
-
-void pf_fleet_marks_free(struct pf_fleet_marks *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].why);
-    free(l->v);
-    l->v = NULL;
-    l->n = 0;
-}
-
 static bool has_finding(const struct pf_fleet_summary *s, const char *check, const char *code,
                         const char *msg)
 {

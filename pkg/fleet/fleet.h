@@ -17,10 +17,11 @@
 
 #include "../base/base.h"
 #include "../collective/collective.h"
+#include "../rendezvous/rendezvous.h"
 #include "../verdict/verdict.h"
 
 #define PF_FLEET_NAME 128
-#define PF_FLEET_LIST_MAX 12 /* ranks named in one message before "and N more" */
+#define PF_FLEET_LIST_MAX PF_RDV_LIST_MAX /* ranks named in one message before "and N more" */
 
 enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
 
@@ -78,21 +79,9 @@ struct pf_fleet_summary {
     double median;
     int slow_src, slow_dst;
     double slow_gbps;
+    /* decoding: the first value refused (named; its part is left out), "" when none */
+    char bad[256];
 };
-
-/* A rank lost, or a rank that reported a failure, with why. */
-struct pf_fleet_mark {
-    int rank;
-    char *why;
-};
-struct pf_fleet_marks {
-    struct pf_fleet_mark *v;
-    size_t n;
-};
-/* Adds (rank, why) unless rank is already there. */
-void pf_fleet_mark(struct pf_fleet_marks *l, int rank, const char *why);
-bool pf_fleet_marked(const struct pf_fleet_marks *l, int rank);
-void pf_fleet_marks_free(struct pf_fleet_marks *l);
 
 struct pf_fleet {
     int world;                   /* rank 0's world size */
@@ -146,7 +135,7 @@ struct pf_fleet_tcp {
     /* the probe rounds' judgement (positions are roster positions), which names the slow
      * nodes and links; NULL: links alone are judged by pf_coll_blame */
     const struct pf_coll_judgement *judgement;
-    const struct pf_fleet_marks *lost, *failed;
+    const struct pf_rdv_marks *lost, *failed; /* the rendezvous' marks */
 };
 /* peer-lost, wrong-result, below-threshold, slow-node, slow-link, and the TCP summary. */
 void pf_fleet_judge_tcp(struct pf_fleet *f, const struct pf_fleet_tcp *t);
@@ -163,7 +152,8 @@ void pf_fleet_ranks(const struct pf_fleet *f, struct pf_node *ranks, const char 
 
 /* The SUMMARY payload. Encoding fails with PF_ETOOBIG (message says so) over max bytes. */
 int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s);
-/* PF_EINVAL on malformed fields; records that do not decode are skipped. */
+/* PF_EINVAL on malformed fields; records that do not decode are skipped, and a number that
+ * is not a finite decimal leaves its part out and is named in out->bad. */
 int pf_fleet_summary_decode(struct pf_fleet_summary *out, const uint8_t *p, size_t len);
 
 /* A rank's report: its verdict and every check's status and finding codes. */
@@ -178,6 +168,8 @@ struct pf_fleet_ar {
     const char *iface;
 };
 int pf_fleet_ar_encode(struct pf_buf *out, const struct pf_fleet_ar *a);
+/* PF_EINVAL when p is not fields, or when a success comes without a finite time (then the
+ * rank's all-reduce counts as not done; the rest is decoded). */
 int pf_fleet_ar_decode(struct pf_fleet_rank *into, const uint8_t *p, size_t len);
 
 /* A rank's link measurements (the links into it). */
@@ -188,7 +180,8 @@ int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const
 
 /* ---- probes.c: the probe rounds' messages */
 
-/* A rank's samples (what it received in a round). */
+/* A rank's samples (what it received in a round): at most 16 go; PF_ETOOBIG naming the probe
+ * samples when there were more or out went over its limit (out keeps whole records only). */
 int pf_fleet_samples_encode(struct pf_buf *out, const struct pf_coll_sample *s, size_t n);
 /* Up to max well-formed samples into out (*n of them); PF_EINVAL when p is not fields. */
 int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, const uint8_t *p,
@@ -198,5 +191,112 @@ int pf_fleet_tasks_encode(struct pf_buf *out, bool more, const struct pf_coll_ta
 /* Up to max tasks whose peer is a position below npos; PF_EINVAL without "more". */
 int pf_fleet_tasks_decode(bool *more, struct pf_coll_task *out, size_t *n, size_t max, int npos,
                           const uint8_t *p, size_t len);
+
+/* ---- rails.c: the rails of every pod (its Multus secondary networks, one NIC each) and
+ * the per-rail probes between pods (check `net.rails`, docs/checks/38-net-rails.md).
+ * Rank 0 gathers every rank's rails, judges their agreement, plans one probe a rail along
+ * each network's ring, and judges what the probes found: all O(N) or O(N log N) in the
+ * ranks, never pairwise. */
+
+#define PF_FLEET_RAILS_MAX 16 /* rails one pod reports (a GPU node has up to 8 NICs) */
+#define PF_FLEET_RAIL_NETS 32 /* distinct networks rank 0 follows; more are named, not probed */
+#define PF_FLEET_RAIL_NAME 128
+#define PF_FLEET_RAIL_SLOW_RATIO 0.25 /* slow: both probes of a pod under this x the median */
+
+/* One rail of one pod. */
+struct pf_fleet_rail {
+    char net[PF_FLEET_RAIL_NAME]; /* the network, "ns/nad" as Multus names it */
+    char iface[32];               /* "net1" */
+    char ip[48];                  /* its IPv4 address, "" when none */
+    int prefix;                   /* its prefix length, 0..32 */
+    int mtu;
+    bool up;       /* administratively up and running */
+    char rdma[64]; /* device-info's rdma-device ("mlx5_3"), "" when none */
+};
+/* What one rank sends rank 0: its rails and the port its probe listener has. */
+struct pf_fleet_rails {
+    bool reported; /* decoded from the rank's part (not on the wire) */
+    int port;
+    int n;
+    struct pf_fleet_rail r[PF_FLEET_RAILS_MAX];
+};
+int pf_fleet_rails_encode(struct pf_buf *out, const struct pf_fleet_rails *r);
+/* Peer input: PF_EINVAL when p is not fields or has no port; a malformed rail is left out. */
+int pf_fleet_rails_decode(struct pf_fleet_rails *out, const uint8_t *p, size_t len);
+
+enum pf_fleet_rail_state {
+    PF_RAIL_NOT_RUN = 0, /* no result (the rank did not report, or the probe was not run) */
+    PF_RAIL_OK,          /* the transfer completed (or part of it: gbps says how fast) */
+    PF_RAIL_UNREACHABLE, /* no connection, or no answer on it */
+    PF_RAIL_STALLED,     /* connected, but no full-MTU-sized data arrived: big frames dropped */
+};
+
+/* A probe task of one rank: send to the peer on a network (ip:port), or expect its probe. */
+struct pf_fleet_rail_task {
+    int net; /* the network's index in rank 0's plan: the probe's round */
+    char name[PF_FLEET_RAIL_NAME];
+    bool send;
+    int peer; /* roster position */
+    char ip[48];
+    int port;
+};
+#define PF_FLEET_RAIL_TASKS (2 * PF_FLEET_RAILS_MAX)
+/* nets: the networks rank 0 planned (0: no pod has a rail). */
+int pf_fleet_rail_tasks_encode(struct pf_buf *out, int nets, const struct pf_fleet_rail_task *t,
+                               size_t n);
+/* Up to max tasks whose peer is a position below npos; PF_EINVAL when p is not fields or
+ * has no nets. */
+int pf_fleet_rail_tasks_decode(int *nets, struct pf_fleet_rail_task *out, size_t *n, size_t max,
+                               int npos, const uint8_t *p, size_t len);
+
+/* What one probe found (the sender reports it). */
+struct pf_fleet_rail_result {
+    int net;       /* the plan's network index */
+    int dst;       /* the position probed */
+    int state;     /* enum pf_fleet_rail_state */
+    double gbps;   /* PF_RAIL_OK: the rate */
+    char why[256]; /* otherwise: what happened */
+};
+int pf_fleet_rail_results_encode(struct pf_buf *out, const struct pf_fleet_rail_result *r,
+                                 size_t n);
+/* Up to max well-formed results (net below nnet, dst below npos); PF_EINVAL when p is not
+ * fields. */
+int pf_fleet_rail_results_decode(struct pf_fleet_rail_result *out, size_t *n, size_t max, int nnet,
+                                 int npos, const uint8_t *p, size_t len);
+
+/* One network as rank 0 plans it: the ring of positions that probe on it. */
+struct pf_fleet_railnet {
+    char name[PF_FLEET_RAIL_NAME];
+    int pods;  /* positions that have the network (up or not) */
+    int *ring; /* positions whose rail is up with an address, in roster order */
+    int nring;
+    int *at;   /* by position: its index in ring, -1 when not in it */
+    int *rail; /* by position: its rail's index in rails[pos], -1 when none */
+    struct pf_fleet_rail_result *res; /* by ring index: the probe from ring[i] to ring[i+1] */
+};
+struct pf_fleet_railplan {
+    int n;                              /* positions */
+    const struct pf_fleet_rails *rails; /* by position (borrowed) */
+    struct pf_fleet_railnet net[PF_FLEET_RAIL_NETS];
+    int nnet;
+    int more_nets; /* networks past PF_FLEET_RAIL_NETS: not probed */
+};
+/* The networks of every position's rails and each network's ring. */
+void pf_fleet_rails_plan(struct pf_fleet_railplan *out, const struct pf_fleet_rails *rails, int n);
+void pf_fleet_railplan_free(struct pf_fleet_railplan *p);
+/* The tasks of position pos (at most PF_FLEET_RAIL_TASKS): each of its rails in a ring of
+ * two or more sends to the next position and expects the one before. */
+size_t pf_fleet_rails_tasks(struct pf_fleet_rail_task *out, const struct pf_fleet_railplan *p,
+                            int pos);
+/* Records the results position src reported (those that match its tasks). */
+void pf_fleet_rails_add(struct pf_fleet_railplan *p, int src, const struct pf_fleet_rail_result *r,
+                        size_t n);
+/* Agreement: rail-network-missing, rail-network-extra, rail-subnet-mismatch,
+ * rail-mtu-mismatch, rail-down. f->roster maps positions to ranks. */
+void pf_fleet_rails_agree(struct pf_fleet *f, const struct pf_fleet_railplan *p);
+/* The probes: rail-unreachable, rail-mtu-blackhole, rail-slow. */
+void pf_fleet_rails_judge(struct pf_fleet *f, const struct pf_fleet_railplan *p);
+/* The networks as evidence: [{name, pods, probed, subnet, mtu, medianGbps}]. */
+void pf_fleet_rails_evidence(const struct pf_fleet_railplan *p, struct pf_node *networks);
 
 #endif

@@ -12,7 +12,7 @@ static const char *node_of(const struct pf_fleet *f, int rank)
 }
 
 /* The ranks of marks [from, n) as "5, 11, 12 and 30 more" in b. */
-static void rest_of(struct pf_buf *b, const struct pf_fleet_marks *l, size_t from)
+static void rest_of(struct pf_buf *b, const struct pf_rdv_marks *l, size_t from)
 {
     for (size_t k = from; k < l->n; k++) {
         if (k - from == PF_FLEET_LIST_MAX) {
@@ -224,15 +224,7 @@ static void blame(struct pf_fleet *f, const struct pf_fleet_tcp *t)
     struct pf_fleet_summary *s = &f->out;
     struct pf_coll_blame bl;
     pf_coll_blame(&bl, t->links, t->nlinks, PF_COLL_SLOW_RATIO);
-    s->have_links = true;
-    s->median = bl.median;
-    s->slow_gbps = 1e300;
-    for (size_t i = 0; i < t->nlinks; i++)
-        if (t->links[i].gbps < s->slow_gbps) {
-            s->slow_gbps = t->links[i].gbps;
-            s->slow_src = t->links[i].src;
-            s->slow_dst = t->links[i].dst;
-        }
+    link_summary(f, t, bl.median);
     for (size_t i = 0; i < bl.nnodes; i++) {
         const struct pf_coll_slow_node *sn = &bl.nodes[i];
         char w[160];

@@ -1,9 +1,8 @@
 /* The probe rounds' messages (docs/design.md, "Wire protocol"): a rank's samples of the
  * round before, in its STEP to rank 0; its probes of the next round, in rank 0's answer.
  * Nested fields; the decoders take peer input (fuzzed by tests/fuzz/fuzz_steps.c). */
-#include "fleet.h"
+#include "internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,33 +11,27 @@
 
 #define MAX_ITEMS 16 /* a rank reports and gets a few per round (PF_COLL_TASKS_MAX) */
 
-static double get_num(const struct pf_rdv_fields *f, const char *key, bool *have)
+static void sample_record(struct pf_buf *r, const void *items, size_t i)
 {
-    char t[64] = "", *end = NULL;
-    *have = false;
-    if (pf_rdv_fields_str(t, sizeof(t), f, key) < 0 || !t[0]) return 0;
-    double v = strtod(t, &end);
-    *have = end && *end == '\0' && isfinite(v);
-    return v;
+    const struct pf_coll_sample *s = (const struct pf_coll_sample *)items + i;
+    char num[64];
+    pf_rdv_put_int(r, "src", s->src);
+    pf_rdv_put_int(r, "dst", s->dst);
+    pf_rdv_put_int(r, "round", s->round);
+    pf_rdv_put_int(r, "bytes", (long long)s->bytes);
+    snprintf(num, sizeof(num), "%.9g", s->seconds);
+    pf_rdv_put_str(r, "seconds", num);
 }
 
 int pf_fleet_samples_encode(struct pf_buf *out, const struct pf_coll_sample *s, size_t n)
 {
-    struct pf_buf r;
-    pf_buf_init(&r, 4096);
-    char num[64];
-    for (size_t i = 0; i < n; i++) {
-        pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "src", s[i].src);
-        pf_rdv_put_int(&r, "dst", s[i].dst);
-        pf_rdv_put_int(&r, "round", s[i].round);
-        pf_rdv_put_int(&r, "bytes", (long long)s[i].bytes);
-        snprintf(num, sizeof(num), "%.9g", s[i].seconds);
-        pf_rdv_put_str(&r, "seconds", num);
-        pf_rdv_put(out, "s", r.data, r.len);
-    }
-    pf_buf_free(&r);
-    return pf_buf_check(out, "the probe samples");
+    /* the decoder takes MAX_ITEMS: more would be dropped at rank 0 without a word */
+    int r = fleet_records_put(out, "s", s, n < MAX_ITEMS ? n : MAX_ITEMS, sample_record,
+                              "the probe samples");
+    if (r == 0 && n > MAX_ITEMS)
+        r = pf_err_set(PF_ETOOBIG, "the probe samples: %zu, over the limit of %d a round", n,
+                       MAX_ITEMS);
+    return r;
 }
 
 int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, const uint8_t *p,
@@ -53,10 +46,9 @@ int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, c
         struct pf_rdv_fields x;
         if (pf_rdv_fields_decode(&x, f.v[k].val, f.v[k].vlen) < 0) continue;
         long long src = -1, dst = -1, round = -1, bytes = -1;
-        bool hs = false;
-        double sec = get_num(&x, "seconds", &hs);
-        if (hs && sec > 0 && pf_rdv_fields_int(&src, &x, "src") == 0 &&
-            pf_rdv_fields_int(&dst, &x, "dst") == 0 &&
+        double sec = 0;
+        if (pf_rdv_fields_num(&sec, &x, "seconds") == 0 && sec > 0 &&
+            pf_rdv_fields_int(&src, &x, "src") == 0 && pf_rdv_fields_int(&dst, &x, "dst") == 0 &&
             pf_rdv_fields_int(&round, &x, "round") == 0 &&
             pf_rdv_fields_int(&bytes, &x, "bytes") == 0 && src >= 0 && src < (1 << 24) &&
             dst >= 0 && dst < (1 << 24) && round >= 0 && round < 1024 && bytes > 0 &&
@@ -69,20 +61,18 @@ int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, c
     return 0;
 }
 
+static void task_record(struct pf_buf *r, const void *items, size_t i)
+{
+    const struct pf_coll_task *t = (const struct pf_coll_task *)items + i;
+    pf_rdv_put_int(r, "peer", t->peer);
+    pf_rdv_put_int(r, "send", t->send);
+    pf_rdv_put_int(r, "bytes", (long long)t->bytes);
+}
+
 int pf_fleet_tasks_encode(struct pf_buf *out, bool more, const struct pf_coll_task *t, size_t n)
 {
     pf_rdv_put_int(out, "more", more);
-    struct pf_buf r;
-    pf_buf_init(&r, 4096);
-    for (size_t i = 0; i < n; i++) {
-        pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "peer", t[i].peer);
-        pf_rdv_put_int(&r, "send", t[i].send);
-        pf_rdv_put_int(&r, "bytes", (long long)t[i].bytes);
-        pf_rdv_put(out, "t", r.data, r.len);
-    }
-    pf_buf_free(&r);
-    return pf_buf_check(out, "the probe tasks");
+    return fleet_records_put(out, "t", t, n, task_record, "the probe tasks");
 }
 
 int pf_fleet_tasks_decode(bool *more, struct pf_coll_task *out, size_t *n, size_t max, int npos,

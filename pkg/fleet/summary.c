@@ -1,7 +1,7 @@
 /* The codecs of what ranks tell each other about results: the SUMMARY, a rank's report, its
  * TCP all-reduce result and its link measurements. A record is one field whose value is a
  * nested field list (pkg/rendezvous/proto.c); numbers are decimal text. */
-#include "fleet.h"
+#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,15 +25,39 @@ static void put_record(struct pf_buf *b, const char *key, const struct pf_buf *r
     pf_rdv_put(b, key, rec->data, rec->len);
 }
 
-static double get_dbl(const struct pf_rdv_fields *f, const char *key, bool *have)
+/* A number or integer of the SUMMARY: false when absent or refused; the first refusal is kept,
+ * named, in s->bad (the part it belongs to is left out, the rest of the summary stands) */
+int fleet_records_put(struct pf_buf *out, const char *key, const void *items, size_t n,
+                      fleet_record_fn put, const char *what)
 {
-    char t[64] = "";
-    if (pf_rdv_fields_str(t, sizeof(t), f, key) < 0) {
-        if (have) *have = false;
-        return 0;
+    struct pf_buf r;
+    pf_buf_init(&r, RECORD_MAX);
+    for (size_t i = 0; i < n; i++) {
+        pf_buf_reset(&r);
+        put(&r, items, i);
+        put_record(out, key, &r);
     }
-    if (have) *have = true;
-    return atof(t);
+    pf_buf_free(&r);
+    return pf_buf_check(out, what);
+}
+
+static bool sum_refused(struct pf_fleet_summary *s, int r, const char *where)
+{
+    if (r < 0 && r != PF_ENOENT && !s->bad[0])
+        snprintf(s->bad, sizeof(s->bad), "%s%s", where, pf_err_msg());
+    return r < 0;
+}
+
+static bool sum_num(struct pf_fleet_summary *s, double *out, const struct pf_rdv_fields *f,
+                    const char *key, const char *where)
+{
+    return !sum_refused(s, pf_rdv_fields_num(out, f, key), where);
+}
+
+static bool sum_int(struct pf_fleet_summary *s, long long *out, const struct pf_rdv_fields *f,
+                    const char *key, const char *where)
+{
+    return !sum_refused(s, pf_rdv_fields_int(out, f, key), where);
 }
 
 static char *get_dup(const struct pf_rdv_fields *f, const char *key)
@@ -43,29 +67,32 @@ static char *get_dup(const struct pf_rdv_fields *f, const char *key)
     return s ? s : pf_xstrdup("");
 }
 
+static void finding_record(struct pf_buf *r, const void *items, size_t i)
+{
+    const struct pf_fleet_finding *x = (const struct pf_fleet_finding *)items + i;
+    pf_rdv_put_str(r, "check", x->check);
+    pf_rdv_put_str(r, "code", x->code);
+    pf_rdv_put_str(r, "status", pf_status_name(x->status));
+    pf_rdv_put_str(r, "remedy", x->remedy);
+    pf_rdv_put_str(r, "message", x->message);
+}
+
+static void culprit_record(struct pf_buf *r, const void *items, size_t i)
+{
+    const struct pf_fleet_culprit *x = (const struct pf_fleet_culprit *)items + i;
+    pf_rdv_put_int(r, "rank", x->rank);
+    pf_rdv_put_str(r, "pod", x->pod);
+    pf_rdv_put_str(r, "node", x->node);
+    pf_rdv_put_str(r, "reason", x->reason);
+}
+
 int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s)
 {
+    /* an overflow is judged once, at the end, for the whole message */
+    (void)fleet_records_put(out, "finding", s->findings, s->nfindings, finding_record, "");
+    (void)fleet_records_put(out, "culprit", s->culprits, s->nculprits, culprit_record, "");
     struct pf_buf r;
     pf_buf_init(&r, RECORD_MAX);
-    for (size_t i = 0; i < s->nfindings; i++) {
-        const struct pf_fleet_finding *x = &s->findings[i];
-        pf_buf_reset(&r);
-        pf_rdv_put_str(&r, "check", x->check);
-        pf_rdv_put_str(&r, "code", x->code);
-        pf_rdv_put_str(&r, "status", pf_status_name(x->status));
-        pf_rdv_put_str(&r, "remedy", x->remedy);
-        pf_rdv_put_str(&r, "message", x->message);
-        put_record(out, "finding", &r);
-    }
-    for (size_t i = 0; i < s->nculprits; i++) {
-        const struct pf_fleet_culprit *x = &s->culprits[i];
-        pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "rank", x->rank);
-        pf_rdv_put_str(&r, "pod", x->pod);
-        pf_rdv_put_str(&r, "node", x->node);
-        pf_rdv_put_str(&r, "reason", x->reason);
-        put_record(out, "culprit", &r);
-    }
     char num[64];
     if (s->have_tcp) {
         pf_rdv_put_int(out, "bytes", s->bytes);
@@ -137,27 +164,24 @@ static void add_culprit(struct pf_fleet_summary *s, const struct pf_rdv_field *f
 
 static void get_tcp(struct pf_fleet_summary *s, const struct pf_rdv_fields *f)
 {
-    bool a, b, c;
-    s->seconds = get_dbl(f, "seconds", &a);
-    s->algbw = get_dbl(f, "algbw", &b);
-    s->busbw = get_dbl(f, "busbw", &c);
     long long correct = 0;
-    s->have_tcp = a && b && c && pf_rdv_fields_int(&s->bytes, f, "bytes") == 0 &&
-                  pf_rdv_fields_int(&s->ranks, f, "ranks") == 0 &&
-                  pf_rdv_fields_int(&correct, f, "correct") == 0;
+    bool a = sum_num(s, &s->seconds, f, "seconds", "");
+    bool b = sum_num(s, &s->algbw, f, "algbw", "");
+    bool c = sum_num(s, &s->busbw, f, "busbw", "");
+    bool d = sum_int(s, &s->bytes, f, "bytes", "");
+    bool e = sum_int(s, &s->ranks, f, "ranks", "");
+    s->have_tcp = a && b && c && d && e && sum_int(s, &correct, f, "correct", "");
     s->correct = correct == 1;
-    pf_rdv_fields_int(&s->iterations, f, "iterations");
-    bool have = false;
-    double e = get_dbl(f, "expected", &have);
-    s->expected = have ? e : -1;
-    s->median = get_dbl(f, "median", &s->have_links);
+    sum_int(s, &s->iterations, f, "iterations", "");
+    sum_num(s, &s->expected, f, "expected", ""); /* stays -1 when absent or refused */
+    s->have_links = sum_num(s, &s->median, f, "median", "");
     const struct pf_rdv_field *sl = pf_rdv_fields_get(f, "slowest");
     struct pf_rdv_fields x;
     long long from = -1, to = -1;
     bool g = false;
     if (s->have_links && sl && pf_rdv_fields_decode(&x, sl->val, sl->vlen) == 0) {
-        if (pf_rdv_fields_int(&from, &x, "from") == 0 && pf_rdv_fields_int(&to, &x, "to") == 0)
-            s->slow_gbps = get_dbl(&x, "gbps", &g);
+        if (sum_int(s, &from, &x, "from", "slowest ") && sum_int(s, &to, &x, "to", "slowest "))
+            g = sum_num(s, &s->slow_gbps, &x, "gbps", "slowest ");
         pf_rdv_fields_free(&x);
     }
     s->slow_src = (int)from;
@@ -186,22 +210,20 @@ int pf_fleet_summary_decode(struct pf_fleet_summary *out, const uint8_t *p, size
     return 0;
 }
 
+static void check_record(struct pf_buf *r, const void *items, size_t i)
+{
+    const struct pf_check *c = (const struct pf_check *)items + i;
+    pf_rdv_put_str(r, "id", c->id);
+    pf_rdv_put_str(r, "status", pf_status_name(c->status));
+    for (size_t k = 0; k < c->nfindings; k++)
+        pf_rdv_put_str(r, "code", c->findings[k].code);
+}
+
 int pf_fleet_report_encode(struct pf_buf *out, const struct pf_verdict *v)
 {
     pf_rdv_put_str(out, "verdict", pf_status_name(v->verdict));
-    struct pf_buf r;
-    pf_buf_init(&r, RECORD_MAX);
-    for (size_t i = 0; i < v->nchecks; i++) {
-        const struct pf_check *c = &v->checks[i];
-        pf_buf_reset(&r);
-        pf_rdv_put_str(&r, "id", c->id);
-        pf_rdv_put_str(&r, "status", pf_status_name(c->status));
-        for (size_t k = 0; k < c->nfindings; k++)
-            pf_rdv_put_str(&r, "code", c->findings[k].code);
-        put_record(out, "check", &r);
-    }
-    pf_buf_free(&r);
-    return pf_buf_check(out, "this rank's report");
+    return fleet_records_put(out, "check", v->checks, v->nchecks, check_record,
+                             "this rank's report");
 }
 
 static void add_check(struct pf_fleet_rank *m, const struct pf_rdv_field *fl)
@@ -256,29 +278,35 @@ int pf_fleet_ar_decode(struct pf_fleet_rank *m, const uint8_t *p, size_t len)
     char s[32] = "";
     pf_rdv_fields_str(s, sizeof(s), &f, "s");
     m->ar_done = strcmp(s, "ok") == 0;
-    m->ar_seconds = get_dbl(&f, "seconds", NULL);
+    int r = 0;
+    if (pf_rdv_fields_num(&m->ar_seconds, &f, "seconds") < 0 && m->ar_done) {
+        /* a success without its time is no result the fleet can average */
+        char why[256];
+        snprintf(why, sizeof(why), "%s", pf_err_msg());
+        m->ar_done = false;
+        m->ar_seconds = 0;
+        r = pf_err_set(PF_EINVAL, "all-reduce result refused: %s", why);
+    }
     pf_rdv_fields_int(&m->ar_wrong, &f, "wrong");
     pf_rdv_fields_int(&m->ar_first_bad, &f, "firstBad");
     pf_rdv_fields_str(m->iface, sizeof(m->iface), &f, "iface");
     pf_rdv_fields_free(&f);
-    return 0;
+    return r;
+}
+
+static void link_record(struct pf_buf *r, const void *items, size_t i)
+{
+    const struct pf_coll_link *l = (const struct pf_coll_link *)items + i;
+    char num[64];
+    pf_rdv_put_int(r, "from", l->src);
+    pf_rdv_put_int(r, "to", l->dst);
+    snprintf(num, sizeof(num), "%.6f", l->gbps);
+    pf_rdv_put_str(r, "gbps", num);
 }
 
 int pf_fleet_links_encode(struct pf_buf *out, const struct pf_coll_link *l, size_t n)
 {
-    struct pf_buf r;
-    pf_buf_init(&r, 4096);
-    char num[64];
-    for (size_t i = 0; i < n; i++) {
-        pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "from", l[i].src);
-        pf_rdv_put_int(&r, "to", l[i].dst);
-        snprintf(num, sizeof(num), "%.6f", l[i].gbps);
-        pf_rdv_put_str(&r, "gbps", num);
-        put_record(out, "l", &r);
-    }
-    pf_buf_free(&r);
-    return pf_buf_check(out, "the link measurements");
+    return fleet_records_put(out, "l", l, n, link_record, "the link measurements");
 }
 
 int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const uint8_t *p,
@@ -292,10 +320,9 @@ int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const
         struct pf_rdv_fields x;
         if (pf_rdv_fields_decode(&x, f.v[k].val, f.v[k].vlen) < 0) continue;
         long long s = -1, d = -1;
-        bool g = false;
-        double gbps = get_dbl(&x, "gbps", &g);
-        if (g && pf_rdv_fields_int(&s, &x, "from") == 0 && pf_rdv_fields_int(&d, &x, "to") == 0 &&
-            d == dst && s >= 0 && s < (1 << 24)) {
+        double gbps = 0;
+        if (pf_rdv_fields_num(&gbps, &x, "gbps") == 0 && pf_rdv_fields_int(&s, &x, "from") == 0 &&
+            pf_rdv_fields_int(&d, &x, "to") == 0 && d == dst && s >= 0 && s < (1 << 24)) {
             *links = pf_xrealloc(*links, (*n + 1) * sizeof(**links));
             (*links)[(*n)++] = (struct pf_coll_link){(int)s, (int)d, gbps};
         }

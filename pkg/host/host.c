@@ -36,6 +36,13 @@ static int vpath(char *out, size_t n, const struct pf_host *h, const char *fmt, 
     return pf_snprintf(out, n, "%s%s", h->root, rel);
 }
 
+/* The error of a call on path that set errno: PF_ENOENT when the path is not there. */
+static int path_err(const char *path)
+{
+    return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
+                      strerror(errno));
+}
+
 int pf_host_path(char *out, size_t n, const struct pf_host *h, const char *fmt, ...)
 {
     va_list ap;
@@ -87,9 +94,7 @@ int pf_host_read(char *out, size_t n, const struct pf_host *h, const char *fmt, 
     if (r < 0) return r;
     if (n == 0) return pf_err_set(PF_EINVAL, "no room to read %s", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
-                          strerror(errno));
+    if (fd < 0) return path_err(path);
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
         close(fd);
@@ -112,9 +117,7 @@ int pf_host_read_all(char **out, size_t *out_len, size_t max, const struct pf_ho
     if (out_len) *out_len = 0;
     if (r < 0) return r;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
-                          strerror(errno));
+    if (fd < 0) return path_err(path);
     struct pf_buf b;
     pf_buf_init(&b, max);
     pf_buf_add(&b, "", 0);
@@ -203,9 +206,7 @@ int pf_host_list(struct pf_strlist *out, const struct pf_host *h, const char *fm
     va_end(ap);
     if (r < 0) return r;
     DIR *d = opendir(path);
-    if (!d)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
-                          strerror(errno));
+    if (!d) return path_err(path);
     struct dirent *e;
     size_t count = 0;
     while ((e = readdir(d)) != NULL) {
@@ -230,9 +231,7 @@ int pf_host_readlink(char *out, size_t n, const struct pf_host *h, const char *f
     va_end(ap);
     if (r < 0) return r;
     ssize_t len = readlink(path, out, n);
-    if (len < 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
-                          strerror(errno));
+    if (len < 0) return path_err(path);
     if ((size_t)len >= n) return pf_err_set(PF_ETOOBIG, "%s: link target too long", path);
     out[len] = '\0';
     return (int)len;
@@ -278,8 +277,6 @@ int pf_host_stat(struct stat *out, const struct pf_host *h, const char *fmt, ...
     int r = vpath(path, sizeof(path), h, fmt, ap);
     va_end(ap);
     if (r < 0) return r;
-    if (stat(path, out) != 0)
-        return pf_err_set(errno == ENOENT || errno == ENOTDIR ? PF_ENOENT : PF_ERR, "%s: %s", path,
-                          strerror(errno));
+    if (stat(path, out) != 0) return path_err(path);
     return 0;
 }

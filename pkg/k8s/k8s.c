@@ -74,6 +74,62 @@ static size_t utf8_put(char *o, uint32_t r)
     return 4;
 }
 
+/* One escape at s[*i] (a backslash) of a Go-quoted literal of n bytes: appends its bytes to
+ * o at *k and moves *i past it. 0, or PF_EINVAL naming the byte. */
+static int unquote_escape(const char *s, size_t n, size_t *i, char *o, size_t *k)
+{
+    if (*i + 1 >= n) return pf_err_set(PF_EINVAL, "byte %zu: backslash at the end", *i);
+    static const char simple[] = "a\ab\bf\fn\nr\rt\tv\v\\\\\"\"";
+    char e = s[*i + 1];
+    size_t start = *i;
+    *i += 2;
+    for (size_t j = 0; j + 1 < sizeof(simple); j += 2)
+        if (simple[j] == e) {
+            o[(*k)++] = simple[j + 1];
+            return 0;
+        }
+    if (e == 'x' || e == 'u' || e == 'U') {
+        size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+        uint32_t v = 0;
+        for (size_t d = 0; d < digits; d++) {
+            int h = *i + d < n ? hexval(s[*i + d]) : -1;
+            if (h < 0)
+                return pf_err_set(PF_EINVAL, "byte %zu: \\%c needs %zu hex digits", start, e,
+                                  digits);
+            v = v << 4 | (uint32_t)h;
+        }
+        *i += digits;
+        if (e == 'x') {
+            o[(*k)++] = (char)v;
+            return 0;
+        }
+        if (v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+            return pf_err_set(PF_EINVAL, "byte %zu: \\%c%0*X is not a valid rune", start, e,
+                              (int)digits, (unsigned)v);
+        *k += utf8_put(o + *k, v);
+        return 0;
+    }
+    if (e >= '0' && e <= '7') {
+        /* strconv.Unquote accepts three octal digits (Quote never writes them) */
+        unsigned v = 0;
+        (*i)--;
+        for (size_t d = 0; d < 3; d++) {
+            char oc = *i + d < n ? s[*i + d] : 0;
+            if (oc < '0' || oc > '7')
+                return pf_err_set(PF_EINVAL, "byte %zu: octal escape needs 3 digits", start);
+            v = v * 8 + (unsigned)(oc - '0');
+        }
+        *i += 3;
+        if (v > 255) return pf_err_set(PF_EINVAL, "byte %zu: octal escape over \\377", start);
+        o[(*k)++] = (char)v;
+        return 0;
+    }
+    if ((unsigned char)e >= 0x20 && (unsigned char)e < 0x7f)
+        return pf_err_set(PF_EINVAL, "byte %zu: unknown escape \\%c", start, e);
+    return pf_err_set(PF_EINVAL, "byte %zu: unknown escape \\ followed by 0x%02x", start,
+                      (unsigned char)e);
+}
+
 int pf_k8s_unquote(char **out, size_t *out_len, const char *s, size_t n)
 {
     *out = NULL;
@@ -95,103 +151,7 @@ int pf_k8s_unquote(char **out, size_t *out_len, const char *s, size_t n)
             break;
         }
         if (c == '\\') {
-            if (i + 1 >= n) {
-                r = pf_err_set(PF_EINVAL, "byte %zu: backslash at the end", i);
-                goto fail;
-            }
-            char e = s[i + 1];
-            size_t start = i;
-            i += 2;
-            switch (e) {
-            case 'a':
-                o[k++] = '\a';
-                break;
-            case 'b':
-                o[k++] = '\b';
-                break;
-            case 'f':
-                o[k++] = '\f';
-                break;
-            case 'n':
-                o[k++] = '\n';
-                break;
-            case 'r':
-                o[k++] = '\r';
-                break;
-            case 't':
-                o[k++] = '\t';
-                break;
-            case 'v':
-                o[k++] = '\v';
-                break;
-            case '\\':
-                o[k++] = '\\';
-                break;
-            case '"':
-                o[k++] = '"';
-                break;
-            case 'x':
-            case 'u':
-            case 'U': {
-                size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-                uint32_t v = 0;
-                for (size_t d = 0; d < digits; d++) {
-                    int h = i + d < n ? hexval(s[i + d]) : -1;
-                    if (h < 0) {
-                        r = pf_err_set(PF_EINVAL, "byte %zu: \\%c needs %zu hex digits", start, e,
-                                       digits);
-                        goto fail;
-                    }
-                    v = v << 4 | (uint32_t)h;
-                }
-                i += digits;
-                if (e == 'x') {
-                    o[k++] = (char)v;
-                } else {
-                    if (v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) {
-                        r = pf_err_set(PF_EINVAL, "byte %zu: \\%c%0*X is not a valid rune", start,
-                                       e, (int)digits, (unsigned)v);
-                        goto fail;
-                    }
-                    k += utf8_put(o + k, v);
-                }
-                break;
-            }
-            case '0':
-            case '1':
-            case '2':
-            case '3':
-            case '4':
-            case '5':
-            case '6':
-            case '7': {
-                /* strconv.Unquote accepts three octal digits (Quote never writes them) */
-                unsigned v = 0;
-                i--;
-                for (size_t d = 0; d < 3; d++) {
-                    char oc = i + d < n ? s[i + d] : 0;
-                    if (oc < '0' || oc > '7') {
-                        r = pf_err_set(PF_EINVAL, "byte %zu: octal escape needs 3 digits", start);
-                        goto fail;
-                    }
-                    v = v * 8 + (unsigned)(oc - '0');
-                }
-                i += 3;
-                if (v > 255) {
-                    r = pf_err_set(PF_EINVAL, "byte %zu: octal escape over \\377", start);
-                    goto fail;
-                }
-                o[k++] = (char)v;
-                break;
-            }
-            default:
-                if ((unsigned char)e >= 0x20 && (unsigned char)e < 0x7f)
-                    r = pf_err_set(PF_EINVAL, "byte %zu: unknown escape \\%c", start, e);
-                else
-                    r = pf_err_set(PF_EINVAL, "byte %zu: unknown escape \\ followed by 0x%02x",
-                                   start, (unsigned char)e);
-                goto fail;
-            }
+            if ((r = unquote_escape(s, n, &i, o, &k)) < 0) goto fail;
             continue;
         }
         if (c < 0x20 || c == 0x7f) {

@@ -18,39 +18,12 @@
 #define PF_K8S_NETWORKS_ANNOT "k8s.v1.cni.cncf.io/networks" /* what the pod asked for */
 #define PF_K8S_PODINFO_DEFAULT "/etc/podinfo"
 #define PF_K8S_FILE_MAX (1u << 20) /* a downward-API file (annotations are <= 256 KiB) */
-#define PF_K8S_MAX_ENTRIES 4096    /* lines of a downward-API file */
 #define PF_K8S_MAX_NETWORKS 256    /* elements of a network-status */
 #define PF_K8S_BDF_MAX 16          /* "dddd:bb:dd.f" + NUL */
 
-/* ---- Go strconv.Quote literals. */
-
-/* Unquotes s[0..n), a Go double-quoted literal as strconv.Quote writes it (quotes included):
- * \" \\ \a \b \f \n \r \t \v, \xNN, \NNN (octal), \uNNNN, \UNNNNNNNN (valid runes only),
- * raw UTF-8 for anything printable. Strict: a raw newline or control byte, invalid UTF-8, an
- * unknown or short escape, a surrogate or out-of-range rune, text after the closing quote
- * are errors (PF_EINVAL, the message names the byte offset). *out is NUL-terminated and
- * may hold NUL bytes (\x00); *out_len is its length. Caller frees. */
-int pf_k8s_unquote(char **out, size_t *out_len, const char *s, size_t n);
-
-/* ---- Downward-API map files (`fieldPath: metadata.annotations` / `metadata.labels`):
- * lines `key="quoted value"` joined with \n, keys sorted. */
-struct pf_k8s_kv {
-    char *key;
-    char *value;      /* unquoted, NUL-terminated */
-    size_t value_len; /* may be longer than strlen(value) when it holds NUL bytes */
-};
-struct pf_k8s_map {
-    struct pf_k8s_kv *v;
-    size_t n;
-};
-
-/* Parses a map file; name is used in messages ("NAME:LINE: problem"). An empty text is an
- * empty map. A malformed line, a duplicate key or more than PF_K8S_MAX_ENTRIES lines is
- * PF_EINVAL; *out is then empty. */
-int pf_k8s_map_parse(struct pf_k8s_map *out, const char *name, const char *text, size_t len);
-const struct pf_k8s_kv *pf_k8s_map_find(const struct pf_k8s_map *m, const char *key);
-const char *pf_k8s_map_get(const struct pf_k8s_map *m, const char *key);
-void pf_k8s_map_free(struct pf_k8s_map *m);
+/* Go-quoted literals and the downward-API map files: map.h (no verdict or host types, so
+ * that pkg/rendezvous can take a map). */
+#include "map.h"
 
 /* ---- Multus network-status (struct NetworkStatus of the NAD client). */
 struct pf_k8s_network {

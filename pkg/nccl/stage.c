@@ -176,6 +176,39 @@ static int hello_mine(struct stage *st, struct hello *mine, char *why, size_t wn
     return state;
 }
 
+/* What every pod tells the others first (8 bytes, not the hello's 256: the exchange sends
+ * every pod's to every pod). */
+struct brief {
+    int32_t ngpus;
+    int32_t state;
+};
+
+/* Every pod's state, shared. When no pod can go on (a fleet without GPUs, the usual case of
+ * a CPU-only run) each says its own reason and the whole hello is never sent: false, with
+ * the skip or the finding. True: the hello follows (some pod is ready, so it needs the id
+ * or the reason of the pod that is not). Every pod decides alike from the same table. */
+static bool briefs_go_on(struct stage *st, const struct hello *mine, const char *why)
+{
+    struct brief b = {mine->ngpus, mine->state};
+    struct brief *all = pf_xcalloc((size_t)st->world, sizeof(*all));
+    if (exchange(st, &b, all, sizeof(b)) < 0) {
+        pf_check_add_finding(st->c, "init-failed", PF_FAIL, NULL,
+                             "could not share the NCCL id among pods: %s", pf_err_msg());
+        free(all);
+        return false;
+    }
+    bool ready = false;
+    for (int r = 0; r < st->world; r++)
+        ready = ready || all[r].state == 0;
+    free(all);
+    if (ready) return true;
+    if (mine->state == 1)
+        pf_check_skip(st->c, "%s", why);
+    else
+        pf_check_add_finding(st->c, "init-failed", PF_FAIL, NULL, "%s", why);
+    return false;
+}
+
 /* Every pod's hello, shared; false (with a skip or a finding) when any pod cannot go on.
  * On true, st->nranks and st->base are set and id is rank 0's. */
 static bool hello_all(struct stage *st, struct pf_ncclUniqueId *id)
@@ -184,9 +217,10 @@ static bool hello_all(struct stage *st, struct pf_ncclUniqueId *id)
     char why[300] = "";
     struct hello mine;
     int state = hello_mine(st, &mine, why, sizeof(why));
-    struct hello *all = pf_xcalloc((size_t)st->world, sizeof(*all));
     pf_ctx_progress(st->ctx, "NCCL: %d GPU%s here, exchanging the NCCL id", st->ngpus,
                     st->ngpus == 1 ? "" : "s");
+    if (!briefs_go_on(st, &mine, why)) return false;
+    struct hello *all = pf_xcalloc((size_t)st->world, sizeof(*all));
     if (exchange(st, &mine, all, sizeof(mine)) < 0) {
         pf_check_add_finding(c, "init-failed", PF_FAIL, NULL,
                              "could not share the NCCL id among pods: %s", pf_err_msg());

@@ -20,17 +20,32 @@ static void refuse_unverified(struct rdv_stage *S, size_t i, long long r, const 
 {
     S->refused++;
     snprintf(S->refused_last, sizeof(S->refused_last), "%s: %s", claim, why);
-    struct pf_node *ev = rdv_chk(S, "rendezvous")->evidence;
-    pf_node_set_int(ev, "refusedJoins", S->refused);
-    pf_node_set_str(ev, "lastRefused", S->refused_last);
+    rdv_ev_int(S, "refusedJoins", S->refused);
+    rdv_ev_str(S, "lastRefused", S->refused_last);
     if (r > 0 && r < S->world)
         snprintf(S->m[r].refused_claim, sizeof(S->m[r].refused_claim), "%s: %s", claim, why);
     double now = pf_now();
     if (S->refused <= 3 || now - S->last_drop_say >= 1) {
-        pf_ctx_progress(S->ctx, "refused %s: %s (%d so far)", claim, why, S->refused);
+        rdv_say(S, "refused %s: %s (%d so far)", claim, why, S->refused);
         S->last_drop_say = now;
     }
     rdv_sc_reject(S, i, "auth-failed", reject);
+}
+
+void rdv_env_left_out(struct rdv_stage *S, int rank, long long n)
+{
+    S->m[rank].env_left_out = n;
+    int ranks = 0;
+    for (int r = 0; r < S->world; r++)
+        ranks += S->m[r].env_left_out > 0;
+    char w[160], last[256];
+    rdv_who(w, sizeof(w), S, rank);
+    snprintf(last, sizeof(last), "%s: %lld NCCL_* variables", w, n);
+    rdv_ev_int(S, "envLeftOutRanks", ranks);
+    rdv_ev_str(S, "lastEnvLeftOut", last);
+    rdv_say(S,
+            "%s: %lld of its NCCL_* variables did not fit its JOIN: the ranks do not compare them",
+            w, n);
 }
 
 void rdv_admit_report_claims(struct rdv_stage *S)
@@ -42,7 +57,7 @@ void rdv_admit_report_claims(struct rdv_stage *S)
         const struct rdv_member *m = &S->m[r];
         if (m->state != M_EMPTY || !m->refused_claim[0]) continue;
         if (k++ == LIST_MAX) break;
-        rdv_fleet_finding(S, "rendezvous", "stranger-refused", PF_WARN, NULL,
+        rdv_fleet_finding(S, "rendezvous", "stranger-refused", RDV_WARN,
                           "rank %d never joined; the last JOIN that claimed it was refused "
                           "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
                           "from rank 0's",
@@ -57,7 +72,7 @@ static bool run_named(struct rdv_stage *S, size_t i, const struct pf_rdv_msg *ms
     const struct pf_rdv_field *run = pf_rdv_fields_get(&msg->f, "run");
     if (run && run->vlen == PF_RDV_NONCE && memcmp(run->val, S->join_run, PF_RDV_NONCE) == 0)
         return true;
-    rdv_fleet_finding(S, "rendezvous", "version-mismatch", PF_FAIL, NULL,
+    rdv_fleet_finding(S, "rendezvous", "version-mismatch", RDV_FAIL,
                       "%s sent a JOIN that does not name this run: it runs another preflight "
                       "version",
                       claim);
@@ -107,13 +122,13 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
         return;
     }
     if (r == 0) {
-        rdv_fleet_finding(S, "rendezvous", "duplicate-rank", PF_FAIL, NULL, "%s, but rank 0 is %s",
+        rdv_fleet_finding(S, "rendezvous", "duplicate-rank", RDV_FAIL, "%s, but rank 0 is %s",
                           claim, S->pod);
         rdv_sc_reject(S, i, "duplicate-rank", "rank 0 is another pod");
         return;
     }
     if (!in_range) {
-        rdv_fleet_finding(S, "rendezvous", "world-size-mismatch", PF_FAIL, NULL,
+        rdv_fleet_finding(S, "rendezvous", "world-size-mismatch", RDV_FAIL,
                           "%s of world size %lld: outside rank 0's world size %d", claim, world,
                           S->world);
         rdv_sc_reject(S, i, "world-size-mismatch", "this rank is outside rank 0's world size");
@@ -123,14 +138,14 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     if (m->state == M_JOINED) {
         if (strcmp(m->pod, pod) == 0) {
             /* the same pod again: its initContainer restarted; the new connection wins */
-            pf_ctx_progress(S->ctx,
-                            "rank %lld (%s) rejoined from %s; its previous connection is "
-                            "replaced",
-                            r, pod, addr);
+            rdv_say(S,
+                    "rank %lld (%s) rejoined from %s; its previous connection is "
+                    "replaced",
+                    r, pod, addr);
             if (m->conn >= 0 && (size_t)m->conn != i) rdv_sc_close(S, (size_t)m->conn);
         } else {
             rdv_fleet_finding(
-                S, "rendezvous", "duplicate-rank", PF_FAIL, NULL,
+                S, "rendezvous", "duplicate-rank", RDV_FAIL,
                 "rank %lld is claimed by two pods: %s (joined from %s) and %s (from %s)", r, m->pod,
                 m->addr, pod, addr);
             rdv_sc_reject(S, i, "duplicate-rank", "another pod already holds this rank");
@@ -153,12 +168,19 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     pf_rdv_fields_str(m->digest, sizeof(m->digest), &msg->f, "digest");
     pf_rdv_fields_str(m->nccl_version, sizeof(m->nccl_version), &msg->f, "ncclVersion");
     pf_rdv_fields_str(m->fabric, sizeof(m->fabric), &msg->f, "fabric"); /* optional */
+    long long left_out = 0;
+    if (pf_rdv_fields_int(&left_out, &msg->f, "envLeftOut") < 0 || left_out < 0) left_out = 0;
     for (size_t k = 0; k < msg->f.n; k++) {
         if (!pf_rdv_field_is(&msg->f.v[k], "env")) continue;
         char *e = pf_rdv_field_dup(&msg->f.v[k]);
-        if (e && m->env.n < 512) pf_strlist_add(&m->env, e);
+        if (e && m->env.n < 512)
+            pf_strlist_add(&m->env, e);
+        else if (e)
+            left_out++;
         free(e);
     }
+    m->env_left_out = 0;
+    if (left_out > 0) rdv_env_left_out(S, (int)r, left_out);
     c->rank = (int)r;
     c->deadline = 0;
     pf_rdv_conn_limit(&c->c, PF_RDV_MAX_PAYLOAD);
@@ -166,6 +188,6 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     int joined = 1;
     for (int k = 1; k < S->world; k++)
         joined += S->m[k].state == M_JOINED;
-    pf_ctx_progress(S->ctx, "rank %lld (%s) joined from %s (%d of %d)", r, pod[0] ? pod : "?", addr,
-                    joined, S->world);
+    rdv_say(S, "rank %lld (%s) joined from %s (%d of %d)", r, pod[0] ? pod : "?", addr, joined,
+            S->world);
 }

@@ -20,14 +20,48 @@ static void sleep_s(double s)
     }
 }
 
-const char *rdv_fabric_clique(struct rdv_stage *S)
+void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
+                     bool (*secret)(const char *name))
 {
-    struct pf_check *c = pf_verdict_find_check(S->ctx->verdict, "gpu.fabric");
-    if (!c || c->status == PF_SKIP) return NULL;
-    return pf_node_get_str(c->evidence, "clique");
+    if (sodium_init() < 0) return; /* the session's open says so */
+    for (size_t i = 0; i < env->vars.n; i++) {
+        const char *kv = env->vars.v[i];
+        const char *eq = strchr(kv, '=');
+        if (!pf_str_starts(kv, "NCCL_") || !eq) continue;
+        char name[128];
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+        if (secret && secret(name)) {
+            /* compare secrets by hash, never send them */
+            uint8_t h[crypto_hash_sha256_BYTES];
+            crypto_hash_sha256(h, (const unsigned char *)eq + 1, strlen(eq + 1));
+            pf_strlist_addf(out, "%s=sha256:%02x%02x%02x%02x%02x%02x%02x%02x", name, h[0], h[1],
+                            h[2], h[3], h[4], h[5], h[6], h[7]);
+        } else {
+            pf_strlist_add(out, kv);
+        }
+    }
 }
 
-void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE])
+/* The NCCL_* variables into the JOIN: every one when all fit; else those that fit, with
+ * room kept for envLeftOut: how many were left out, which rank 0 records (they are not
+ * compared among the ranks). Returns that count. */
+static size_t put_env(struct pf_buf *b, const struct pf_strlist *e)
+{
+    if (!e) return 0;
+    size_t all = 0;
+    for (size_t i = 0; i < e->n; i++)
+        all += 1 + 3 + 4 + strlen(e->v[i]); /* [len]["env"][u32][value] */
+    size_t keep = b->len + all <= b->max ? 0 : RDV_ENV_LEFT_OUT_ROOM;
+    size_t out = 0;
+    for (size_t i = 0; i < e->n; i++) {
+        size_t f = 1 + 3 + 4 + strlen(e->v[i]);
+        if (b->len + f + keep > b->max || pf_rdv_put_str(b, "env", e->v[i]) < 0) out++;
+    }
+    if (out) pf_rdv_put_int(b, "envLeftOut", (long long)out);
+    return out;
+}
+
+size_t rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE])
 {
     pf_rdv_put(b, "nonce", nonce, PF_RDV_NONCE);
     pf_rdv_put(b, "run", S->join_run, PF_RDV_NONCE);
@@ -39,32 +73,10 @@ void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce
     pf_rdv_put_str(b, "node", S->node);
     pf_rdv_put_str(b, "dataIp", S->bind_ip);
     pf_rdv_put_int(b, "dataPort", S->data_port);
-    char digest[96];
-    pf_config_digest(digest, sizeof(digest), S->cfg);
-    pf_rdv_put_str(b, "digest", digest);
-    const char *nv = pf_node_get_str(S->ctx->verdict->environment, "ncclVersion");
-    pf_rdv_put_str(b, "ncclVersion", nv ? nv : "");
-    const char *fab = rdv_fabric_clique(S);
-    if (fab) pf_rdv_put_str(b, "fabric", fab);
-    const struct pf_env *e = &S->ctx->env;
-    for (size_t i = 0; i < e->vars.n; i++) {
-        const char *kv = e->vars.v[i];
-        const char *eq = strchr(kv, '=');
-        if (!pf_str_starts(kv, "NCCL_") || !eq) continue;
-        char name[128];
-        snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
-        if (pf_verdict_is_secret_name(name)) {
-            /* compare secrets by hash, never send them */
-            uint8_t h[crypto_hash_sha256_BYTES];
-            crypto_hash_sha256(h, (const unsigned char *)eq + 1, strlen(eq + 1));
-            char *x = pf_xasprintf("%s=sha256:%02x%02x%02x%02x%02x%02x%02x%02x", name, h[0], h[1],
-                                   h[2], h[3], h[4], h[5], h[6], h[7]);
-            pf_rdv_put_str(b, "env", x);
-            free(x);
-        } else {
-            pf_rdv_put_str(b, "env", kv);
-        }
-    }
+    pf_rdv_put_str(b, "digest", S->su.digest ? S->su.digest : "");
+    pf_rdv_put_str(b, "ncclVersion", S->su.nccl_version ? S->su.nccl_version : "");
+    if (S->su.fabric) pf_rdv_put_str(b, "fabric", S->su.fabric);
+    return put_env(b, S->su.env);
 }
 
 /* One dial of rank 0's address: fd, or -1 after saying why and sleeping the backoff. */
@@ -77,9 +89,9 @@ static int client_dial(struct rdv_stage *S, int attempt, double *backoff, char *
     if (pf_rdv_dial(&fd, peer, npeer, S->id.coordinator, S->id.port, dd) == 0) return fd;
     snprintf(last, nlast, "%s", pf_err_msg());
     if (attempt <= 2 || (attempt & (attempt - 1)) == 0 || now - *last_say > 10) {
-        pf_ctx_progress(S->ctx, "%s %s:%d (attempt %d): %s",
-                        strstr(last, "connect") ? "connecting to" : "resolving", S->id.coordinator,
-                        S->id.port, attempt, last);
+        rdv_say(S, "%s %s:%d (attempt %d): %s",
+                strstr(last, "connect") ? "connecting to" : "resolving", S->id.coordinator,
+                S->id.port, attempt, last);
         *last_say = now;
     }
     rdv_guard(S, "rendezvous", "joining rank 0 at %s:%d (attempt %d: %s)", S->id.coordinator,
@@ -111,10 +123,10 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
         if (strstr(last, "protocol version")) {
-            rdv_add_finding_text(S, "rendezvous", "version-mismatch", PF_FAIL, NULL, last);
+            rdv_add_finding_text(S, "rendezvous", "version-mismatch", RDV_FAIL, last);
             return PF_ERR;
         }
-        pf_ctx_progress(S->ctx, "rank 0 at %s: %s; trying again", peer, last);
+        rdv_say(S, "rank 0 at %s: %s; trying again", peer, last);
         sleep_s(backoff);
         return 1;
     }
@@ -126,14 +138,21 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
     pf_rdv_random(S->ctl.auth.nonce_c, PF_RDV_NONCE);
     struct pf_buf b;
     pf_buf_init(&b, PF_RDV_MAX_JOIN);
-    rdv_join_payload(S, &b, S->ctl.auth.nonce_c);
+    size_t left_out = rdv_join_payload(S, &b, S->ctl.auth.nonce_c);
+    if (left_out && !S->env_left_out) {
+        S->env_left_out = left_out;
+        rdv_ev_int(S, "joinEnvLeftOut", (long long)left_out);
+        rdv_say(S,
+                "%zu of this pod's NCCL_* variables do not fit its JOIN (%u bytes): the ranks "
+                "do not compare them",
+                left_out, PF_RDV_MAX_JOIN);
+    }
     r = pf_rdv_conn_send(&S->ctl, PF_RDV_JOIN, b.data, b.len, pf_now() + 10);
     pf_buf_free(&b);
     if (r == 0) {
         rdv_guard(S, "rendezvous", "joined rank 0 at %s; waiting for rank 0 to start the run",
                   peer);
-        pf_ctx_progress(S->ctx, "rank %d joined rank 0 at %s; waiting for the others", S->rank,
-                        peer);
+        rdv_say(S, "rank %d joined rank 0 at %s; waiting for the others", S->rank, peer);
         r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - 0.5);
     }
     if (r < 0) {
@@ -141,13 +160,12 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
         if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 1) {
-            rdv_add_finding_text(S, "rendezvous", "timeout", PF_FAIL, NULL,
+            rdv_add_finding_text(S, "rendezvous", "timeout", RDV_FAIL,
                                  "joined rank 0 at its address, but it had not started the run "
                                  "by this pod's deadline (it was still waiting for other ranks)");
             return PF_ERR;
         }
-        pf_ctx_progress(S->ctx, "rank 0 went away before the run started (%s); joining again",
-                        last);
+        rdv_say(S, "rank 0 went away before the run started (%s); joining again", last);
         sleep_s(backoff);
         return 1;
     }
@@ -170,12 +188,12 @@ static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg)
         char m2[768];
         snprintf(m2, sizeof(m2), "%s%s", text,
                  verified ? "" : " (rank 0's answer fails the token check: the tokens differ)");
-        rdv_add_finding_text(S, "rendezvous", use, PF_FAIL, NULL, m2);
-        pf_ctx_progress(S->ctx, "rank 0 refused this pod: %s", m2);
+        rdv_add_finding_text(S, "rendezvous", use, RDV_FAIL, m2);
+        rdv_say(S, "rank 0 refused this pod: %s", m2);
         return PF_ERR;
     }
     if (msg->type != PF_RDV_ROSTER || (S->auth && !msg->mac_ok)) {
-        rdv_add_finding_text(S, "rendezvous", "auth-failed", PF_FAIL, NULL,
+        rdv_add_finding_text(S, "rendezvous", "auth-failed", RDV_FAIL,
                              S->auth && !msg->mac_ok
                                  ? "rank 0's answer fails the token check: rank 0 has another "
                                    "PREFLIGHT_TOKEN, or none"
@@ -183,7 +201,7 @@ static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg)
         return PF_ERR;
     }
     if (rdv_client_parse_roster(S, msg) < 0) {
-        rdv_add_finding_text(S, "rendezvous", "timeout", PF_FAIL, NULL, pf_err_msg());
+        rdv_add_finding_text(S, "rendezvous", "timeout", RDV_FAIL, pf_err_msg());
         return PF_ERR;
     }
     return 0;
@@ -215,8 +233,10 @@ int rdv_client_join(struct rdv_stage *S)
     snprintf(m2, sizeof(m2), "rank 0%s%s%s never answered at %s:%d within %.0f s (last error: %s)",
              pod0[0] ? " (" : "", pod0, pod0[0] ? ")" : "", S->id.coordinator, S->id.port,
              pf_now() - S->t0, last[0] ? last : "none");
-    rdv_add_finding_text(S, "rendezvous", "missing-ranks", PF_FAIL, NULL, m2);
-    pf_verdict_add_culprit(S->ctx->verdict, 0, pod0, "", "never reachable at %s:%d: %s",
-                           S->id.coordinator, S->id.port, last[0] ? last : "no answer");
+    rdv_add_finding_text(S, "rendezvous", "missing-ranks", RDV_FAIL, m2);
+    char why[1200];
+    snprintf(why, sizeof(why), "never reachable at %s:%d: %s", S->id.coordinator, S->id.port,
+             last[0] ? last : "no answer");
+    rdv_note_culprit(S, 0, pod0, "", why);
     return PF_ERR;
 }

@@ -286,7 +286,8 @@ static void addr_text(char *out, size_t n, const struct sockaddr *sa, bool with_
         snprintf(out, n, "%s:%d", ip, port);
 }
 
-void pf_rdv_sockname(char *out, size_t n, int fd, bool peer)
+/* The socket's own or its peer's address as text, "?" when the kernel will not say. */
+static void sock_text(char *out, size_t n, int fd, bool peer, bool with_port)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -296,20 +297,17 @@ void pf_rdv_sockname(char *out, size_t n, int fd, bool peer)
         snprintf(out, n, "?");
         return;
     }
-    addr_text(out, n, (struct sockaddr *)&ss, true);
+    addr_text(out, n, (struct sockaddr *)&ss, with_port);
+}
+
+void pf_rdv_sockname(char *out, size_t n, int fd, bool peer)
+{
+    sock_text(out, n, fd, peer, true);
 }
 
 void pf_rdv_sockaddr_ip(char *out, size_t n, int fd, bool peer)
 {
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    int r = peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
-                 : getsockname(fd, (struct sockaddr *)&ss, &sl);
-    if (r < 0) {
-        snprintf(out, n, "?");
-        return;
-    }
-    addr_text(out, n, (struct sockaddr *)&ss, false);
+    sock_text(out, n, fd, peer, false);
 }
 
 static void tune(int fd)

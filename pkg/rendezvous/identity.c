@@ -303,19 +303,3 @@ void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int ran
     }
     if (r < 0) out[0] = '\0';
 }
-
-void pf_rdv_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id)
-{
-    pf_node_set_str(map, "rule", id->rule);
-    if (id->member) {
-        pf_node_set_int(map, "rank", id->rank);
-        pf_node_set_int(map, "worldSize", id->world_size);
-        if (id->coordinator[0]) pf_node_set_str(map, "coordinator", id->coordinator);
-    } else {
-        pf_node_set_bool(map, "member", false);
-    }
-    if (id->explain[0]) pf_node_set_str(map, "explain", id->explain);
-    struct pf_node *f = pf_node_set_seq(map, "from");
-    for (int i = 0; i < id->nfrom; i++)
-        pf_node_add_str(f, id->from[i]);
-}

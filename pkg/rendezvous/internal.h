@@ -6,8 +6,6 @@
 
 #include "rendezvous.h"
 
-#include "../fleet/fleet.h"
-
 #define NAME_MAX_ 128
 #define JOIN_WAIT 3.0 /* a new connection must send its JOIN within this */
 /* Connections not yet authenticated (rank 0's JOIN, a data port's DHELLO): at most this many
@@ -19,6 +17,7 @@
 #define LIST_MAX 12 /* ranks named in one message before "and N more" */
 
 enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
+enum { RDV_WARN = 0, RDV_FAIL = 1 }; /* a finding's severity */
 enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
 
 /* One rank of the run, as the roster names it. */
@@ -54,6 +53,7 @@ struct rdv_member {
     char version[48], digest[96], nccl_version[64];
     char fabric[64];         /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "" when not reported */
     struct pf_strlist env;   /* "NAME=VALUE" */
+    long long env_left_out;  /* NCCL_* variables its JOIN left out */
     char why[384];           /* refused or lost: why */
     char refused_claim[320]; /* the last JOIN for this rank that failed authentication */
     /* the step in progress */
@@ -74,9 +74,16 @@ struct rdv_sconn {
     double close_by;
 };
 
+/* The notes not yet taken (pf_rdv_note_next); their texts are owned here. */
+struct rdv_notes {
+    struct pf_rdv_note *v;
+    size_t n, cap, taken;    /* v[0 .. taken) were handed out: freed at the next take */
+    struct pf_strlist found; /* "check\x1fcode\x1ftext" of every finding noted (once each) */
+};
+
 struct rdv_stage {
-    struct pf_ctx *ctx;
-    const struct pf_config *cfg;
+    struct pf_rdv_setup su; /* the caller's (pointers outlive the session) */
+    struct rdv_notes notes;
     struct pf_rdv_ident id;
     const char *token;
     bool auth;
@@ -92,6 +99,7 @@ struct rdv_stage {
     /* rank > 0: the control connection */
     struct pf_rdv_conn ctl;
     bool have_ctl;
+    size_t env_left_out; /* this pod's NCCL_* variables its JOIN leaves out */
     char root_ip[64];
     bool root_lost;
     char root_why[384];
@@ -110,13 +118,11 @@ struct rdv_stage {
     double last_join, roster_at;
     int last_waiting;
     double last_progress;
-    struct pf_fleet F; /* what the ranks claimed and reported; the judgement */
-    bool have_fleet;
     struct rdv_fanout *fan; /* rank 0: the frame being sent to every rank, a window at a time */
     /* the flow */
     uint32_t step_no;
     bool stopped;
-    struct pf_fleet_marks lost, failed;
+    struct pf_rdv_marks lost, failed;
     /* data mesh */
     int nshifts, shifts[3], out_fd[3], in_fd[3];
 };
@@ -130,22 +136,44 @@ struct rdv_step_res {
     int nb; /* entries of blobs and lens */
 };
 
-/* ---- stage.c: naming ranks, the verdict, the guard */
+/* ---- outcome.c: the notes (see rendezvous.h) */
+bool rdv_note_take(struct rdv_stage *S, struct pf_rdv_note *out);
+void rdv_notes_free(struct rdv_notes *q);
+void rdv_note_check(struct rdv_stage *S, const char *check);
+/* A finding (once: the same check, code and text are noted once); fleet: every rank's
+ * verdict carries it. false when it was noted before. */
+bool rdv_note_finding(struct rdv_stage *S, const char *check, const char *code, int sev, bool fleet,
+                      const char *text);
+void rdv_skip(struct rdv_stage *S, const char *check, bool soft, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void rdv_message(struct rdv_stage *S, const char *check, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Evidence of the check `rendezvous`. */
+void rdv_ev_int(struct rdv_stage *S, const char *key, long long v);
+void rdv_ev_dbl(struct rdv_stage *S, const char *key, double v);
+void rdv_ev_str(struct rdv_stage *S, const char *key, const char *v);
+void rdv_note_identity(struct rdv_stage *S);
+void rdv_note_pod(struct rdv_stage *S, int rank, int world);
+void rdv_note_culprit(struct rdv_stage *S, int rank, const char *pod, const char *node,
+                      const char *text);
+/* A progress line for a human. */
+void rdv_say(struct rdv_stage *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- stage.c: naming ranks, findings, the guard */
 double rdv_left_s(const struct rdv_stage *S);
 /* The pod name of rank: as it joined, from the roster, or from the naming rule. */
 const char *rdv_pod_of(const struct rdv_stage *S, int rank, char *buf, size_t n);
 const char *rdv_node_of(const struct rdv_stage *S, int rank);
 /* "rank 5 (trainer-5)" */
 void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank);
-struct pf_check *rdv_chk(struct rdv_stage *S, const char *id);
-/* A finding on this rank's verdict (once). */
-void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code,
-                          enum pf_status st, const char *remedy, const char *msg);
-/* A finding every rank's verdict carries: rank 0 adds it and sends it in the summary. */
-void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, enum pf_status st,
-                       const char *remedy, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-/* Appends "5, 11, 12": at most PF_FLEET_LIST_MAX, then "and K more". */
+/* A finding on this rank's verdict (once); sev: RDV_WARN or RDV_FAIL. */
+void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code, int sev,
+                          const char *msg);
+/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary
+ * every rank takes. */
+void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, int sev,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Appends "5, 11, 12": at most PF_RDV_LIST_MAX, then "and K more". */
 void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
 /* What is under way, for a verdict written on a signal or at the deadline. */
 void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
@@ -171,6 +199,9 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
 /* At the end of the join phase: for each rank still missing whose rank a refused JOIN
  * claimed, a `stranger-refused` warning (the missing rank fails the run anyway). */
 void rdv_admit_report_claims(struct rdv_stage *S);
+/* Rank 0: rank's JOIN left n of its NCCL_* variables out (envLeftOut, or over the member
+ * table's limit): the evidence counts the ranks (envLeftOutRanks) and names the last. */
+void rdv_env_left_out(struct rdv_stage *S, int rank, long long n);
 
 /* ---- proto.c: the data connection's opener */
 #define PF_RDV_MAX_DHELLO 512
@@ -226,13 +257,19 @@ void rdv_mesh_close(struct rdv_stage *S);
 /* ---- probe.c: pf_rdv_probe_connect (rendezvous.h) */
 int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
                       char *why, size_t nwhy);
+/* pf_rdv_probe_accept_many (rendezvous.h) */
+int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int *round, int *fds,
+                          double deadline, char *why, size_t nwhy);
+int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf_rdv_addr *a,
+                        double deadline, char *why, size_t nwhy);
+bool rdv_probe_hello(struct rdv_stage *S, int fd, int *pos, int *round, double deadline);
 
 /* ---- client.c */
-/* The JOIN's fields: who this pod is, what it sees (NCCL_* variables, secrets hashed). */
-void rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE]);
-/* This pod's NVLink fabric identity for the JOIN: gpu.fabric's evidence `clique` when the
- * check ran (multi-node NVLink expected), NULL otherwise. */
-const char *rdv_fabric_clique(struct rdv_stage *S);
+/* The JOIN's fields: who this pod is, what it sees (the setup's claims: NCCL_* variables
+ * with secrets hashed, the NCCL version, the NVLink fabric identity). Variables that do not
+ * fit b are left out and counted in the field envLeftOut; returns that count. */
+#define RDV_ENV_LEFT_OUT_ROOM 40 /* the field envLeftOut: 1 + 10 + 4 + up to 20 digits */
+size_t rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE]);
 /* Joins rank 0 and waits for the roster: 0, or PF_ERR with findings recorded. */
 int rdv_client_join(struct rdv_stage *S);
 

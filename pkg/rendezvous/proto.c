@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,8 @@ int pf_rdv_fields_str(char *out, size_t n, const struct pf_rdv_fields *f, const 
     return 0;
 }
 
+static int not_a_number(const char *key, const char *s, const char *what);
+
 int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char *key)
 {
     char s[32];
@@ -154,7 +157,7 @@ int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char 
     /* digits with an optional minus, nothing around them, and never clamped */
     if (!(isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1]))) || *end ||
         errno)
-        return pf_err_set(PF_EINVAL, "field %s: \"%s\" is not a number", key, s);
+        return not_a_number(key, s, "a number");
     *out = v;
     return 0;
 }
@@ -275,4 +278,34 @@ void pf_rdv_random(void *out, size_t n)
         p += r;
         n -= (size_t)r;
     }
+}
+
+/* The refusal of a number field: its text quoted when printable, else the byte that is not
+ * (a peer's bytes never reach a terminal or a log raw) */
+static int not_a_number(const char *key, const char *s, const char *what)
+{
+    for (const char *c = s; *c; c++)
+        if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+            return pf_err_set(PF_EINVAL, "field %s is not %s (it holds a byte 0x%02x)", key, what,
+                              (unsigned char)*c);
+    return pf_err_set(PF_EINVAL, "field %s: \"%s\" is not %s", key, s, what);
+}
+
+int pf_rdv_fields_num(double *out, const struct pf_rdv_fields *f, const char *key)
+{
+    char s[64];
+    int r = pf_rdv_fields_str(s, sizeof(s), f, key);
+    if (r < 0) return r;
+    /* strtod alone would take " 1", "+1", "0x1p4", "nan" and "inf": the characters are
+     * judged first, then strtod must take all of them, and the value must be finite */
+    size_t len = strlen(s);
+    char *end = NULL;
+    double v = 0;
+    bool ok = (s[0] == '-' || s[0] == '.' || isdigit((unsigned char)s[0])) &&
+              strspn(s, "0123456789.eE+-") == len;
+    if (ok) v = strtod(s, &end);
+    if (!ok || end != s + len || !isfinite(v))
+        return not_a_number(key, s, "a finite decimal number");
+    *out = v;
+    return 0;
 }

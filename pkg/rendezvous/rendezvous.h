@@ -9,7 +9,12 @@
  *   conn      one TCP connection carrying frames, every read and write under a deadline
  *   stage     the meeting: identity, budget, rank 0's server and JOIN admission, the
  *             joiners' side, the roster; then steps, the data mesh and the summary's
- *             delivery for pkg/run (internal.h: the parts) */
+ *             delivery for pkg/run (internal.h: the parts)
+ *   outcome   what the meeting concluded, as notes the caller writes into its verdict
+ *
+ * The meeting knows nothing of verdicts, configs or the fleet: the caller hands it what it
+ * needs (struct pf_rdv_setup) and takes back what it concluded (pf_rdv_note_next, the marks,
+ * pf_rdv_member). */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
@@ -17,8 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../context/context.h"
-#include "../k8s/k8s.h"
+#include "../base/base.h"
+#include "../base/env.h"
+#include "../k8s/map.h"
 
 struct pf_rdv_opts {
     int rank;              /* -1: derive (JOB_COMPLETION_INDEX, RANK, hostname) */
@@ -30,16 +36,60 @@ struct pf_rdv_opts {
 
 /* ---- the meeting, as the stages of pkg/run call it --------------------------------- */
 
-/* One run among pods. Every wait is bounded by the guard's deadline less a second. */
+/* One run among pods. Every wait is bounded by the setup's deadline less a second. */
 struct pf_rdv;
-struct pf_fleet;
-struct pf_fleet_marks;
 struct pf_rdv_msg;
+struct pf_rdv_ident;
 
-/* A new session; adds the checks `rendezvous` and `collective.tcp` to ctx->verdict. PF_ERR
- * (the check skipped, saying why) when libsodium cannot start; *out is set either way and
- * is freed by pf_rdv_close. */
-int pf_rdv_open(struct pf_rdv **out, struct pf_ctx *ctx, const struct pf_rdv_opts *o);
+/* Ranks named in one message before "and N more". */
+#define PF_RDV_LIST_MAX 12
+
+/* A rank lost, or a rank that reported a failure, with why (pkg/fleet judges them). */
+struct pf_rdv_mark {
+    int rank;
+    char *why;
+};
+struct pf_rdv_marks {
+    struct pf_rdv_mark *v;
+    size_t n;
+};
+/* Adds (rank, why) unless rank is already there. */
+void pf_rdv_mark(struct pf_rdv_marks *l, int rank, const char *why);
+bool pf_rdv_marked(const struct pf_rdv_marks *l, int rank);
+void pf_rdv_marks_free(struct pf_rdv_marks *l);
+
+/* What the caller hands the session: the config's values, the time it has, who this pod is,
+ * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
+struct pf_rdv_setup {
+    double timeout_s;      /* rendezvous.timeoutSeconds: the join phase's length; <= 0: 600 */
+    const char *interface; /* rendezvous.interface: the data port binds to its IPv4 address */
+    const char *digest;    /* the config's digest: every rank's must be the same */
+    double deadline;       /* pf_now() seconds by which the run ends (the guard's); 0: none */
+    /* who this pod is (pkg/run's pf_run_whoami); NULL: unknown, id_error says why */
+    const struct pf_rdv_ident *id;
+    const char *id_error;
+    const char *pod, *node; /* this pod's name (NULL: the host name) and node (NULL: "") */
+    /* the JOIN's claims, compared among ranks at rank 0 */
+    const char *nccl_version;     /* "" or NULL: unknown */
+    const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; NULL: none */
+    const struct pf_strlist *env; /* "NAME=VALUE" of the NCCL_* variables (pf_rdv_join_env) */
+    /* progress lines for a human; what is under way (for a verdict written on a signal or
+     * at the deadline); a new note (pf_rdv_note_next). Each may be NULL. */
+    void (*progress)(void *arg, const char *line);
+    void (*doing)(void *arg, const char *check, const char *doing);
+    void (*noted)(void *arg);
+    void *arg;
+};
+
+/* The JOIN's variables from env: every NCCL_* "NAME=VALUE", the value of a name secret()
+ * calls secret replaced by "sha256:" and the first 8 bytes of its SHA-256 in hex. */
+void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
+                     bool (*secret)(const char *name));
+
+/* A new session; notes the checks `rendezvous` and `collective.tcp`. PF_ERR (the check
+ * skipped, saying why) when libsodium cannot start; *out is set first, either way, and is
+ * freed by pf_rdv_close. */
+int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_opts *o, const struct pf_rdv_setup *su);
 void pf_rdv_close(struct pf_rdv *R);
 
 enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };
@@ -72,11 +122,10 @@ double pf_rdv_left_s(const struct pf_rdv *R);
 /* A step stopped the run (a rank lost or failed). */
 bool pf_rdv_stopped(const struct pf_rdv *R);
 /* The ranks lost and the ranks that reported a failure, with why. */
-const struct pf_fleet_marks *pf_rdv_lost(const struct pf_rdv *R);
-const struct pf_fleet_marks *pf_rdv_failed(const struct pf_rdv *R);
-/* Rank 0: what the ranks claimed (filled by pkg/run) and the fleet's findings, which the
- * rendezvous adds to as well; NULL at the other ranks. */
-struct pf_fleet *pf_rdv_fleet(struct pf_rdv *R);
+const struct pf_rdv_marks *pf_rdv_lost(const struct pf_rdv *R);
+const struct pf_rdv_marks *pf_rdv_failed(const struct pf_rdv *R);
+/* Rank 0 after it began to listen: it keeps a record of every rank (pf_rdv_member). */
+bool pf_rdv_serving(const struct pf_rdv *R);
 /* The pod and node of rank: as it joined, from the roster, or from the naming rule. */
 const char *pf_rdv_pod_of(const struct pf_rdv *R, int rank, char *buf, size_t n);
 const char *pf_rdv_node_of(const struct pf_rdv *R, int rank);
@@ -94,6 +143,35 @@ struct pf_rdv_member_info {
 };
 /* Rank 0 only: PF_EINVAL for a rank out of range or at another rank. */
 int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out);
+
+/* ---- what the meeting concluded: notes, in the order made, that the caller writes into
+ * its verdict (and, at rank 0, a fleet finding into the fleet's findings) */
+enum pf_rdv_note_kind {
+    PF_RDV_NOTE_CHECK = 0, /* the check exists (checks are noted in the order they appear) */
+    PF_RDV_NOTE_FINDING,   /* code and text; fail, else a warning; fleet: every rank's
+                            * verdict carries it (rank 0 adds it to the fleet's findings) */
+    PF_RDV_NOTE_SKIP,      /* the check is skipped, text says why; soft: only if the check has
+                            * neither a skip nor a finding */
+    PF_RDV_NOTE_MESSAGE,   /* the check's message is text */
+    PF_RDV_NOTE_INT,       /* the check's evidence: key = i */
+    PF_RDV_NOTE_DBL,       /* key = d */
+    PF_RDV_NOTE_STR,       /* key = text */
+    PF_RDV_NOTE_IDENTITY,  /* the evidence map `identity`: the setup's identity */
+    PF_RDV_NOTE_POD,       /* this pod's rank is i, its world size world */
+    PF_RDV_NOTE_CULPRIT,   /* rank i (pod, node) is to blame: text */
+};
+struct pf_rdv_note {
+    int kind;
+    const char *check; /* "rendezvous" or "collective.tcp" */
+    const char *code, *key, *text, *pod, *node;
+    bool fail, fleet, soft;
+    long long i;
+    int world;
+    double d;
+};
+/* The next note not yet taken: true with *out filled (its texts live until the next call or
+ * pf_rdv_close), false when there is none. */
+bool pf_rdv_note_next(struct pf_rdv *R, struct pf_rdv_note *out);
 
 /* ---- steps: every rank sends its part, rank 0 answers with the parts or with the decision
  * to stop (naming who was lost or failed), so every rank takes the same path */
@@ -139,6 +217,27 @@ void pf_rdv_mesh_close(struct pf_rdv *R);
  * (strangers and leftovers are closed). The fd (the caller closes it), or -1 with why. */
 int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
                          char *why, size_t nwhy);
+/* The receiving side of n such connections at once, whatever order they arrive in: from
+ * position pos[i] for round[i] into fds[i] (-1 when it did not come). Strangers and leftovers
+ * are closed. The number missing (0: all came), why naming the first. */
+int pf_rdv_probe_accept_many(struct pf_rdv *R, int n, const int *pos, const int *round, int *fds,
+                             double deadline, char *why, size_t nwhy);
+/* A probe on one rail (a secondary network; pkg/run/rails.c): from the local address src,
+ * out of the interface ifname where the process may bind to one, to ip:port. */
+struct pf_rdv_addr {
+    const char *ip;
+    int port;
+    const char *src;
+    const char *ifname; /* NULL: the source address alone */
+};
+/* Dials a->ip:port and opens the connection with the DHELLO of round towards roster position
+ * pos (authenticated as every data connection). The fd (non-blocking; the caller closes it),
+ * or -1 with why. */
+int pf_rdv_probe_dial_addr(struct pf_rdv *R, int round, int pos, const struct pf_rdv_addr *a,
+                           double deadline, char *why, size_t nwhy);
+/* Reads the DHELLO on fd, a connection the caller accepted on a listener of its own: true
+ * when it is this run's and names this rank, with the sender's roster position and round. */
+bool pf_rdv_probe_hello(struct pf_rdv *R, int fd, int *pos, int *round, double deadline);
 
 /* ---- the summary: rank 0 sends it to every joined rank, the others wait for it */
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len);
@@ -206,14 +305,6 @@ int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const
 int pf_rdv_identify_pod(struct pf_rdv_ident *out, const struct pf_rdv_opts *o,
                         const struct pf_env *env, const struct pf_rdv_podinfo *pi,
                         int default_port);
-
-/* Gathers what pf_rdv_identify_pod reads (hostname, its FQDN when needed, the podinfo files
- * under ctx's root, /etc/volcano) and calls it. */
-int pf_rdv_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
-                  int default_port);
-
-/* The identity as evidence: {rule, rank, worldSize, coordinator, member, explain, from}. */
-void pf_rdv_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id);
 
 /* The pod name rank would have under id's naming ("trainer-5"); "" when unknown. */
 void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int rank);
@@ -290,6 +381,9 @@ const struct pf_rdv_field *pf_rdv_fields_get(const struct pf_rdv_fields *f, cons
 int pf_rdv_fields_str(char *out, size_t n, const struct pf_rdv_fields *f, const char *key);
 /* A decimal integer value; PF_ENOENT when absent, PF_EINVAL when not a number. */
 int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char *key);
+/* A decimal number value, the whole field: digits with an optional minus, point and exponent,
+ * finite; PF_ENOENT when absent, else PF_EINVAL (or PF_ETOOBIG) naming the field. */
+int pf_rdv_fields_num(double *out, const struct pf_rdv_fields *f, const char *key);
 /* Field i as a NUL-terminated copy (caller frees); NULL if it holds a NUL byte. */
 char *pf_rdv_field_dup(const struct pf_rdv_field *fl);
 bool pf_rdv_field_is(const struct pf_rdv_field *fl, const char *key);

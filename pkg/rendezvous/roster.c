@@ -131,7 +131,7 @@ void rdv_root_send_roster(struct rdv_stage *S)
     struct pf_buf b;
     pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
     if (pf_rdv_roster_encode(&b, &S->ro) < 0)
-        pf_ctx_progress(S->ctx, "%s: the other ranks get a shortened roster", pf_err_msg());
+        rdv_say(S, "%s: the other ranks get a shortened roster", pf_err_msg());
     /* encoded once; a window of ranks at a time holds a copy in its output queue */
     rdv_send_all(S, PF_RDV_ROSTER, b.data, b.len, NULL, NULL, pf_now() + 5);
     pf_buf_free(&b);

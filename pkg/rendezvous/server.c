@@ -28,12 +28,12 @@ void rdv_member_lost(struct rdv_stage *S, int rank, const char *why)
     if (m->state != M_JOINED) return;
     m->state = M_LOST;
     pf_strcpy(m->why, sizeof(m->why), why);
-    pf_fleet_mark(&S->lost, rank, why);
+    pf_rdv_mark(&S->lost, rank, why);
     if (m->conn >= 0) rdv_sc_close(S, (size_t)m->conn);
     m->conn = -1;
     char w[160];
     rdv_who(w, sizeof(w), S, rank);
-    pf_ctx_progress(S->ctx, "lost %s: %s", w, why);
+    rdv_say(S, "lost %s: %s", w, why);
 }
 
 void rdv_sc_reject(struct rdv_stage *S, size_t i, const char *code, const char *msg)
@@ -57,8 +57,8 @@ void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why)
     snprintf(S->dropped_last, sizeof(S->dropped_last), "%s: %s", S->sc[i].c.peer, why);
     double now = pf_now();
     if (S->dropped <= 3 || now - S->last_drop_say >= 1) {
-        pf_ctx_progress(S->ctx, "dropped a connection from %s: %s (%d so far)", S->sc[i].c.peer,
-                        why, S->dropped);
+        rdv_say(S, "dropped a connection from %s: %s (%d so far)", S->sc[i].c.peer, why,
+                S->dropped);
         S->last_drop_say = now;
     }
     rdv_sc_close(S, i);
@@ -93,10 +93,10 @@ static void sc_failed(struct rdv_stage *S, size_t i, bool eof, const char *err)
     }
     if (S->n == 0) {
         /* before the run: the slot is free again (a restarting pod comes back) */
-        pf_ctx_progress(S->ctx,
-                        "rank %d (%s) left before the run started (%s); waiting for it "
-                        "to come back",
-                        r, S->m[r].pod, eof ? "connection closed" : err);
+        rdv_say(S,
+                "rank %d (%s) left before the run started (%s); waiting for it "
+                "to come back",
+                r, S->m[r].pod, eof ? "connection closed" : err);
         S->m[r].state = M_EMPTY;
         rdv_sc_close(S, i);
         S->m[r].conn = -1;
@@ -301,23 +301,30 @@ static int waiting_list(const struct rdv_stage *S, int *out)
     return k;
 }
 
+#define JOIN_SAY_EVERY 0.25
+#define JOIN_SAY_ALL 12
+
 bool rdv_join_done(struct rdv_stage *S)
 {
     int *w = pf_xmalloc((size_t)S->world * sizeof(int));
     int nw = waiting_list(S, w);
     double now = pf_now();
-    if (nw && (nw != S->last_waiting || now - S->last_progress > 5)) {
+    /* a thousand JOINs must not render the guard's verdict a thousand times: a new count
+     * is said at most every JOIN_SAY_EVERY s until JOIN_SAY_ALL are left (each JOIN then) */
+    bool say =
+        nw != S->last_waiting && (nw <= JOIN_SAY_ALL || now - S->last_progress >= JOIN_SAY_EVERY);
+    if (nw && (say || now - S->last_progress > 5)) {
         struct pf_buf b;
         pf_buf_init(&b, 1 << 14);
         rdv_list_numbers(&b, w, (size_t)nw);
         /* the guard first: a verdict written on a signal right after the line is seen must
          * already say what was under way */
         rdv_guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
-        pf_ctx_progress(S->ctx, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
+        rdv_say(S, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
         pf_buf_free(&b);
         S->last_progress = now;
+        S->last_waiting = nw;
     }
-    S->last_waiting = nw;
     free(w);
     if (nw && now >= S->join_deadline) rdv_admit_report_claims(S);
     return nw == 0;
@@ -332,16 +339,15 @@ static void root_member(struct rdv_stage *S)
     pf_strcpy(m0->node, sizeof(m0->node), S->node);
     m0->world_claimed = S->world;
     pf_strcpy(m0->version, sizeof(m0->version), PF_VERSION);
-    pf_config_digest(m0->digest, sizeof(m0->digest), S->cfg);
-    const char *nv = pf_node_get_str(S->ctx->verdict->environment, "ncclVersion");
-    pf_strcpy(m0->nccl_version, sizeof(m0->nccl_version), nv ? nv : "");
-    const char *fab = rdv_fabric_clique(S);
-    pf_strcpy(m0->fabric, sizeof(m0->fabric), fab ? fab : "");
+    pf_strcpy(m0->digest, sizeof(m0->digest), S->su.digest ? S->su.digest : "");
+    pf_strcpy(m0->nccl_version, sizeof(m0->nccl_version),
+              S->su.nccl_version ? S->su.nccl_version : "");
+    pf_strcpy(m0->fabric, sizeof(m0->fabric), S->su.fabric ? S->su.fabric : "");
     /* rank 0's own NCCL variables, as a JOIN would carry them */
     struct pf_buf jb;
     pf_buf_init(&jb, PF_RDV_MAX_JOIN);
     uint8_t zero[PF_RDV_NONCE] = {0};
-    rdv_join_payload(S, &jb, zero);
+    size_t left_out = rdv_join_payload(S, &jb, zero);
     struct pf_rdv_fields jf;
     if (pf_rdv_fields_decode(&jf, (const uint8_t *)jb.data, jb.len) == 0) {
         for (size_t k = 0; k < jf.n; k++)
@@ -353,22 +359,21 @@ static void root_member(struct rdv_stage *S)
         pf_rdv_fields_free(&jf);
     }
     pf_buf_free(&jb);
+    if (left_out) rdv_env_left_out(S, 0, (long long)left_out);
 }
 
 int rdv_root_listen(struct rdv_stage *S)
 {
     int p = S->id.port;
-    pf_ctx_progress(S->ctx, "rank 0 of %d: listening on port %d for %d ranks", S->world, p,
-                    S->world - 1);
+    rdv_say(S, "rank 0 of %d: listening on port %d for %d ranks", S->world, p, S->world - 1);
     if (pf_rdv_listen(&S->lfd, "", &p) < 0) {
-        pf_check_add_finding(rdv_chk(S, "rendezvous"), "listen-failed", PF_FAIL, NULL,
-                             "rendezvous port %d: %s", S->id.port, pf_err_msg());
-        pf_check_skip(rdv_chk(S, "collective.tcp"), "rank 0 cannot listen");
+        char m[1100];
+        snprintf(m, sizeof(m), "rendezvous port %d: %s", S->id.port, pf_err_msg());
+        rdv_add_finding_text(S, "rendezvous", "listen-failed", RDV_FAIL, m);
+        rdv_skip(S, "collective.tcp", false, "rank 0 cannot listen");
         return PF_ERR;
     }
     S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
-    pf_fleet_init(&S->F, S->world);
-    S->have_fleet = true;
     for (int k = 0; k < S->world; k++)
         S->m[k].conn = -1;
     root_member(S);

@@ -25,7 +25,6 @@
 /* The session of rendezvous.h is the stage of internal.h. */
 struct pf_rdv {
     struct rdv_stage st;
-    const struct pf_rdv_opts *opts;
 };
 
 /* ---- small helpers */
@@ -63,47 +62,30 @@ void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank)
         snprintf(out, n, "rank %d", rank);
 }
 
-struct pf_check *rdv_chk(struct rdv_stage *S, const char *id)
+void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code, int sev,
+                          const char *msg)
 {
-    return pf_verdict_add_check(S->ctx->verdict, id);
+    (void)rdv_note_finding(S, check, code, sev, false, msg);
 }
 
-static bool has_same_finding(const struct pf_check *c, const char *code, const char *msg)
-{
-    for (size_t i = 0; i < c->nfindings; i++)
-        if (strcmp(c->findings[i].code, code) == 0 && c->findings[i].message &&
-            strcmp(c->findings[i].message, msg) == 0)
-            return true;
-    return false;
-}
-
-void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code,
-                          enum pf_status st, const char *remedy, const char *msg)
-{
-    struct pf_check *c = rdv_chk(S, check);
-    if (has_same_finding(c, code, msg)) return;
-    pf_check_add_finding(c, code, st, remedy && *remedy ? remedy : NULL, "%s", msg);
-}
-
-/* A finding every rank's verdict carries: rank 0 adds it and sends it in the summary. */
-void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, enum pf_status st,
-                       const char *remedy, const char *fmt, ...)
+/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
+ * rank takes. */
+void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, int sev,
+                       const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (has_same_finding(rdv_chk(S, check), code, msg)) return;
-    rdv_add_finding_text(S, check, code, st, remedy, msg);
-    if (S->have_fleet) pf_fleet_finding(&S->F.out, check, code, st, remedy, "%s", msg);
+    (void)rdv_note_finding(S, check, code, sev, S->m != NULL, msg);
 }
 
-/* Appends "5, 11, 12": at most PF_FLEET_LIST_MAX, then "and K more". */
+/* Appends "5, 11, 12": at most PF_RDV_LIST_MAX, then "and K more". */
 void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i == PF_FLEET_LIST_MAX) {
+        if (i == PF_RDV_LIST_MAX) {
             pf_buf_addf(b, " and %zu more", n - i);
             break;
         }
@@ -118,7 +100,7 @@ void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(doing, sizeof(doing), fmt, ap);
     va_end(ap);
-    pf_verdict_guard_update(S->ctx->verdict, stage_id, doing);
+    if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
 }
 
 static void find_iface(struct rdv_stage *S)
@@ -126,8 +108,7 @@ static void find_iface(struct rdv_stage *S)
     struct pf_netif_list l = {0};
     if (pf_netif_list(&l) < 0) return;
     for (size_t i = 0; i < l.n; i++) {
-        if (S->cfg->rendezvous_interface[0] &&
-            strcmp(l.v[i].name, S->cfg->rendezvous_interface) == 0) {
+        if (S->su.interface && S->su.interface[0] && strcmp(l.v[i].name, S->su.interface) == 0) {
             for (size_t a = 0; a < l.v[i].naddrs; a++)
                 if (l.v[i].addrs[a].family == AF_INET) {
                     pf_strcpy(S->bind_ip, sizeof(S->bind_ip), l.v[i].addrs[a].text);
@@ -157,9 +138,9 @@ static void stage_free(struct rdv_stage *S)
     if (S->have_ctl) pf_rdv_conn_close(&S->ctl);
     rdv_mesh_close(S);
     rdv_roster_free(S);
-    pf_fleet_marks_free(&S->lost);
-    pf_fleet_marks_free(&S->failed);
-    if (S->have_fleet) pf_fleet_free(&S->F);
+    pf_rdv_marks_free(&S->lost);
+    pf_rdv_marks_free(&S->failed);
+    rdv_notes_free(&S->notes);
 }
 
 static void raise_nofile(void)
@@ -173,22 +154,20 @@ static void raise_nofile(void)
 
 /* Who am I: the identity and its evidence. PF_ERR when this pod has nothing to meet (the
  * checks are then set). */
-static int stage_identity(struct rdv_stage *S, const struct pf_rdv_opts *o)
+static int stage_identity(struct rdv_stage *S)
 {
-    struct pf_ctx *ctx = S->ctx;
-    int port = S->cfg->rendezvous_port > 0 ? S->cfg->rendezvous_port : 29400;
-    int r = pf_rdv_whoami(&S->id, o, ctx, port);
-    struct pf_check *c = rdv_chk(S, "rendezvous");
-    if (r == 0) pf_rdv_ident_evidence(pf_node_set_map(c->evidence, "identity"), &S->id);
-    if (r < 0) {
-        pf_check_add_finding(c, "identity-unknown", PF_FAIL, NULL, "%s", pf_err_msg());
-        pf_check_skip(rdv_chk(S, "collective.tcp"),
-                      "no rendezvous: this pod's identity is unknown");
+    if (S->su.id) {
+        S->id = *S->su.id;
+        rdv_note_identity(S);
+    } else {
+        rdv_add_finding_text(S, "rendezvous", "identity-unknown", RDV_FAIL,
+                             S->su.id_error ? S->su.id_error : "this pod's identity is unknown");
+        rdv_skip(S, "collective.tcp", false, "no rendezvous: this pod's identity is unknown");
         return PF_ERR;
     }
     if (!S->id.member) {
-        pf_check_skip(c, "this pod is no rank: %s", S->id.explain);
-        pf_check_skip(rdv_chk(S, "collective.tcp"), "this pod is no rank of the all-reduce");
+        rdv_skip(S, "rendezvous", false, "this pod is no rank: %s", S->id.explain);
+        rdv_skip(S, "collective.tcp", false, "this pod is no rank of the all-reduce");
         return PF_ERR;
     }
     char host[256] = "";
@@ -196,33 +175,30 @@ static int stage_identity(struct rdv_stage *S, const struct pf_rdv_opts *o)
     host[sizeof(host) - 1] = '\0';
     S->rank = S->id.rank;
     S->world = S->id.world_size;
-    pf_node_set_int(ctx->verdict->pod, "rank", S->rank);
-    pf_node_set_int(ctx->verdict->pod, "worldSize", S->world);
-    const char *pn = pf_node_get_str(ctx->verdict->pod, "name");
-    pf_strcpy(S->pod, sizeof(S->pod), pn ? pn : host);
-    const char *nn = pf_node_get_str(ctx->verdict->pod, "node");
-    pf_strcpy(S->node, sizeof(S->node), nn ? nn : "");
-    struct pf_node *ev = c->evidence;
-    pf_node_set_int(ev, "rank", S->rank);
-    pf_node_set_str(ev, "rankFrom", S->id.rank_from);
-    pf_node_set_int(ev, "worldSize", S->world);
-    pf_node_set_str(ev, "worldSizeFrom", S->id.world_from);
+    rdv_note_pod(S, S->rank, S->world);
+    pf_strcpy(S->pod, sizeof(S->pod), S->su.pod ? S->su.pod : host);
+    pf_strcpy(S->node, sizeof(S->node), S->su.node ? S->su.node : "");
+    rdv_ev_int(S, "rank", S->rank);
+    rdv_ev_str(S, "rankFrom", S->id.rank_from);
+    rdv_ev_int(S, "worldSize", S->world);
+    rdv_ev_str(S, "worldSizeFrom", S->id.world_from);
     if (S->rank != 0) {
-        pf_node_set_str(ev, "coordinator", S->id.coordinator);
-        pf_node_set_str(ev, "coordinatorFrom", S->id.coord_from);
+        rdv_ev_str(S, "coordinator", S->id.coordinator);
+        rdv_ev_str(S, "coordinatorFrom", S->id.coord_from);
     }
-    pf_node_set_int(ev, "port", S->id.port);
-    pf_node_set_str(ev, "auth", S->auth ? "hmac-sha256" : "none");
+    rdv_ev_int(S, "port", S->id.port);
+    rdv_ev_str(S, "auth", S->auth ? "hmac-sha256" : "none");
     return 0;
 }
 
-/* The time budget: the guard's deadline, less a second to write the verdict. */
+/* The time budget: the setup's deadline, less a second to write the verdict. */
 static void stage_budget(struct rdv_stage *S)
 {
-    double left = pf_verdict_guard_remaining();
+    double left = S->su.deadline > 0 ? S->su.deadline - pf_now() : 1e9;
+    if (left < 0) left = 0;
     bool bounded = left < 1e8;
     S->cutoff = bounded ? S->t0 + left - 1.0 : S->t0 + 1e9;
-    double rdv_to = S->cfg->rendezvous_timeout_s > 0 ? S->cfg->rendezvous_timeout_s : 600;
+    double rdv_to = S->su.timeout_s > 0 ? S->su.timeout_s : 600;
     double reserve = bounded ? pf_clampd(left * 0.3, 3, 60) : 0;
     double join = bounded && left - reserve < rdv_to ? left - reserve : rdv_to;
     S->join_deadline = S->t0 + (join > 1 ? join : 1);
@@ -245,12 +221,10 @@ static void roster_root(struct rdv_stage *S)
     rdv_root_send_roster(S);
     rdv_serve(S, pf_now() + 5 < S->cutoff ? pf_now() + 5 : S->cutoff, rdv_flushed);
     S->roster_at = pf_now();
-    struct pf_node *ev = rdv_chk(S, "rendezvous")->evidence;
     if (t_last > 0)
-        pf_node_set_dbl(ev, "lastArrivalToRosterSeconds",
-                        round((S->roster_at - t_last) * 1e6) / 1e6);
-    pf_node_set_int(ev, "droppedConnections", S->dropped);
-    if (S->dropped) pf_node_set_str(ev, "lastDropped", S->dropped_last);
+        rdv_ev_dbl(S, "lastArrivalToRosterSeconds", round((S->roster_at - t_last) * 1e6) / 1e6);
+    rdv_ev_int(S, "droppedConnections", S->dropped);
+    if (S->dropped) rdv_ev_str(S, "lastDropped", S->dropped_last);
     find_iface(S);
 }
 
@@ -259,13 +233,11 @@ static int meet_client(struct rdv_stage *S)
 {
     char b0[NAME_MAX_];
     const char *pod0 = rdv_pod_of(S, 0, b0, sizeof(b0));
-    pf_ctx_progress(S->ctx, "rank %d of %d (%s): joining rank 0%s%s%s at %s:%d", S->rank, S->world,
-                    S->id.rank_from, pod0[0] ? " (" : "", pod0, pod0[0] ? ")" : "",
-                    S->id.coordinator, S->id.port);
+    rdv_say(S, "rank %d of %d (%s): joining rank 0%s%s%s at %s:%d", S->rank, S->world,
+            S->id.rank_from, pod0[0] ? " (" : "", pod0, pod0[0] ? ")" : "", S->id.coordinator,
+            S->id.port);
     if (rdv_client_join(S) < 0) {
-        struct pf_check *t = rdv_chk(S, "collective.tcp");
-        if (t->status != PF_SKIP && t->nfindings == 0)
-            pf_check_skip(t, "no rendezvous: this pod is not in the run");
+        rdv_skip(S, "collective.tcp", true, "no rendezvous: this pod is not in the run");
         return PF_ERR;
     }
     find_iface(S);
@@ -273,15 +245,13 @@ static int meet_client(struct rdv_stage *S)
 }
 
 /* identity → (world of one) → listen → meet */
-static int stage_meet(struct rdv_stage *S, const struct pf_rdv_opts *o)
+static int stage_meet(struct rdv_stage *S)
 {
-    if (stage_identity(S, o) < 0) return PF_ERR;
-    struct pf_check *c = rdv_chk(S, "rendezvous");
+    if (stage_identity(S) < 0) return PF_ERR;
     if (S->world == 1) {
         /* a world of one passes without a partner: no socket, no waiting */
-        pf_check_set_message(c, "world of one: no other pod to meet");
-        pf_check_skip(rdv_chk(S, "collective.tcp"),
-                      "world of one: no other pod to all-reduce with");
+        rdv_message(S, "rendezvous", "world of one: no other pod to meet");
+        rdv_skip(S, "collective.tcp", false, "world of one: no other pod to all-reduce with");
         rdv_roster_alloc(S, 1);
         S->rk[0] = 0;
         return PF_RDV_ALONE;
@@ -291,8 +261,10 @@ static int stage_meet(struct rdv_stage *S, const struct pf_rdv_opts *o)
     find_iface(S);
     S->data_port = 0;
     if (pf_rdv_listen(&S->data_lfd, S->bind_ip, &S->data_port) < 0) {
-        pf_check_add_finding(c, "listen-failed", PF_FAIL, NULL, "data port: %s", pf_err_msg());
-        pf_check_skip(rdv_chk(S, "collective.tcp"), "no data port");
+        char m[1100];
+        snprintf(m, sizeof(m), "data port: %s", pf_err_msg());
+        rdv_add_finding_text(S, "rendezvous", "listen-failed", RDV_FAIL, m);
+        rdv_skip(S, "collective.tcp", false, "no data port");
         return PF_ERR;
     }
     if ((S->rank == 0 ? meet_root(S) : meet_client(S)) < 0) return PF_ERR;
@@ -301,26 +273,24 @@ static int stage_meet(struct rdv_stage *S, const struct pf_rdv_opts *o)
 
 /* ---- the session */
 
-int pf_rdv_open(struct pf_rdv **out, struct pf_ctx *ctx, const struct pf_rdv_opts *o)
+int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_opts *o, const struct pf_rdv_setup *su)
 {
     struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
     struct rdv_stage *S = &R->st;
     *out = R;
-    S->ctx = ctx;
-    S->cfg = ctx->config;
+    S->su = *su;
     S->lfd = S->data_lfd = -1;
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
     S->t0 = pf_now();
-    R->opts = o;
     if (sodium_init() < 0) {
-        pf_check_skip(rdv_chk(S, "rendezvous"), "libsodium failed to initialise");
+        rdv_skip(S, "rendezvous", false, "libsodium failed to initialise");
         return PF_ERR;
     }
     S->token = o->token && *o->token ? o->token : NULL;
     S->auth = S->token != NULL;
-    (void)pf_verdict_add_check(ctx->verdict, "rendezvous");
-    (void)pf_verdict_add_check(ctx->verdict, "collective.tcp");
+    rdv_note_check(S, "rendezvous");
+    rdv_note_check(S, "collective.tcp");
     return 0;
 }
 
@@ -333,7 +303,12 @@ void pf_rdv_close(struct pf_rdv *R)
 
 int pf_rdv_meet(struct pf_rdv *R)
 {
-    return stage_meet(&R->st, R->opts);
+    return stage_meet(&R->st);
+}
+
+bool pf_rdv_note_next(struct pf_rdv *R, struct pf_rdv_note *out)
+{
+    return rdv_note_take(&R->st, out);
 }
 
 void pf_rdv_roster_send(struct pf_rdv *R)
@@ -341,15 +316,14 @@ void pf_rdv_roster_send(struct pf_rdv *R)
     struct rdv_stage *S = &R->st;
     if (S->rank == 0) roster_root(S);
     double met = pf_now() - S->t0;
-    struct pf_check *c = rdv_chk(S, "rendezvous");
-    pf_node_set_int(c->evidence, "joined", S->n);
-    pf_node_set_dbl(c->evidence, "seconds", round(met * 1000) / 1000);
-    pf_ctx_progress(S->ctx, "%d of %d ranks in the run after %.1f s", S->n, S->world, met);
+    rdv_ev_int(S, "joined", S->n);
+    rdv_ev_dbl(S, "seconds", round(met * 1000) / 1000);
+    rdv_say(S, "%d of %d ranks in the run after %.1f s", S->n, S->world, met);
     if (S->n == S->world)
-        pf_check_set_message(c, "all %d ranks met in %.1f s through %s:%d", S->world, met,
-                             S->rank == 0 ? "this pod" : S->id.coordinator, S->id.port);
+        rdv_message(S, "rendezvous", "all %d ranks met in %.1f s through %s:%d", S->world, met,
+                    S->rank == 0 ? "this pod" : S->id.coordinator, S->id.port);
     else
-        pf_check_set_message(c, "%d of %d ranks met in %.1f s", S->n, S->world, met);
+        rdv_message(S, "rendezvous", "%d of %d ranks met in %.1f s", S->n, S->world, met);
 }
 
 int pf_rdv_rank(const struct pf_rdv *R)
@@ -417,19 +391,19 @@ bool pf_rdv_stopped(const struct pf_rdv *R)
     return R->st.stopped;
 }
 
-const struct pf_fleet_marks *pf_rdv_lost(const struct pf_rdv *R)
+const struct pf_rdv_marks *pf_rdv_lost(const struct pf_rdv *R)
 {
     return &R->st.lost;
 }
 
-const struct pf_fleet_marks *pf_rdv_failed(const struct pf_rdv *R)
+const struct pf_rdv_marks *pf_rdv_failed(const struct pf_rdv *R)
 {
     return &R->st.failed;
 }
 
-struct pf_fleet *pf_rdv_fleet(struct pf_rdv *R)
+bool pf_rdv_serving(const struct pf_rdv *R)
 {
-    return R->st.have_fleet ? &R->st.F : NULL;
+    return R->st.rank == 0 && R->st.m != NULL;
 }
 
 const char *pf_rdv_pod_of(const struct pf_rdv *R, int rank, char *buf, size_t n)
@@ -493,6 +467,23 @@ int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double
     return rdv_probe_connect(&R->st, round, pos, send, deadline, why, nwhy);
 }
 
+int pf_rdv_probe_accept_many(struct pf_rdv *R, int n, const int *pos, const int *round, int *fds,
+                             double deadline, char *why, size_t nwhy)
+{
+    return rdv_probe_accept_many(&R->st, n, pos, round, fds, deadline, why, nwhy);
+}
+
+int pf_rdv_probe_dial_addr(struct pf_rdv *R, int round, int pos, const struct pf_rdv_addr *a,
+                           double deadline, char *why, size_t nwhy)
+{
+    return rdv_probe_dial_addr(&R->st, round, pos, a, deadline, why, nwhy);
+}
+
+bool pf_rdv_probe_hello(struct pf_rdv *R, int fd, int *pos, int *round, double deadline)
+{
+    return rdv_probe_hello(&R->st, fd, pos, round, deadline);
+}
+
 void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
 {
     struct rdv_step_res r = {res->go, res->blobs, res->lens, res->nb};
@@ -549,7 +540,7 @@ int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out)
     if (r < 0 && !S->root_lost) {
         S->root_lost = true;
         snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());
-        pf_fleet_mark(&S->lost, 0, S->root_why);
+        pf_rdv_mark(&S->lost, 0, S->root_why);
     }
     if (r < 0) return PF_ERR;
     if (out->type != PF_RDV_SUMMARY) return pf_err_set(PF_EINVAL, "rank 0 sent no SUMMARY");

@@ -75,21 +75,21 @@ static void step_record(struct rdv_stage *S, const struct pf_rdv_fields *f)
         char why[384] = "";
         if (pf_rdv_fields_int(&rank, &x, "rank") == 0 && rank >= 0 && rank < (1 << 24) &&
             pf_rdv_fields_str(why, sizeof(why), &x, "why") == 0)
-            pf_fleet_mark(lost ? &S->lost : &S->failed, (int)rank, why);
+            pf_rdv_mark(lost ? &S->lost : &S->failed, (int)rank, why);
         pf_rdv_fields_free(&x);
     }
 }
 
-/* The first PF_FLEET_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
+/* The first PF_RDV_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
  * them only to name who stopped the run when no summary comes, and a list of every rank in
  * every RESULT would be O(N) bytes to each of N ranks. */
 static void put_marks(struct pf_buf *b, const char *key, const char *count,
-                      const struct pf_fleet_marks *l)
+                      const struct pf_rdv_marks *l)
 {
     struct pf_buf r;
     pf_buf_init(&r, 4096);
     pf_rdv_put_int(b, count, (long long)l->n);
-    for (size_t i = 0; i < l->n && i < PF_FLEET_LIST_MAX; i++) {
+    for (size_t i = 0; i < l->n && i < PF_RDV_LIST_MAX; i++) {
         pf_buf_reset(&r);
         pf_rdv_put_int(&r, "rank", l->v[i].rank);
         pf_rdv_put_str(&r, "why", l->v[i].why);
@@ -246,7 +246,7 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
     S->step_no++;
     root_gather(S, kind, timeout);
     bool go = ok;
-    if (!ok) pf_fleet_mark(&S->failed, 0, err && *err ? err : "failed");
+    if (!ok) pf_rdv_mark(&S->failed, 0, err && *err ? err : "failed");
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
         if (m->state != M_JOINED) {
@@ -255,7 +255,7 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
         }
         if (!m->step_ok) {
             go = false;
-            pf_fleet_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
+            pf_rdv_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
         }
     }
     if (mode != STEP_BARRIER || sc) root_take_parts(S, blob, len, res);
@@ -272,7 +272,7 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
             pf_rdv_put(&b, "b", res->blobs[i], res->lens[i]);
     if (pf_buf_check(&b, "the RESULT message") < 0) {
         go = false;
-        pf_ctx_progress(S->ctx, "%s step: %s", kind, pf_err_msg());
+        rdv_say(S, "%s step: %s", kind, pf_err_msg());
     }
     rdv_send_all(S, PF_RDV_RESULT, b.data, b.len, sc && go ? scatter_part : NULL, (void *)sc,
                  pf_now() + 10);
@@ -328,8 +328,8 @@ static int client_step(struct rdv_stage *S, const char *kind, bool ok, const cha
             S->root_lost = true;
             snprintf(S->root_why, sizeof(S->root_why), "%s",
                      r < 0 ? pf_err_msg() : "rank 0 sent an unexpected frame");
-            pf_fleet_mark(&S->lost, 0, S->root_why);
-            pf_ctx_progress(S->ctx, "lost rank 0 during the %s step: %s", kind, S->root_why);
+            pf_rdv_mark(&S->lost, 0, S->root_why);
+            rdv_say(S, "lost rank 0 during the %s step: %s", kind, S->root_why);
         }
         pf_rdv_msg_free(&msg);
         S->stopped = true;

@@ -16,6 +16,15 @@ enum { RUN_NOT_MET = -1, RUN_ALONE = PF_RDV_ALONE, RUN_MET = PF_RDV_MET };
 struct run_pods {
     struct pf_rdv *rdv;
     int met; /* RUN_NOT_MET, RUN_ALONE, RUN_MET */
+    /* what the meeting was handed (pointers of its setup) */
+    struct pf_rdv_ident id;
+    char id_error[1024];
+    char digest[96];
+    char *nccl_version, *fabric, *pod, *node;
+    struct pf_strlist join_env;
+    /* rank 0: what the ranks claimed and reported, and the judgement (have_fleet) */
+    struct pf_fleet F;
+    bool have_fleet;
     struct pf_rdv_mesh mesh;
     /* this rank's TCP all-reduce */
     bool ar_ran, ar_ok;
@@ -45,11 +54,18 @@ void run_guard(struct pf_run *R, const char *stage_id, const char *fmt, ...)
 /* Copies what rank 0 knows of every rank into the fleet (idempotent). */
 void run_sync_fleet(struct pf_run *R, struct pf_fleet *F);
 /* Adds the fleet's findings and culprits to this rank's verdict (again is harmless).
- * only_fleet_checks: a SUMMARY from rank 0 may only speak of `rendezvous` and
- * `collective.tcp`. */
+ * only_fleet_checks: a SUMMARY from rank 0 may only speak of `rendezvous`,
+ * `collective.tcp`, `gpu.fabric` and `net.rails`. */
 void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool only_fleet_checks);
 /* The rank at shift from this one along the roster's ring. */
 int run_ring_rank(const struct pf_run *R, int shift);
+/* Rank 0's fleet once it serves; NULL at the other ranks and before. */
+struct pf_fleet *run_fleet(struct pf_run *R);
+/* Writes the meeting's notes not yet taken into the verdict (a fleet finding also into the
+ * fleet's findings at rank 0). */
+void run_rdv_notes(struct pf_run *R);
+/* Frees what run_stage_meet set up for the meeting (after pf_rdv_close). */
+void run_pods_free(struct run_pods *P);
 
 /* ---- the stages (local.c, pods.c, tcp.c, gpu.c, summary.c) */
 int run_stage_local(struct pf_run *R);
@@ -58,6 +74,7 @@ int run_stage_meet(struct pf_run *R);
 int run_stage_agree(struct pf_run *R);
 int run_stage_tcp(struct pf_run *R);
 int run_stage_gpu(struct pf_run *R);
+int run_stage_rails(struct pf_run *R);
 int run_stage_summary(struct pf_run *R);
 int run_stage_report(struct pf_run *R);
 
@@ -66,5 +83,17 @@ int run_stage_report(struct pf_run *R);
  * steps); rank 0 keeps the judgement and every sample. 0, or PF_ERR (ar_err says why when
  * this rank's probe failed). */
 int run_probe_links(struct pf_run *R);
+
+/* ---- rails.c, rails_probe.c: stage rails */
+#define RAIL_PROBE_BYTES (4u << 20)
+/* The DHELLO round of network k's probe: apart from the link probes' rounds. */
+#define PF_RUN_RAIL_ROUND 4096
+/* This pod's rails: the network-status's secondary networks, as its interfaces are. */
+int run_rails_mine(struct pf_fleet_rails *out, const struct pf_ctx *ctx);
+/* Runs this rank's rail tasks on lfd (its listener) for probe_s seconds at most; one result
+ * a send task into res (PF_FLEET_RAIL_TASKS of room). Returns how many. */
+size_t run_rails_probe(struct pf_run *R, int lfd, const struct pf_fleet_rails *mine,
+                       const struct pf_fleet_rail_task *t, size_t nt, double probe_s,
+                       struct pf_fleet_rail_result *res);
 
 #endif

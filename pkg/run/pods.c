@@ -79,7 +79,8 @@ void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool on
     for (size_t i = 0; i < s->nfindings; i++) {
         const struct pf_fleet_finding *x = &s->findings[i];
         if (only_fleet_checks && strcmp(x->check, "rendezvous") != 0 &&
-            strcmp(x->check, "collective.tcp") != 0 && strcmp(x->check, "gpu.fabric") != 0)
+            strcmp(x->check, "collective.tcp") != 0 && strcmp(x->check, "gpu.fabric") != 0 &&
+            strcmp(x->check, "net.rails") != 0)
             continue;
         run_add_finding_text(R, x->check, x->code, x->status, x->remedy, x->message);
     }
@@ -88,12 +89,146 @@ void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool on
                                s->culprits[i].node, "%s", s->culprits[i].reason);
 }
 
+struct pf_fleet *run_fleet(struct pf_run *R)
+{
+    return R->pods && R->pods->have_fleet ? &R->pods->F : NULL;
+}
+
+/* One note of the meeting into the verdict (and the fleet). */
+static void apply_note(struct pf_run *R, const struct pf_rdv_note *x)
+{
+    struct run_pods *P = R->pods;
+    if (x->kind == PF_RDV_NOTE_POD) {
+        pf_node_set_int(R->verdict.pod, "rank", x->i);
+        pf_node_set_int(R->verdict.pod, "worldSize", x->world);
+        return;
+    }
+    if (x->kind == PF_RDV_NOTE_CULPRIT) {
+        pf_verdict_add_culprit(&R->verdict, (int)x->i, x->pod, x->node, "%s", x->text);
+        return;
+    }
+    struct pf_check *c = run_chk(R, x->check);
+    enum pf_status st = x->fail ? PF_FAIL : PF_WARN;
+    switch (x->kind) {
+    case PF_RDV_NOTE_FINDING:
+        run_add_finding_text(R, x->check, x->code, st, NULL, x->text);
+        if (x->fleet && P->have_fleet)
+            pf_fleet_finding(&P->F.out, x->check, x->code, st, NULL, "%s", x->text);
+        break;
+    case PF_RDV_NOTE_SKIP:
+        if (!x->soft || (c->status != PF_SKIP && c->nfindings == 0))
+            pf_check_skip(c, "%s", x->text);
+        break;
+    case PF_RDV_NOTE_MESSAGE:
+        pf_check_set_message(c, "%s", x->text);
+        break;
+    case PF_RDV_NOTE_INT:
+        pf_node_set_int(c->evidence, x->key, x->i);
+        break;
+    case PF_RDV_NOTE_DBL:
+        pf_node_set_dbl(c->evidence, x->key, x->d);
+        break;
+    case PF_RDV_NOTE_STR:
+        pf_node_set_str(c->evidence, x->key, x->text);
+        break;
+    case PF_RDV_NOTE_IDENTITY:
+        pf_run_ident_evidence(pf_node_set_map(c->evidence, "identity"), &P->id);
+        break;
+    default: /* PF_RDV_NOTE_CHECK: run_chk added it */
+        break;
+    }
+}
+
+void run_rdv_notes(struct pf_run *R)
+{
+    struct run_pods *P = R->pods;
+    if (!P || !P->rdv) return;
+    if (!P->have_fleet && pf_rdv_serving(P->rdv)) {
+        pf_fleet_init(&P->F, pf_rdv_world(P->rdv));
+        P->have_fleet = true;
+    }
+    struct pf_rdv_note x;
+    while (pf_rdv_note_next(P->rdv, &x))
+        apply_note(R, &x);
+}
+
+static void meet_progress(void *arg, const char *line)
+{
+    pf_ctx_progress(&((struct pf_run *)arg)->ctx, "%s", line);
+}
+
+static void meet_doing(void *arg, const char *check, const char *doing)
+{
+    pf_verdict_guard_update(&((struct pf_run *)arg)->verdict, check, doing);
+}
+
+/* A note is written at once: a verdict the guard writes meanwhile carries it. */
+static void meet_noted(void *arg)
+{
+    run_rdv_notes(arg);
+}
+
+/* What the meeting is handed: the config's values, the guard's deadline, who this pod is,
+ * and its JOIN's claims (the NCCL version and gpu.fabric's clique the local checks found). */
+static void meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
+{
+    struct run_pods *P = R->pods;
+    const struct pf_config *cfg = &R->config;
+    int port = cfg->rendezvous_port > 0 ? cfg->rendezvous_port : 29400;
+    bool known = pf_run_whoami(&P->id, &R->opts->rdv, &R->ctx, port) == 0;
+    if (!known) pf_strcpy(P->id_error, sizeof(P->id_error), pf_err_msg());
+    pf_config_digest(P->digest, sizeof(P->digest), cfg);
+    const char *nv = pf_node_get_str(R->verdict.environment, "ncclVersion");
+    P->nccl_version = pf_xstrdup(nv ? nv : "");
+    const struct pf_check *fc = pf_verdict_find_check(&R->verdict, "gpu.fabric");
+    const char *fab = fc && fc->status != PF_SKIP ? pf_node_get_str(fc->evidence, "clique") : NULL;
+    P->fabric = fab ? pf_xstrdup(fab) : NULL;
+    const char *pn = pf_node_get_str(R->verdict.pod, "name");
+    const char *nn = pf_node_get_str(R->verdict.pod, "node");
+    P->pod = pn ? pf_xstrdup(pn) : NULL;
+    P->node = nn ? pf_xstrdup(nn) : NULL;
+    pf_rdv_join_env(&P->join_env, &R->ctx.env, pf_verdict_is_secret_name);
+    double left = pf_verdict_guard_remaining();
+    *su = (struct pf_rdv_setup){
+        .timeout_s = cfg->rendezvous_timeout_s,
+        .interface = cfg->rendezvous_interface,
+        .digest = P->digest,
+        .deadline = left < 1e8 ? pf_now() + left : 0,
+        .id = known ? &P->id : NULL,
+        .id_error = P->id_error,
+        .pod = P->pod,
+        .node = P->node,
+        .nccl_version = P->nccl_version,
+        .fabric = P->fabric,
+        .env = &P->join_env,
+        .progress = meet_progress,
+        .doing = meet_doing,
+        .noted = meet_noted,
+        .arg = R,
+    };
+}
+
+void run_pods_free(struct run_pods *P)
+{
+    if (P->have_fleet) pf_fleet_free(&P->F);
+    P->have_fleet = false;
+    free(P->nccl_version);
+    free(P->fabric);
+    free(P->pod);
+    free(P->node);
+    P->nccl_version = P->fabric = P->pod = P->node = NULL;
+    pf_strlist_free(&P->join_env);
+}
+
 /* identity, then rank 0 serves JOINs while the others join it */
 int run_stage_meet(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
-    if (pf_rdv_open(&P->rdv, &R->ctx, &R->opts->rdv) < 0) return 0;
-    int r = pf_rdv_meet(P->rdv);
+    struct pf_rdv_setup su;
+    meet_setup(R, &su);
+    int r = pf_rdv_open(&P->rdv, &R->opts->rdv, &su);
+    if (r == 0) r = pf_rdv_meet(P->rdv);
+    run_rdv_notes(R);
     P->met = r < 0 ? RUN_NOT_MET : r;
     return 0;
 }
@@ -138,7 +273,8 @@ int run_stage_agree(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     if (P->met != RUN_MET) return 0;
-    struct pf_fleet *F = pf_rdv_fleet(P->rdv);
+    run_rdv_notes(R);
+    struct pf_fleet *F = run_fleet(R);
     if (pf_rdv_rank(P->rdv) == 0 && F) {
         run_sync_fleet(R, F);
         pf_fleet_agree(F, pf_now() - pf_rdv_t0(P->rdv));
@@ -146,5 +282,6 @@ int run_stage_agree(struct pf_run *R)
         run_apply_fleet(R, &F->out, false);
     }
     pf_rdv_roster_send(P->rdv);
+    run_rdv_notes(R);
     return 0;
 }

@@ -67,7 +67,8 @@ static int probe_next(void *arg, int round, const struct pf_coll_sample *mine, s
     keep_mine(Q, mine, nmine);
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    pf_fleet_samples_encode(&b, mine, nmine);
+    if (pf_fleet_samples_encode(&b, mine, nmine) < 0)
+        pf_ctx_progress(&P->R->ctx, "round %d: %s", round + 1, pf_err_msg());
     char e2[400] = "";
     if (err) {
         char w[160] = "";

@@ -129,6 +129,7 @@ const struct pf_run_stage pf_run_run_table[] = {
     {"meet", "rendezvous", "meeting the other pods", 0.7, false, run_stage_meet},
     {"agree", "rendezvous", NULL, 0, false, run_stage_agree},
     {"collective.tcp", "collective.tcp", NULL, 0.64, false, run_stage_tcp},
+    {"rails", "net.rails", NULL, 0, false, run_stage_rails},
     {"gpu", "collective.nccl", NULL, 0, false, run_stage_gpu},
     {"summary", "collective.tcp", NULL, 0, false, run_stage_summary},
     {"counters", "rdma.counters", "reading the port error counters", 0, false, run_stage_counters},
@@ -150,6 +151,7 @@ int pf_run_run(struct pf_run *R)
     R->pods = &pods;
     int r = pf_run_stages(R, pf_run_run_table, pf_run_run_table_len);
     pf_rdv_close(pods.rdv);
+    run_pods_free(&pods);
     pf_buf_free(&pods.sum);
     free(pods.links);
     free(pods.mylinks);

@@ -124,4 +124,11 @@ int pf_run_check(struct pf_run *R);
 /* `preflight run`: every stage, from the local checks to the report. */
 int pf_run_run(struct pf_run *R);
 
+/* Who this pod is: gathers what pf_rdv_identify_pod reads (the host name, its FQDN when the
+ * answer depends on it, the podinfo files under ctx's root, /etc/volcano) and calls it. */
+int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+                  int default_port);
+/* The identity as evidence: {rule, rank, worldSize, coordinator, member, explain, from}. */
+void pf_run_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id);
+
 #endif

@@ -140,6 +140,9 @@ static void record_tcp(struct pf_run *R, const struct pf_fleet_summary *s)
     pf_node_set_str(c->evidence, "interface", iface[0] ? iface : "?");
     pf_node_set_str(c->evidence, "address", pf_rdv_my_ip(P->rdv));
     if (P->ar_ran) {
+        char algo[64];
+        pf_coll_algo_name(algo, sizeof(algo), pf_rdv_size(P->rdv));
+        pf_node_set_str(c->evidence, "algorithm", algo);
         pf_node_set_int(c->evidence, "bytes", P->bytes);
         pf_node_set_int(c->evidence, "iterations", P->iters);
         if (P->ar_ok)
@@ -159,8 +162,15 @@ static void record_tcp(struct pf_run *R, const struct pf_fleet_summary *s)
         pf_node_set_int(sl, "to", s->slow_dst);
         pf_node_set_dbl(sl, "gbps", s->slow_gbps);
     }
+    if (s->bad[0]) {
+        /* a value of rank 0's summary that is not a number: its part is left out, said so */
+        pf_node_set_str(c->evidence, "summaryRefused", s->bad);
+        pf_ctx_progress(&R->ctx, "the summary from rank 0: %s (left out)", s->bad);
+    }
     if (s->have_tcp)
         tcp_entry(R, c, s);
+    else if (s->bad[0])
+        pf_check_set_message(c, "rank 0's all-reduce result was refused: %s", s->bad);
     else if (c->nfindings == 0 && !P->ar_ran)
         pf_check_skip(c, "the TCP all-reduce did not run (%s)",
                       pf_rdv_size(P->rdv) < 2 ? "only one rank in the run"
@@ -172,7 +182,7 @@ static void root_final(struct pf_run *R, struct pf_rdv_step_res *res)
 {
     struct run_pods *P = R->pods;
     struct pf_rdv *rdv = P->rdv;
-    struct pf_fleet *F = pf_rdv_fleet(rdv);
+    struct pf_fleet *F = run_fleet(R);
     const int *rk = pf_rdv_ranks(rdv);
     for (int i = 0; i < pf_rdv_size(rdv); i++) {
         int r = rk[i];
@@ -207,7 +217,7 @@ static void on_my_own(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     struct pf_rdv *rdv = P->rdv;
-    const struct pf_fleet_marks *lost = pf_rdv_lost(rdv);
+    const struct pf_rdv_marks *lost = pf_rdv_lost(rdv);
     for (size_t i = 0; i < lost->n; i++) {
         int lr = lost->v[i].rank;
         const char *why = lost->v[i].why;

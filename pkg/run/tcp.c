@@ -1,12 +1,13 @@
-/* Stage collective.tcp: the data mesh, the TCP ring all-reduce and the link probes among
- * the pods that met (pkg/collective on the mesh's connections, pkg/rendezvous' steps; the
- * probe rounds in probes.c). */
+/* Stage collective.tcp: the data mesh, the TCP all-reduce (the ring, or the grid of rings
+ * for many ranks) and the link probes among the pods that met (pkg/collective on the mesh's
+ * connections, pkg/rendezvous' steps; the probe rounds in probes.c). */
 #define _GNU_SOURCE
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void mesh_close(struct run_pods *P)
 {
@@ -15,11 +16,119 @@ static void mesh_close(struct run_pods *P)
         P->mesh.out_fd[k] = P->mesh.in_fd[k] = -1;
 }
 
+/* The DHELLO rounds of the grid all-reduce's own connections: far above the probe rounds'
+ * (a few dozen), so that neither takes the other's connection. */
+#define GRID_ROUND_ROW 1000000 /* the row ring's wrap: last column to first */
+#define GRID_ROUND_COL 1000001 /* the column rings */
+#define GRID_ROUND_FOLD 1000002
+
+/* The grid's connections and the ones it opened itself (to close after). */
+struct grid_links {
+    struct pf_coll_grid g;
+    struct pf_coll_grid_fds fds;
+    int own[5], nown;
+};
+
+static void grid_links_close(struct grid_links *L)
+{
+    for (int i = 0; i < L->nown; i++)
+        close(L->own[i]);
+    L->nown = 0;
+}
+
+/* Dials position q for round; the fd, owned by L, or -1 with why. */
+static int grid_dial(struct pf_run *R, struct grid_links *L, int round, int q, double deadline,
+                     char *why, size_t nwhy)
+{
+    int fd = pf_rdv_probe_connect(R->pods->rdv, round, q, true, deadline, why, nwhy);
+    if (fd >= 0) L->own[L->nown++] = fd;
+    return fd;
+}
+
+/* The grid's partners: the row ring rides the mesh's shift 1 (position p to p+1) except
+ * for each row's wrap; the column rings and the folds get connections of their own (dialed
+ * first, then accepted in whatever order they come). 0, or -1 with why. */
+static int grid_connect(struct pf_run *R, struct grid_links *L, double deadline, char *why,
+                        size_t nwhy)
+{
+    struct run_pods *P = R->pods;
+    int n = pf_rdv_size(P->rdv), pos = pf_rdv_pos(P->rdv);
+    bool mesh1 = P->mesh.nshifts > 0 && P->mesh.shifts[0] == 1;
+    struct pf_coll_grid_peers p;
+    pf_coll_grid_peers(&p, &L->g, pos);
+    bool extra = pos >= L->g.rows * L->g.cols;
+    L->fds = (struct pf_coll_grid_fds){-1, -1, -1, -1, -1};
+    if (p.row_next >= 0)
+        L->fds.row_send = mesh1 && p.row_next == (pos + 1) % n
+                              ? P->mesh.out_fd[0]
+                              : grid_dial(R, L, GRID_ROUND_ROW, p.row_next, deadline, why, nwhy);
+    if (p.col_next >= 0)
+        L->fds.col_send = grid_dial(R, L, GRID_ROUND_COL, p.col_next, deadline, why, nwhy);
+    if (extra) L->fds.fold = grid_dial(R, L, GRID_ROUND_FOLD, p.fold, deadline, why, nwhy);
+    if ((p.row_next >= 0 && L->fds.row_send < 0) || (p.col_next >= 0 && L->fds.col_send < 0) ||
+        (extra && L->fds.fold < 0))
+        return -1;
+    int from[3], round[3], fd[3], *into[3], k = 0;
+    if (p.row_prev >= 0 && mesh1 && p.row_prev == (pos + n - 1) % n)
+        L->fds.row_recv = P->mesh.in_fd[0];
+    else if (p.row_prev >= 0)
+        from[k] = p.row_prev, round[k] = GRID_ROUND_ROW, into[k++] = &L->fds.row_recv;
+    if (p.col_prev >= 0)
+        from[k] = p.col_prev, round[k] = GRID_ROUND_COL, into[k++] = &L->fds.col_recv;
+    if (!extra && p.fold >= 0)
+        from[k] = p.fold, round[k] = GRID_ROUND_FOLD, into[k++] = &L->fds.fold;
+    int missing = k ? pf_rdv_probe_accept_many(P->rdv, k, from, round, fd, deadline, why, nwhy) : 0;
+    for (int i = 0; i < k; i++) {
+        *into[i] = fd[i];
+        if (fd[i] >= 0) L->own[L->nown++] = fd[i];
+    }
+    return missing ? -1 : 0;
+}
+
+/* One all-reduce by the algorithm for this size; on a failure *peer is the rank at the
+ * other end of the failing link. */
+static int allreduce_once(struct pf_run *R, struct grid_links *L, float *data, size_t count,
+                          double deadline, struct pf_coll_fail *fail, int *peer)
+{
+    struct run_pods *P = R->pods;
+    struct pf_rdv *rdv = P->rdv;
+    int n = pf_rdv_size(rdv), pos = pf_rdv_pos(rdv);
+    if (!L) {
+        int r = pf_coll_allreduce(data, count, pos, n, P->mesh.out_fd[0], P->mesh.in_fd[0],
+                                  RUN_CHUNK_BYTES, deadline, fail);
+        *peer = fail->on_send ? run_ring_rank(R, 1) : run_ring_rank(R, -1);
+        return r;
+    }
+    int fp = -1;
+    int r = pf_coll_allreduce_grid(data, count, &L->g, pos, &L->fds, RUN_CHUNK_BYTES, deadline,
+                                   fail, &fp);
+    *peer = fp >= 0 ? pf_rdv_ranks(rdv)[fp] : -1;
+    return r;
+}
+
+/* The checked iteration, then the timed ones: 0, or the failure. */
+static int allreduce_run(struct pf_run *R, struct grid_links *L, float *data, size_t count,
+                         double deadline, struct pf_coll_fail *fail, int *peer)
+{
+    struct run_pods *P = R->pods;
+    struct pf_rdv *rdv = P->rdv;
+    pf_coll_seed(data, count, pf_rdv_rank(rdv));
+    int r = allreduce_once(R, L, data, count, deadline, fail, peer);
+    if (r) return r;
+    P->ar_wrong =
+        pf_coll_verify(data, count, pf_rdv_ranks(rdv), pf_rdv_size(rdv), &P->ar_first_bad);
+    double t0 = pf_now();
+    for (int it = 0; it < P->iters && r == 0; it++)
+        r = allreduce_once(R, L, data, count, deadline, fail, peer);
+    P->ar_seconds = (pf_now() - t0) / P->iters;
+    return r;
+}
+
 static void do_allreduce(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     struct pf_rdv *rdv = P->rdv;
-    int n = pf_rdv_size(rdv), rank = pf_rdv_rank(rdv), pos = pf_rdv_pos(rdv);
+    int n = pf_rdv_size(rdv);
     P->ar_ran = true;
     long long bytes = R->config.tcp_message_bytes > 0 ? R->config.tcp_message_bytes : (64ll << 20);
     bytes -= bytes % 4;
@@ -34,36 +143,38 @@ static void do_allreduce(struct pf_run *R)
     }
     double left = pf_rdv_left_s(rdv);
     double deadline = pf_now() + pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
-    char mib[32];
+    char mib[32], algo[64];
     snprintf(mib, sizeof(mib), "%.3g MiB", (double)bytes / (1 << 20));
+    pf_coll_algo_name(algo, sizeof(algo), n);
     pf_ctx_progress(&R->ctx,
-                    "tcp all-reduce: %d ranks, %s float32 sum, 1 checked + %d timed "
+                    "tcp all-reduce: %d ranks, %s float32 sum (%s), 1 checked + %d timed "
                     "iterations",
-                    n, mib, P->iters);
+                    n, mib, algo, P->iters);
     run_guard(R, "collective.tcp", "running the TCP all-reduce among %d ranks", n);
-    int send_fd = P->mesh.out_fd[0], recv_fd = P->mesh.in_fd[0];
-    struct pf_coll_fail fail;
-    pf_coll_seed(data, count, rank);
-    int r =
-        pf_coll_allreduce(data, count, pos, n, send_fd, recv_fd, RUN_CHUNK_BYTES, deadline, &fail);
-    if (r == 0) {
-        P->ar_wrong = pf_coll_verify(data, count, pf_rdv_ranks(rdv), n, &P->ar_first_bad);
-        double t0 = pf_now();
-        for (int it = 0; it < P->iters && r == 0; it++)
-            r = pf_coll_allreduce(data, count, pos, n, send_fd, recv_fd, RUN_CHUNK_BYTES, deadline,
-                                  &fail);
-        P->ar_seconds = (pf_now() - t0) / P->iters;
+    struct pf_coll_fail fail = {0};
+    int peer = -1, r = 0;
+    struct grid_links L = {0};
+    bool grid = pf_coll_use_grid(n);
+    char why[384] = "";
+    if (grid) {
+        pf_coll_grid_shape(&L.g, n);
+        r = grid_connect(R, &L, deadline, why, sizeof(why));
     }
+    if (r == 0) r = allreduce_run(R, grid ? &L : NULL, data, count, deadline, &fail, &peer);
+    grid_links_close(&L);
     free(data);
     if (r == 0) {
         P->ar_ok = true;
         return;
     }
-    int peer = fail.on_send ? run_ring_rank(R, 1) : run_ring_rank(R, -1);
-    char w[160];
-    pf_rdv_who(w, sizeof(w), rdv, peer);
-    snprintf(P->ar_err, sizeof(P->ar_err), "%s %s: %s",
-             fail.on_send ? "sending to" : "receiving from", w, fail.what);
+    if (why[0]) {
+        snprintf(P->ar_err, sizeof(P->ar_err), "%s", why);
+    } else {
+        char w[160] = "a partner";
+        if (peer >= 0) pf_rdv_who(w, sizeof(w), rdv, peer);
+        snprintf(P->ar_err, sizeof(P->ar_err), "%s %s: %s",
+                 fail.on_send ? "sending to" : "receiving from", w, fail.what);
+    }
     pf_ctx_progress(&R->ctx, "tcp all-reduce failed: %s", P->ar_err);
     /* close the ring now so that the neighbours stop at once rather than at their deadline */
     mesh_close(P);
@@ -85,11 +196,15 @@ static int gather_allreduce(struct pf_run *R)
     int r =
         pf_rdv_step(rdv, "allreduce", P->ar_ok, P->ar_err, b.data, b.len, PF_RDV_GATHER, t, &res);
     pf_buf_free(&b);
-    struct pf_fleet *F = pf_rdv_fleet(rdv);
+    struct pf_fleet *F = run_fleet(R);
     const int *rk = pf_rdv_ranks(rdv);
     if (pf_rdv_rank(rdv) == 0 && F && res.blobs)
         for (int i = 0; i < pf_rdv_size(rdv); i++)
-            if (res.blobs[i]) (void)pf_fleet_ar_decode(&F->r[rk[i]], res.blobs[i], res.lens[i]);
+            if (res.blobs[i] && pf_fleet_ar_decode(&F->r[rk[i]], res.blobs[i], res.lens[i]) < 0) {
+                char w[160];
+                pf_rdv_who(w, sizeof(w), rdv, rk[i]);
+                pf_ctx_progress(&R->ctx, "the all-reduce result of %s: %s", w, pf_err_msg());
+            }
     pf_rdv_step_res_free(rdv, &res);
     return r;
 }

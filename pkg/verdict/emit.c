@@ -384,18 +384,6 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
     return finish(&o, out, out_len);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
 {
     char *yaml = NULL;
@@ -403,9 +391,8 @@ int pf_verdict_write_file(const struct pf_verdict *v, const char *path)
     int r = pf_verdict_to_yaml(&yaml, &len, v);
     if (r < 0) return r;
     if (strcmp(path, "-") == 0) {
-        r = write_all(STDOUT_FILENO, yaml, len) == 0
-                ? 0
-                : pf_err_set(PF_ERR, "stdout: %s", strerror(errno));
+        int e = pf_file_write_all(STDOUT_FILENO, yaml, len);
+        r = e == 0 ? 0 : pf_err_set(PF_ERR, "stdout: %s", strerror(-e));
         free(yaml);
         return r;
     }

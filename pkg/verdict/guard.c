@@ -49,21 +49,9 @@ static bool guard_held;
 static sigset_t guard_held_mask;
 static char guard_term[4096]; /* termination message file; "" = none */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void say(const char *s)
 {
-    (void)write_all(STDERR_FILENO, s, strlen(s));
+    (void)pf_file_write_all(STDERR_FILENO, s, strlen(s));
 }
 
 static const char *step_text(enum pf_file_step s)
@@ -115,7 +103,7 @@ static void handler(int sig)
     int e = 0;
     enum pf_file_step step = PF_FILE_STEP_WRITE;
     if (guard_stdout) {
-        e = write_all(STDOUT_FILENO, y, n) == 0 ? 0 : -errno;
+        e = pf_file_write_all(STDOUT_FILENO, y, n);
     } else {
         /* the main flow's own temporary file (the final verdict, a metrics file) goes */
         pf_file_inflight_unlink();
@@ -125,7 +113,7 @@ static void handler(int sig)
     const char *line = sig == SIGALRM ? s->deadline_line : s->signal_line;
     int fd = guard_term[0] ? open(guard_term, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     if (fd >= 0) {
-        (void)write_all(fd, line, strlen(line));
+        (void)pf_file_write_all(fd, line, strlen(line));
         close(fd);
     }
     say(why);

@@ -3,7 +3,8 @@
 # rendezvous port for rank 0, an ephemeral data port for every rank), for each N printing
 #   - the wall time from the start of the last process to the exit of the last one,
 #   - the time per stage at rank 0, from the moments its progress lines arrive,
-#   - peak RSS (ru_maxrss from wait4) of rank 0 and of the median other rank,
+#   - peak RSS of rank 0 and of the median other rank (GNU time: wait4 here would count this
+#     script's own RSS at the fork, the same for every rank),
 #   - rank 0's verdict, the fleet verdict, and the false culprits: nothing is throttled, so
 #     every culprit and every slow-link or slow-node finding is false.
 # The run (at least 1,024 processes) takes a few minutes on two cores, most of it starting
@@ -64,6 +65,18 @@ def free_port():
     raise RuntimeError("no free port pair")
 
 
+gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def rank_rss(d, r, ru):
+    """Peak RSS of rank r in MiB: GNU time's figure, else wait4's (an upper bound)."""
+    try:
+        with open(os.path.join(d, f"rss{r}")) as f:
+            return int(f.read().split()[-1]) / 1024.0  # KiB -> MiB
+    except (OSError, ValueError, IndexError):
+        return ru.ru_maxrss / 1024.0
+
+
 def rank_env(rank):
     env = dict(os.environ, POD_NAME=f"scale-{rank}", NODE_NAME=f"node-{rank}", NO_COLOR="1")
     for k in ("PREFLIGHT_RANK", "PREFLIGHT_WORLD_SIZE", "PREFLIGHT_COORDINATOR", "PREFLIGHT_PORT",
@@ -90,7 +103,11 @@ def run(n):
     port = free_port()
 
     def cmd(r):
-        return (wrap0 if r == 0 else []) + [binary, "run", "--config", cfg, "--rank", str(r), "--world-size", str(n),
+        # GNU time forks the rank from a small process and reports its own peak: ru_maxrss
+        # from this script's wait4 would be at least this script's RSS at the fork (Linux
+        # keeps the peak of the memory image that exec replaced), the same for every rank
+        timer = [gnu_time, "-f", "%M", "-o", os.path.join(d, f"rss{r}")] if gnu_time else []
+        return timer + (wrap0 if r == 0 else []) + [binary, "run", "--config", cfg, "--rank", str(r), "--world-size", str(n),
                 "--coordinator", "127.0.0.1", "--port", str(port), "--format", "yaml",
                 "--verdict", os.path.join(d, f"v{r}.yaml"), "--timeout", str(timeout)]
 
@@ -137,7 +154,7 @@ def run(n):
         if r is None:
             continue
         t_exit[r] = time.monotonic()
-        rss[r] = ru.ru_maxrss / 1024.0  # KiB -> MiB
+        rss[r] = rank_rss(d, r, ru)
         rc[r] = os.waitstatus_to_exitcode(status)
     killed = len(left)
     if left:

@@ -91,11 +91,57 @@ out_has() {
         notok "${L:-}$1: stdout says '$2'" "stdout: $(head -c 400 "$T/$1.out")"
     fi
 }
-# wait_for_text FILE TEXT: until TEXT (a grep pattern) appears in FILE; 20 s at most
+# wait_for_text FILE REGEX [SECONDS]: until REGEX (grep -E) matches a line of FILE; SECONDS
+# (default 20) at most, looked at every 0.1 s
 wait_for_text() {
-    for _ in $(seq 400); do
-        grep -q "$2" "$1" 2>/dev/null && return 0
-        sleep 0.05
+    local k
+    for ((k = 0; k < ${3:-20} * 10; k++)); do
+        grep -qE -- "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
     done
     return 1
+}
+
+# ---- a network namespace of the script's own, with lo up, for `preflight run` (rank 0
+# listens on a port): own_netns NAME makes it as root with ip and sets NS=NAME and HAVE_NS=1;
+# without, HAVE_NS stays empty and the cases that need it skip. del_netns, in the script's
+# cleanup, removes it.
+own_netns() {
+    NS=$1
+    HAVE_NS=
+    if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$NS" 2>/dev/null; then
+        ip -n "$NS" link set lo up
+        HAVE_NS=1
+    fi
+}
+del_netns() {
+    if [ -n "${HAVE_NS:-}" ]; then ip netns del "$NS" 2>/dev/null; fi
+    return 0
+}
+
+# links_up NS IFACE...: waits (bounded: 5 s an interface) until each interface in namespace NS
+# is operationally UP (carrier seen and IFF_RUNNING set, which the kernel does shortly after
+# the link comes up)
+links_up() {
+    local ns=$1 i
+    shift
+    for i in "$@"; do
+        for _ in $(seq 100); do
+            ip -n "$ns" -o link show dev "$i" | grep -q 'state UP' && break
+            sleep 0.05
+        done
+    done
+}
+
+# both_builds NAME FUNCTION: runs FUNCTION against the sanitizer build (BIN=$PREFLIGHT, L=""),
+# then against bin/preflight-static (L="static: ") when it is built, else skips "static: NAME"
+both_builds() {
+    L="" BIN=$PREFLIGHT
+    "$2"
+    if [ -x "${PREFLIGHT_STATIC:-}" ]; then
+        L="static: " BIN=$PREFLIGHT_STATIC
+        "$2"
+    else
+        skip "static: $1" "bin/preflight-static not built (make static)"
+    fi
 }

@@ -87,25 +87,6 @@ launch() {
     PID[$r]=$(cat "$d/pid$r" 2>/dev/null)
 }
 
-# wait_out R REGEX SECONDS: until rank R's output matches
-wait_out() {
-    local k
-    for ((k = 0; k < $3 * 10; k++)); do
-        grep -qE "$2" "$T/$SC/out$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-# wait_file FILE REGEX SECONDS
-wait_file() {
-    local k
-    for ((k = 0; k < $3 * 10; k++)); do
-        grep -qE "$2" "$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
 # finish R...: waits for ranks R... (killing one that outlives its --timeout by far) and
 # records their exit codes and wall times
 finish() {
@@ -264,7 +245,8 @@ sc_c1() {
     scenario c1-join-before 4 30
     local r
     for r in 0 1 2; do launch "$r"; done
-    if wait_out 0 'rank 1 .*joined' 20 && wait_out 0 'rank 2 .*joined' 20; then
+    if wait_for_text "$T/$SC/out0" 'rank 1 .*joined' 20 &&
+        wait_for_text "$T/$SC/out0" 'rank 2 .*joined' 20; then
         attack "$T/$SC/stranger" join --to "127.0.0.1:$PORT" --src 127.0.0.66 --rank 3 \
             --world 4 --pod trainer-3 --node node-3
         ok "c1: stranger from 127.0.0.66 claimed rank 3 ($(cut -c1-160 "$T/$SC/stranger"))"
@@ -281,7 +263,7 @@ sc_c2() {
     scenario c2-join-after 4 30
     local r
     for r in 0 1 2; do launch "$r"; done
-    if wait_out 0 'rank 2 .*joined' 20; then
+    if wait_for_text "$T/$SC/out0" 'rank 2 .*joined' 20; then
         attack "$T/$SC/stranger" join --to "127.0.0.1:$PORT" --src 127.0.0.67 --rank 2 \
             --world 4 --pod trainer-2 --node node-2
         ok "c2: stranger from 127.0.0.67 claimed rank 2 ($(cut -c1-160 "$T/$SC/stranger"))"
@@ -302,11 +284,12 @@ sc_c3() {
     helper relay proxy --listen "127.0.0.1:$relay" --to "127.0.0.1:$PORT" --capture "$frame" \
         --seconds 60
     local rpid=$SPID
-    wait_file "$T/$SC/relay" 'listening' 10
+    wait_for_text "$T/$SC/relay" 'listening' 10
     launch 0
-    wait_out 0 'listening on port' 20
+    wait_for_text "$T/$SC/out0" 'listening on port' 20
     launch 1 "$relay"
-    if wait_file "$T/$SC/relay" 'saved a JOIN' 20 && wait_out 0 'rank 1 .*joined' 20; then
+    if wait_for_text "$T/$SC/relay" 'saved a JOIN' 20 &&
+        wait_for_text "$T/$SC/out0" 'rank 1 .*joined' 20; then
         attack "$T/$SC/replay" replay --to "127.0.0.1:$PORT" --src 127.0.0.77 --frame "$frame"
         if grep -q 'answered: ROSTER' "$T/$SC/replay"; then
             notok "c3: the replayed JOIN is refused" "$(cat "$T/$SC/replay")"
@@ -322,7 +305,7 @@ sc_c3() {
     scenario c3-replay-later-run 3 30
     launch 0
     launch 2
-    if wait_out 0 'rank 2 .*joined' 20; then
+    if wait_for_text "$T/$SC/out0" 'rank 2 .*joined' 20; then
         attack "$T/$SC/replay" replay --to "127.0.0.1:$PORT" --src 127.0.0.78 --frame "$frame"
         if grep -q 'answered: ROSTER' "$T/$SC/replay"; then
             notok "c3: the JOIN of an earlier run is refused" "$(cat "$T/$SC/replay")"
@@ -352,7 +335,8 @@ sc_c4() {
     # as if live; a small one makes the peak reflect what rank 0 holds
     local -x ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}:quarantine_size_mb=4"
     launch 0
-    wait_out 0 'listening on port' 20 || { notok "c4: rank 0 listens" "$(tail -n 2 "$T/$SC/out0")"; }
+    wait_for_text "$T/$SC/out0" 'listening on port' 20 ||
+        notok "c4: rank 0 listens" "$(tail -n 2 "$T/$SC/out0")"
     sleep 0.5
     local base
     base=$(vm "${PID[0]}")
@@ -407,11 +391,11 @@ mesh_case() {
     helper relay proxy --listen "127.0.0.1:$relay" --to "127.0.0.1:$PORT" \
         --capture "$T/$SC/join2.frame" --hold-after-hello 5 --seconds 90
     local rpid=$SPID
-    wait_file "$T/$SC/relay" 'listening' 10
+    wait_for_text "$T/$SC/relay" 'listening' 10
     launch 0
     launch 1 "$PORT" "$nofile"
     local dport=
-    if wait_out 1 'joined rank 0' 20; then
+    if wait_for_text "$T/$SC/out1" 'joined rank 0' 20; then
         dport=$(ss -Hltnp 2>/dev/null | grep "pid=${PID[1]}," | awk '{print $4}' | sed 's/.*://' | head -n 1)
     fi
     if [ -z "$dport" ]; then
@@ -423,7 +407,7 @@ mesh_case() {
     ok "$name: rank 1's data port is $dport (ss -ltnp)"
     stranger idle flood --to "127.0.0.1:$dport" --src "$src" --count "$idle" --mode idle --seconds 40
     local ipid=$SPID gpid=
-    wait_file "$T/$SC/idle" 'connections open' 15
+    wait_for_text "$T/$SC/idle" 'connections open' 15
     if [ "$garbage" -gt 0 ]; then
         stranger garbage flood --to "127.0.0.1:$dport" --src "$src" --count "$garbage" \
             --mode garbage --seconds 40
@@ -431,7 +415,7 @@ mesh_case() {
     fi
     sleep 0.5
     launch 2 "$relay"
-    if wait_out 1 'ranks in the run after' 30; then
+    if wait_for_text "$T/$SC/out1" 'ranks in the run after' 30; then
         local b
         b=$(busy "${PID[1]}" 3)
         local run=${b% *} cpu=${b#* }
@@ -461,10 +445,11 @@ sc_c7() { mesh_case c7-data-no-fds 40 60 0 127.0.0.92; }
 sc_c6() {
     scenario c6-no-fds 2 30
     launch 0 "$PORT" 64
-    wait_out 0 'listening on port' 20 || notok "c6: rank 0 listens" "$(tail -n 2 "$T/$SC/out0")"
+    wait_for_text "$T/$SC/out0" 'listening on port' 20 ||
+        notok "c6: rank 0 listens" "$(tail -n 2 "$T/$SC/out0")"
     stranger idle flood --to "127.0.0.1:$PORT" --src 127.0.0.95 --count 100 --mode idle --seconds 12
     local ipid=$SPID
-    wait_file "$T/$SC/idle" 'connections open' 15
+    wait_for_text "$T/$SC/idle" 'connections open' 15
     sleep 0.5
     local b
     b=$(busy "${PID[0]}" 3)

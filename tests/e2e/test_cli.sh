@@ -7,17 +7,12 @@
 # bin/preflight-static.
 source "$(dirname "$0")/lib.sh"
 
-NS=pfl$$c # a namespace of its own for `preflight run` (rank 0 listens on a port)
-HAVE_NS=
 cleanup() {
-    [ -n "$HAVE_NS" ] && ip netns del "$NS" 2>/dev/null
+    del_netns
     [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
-if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$NS" 2>/dev/null; then
-    ip -n "$NS" link set lo up
-    HAVE_NS=1
-fi
+own_netns "pfl$$c" # lib.sh: $NS, and $HAVE_NS when it could be made
 
 EMPTY=$T/empty # a root with nothing in it
 mkdir -p "$EMPTY"
@@ -399,11 +394,4 @@ PY
     fi
 }
 
-L="" BIN=$PREFLIGHT
-suite
-if [ -x "${PREFLIGHT_STATIC:-}" ]; then
-    L="static: " BIN=$PREFLIGHT_STATIC
-    suite
-else
-    skip "static: command-line suite" "bin/preflight-static not built (make static)"
-fi
+both_builds "command-line suite" suite

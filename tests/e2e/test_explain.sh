@@ -26,11 +26,14 @@ ADDERS = {
     "chk": (1, None),            # pkg/rendezvous/stage.c
     "guard": (1, None),          # pkg/rendezvous/stage.c: the stage a deadline names
     "pf_verdict_guard_update": (1, None),
-    # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, stage.c)
+    # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, stage.c, outcome.c)
     "rdv_add_finding_text": (1, 2),
     "rdv_fleet_finding": (1, 2),
     "rdv_sc_reject": (None, 2),
-    "rdv_chk": (1, None),
+    "rdv_note_finding": (1, 2),  # pkg/rendezvous/outcome.c
+    "rdv_note_check": (1, None),
+    "rdv_skip": (1, None),
+    "rdv_message": (1, None),
     "rdv_guard": (1, None),
     # pkg/run (pods.c, tcp.c, gpu.c, summary.c)
     "run_add_finding_text": (1, 2),

@@ -36,18 +36,7 @@ veth eth0 0a:58:0a:87:00:93 1500 10.135.0.147/24 &&
     veth net1 d6:25:47:a2:36:6b 9000 10.203.1.11/24 &&
     veth net2 d6:25:47:a2:36:6c 9000 10.203.2.11/24 ||
     { notok "create veth interfaces"; exit 1; }
-# running IFACE...: waits (bounded) until each interface's operational state is UP (carrier
-# seen and IFF_RUNNING set, which the kernel does shortly after the link comes up)
-running() {
-    local i
-    for i in "$@"; do
-        for _ in $(seq 100); do
-            ip -n "$POD" -o link show dev "$i" | grep -q 'state UP' && break
-            sleep 0.05
-        done
-    done
-}
-running eth0 net1 net2
+links_up "$POD" eth0 net1 net2
 
 # ---- the network-status Multus writes for this pod
 CLUSTER='{"name": "ovn-kubernetes", "interface": "eth0", "ips": ["10.135.0.147"], "mac": "0a:58:0a:87:00:93", "default": true, "dns": {}}'
@@ -192,7 +181,7 @@ suite() {
     expect_check nocarrier net.multus fail "iface-down"
     expect_msg nocarrier net.multus iface-down "is up but has no carrier"
     ip -n "$HOST" link set h-net2 up
-    running net2
+    links_up "$POD" net2
 
     # ---- net2 lost the address IPAM gave it; then an element with no ips on a bare interface
     ip -n "$POD" addr del 10.203.2.11/24 dev net2
@@ -217,14 +206,14 @@ suite() {
     expect_check mtu-annot net.multus fail "mtu"
     expect_msg mtu-annot net.multus mtu "the annotation says 9000"
     ip -n "$POD" link set net1 mtu 9000
-    running net1
+    links_up "$POD" net1
 
     # ---- a MAC that is not the one Multus recorded
     ip -n "$POD" link set net2 address d6:25:47:a2:36:99
     pf mac "$ROOT" "$T/cfg-expect.yaml"
     expect_check mac net.multus warn "mac-mismatch"
     ip -n "$POD" link set net2 address d6:25:47:a2:36:6c
-    running net2
+    links_up "$POD" net2
 
     # ---- SR-IOV: the VFs of the device-info against the fixture sysfs trees
     local sr
@@ -305,11 +294,4 @@ suite() {
     expect_check nothing net.multus skip ""
 }
 
-L="" BIN=$PREFLIGHT
-suite
-if [ -x "${PREFLIGHT_STATIC:-}" ]; then
-    L="static: " BIN=$PREFLIGHT_STATIC
-    suite
-else
-    skip "static: net.multus suite" "bin/preflight-static not built (make static)"
-fi
+both_builds "net.multus suite" suite

@@ -33,22 +33,12 @@ veth() {
     [ -n "${3:-}" ] && ip -n "$POD" addr add "$3" dev "$1"
     ip -n "$POD" link set "$1" up
 }
-# running IFACE...: waits (bounded) until each interface's operational state is UP
-running() {
-    local i
-    for i in "$@"; do
-        for _ in $(seq 100); do
-            ip -n "$POD" -o link show dev "$i" | grep -q 'state UP' && break
-            sleep 0.05
-        done
-    done
-}
 veth eth0 1500 10.135.0.147/24 &&
     veth net1 9000 10.203.1.11/24 &&
     veth net2 9000 10.203.2.11/24 &&
     veth docker0 1500 172.17.0.1/16 ||
     { notok "create veth interfaces"; exit 1; }
-running eth0 net1 net2 docker0
+links_up "$POD" eth0 net1 net2 docker0
 
 ROOT=$T/root
 mkdir -p "$ROOT"
@@ -96,7 +86,7 @@ suite() {
         '["up", true, 9000, "10.203.1.11/24"]'
 
     # ... an ib* interface wins over all of them
-    veth ib0 2044 10.204.0.11/24 && running ib0
+    veth ib0 2044 10.204.0.11/24 && links_up "$POD" ib0
     pf ib
     expect_chosen ib '["ib0"]' ib0
     expect_check ib pass ""
@@ -186,7 +176,7 @@ suite() {
     expect_check nocarrier fail "iface-down"
     expect_msg nocarrier iface-down "is up without carrier"
     ip -n "$HOST" link set h-net2 up
-    running net2
+    links_up "$POD" net2
     ip -n "$POD" addr flush dev net2
     pf noaddr NCCL_SOCKET_IFNAME=net2
     expect_check noaddr fail "iface-no-address"
@@ -207,11 +197,4 @@ suite() {
     expect_check lonely warn "loopback-only"
 }
 
-L="" BIN=$PREFLIGHT
-suite
-if [ -x "${PREFLIGHT_STATIC:-}" ]; then
-    L="static: " BIN=$PREFLIGHT_STATIC
-    suite
-else
-    skip "static: net.interfaces suite" "bin/preflight-static not built (make static)"
-fi
+both_builds "net.interfaces suite" suite

@@ -7,8 +7,9 @@
 # Each scenario breaks one thing (a late pod, a missing one, one killed or frozen in the middle
 # of the all-reduce, a wrong world size, a duplicate rank, a wrong token, garbage on the
 # rendezvous port, a throttled link, a name that resolves late, a restarting pod, a world of
-# one) and asserts the verdict of every surviving pod (status, finding codes, the culprit
-# named), its exit code, and that it finished before its --timeout.
+# one, NCCL_* variables over the JOIN's size) and asserts the verdict of every surviving pod
+# (status, finding codes, the culprit named), its exit code, and that it finished before its
+# --timeout.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
@@ -66,16 +67,6 @@ launch() {
 pod_pids() { ip netns pids "$(pods_ns "$1")" 2>/dev/null | while read -r p; do
     [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preflight ] && echo "$p"; done; }
 pod_signal() { local p; for p in $(pod_pids "$1"); do kill "-$2" "$p" 2>/dev/null; done; }
-
-# wait_for I REGEX SECONDS: until pod I's output matches
-wait_for() {
-    local k
-    for ((k = 0; k < $3 * 10; k++)); do
-        grep -qE "$2" "$T/$SC/out$1" 2>/dev/null && return 0
-        sleep 0.1
-    done
-    return 1
-}
 
 # finish I...: waits for pods I..., records exit code and wall time
 finish() {
@@ -198,7 +189,7 @@ sc_c() {
 sc_d() {
     scenario d-killed 29640 40 "$T/big.yaml"
     for i in 0 1 2 3; do launch "$i"; done
-    if wait_for 2 'tcp all-reduce:' 25; then
+    if wait_for_text "$T/$SC/out2" 'tcp all-reduce:' 25; then
         sleep 1
         pod_signal 2 KILL
         ok "d-killed: trainer-2 killed during the all-reduce"
@@ -214,7 +205,7 @@ sc_d() {
 sc_e() {
     scenario e-frozen 29650 30 "$T/big.yaml"
     for i in 0 1 2 3; do launch "$i"; done
-    if wait_for 1 'tcp all-reduce:' 20; then
+    if wait_for_text "$T/$SC/out1" 'tcp all-reduce:' 20; then
         sleep 1
         pod_signal 1 STOP
         ok "e-frozen: trainer-1 frozen during the all-reduce"
@@ -247,9 +238,9 @@ sc_g() {
     scenario g-duplicate 29670 20 "$T/small.yaml"
     # trainer-3 comes last, so that the run is still gathering when trainer-4 claims rank 1
     for i in 0 1 2; do launch "$i"; done
-    wait_for 1 'joined rank 0' 15
+    wait_for_text "$T/$SC/out1" 'joined rank 0' 15
     launch 4 PREFLIGHT_RANK=1
-    wait_for 4 'refused' 15
+    wait_for_text "$T/$SC/out4" 'refused' 15
     launch 3
     finish 0 1 2 3 4
     for i in 0 1 2 3; do
@@ -290,7 +281,7 @@ sc_h() {
 sc_i() {
     scenario i-garbage 29690 30 "$T/small.yaml"
     for i in 0 1 2; do launch "$i"; done
-    wait_for 0 'listening on port' 15
+    wait_for_text "$T/$SC/out0" 'listening on port' 15
     # from trainer-4: one sends garbage, one connects and says nothing, one scans
     pod_exec 4 python3 - 10.213.0.10 "$PORT" >"$T/$SC/strangers" 2>&1 <<'PY' &
 import os, socket, sys, threading, time
@@ -356,16 +347,45 @@ sc_k() {
 sc_l() {
     scenario l-restart 29720 30 "$T/small.yaml"
     for i in 0 1 2; do launch "$i"; done
-    if wait_for 2 'joined rank 0' 15; then
+    if wait_for_text "$T/$SC/out2" 'joined rank 0' 15; then
         pod_signal 2 KILL
         finish 2
         ok "l-restart: trainer-2 killed while waiting for the others"
     else notok "l-restart: trainer-2 joined rank 0"; fi
     launch 2
-    wait_for 0 'rank 2 .*joined' 15
+    wait_for_text "$T/$SC/out0" 'rank 2 .*joined' 15
     launch 3
     finish 0 1 2 3
     for i in 0 1 2 3; do expect_pod "$i" 0 "${HEALTHY[@]}"; done
+}
+
+# ---- n. one pod's NCCL_* variables are more than its JOIN holds (32 KiB): the JOIN says how
+# many it left out, and both the pod and rank 0 show it (evidence and a log line)
+sc_n() {
+    scenario n-env-left-out 29740 30 "$T/small.yaml"
+    local -a many=()
+    local k fill
+    fill=$(printf 'x%.0s' $(seq 60))
+    for ((k = 0; k < 600; k++)); do many+=("$(printf 'NCCL_PF_FILL_%03d=%s' "$k" "$fill")"); done
+    for i in 0 1 3; do launch "$i"; done
+    launch 2 "${many[@]}"
+    finish 0 1 2 3
+    # trainer-2's variables differ from the others': env-mismatch, a warning, and the run goes on
+    local -a warned=('d["verdict"] == "warn"' 'check("rendezvous")["status"] == "warn"'
+        'codes("rendezvous") == ["env-mismatch"]' 'check("collective.tcp")["status"] == "pass"'
+        'tcp()["ranks"] == 4' 'd["culprits"] == []')
+    expect_pod 0 0 "${warned[@]}" \
+        'check("rendezvous")["evidence"]["envLeftOutRanks"] == 1' \
+        '"rank 2 (trainer-2)" in check("rendezvous")["evidence"]["lastEnvLeftOut"]'
+    expect_pod 2 0 "${warned[@]}" '0 < check("rendezvous")["evidence"]["joinEnvLeftOut"] < 600'
+    for i in 1 3; do
+        expect_pod "$i" 0 "${warned[@]}" '"joinEnvLeftOut" not in check("rendezvous")["evidence"]'
+    done
+    if grep -q "of its NCCL_\* variables did not fit its JOIN" "$T/$SC/out0" &&
+        grep -q "of this pod's NCCL_\* variables do not fit its JOIN" "$T/$SC/out2"; then
+        ok "n-env-left-out: rank 0's log and trainer-2's say what was left out"
+    else notok "n-env-left-out: rank 0's log and trainer-2's say what was left out" \
+        "$(grep -h 'JOIN' "$T/$SC/out0" "$T/$SC/out2" | head -3 | tr '\n' '|')"; fi
 }
 
 # ---- m. a world of one: nothing to meet, so no rendezvous, no listening socket, no waiting
@@ -409,7 +429,7 @@ s = socket.socket(); s.bind(("", 29730)); s.listen(); time.sleep(60)' &
 }
 
 # ONLY="c d" runs those scenarios alone
-for s in a b c d e f g h i j k l m; do
+for s in a b c d e f g h i j k l m n; do
     [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $s "* ]] || continue
     "sc_$s"
 done

@@ -19,19 +19,14 @@ BIN=$PREFLIGHT
 # about three times as long to start); every other case runs the sanitizer build
 BINR=${PREFLIGHT_REL:-$PREFLIGHT}
 [ -x "$BINR" ] || BINR=$PREFLIGHT
-NS=pfs$$s
-HAVE_NS=
 MNT=$T/full
 cleanup() {
     mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
-    [ -n "$HAVE_NS" ] && ip netns del "$NS" 2>/dev/null
+    del_netns
     [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
 }
 trap cleanup EXIT
-if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null && ip netns add "$NS" 2>/dev/null; then
-    ip -n "$NS" link set lo up
-    HAVE_NS=1
-fi
+own_netns "pfs$$s" # lib.sh: $NS, and $HAVE_NS when it could be made
 EMPTY=$T/empty
 mkdir -p "$EMPTY"
 

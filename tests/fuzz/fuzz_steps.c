@@ -2,6 +2,7 @@
  * result, its link measurements, its probe samples and its report (verdict and check
  * statuses); and what rank 0 answers in a probe round (the probes of the next round). The
  * same bytes go to each decoder; then the fleet judges what was decoded. */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,26 +20,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f.n = 2;
     f.roster = roster;
     (void)pf_fleet_ar_decode(&f.r[1], data, size);
+    if (f.r[1].ar_done && !isfinite(f.r[1].ar_seconds)) abort();
     (void)pf_fleet_report_decode(&f.r[1], data, size);
     if (f.r[1].nchecks > 256) abort();
     struct pf_coll_link *links = NULL;
     size_t nlinks = 0;
     (void)pf_fleet_links_decode(&links, &nlinks, 1, data, size);
     for (size_t i = 0; i < nlinks; i++)
-        if (links[i].dst != 1) abort();
+        if (links[i].dst != 1 || !isfinite(links[i].gbps)) abort();
     struct pf_coll_sample smp[PF_COLL_TASKS_MAX];
     size_t nsmp = 0;
     (void)pf_fleet_samples_decode(smp, &nsmp, PF_COLL_TASKS_MAX, data, size);
     if (nsmp > PF_COLL_TASKS_MAX) abort();
     for (size_t i = 0; i < nsmp; i++)
-        if (!(smp[i].seconds > 0) || smp[i].bytes == 0) abort();
+        if (!(smp[i].seconds > 0) || !isfinite(smp[i].seconds) || smp[i].bytes == 0) abort();
     struct pf_coll_task tk[PF_COLL_TASKS_MAX];
     size_t ntk = 0;
     bool more = false;
     (void)pf_fleet_tasks_decode(&more, tk, &ntk, PF_COLL_TASKS_MAX, 2, data, size);
     for (size_t i = 0; i < ntk; i++)
         if (tk[i].peer < 0 || tk[i].peer >= 2 || tk[i].bytes == 0) abort();
-    struct pf_fleet_marks none = {0};
+    struct pf_rdv_marks none = {0};
     struct pf_fleet_tcp t = {.ran = true,
                              .ok = true,
                              .bytes = 1024,

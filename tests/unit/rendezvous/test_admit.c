@@ -1,13 +1,15 @@
 /* rendezvous: JOIN admission at rank 0 (admit.c) without sockets. Rank 0 of a world of 4
  * takes JOINs on connections that are not connected (fd -1): what it admits, what it
  * refuses with which REJECT code and fleet finding, a pod that joins again, and JOINs that
- * fail the token check, which change nothing (docs/threat-model-rendezvous.md). */
+ * fail the token check, which change nothing (docs/threat-model-rendezvous.md). What rank 0
+ * concluded is read from the session's notes, as pkg/run reads them. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,19 +17,62 @@
 
 #define WORLD 4
 
-struct rig {
-    struct pf_verdict v;
-    struct pf_ctx ctx;
-    struct rdv_stage S;
+/* A note as the rig keeps it. */
+struct seen {
+    int kind;
+    char code[64], key[64], text[1024];
+    bool fail, fleet;
+    long long i;
 };
+
+struct rig {
+    struct rdv_stage S;
+    struct seen seen[64];
+    size_t nseen;
+};
+
+/* Takes the notes made so far. */
+static void drain(struct rig *g)
+{
+    struct pf_rdv_note x;
+    while (rdv_note_take(&g->S, &x)) {
+        assert_true(g->nseen < PF_ARRAY_LEN(g->seen));
+        struct seen *s = &g->seen[g->nseen++];
+        s->kind = x.kind;
+        snprintf(s->code, sizeof(s->code), "%s", x.code ? x.code : "");
+        snprintf(s->key, sizeof(s->key), "%s", x.key ? x.key : "");
+        snprintf(s->text, sizeof(s->text), "%s", x.text ? x.text : "");
+        s->fail = x.fail;
+        s->fleet = x.fleet;
+        s->i = x.i;
+    }
+}
+
+/* The findings noted; fleet: only those every rank's verdict carries. */
+static size_t nfindings(struct rig *g, bool fleet)
+{
+    drain(g);
+    size_t n = 0;
+    for (size_t i = 0; i < g->nseen; i++)
+        n += g->seen[i].kind == PF_RDV_NOTE_FINDING && (!fleet || g->seen[i].fleet);
+    return n;
+}
+
+/* The last evidence note of key, or NULL. */
+static const struct seen *evidence(struct rig *g, const char *key)
+{
+    drain(g);
+    for (size_t i = g->nseen; i-- > 0;)
+        if ((g->seen[i].kind == PF_RDV_NOTE_INT || g->seen[i].kind == PF_RDV_NOTE_STR) &&
+            strcmp(g->seen[i].key, key) == 0)
+            return &g->seen[i];
+    return NULL;
+}
 
 static void rig_open(struct rig *g, bool auth, size_t nconn)
 {
     memset(g, 0, sizeof(*g));
-    pf_verdict_init(&g->v);
-    pf_ctx_init(&g->ctx, NULL, &g->v);
     struct rdv_stage *S = &g->S;
-    S->ctx = &g->ctx;
     S->auth = auth;
     S->token = auth ? "t0ken" : NULL;
     S->world = WORLD;
@@ -37,8 +82,6 @@ static void rig_open(struct rig *g, bool auth, size_t nconn)
     for (int r = 0; r < WORLD; r++)
         S->m[r].conn = -1;
     S->m[0].state = M_JOINED;
-    pf_fleet_init(&S->F, WORLD);
-    S->have_fleet = true;
     S->nsc = nconn;
     S->sc = calloc(nconn, sizeof(*S->sc));
     assert_non_null(S->sc);
@@ -58,9 +101,7 @@ static void rig_close(struct rig *g)
         pf_strlist_free(&S->m[r].env);
     free(S->sc);
     free(S->m);
-    pf_fleet_free(&S->F);
-    pf_ctx_free(&g->ctx);
-    pf_verdict_free(&g->v);
+    rdv_notes_free(&S->notes);
 }
 
 /* connection i sends a JOIN claiming rank of world, from pod; mac: 0 none, 1 good, 2 bad,
@@ -88,8 +129,11 @@ static void join(struct rig *g, size_t i, long long rank, long long world, const
 
 static bool has_code(struct rig *g, const char *code)
 {
-    const struct pf_check *c = pf_verdict_find_check(&g->v, "rendezvous");
-    return c && pf_check_has_finding(c, code);
+    drain(g);
+    for (size_t i = 0; i < g->nseen; i++)
+        if (g->seen[i].kind == PF_RDV_NOTE_FINDING && strcmp(g->seen[i].code, code) == 0)
+            return true;
+    return false;
 }
 
 static void test_admitted(void **state)
@@ -126,17 +170,17 @@ static void test_unverified(void **state)
         struct rig g;
         rig_open(&g, cases[k].auth, 1);
         join(&g, 0, 2, WORLD, "trainer-2", cases[k].mac);
-        const struct pf_check *c = pf_verdict_find_check(&g.v, "rendezvous");
-        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || !c || c->nfindings != 0 ||
-            g.S.m[2].state != M_EMPTY || g.S.refused != 1 || !g.S.m[2].refused_claim[0] ||
-            g.S.F.out.nfindings != 0)
+        size_t nf = nfindings(&g, false);
+        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 || g.S.m[2].state != M_EMPTY ||
+            g.S.refused != 1 || !g.S.m[2].refused_claim[0])
             fail_msg("%s: rank %d closing %d, %zu findings, slot %d, refused %d", cases[k].name,
-                     g.S.sc[0].rank, g.S.sc[0].closing, c ? c->nfindings : 0, g.S.m[2].state,
-                     g.S.refused);
-        const struct pf_node *n = pf_node_get(c->evidence, "refusedJoins");
+                     g.S.sc[0].rank, g.S.sc[0].closing, nf, g.S.m[2].state, g.S.refused);
+        const struct seen *n = evidence(&g, "refusedJoins");
         assert_non_null(n);
         assert_int_equal(n->i, 1);
-        assert_non_null(strstr(pf_node_get_str(c->evidence, "lastRefused"), "claiming rank 2"));
+        n = evidence(&g, "lastRefused");
+        assert_non_null(n);
+        assert_non_null(strstr(n->text, "claiming rank 2"));
         rig_close(&g);
     }
 }
@@ -159,7 +203,7 @@ static void test_stranger_before_and_after(void **state)
     g.S.m[1].state = g.S.m[3].state = M_JOINED;
     rdv_admit_report_claims(&g.S);
     assert_false(has_code(&g, "stranger-refused"));
-    assert_int_equal(g.S.F.out.nfindings, 0);
+    assert_int_equal(nfindings(&g, true), 0);
     rig_close(&g);
 }
 
@@ -176,13 +220,16 @@ static void test_claims_reported(void **state)
     join(&g, 2, 1, WORLD, "trainer-1", 1);
     rdv_admit_report_claims(&g.S);
     rdv_admit_report_claims(&g.S);
-    const struct pf_check *c = pf_verdict_find_check(&g.v, "rendezvous");
-    assert_int_equal(c->nfindings, 1);
-    assert_string_equal(c->findings[0].code, "stranger-refused");
-    assert_int_equal(c->findings[0].status, PF_WARN);
-    assert_non_null(strstr(c->findings[0].message, "rank 3 never joined"));
-    assert_non_null(strstr(c->findings[0].message, "trainer-3"));
-    assert_int_equal(g.S.F.out.nfindings, 1);
+    assert_int_equal(nfindings(&g, false), 1);
+    const struct seen *f = NULL;
+    for (size_t i = 0; i < g.nseen; i++)
+        if (g.seen[i].kind == PF_RDV_NOTE_FINDING) f = &g.seen[i];
+    assert_non_null(f);
+    assert_string_equal(f->code, "stranger-refused");
+    assert_false(f->fail); /* a warning */
+    assert_true(f->fleet); /* every rank's verdict carries it */
+    assert_non_null(strstr(f->text, "rank 3 never joined"));
+    assert_non_null(strstr(f->text, "trainer-3"));
     rig_close(&g);
 }
 

@@ -634,12 +634,6 @@ static void test_identify_launchers(void **state)
                 pf_rdv_pod_name(name, sizeof(name), &id, tc->world - 1);
                 assert_string_equal(name, tc->pod_last);
             }
-            /* the evidence names the rule and what it read */
-            struct pf_node *ev = pf_node_new_map();
-            pf_rdv_ident_evidence(ev, &id);
-            assert_string_equal(pf_node_get_str(ev, "rule"), tc->rule);
-            assert_int_equal(pf_node_get(ev, "from")->count, (size_t)id.nfrom);
-            pf_node_free(ev);
         }
         pf_k8s_map_free(&labels);
         pf_k8s_map_free(&annotations);

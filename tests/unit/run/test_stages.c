@@ -27,15 +27,48 @@ struct seen {
 
 static struct pf_run_opts opts;
 
-static int open_run(struct pf_run *R, struct seen *s)
+/* A run with no environment (verdict at path, or none), the test stages' record as its user
+ * data. */
+static int open_run(struct pf_run *R, struct seen *s, const char *path)
 {
     memset(&opts, 0, sizeof(opts));
     static char *env[] = {NULL};
     opts.environ_ = env;
-    int r = pf_run_open(R, &opts, NULL);
+    int r = pf_run_open(R, &opts, path);
     memset(s, 0, sizeof(*s));
     R->user = s;
     return r;
+}
+
+/* The fixture of every test but the guard's: such a run, closed after the test. */
+struct fixture {
+    struct pf_run R;
+    struct seen s;
+};
+
+static int setup(void **state)
+{
+    struct fixture *x = calloc(1, sizeof(*x));
+    if (!x || open_run(&x->R, &x->s, NULL) < 0) {
+        free(x);
+        return -1;
+    }
+    *state = x;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *x = *state;
+    pf_run_close(&x->R);
+    free(x);
+    return 0;
+}
+
+/* A row of a stage table: stage id feeding check, no message of its own, not always run. */
+static struct pf_run_stage stage(const char *id, const char *check, double share, pf_run_fn fn)
+{
+    return (struct pf_run_stage){id, check, NULL, share, false, fn};
 }
 
 static int note(struct pf_run *R)
@@ -70,142 +103,132 @@ static int budget(struct pf_run *R)
 
 static void test_order(void **state)
 {
-    (void)state;
-    struct pf_run R;
-    struct seen s;
-    assert_int_equal(open_run(&R, &s), 0);
+    struct fixture *x = *state;
+    struct pf_run *R = &x->R;
+    const struct seen *s = &x->s;
     const struct pf_run_stage t[] = {
-        {"one", "preflight", NULL, 0, false, note},
-        {"two", "rendezvous", NULL, 0, false, note},
-        {"three", "collective.tcp", NULL, 0, false, note},
+        stage("one", "preflight", 0, note),
+        stage("two", "rendezvous", 0, note),
+        stage("three", "collective.tcp", 0, note),
     };
-    assert_int_equal(pf_run_stages(&R, t, 3), 0);
-    assert_int_equal(s.n, 3);
-    assert_string_equal(s.order[0], "one");
-    assert_string_equal(s.order[1], "two");
-    assert_string_equal(s.order[2], "three");
-    assert_int_equal(R.ntiming, 3);
+    assert_int_equal(pf_run_stages(R, t, 3), 0);
+    assert_int_equal(s->n, 3);
+    assert_string_equal(s->order[0], "one");
+    assert_string_equal(s->order[1], "two");
+    assert_string_equal(s->order[2], "three");
+    assert_int_equal(R->ntiming, 3);
     for (int i = 0; i < 3; i++) {
-        assert_string_equal(R.timing[i].id, t[i].id);
-        assert_int_equal(R.timing[i].state, PF_RUN_DONE);
-        assert_true(R.timing[i].seconds >= 0);
+        assert_string_equal(R->timing[i].id, t[i].id);
+        assert_int_equal(R->timing[i].state, PF_RUN_DONE);
+        assert_true(R->timing[i].seconds >= 0);
     }
     /* no deadline: no stage deadline either */
-    assert_true(s.stage_deadline == 0);
+    assert_true(s->stage_deadline == 0);
     /* no check was touched by the loop itself */
-    assert_null(pf_verdict_find_check(&R.verdict, "rendezvous"));
+    assert_null(pf_verdict_find_check(&R->verdict, "rendezvous"));
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    pf_run_timing_text(&R, &b);
+    pf_run_timing_text(R, &b);
     assert_non_null(strstr(pf_buf_str(&b), "one "));
     assert_non_null(strstr(pf_buf_str(&b), ", three "));
     pf_buf_free(&b);
-    pf_run_close(&R);
 }
 
 static void test_shares(void **state)
 {
-    (void)state;
-    struct pf_run R;
-    struct seen s;
-    assert_int_equal(open_run(&R, &s), 0);
-    R.deadline = pf_now() + 1000;
-    const struct pf_run_stage t[] = {{"budget", "collective.tcp", NULL, 0.25, false, budget}};
-    assert_int_equal(pf_run_stages(&R, t, 1), 0);
+    struct fixture *x = *state;
+    struct pf_run *R = &x->R;
+    const struct seen *s = &x->s;
+    R->deadline = pf_now() + 1000;
+    const struct pf_run_stage t[] = {stage("budget", "collective.tcp", 0.25, budget)};
+    assert_int_equal(pf_run_stages(R, t, 1), 0);
     /* a quarter of the time left, measured from the stage's start */
-    assert_true(s.share_seen > 0.2499 && s.share_seen < 0.2501);
-    assert_true(s.stage_deadline < R.deadline);
+    assert_true(s->share_seen > 0.2499 && s->share_seen < 0.2501);
+    assert_true(s->stage_deadline < R->deadline);
     /* share 0: the run's deadline */
-    const struct pf_run_stage t0[] = {{"all", "preflight", NULL, 0, false, note}};
-    assert_int_equal(pf_run_stages(&R, t0, 1), 0);
-    assert_true(s.stage_deadline == R.deadline);
-    pf_run_close(&R);
+    const struct pf_run_stage t0[] = {stage("all", "preflight", 0, note)};
+    assert_int_equal(pf_run_stages(R, t0, 1), 0);
+    assert_true(s->stage_deadline == R->deadline);
 }
 
 static void test_deadline_skips_later_stages(void **state)
 {
-    (void)state;
-    struct pf_run R;
-    struct seen s;
-    assert_int_equal(open_run(&R, &s), 0);
-    R.deadline = pf_now() + 1000;
+    struct fixture *x = *state;
+    struct pf_run *R = &x->R;
+    const struct seen *s = &x->s;
+    R->deadline = pf_now() + 1000;
     /* collective.nccl already says more: the skip must not overwrite it */
-    struct pf_check *gpu = pf_verdict_add_check(&R.verdict, "collective.nccl");
+    struct pf_check *gpu = pf_verdict_add_check(&R->verdict, "collective.nccl");
     pf_check_add_finding(gpu, "timeout", PF_FAIL, NULL, "the GPU stage said this first");
     const struct pf_run_stage t[] = {
-        {"local", "preflight", NULL, 0, false, note},
-        {"meet", "rendezvous", NULL, 0, false, overrun},
-        {"collective.tcp", "collective.tcp", NULL, 0, false, note},
-        {"gpu", "collective.nccl", NULL, 0, false, note},
+        stage("local", "preflight", 0, note),
+        stage("meet", "rendezvous", 0, overrun),
+        stage("collective.tcp", "collective.tcp", 0, note),
+        stage("gpu", "collective.nccl", 0, note),
         {"report", "preflight", NULL, 0, true, note},
     };
-    assert_int_equal(pf_run_stages(&R, t, 5), 0);
+    assert_int_equal(pf_run_stages(R, t, 5), 0);
     /* local, meet and the report ran; the two between did not */
-    assert_int_equal(s.n, 3);
-    assert_string_equal(s.order[0], "local");
-    assert_string_equal(s.order[1], "meet");
-    assert_string_equal(s.order[2], "report");
-    assert_int_equal(R.timing[1].state, PF_RUN_DONE);
-    assert_int_equal(R.timing[2].state, PF_RUN_SKIPPED);
-    assert_int_equal(R.timing[3].state, PF_RUN_SKIPPED);
-    assert_int_equal(R.timing[4].state, PF_RUN_DONE);
-    assert_string_equal(R.timing[2].why,
+    assert_int_equal(s->n, 3);
+    assert_string_equal(s->order[0], "local");
+    assert_string_equal(s->order[1], "meet");
+    assert_string_equal(s->order[2], "report");
+    assert_int_equal(R->timing[1].state, PF_RUN_DONE);
+    assert_int_equal(R->timing[2].state, PF_RUN_SKIPPED);
+    assert_int_equal(R->timing[3].state, PF_RUN_SKIPPED);
+    assert_int_equal(R->timing[4].state, PF_RUN_DONE);
+    assert_string_equal(R->timing[2].why,
                         "the deadline (--timeout) passed during stage meet, before stage "
                         "collective.tcp");
     /* the skipped stage's check says why */
-    struct pf_check *tcp = pf_verdict_find_check(&R.verdict, "collective.tcp");
+    struct pf_check *tcp = pf_verdict_find_check(&R->verdict, "collective.tcp");
     assert_non_null(tcp);
     assert_int_equal(tcp->status, PF_SKIP);
     assert_string_equal(tcp->message, "not run: the deadline (--timeout) passed during stage "
                                       "meet, before stage collective.tcp");
     /* one that had its own findings keeps them and its message */
-    gpu = pf_verdict_find_check(&R.verdict, "collective.nccl");
+    gpu = pf_verdict_find_check(&R->verdict, "collective.nccl");
     assert_int_equal(gpu->nfindings, 1);
     assert_int_not_equal(gpu->status, PF_SKIP);
     assert_null(gpu->message);
     /* the timing text names the skipped stages */
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    pf_run_timing_text(&R, &b);
+    pf_run_timing_text(R, &b);
     assert_non_null(strstr(pf_buf_str(&b), "collective.tcp skipped, gpu skipped, report "));
     pf_buf_free(&b);
-    pf_run_close(&R);
 }
 
 static void test_deadline_before_the_first(void **state)
 {
-    (void)state;
-    struct pf_run R;
-    struct seen s;
-    assert_int_equal(open_run(&R, &s), 0);
-    R.deadline = pf_now() - 1;
-    const struct pf_run_stage t[] = {{"meet", "rendezvous", NULL, 0, false, note}};
-    assert_int_equal(pf_run_stages(&R, t, 1), 0);
-    assert_int_equal(s.n, 0);
-    assert_string_equal(R.timing[0].why, "the deadline (--timeout) passed before stage meet");
-    struct pf_check *c = pf_verdict_find_check(&R.verdict, "rendezvous");
+    struct fixture *x = *state;
+    struct pf_run *R = &x->R;
+    const struct seen *s = &x->s;
+    R->deadline = pf_now() - 1;
+    const struct pf_run_stage t[] = {stage("meet", "rendezvous", 0, note)};
+    assert_int_equal(pf_run_stages(R, t, 1), 0);
+    assert_int_equal(s->n, 0);
+    assert_string_equal(R->timing[0].why, "the deadline (--timeout) passed before stage meet");
+    struct pf_check *c = pf_verdict_find_check(&R->verdict, "rendezvous");
     assert_non_null(c);
     assert_int_equal(c->status, PF_SKIP);
-    pf_run_close(&R);
 }
 
 static void test_failure_stops_the_table(void **state)
 {
-    (void)state;
-    struct pf_run R;
-    struct seen s;
-    assert_int_equal(open_run(&R, &s), 0);
+    struct fixture *x = *state;
+    struct pf_run *R = &x->R;
+    const struct seen *s = &x->s;
     const struct pf_run_stage t[] = {
-        {"one", "preflight", NULL, 0, false, note},
-        {"bad", "preflight", NULL, 0, false, fails},
-        {"three", "rendezvous", NULL, 0, false, note},
+        stage("one", "preflight", 0, note),
+        stage("bad", "preflight", 0, fails),
+        stage("three", "rendezvous", 0, note),
     };
-    assert_int_equal(pf_run_stages(&R, t, 3), PF_EUSAGE);
+    assert_int_equal(pf_run_stages(R, t, 3), PF_EUSAGE);
     assert_string_equal(pf_err_msg(), "stage bad: bad input");
-    assert_int_equal(s.n, 2);
-    assert_int_equal(R.ntiming, 2);
-    assert_int_equal(R.timing[1].state, PF_RUN_FAILED);
-    pf_run_close(&R);
+    assert_int_equal(s->n, 2);
+    assert_int_equal(R->ntiming, 2);
+    assert_int_equal(R->timing[1].state, PF_RUN_FAILED);
 }
 
 /* The guard: a child runs a table under the real guard; its second stage is stopped by
@@ -230,17 +253,12 @@ static void test_guard_names_the_stage(void **state)
     assert_true(pid >= 0);
     if (pid == 0) {
         struct pf_run R;
-        memset(&opts, 0, sizeof(opts));
-        static char *env[] = {NULL};
-        opts.environ_ = env;
-        if (pf_run_open(&R, &opts, path) < 0) _exit(90);
+        struct seen s;
+        if (open_run(&R, &s, path) < 0) _exit(90);
         const struct pf_run_stage t[] = {
             {"first", "rendezvous", "meeting the test pods", 0, false, note},
             {"second", "collective.tcp", "running the test all-reduce", 0, false, stopped},
         };
-        struct seen s;
-        memset(&s, 0, sizeof(s));
-        R.user = &s;
         pf_run_stages(&R, t, 2);
         _exit(91); /* not reached: the guard ends the process */
     }
@@ -266,11 +284,11 @@ static void test_guard_names_the_stage(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_order),
-        cmocka_unit_test(test_shares),
-        cmocka_unit_test(test_deadline_skips_later_stages),
-        cmocka_unit_test(test_deadline_before_the_first),
-        cmocka_unit_test(test_failure_stops_the_table),
+        cmocka_unit_test_setup_teardown(test_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shares, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_skips_later_stages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadline_before_the_first, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_stops_the_table, setup, teardown),
         cmocka_unit_test(test_guard_names_the_stage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

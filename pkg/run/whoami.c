@@ -1,6 +1,7 @@
 /* What the identity rules read besides the environment: the host name, its FQDN (only when the
  * answer depends on it: a lookup), the downward-API labels and annotations, and Volcano's
- * hostfiles; all files under the root prefix. */
+ * hostfiles; all files under the root prefix. The rules themselves are pkg/rendezvous's
+ * pf_rdv_identify_pod; the meeting takes the identity found here (struct pf_rdv_setup). */
 #define _GNU_SOURCE
 #include <netdb.h>
 #include <stdlib.h>
@@ -8,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rendezvous.h"
+#include "internal.h"
+
+#include "../k8s/k8s.h"
 
 static void canonical_name(const char *host, char *out, size_t n)
 {
@@ -61,7 +64,7 @@ static void read_volcano(struct pf_k8s_map *out, struct pf_ctx *ctx)
     pf_strlist_free(&names);
 }
 
-int pf_rdv_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
                   int default_port)
 {
     char host[256] = "", fqdn[512] = "";
@@ -91,4 +94,20 @@ out:
     pf_k8s_map_free(&annotations);
     pf_k8s_map_free(&volcano);
     return r;
+}
+
+void pf_run_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id)
+{
+    pf_node_set_str(map, "rule", id->rule);
+    if (id->member) {
+        pf_node_set_int(map, "rank", id->rank);
+        pf_node_set_int(map, "worldSize", id->world_size);
+        if (id->coordinator[0]) pf_node_set_str(map, "coordinator", id->coordinator);
+    } else {
+        pf_node_set_bool(map, "member", false);
+    }
+    if (id->explain[0]) pf_node_set_str(map, "explain", id->explain);
+    struct pf_node *f = pf_node_set_seq(map, "from");
+    for (int i = 0; i < id->nfrom; i++)
+        pf_node_add_str(f, id->from[i]);
 }

@@ -1,0 +1,185 @@
+/* What the meeting concluded, as data for the caller: the ranks lost and the ranks that
+ * reported a failure (marks), and the notes that the caller writes into its verdict (the
+ * checks `rendezvous` and `collective.tcp`, the pod's rank, a culprit); and the progress
+ * lines it hands the caller. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pf_rdv_mark(struct pf_rdv_marks *l, int rank, const char *why)
+{
+    if (pf_rdv_marked(l, rank)) return;
+    l->v = pf_xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+    l->v[l->n].rank = rank;
+    l->v[l->n].why = pf_xstrdup(why && *why ? why : "failed");
+    l->n++;
+}
+
+bool pf_rdv_marked(const struct pf_rdv_marks *l, int rank)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].rank == rank) return true;
+    return false;
+}
+
+void pf_rdv_marks_free(struct pf_rdv_marks *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i].why);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+/* ---- notes: what the caller writes into its verdict, in the order made */
+
+static char *dup_or_null(const char *s)
+{
+    return s ? pf_xstrdup(s) : NULL;
+}
+
+static void note_free(struct pf_rdv_note *x)
+{
+    free((char *)x->code);
+    free((char *)x->key);
+    free((char *)x->text);
+    free((char *)x->pod);
+    free((char *)x->node);
+}
+
+/* Queues a copy of x (its texts duplicated) and tells the caller. */
+static void note_add(struct rdv_stage *S, const struct pf_rdv_note *x)
+{
+    struct rdv_notes *q = &S->notes;
+    if (q->n == q->cap) {
+        q->cap = q->cap ? q->cap * 2 : 16;
+        q->v = pf_xrealloc(q->v, q->cap * sizeof(*q->v));
+    }
+    struct pf_rdv_note *y = &q->v[q->n++];
+    *y = *x;
+    y->code = dup_or_null(x->code);
+    y->key = dup_or_null(x->key);
+    y->text = dup_or_null(x->text);
+    y->pod = dup_or_null(x->pod);
+    y->node = dup_or_null(x->node);
+    if (S->su.noted) S->su.noted(S->su.arg);
+}
+
+bool rdv_note_take(struct rdv_stage *S, struct pf_rdv_note *out)
+{
+    struct rdv_notes *q = &S->notes;
+    if (q->taken) {
+        for (size_t i = 0; i < q->taken; i++)
+            note_free(&q->v[i]);
+        memmove(q->v, q->v + q->taken, (q->n - q->taken) * sizeof(*q->v));
+        q->n -= q->taken;
+        q->taken = 0;
+    }
+    if (q->n == 0) return false;
+    *out = q->v[0];
+    q->taken = 1;
+    return true;
+}
+
+void rdv_notes_free(struct rdv_notes *q)
+{
+    for (size_t i = 0; i < q->n; i++)
+        note_free(&q->v[i]);
+    free(q->v);
+    pf_strlist_free(&q->found);
+    memset(q, 0, sizeof(*q));
+}
+
+void rdv_note_check(struct rdv_stage *S, const char *check)
+{
+    note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_CHECK, .check = check});
+}
+
+bool rdv_note_finding(struct rdv_stage *S, const char *check, const char *code, int sev, bool fleet,
+                      const char *text)
+{
+    char *k = pf_xasprintf("%s\x1f%s\x1f%s", check, code, text);
+    bool seen = pf_strlist_has(&S->notes.found, k);
+    if (!seen) pf_strlist_add(&S->notes.found, k);
+    free(k);
+    if (seen) return false;
+    note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_FINDING,
+                                      .check = check,
+                                      .code = code,
+                                      .text = text,
+                                      .fail = sev == RDV_FAIL,
+                                      .fleet = fleet});
+    return true;
+}
+
+void rdv_skip(struct rdv_stage *S, const char *check, bool soft, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    note_add(S, &(struct pf_rdv_note){
+                    .kind = PF_RDV_NOTE_SKIP, .check = check, .text = text, .soft = soft});
+}
+
+void rdv_message(struct rdv_stage *S, const char *check, const char *fmt, ...)
+{
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_MESSAGE, .check = check, .text = text});
+}
+
+void rdv_ev_int(struct rdv_stage *S, const char *key, long long v)
+{
+    note_add(S, &(struct pf_rdv_note){
+                    .kind = PF_RDV_NOTE_INT, .check = "rendezvous", .key = key, .i = v});
+}
+
+void rdv_ev_dbl(struct rdv_stage *S, const char *key, double v)
+{
+    note_add(S, &(struct pf_rdv_note){
+                    .kind = PF_RDV_NOTE_DBL, .check = "rendezvous", .key = key, .d = v});
+}
+
+void rdv_ev_str(struct rdv_stage *S, const char *key, const char *v)
+{
+    note_add(S, &(struct pf_rdv_note){
+                    .kind = PF_RDV_NOTE_STR, .check = "rendezvous", .key = key, .text = v});
+}
+
+void rdv_note_identity(struct rdv_stage *S)
+{
+    note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_IDENTITY, .check = "rendezvous"});
+}
+
+void rdv_note_pod(struct rdv_stage *S, int rank, int world)
+{
+    note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_POD, .i = rank, .world = world});
+}
+
+void rdv_note_culprit(struct rdv_stage *S, int rank, const char *pod, const char *node,
+                      const char *text)
+{
+    note_add(S,
+             &(struct pf_rdv_note){
+                 .kind = PF_RDV_NOTE_CULPRIT, .i = rank, .pod = pod, .node = node, .text = text});
+}
+
+void rdv_say(struct rdv_stage *S, const char *fmt, ...)
+{
+    if (!S->su.progress) return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    S->su.progress(S->su.arg, line);
+}

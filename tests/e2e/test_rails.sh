@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# net.rails end to end: eight pods (network namespaces, tests/e2e/pods.sh), each with its
+# cluster interface eth0 and two rails, net1 and net2, veths on two more bridges (br1, br2:
+# two "NICs" a pod, one network each), and a downward-API folder holding the Multus
+# network-status Multus would write for it (tests/fixtures/gen-podinfo.py; device-info with
+# the VF's RDMA device as the SR-IOV device plugin reports it). No RDMA NIC, SR-IOV VF or
+# Kubernetes runs here: the rails are veths and the annotation is written by the test.
+#   healthy    every rail at MTU 9000 on its subnet: net.rails passes, no rail finding
+#   subnet     trainer-3's net2 on another subnet: rail-subnet-mismatch and rail-unreachable
+#              name trainer-3's net2, the only culprit
+#   mtu        trainer-5's net1 at MTU 1500, the others 9000: rail-mtu-mismatch names it
+#   blackhole  every pod at 9000, but trainer-6's net1 port on the node's side (the bridge)
+#              at 1500: full-sized frames are dropped both ways, rail-mtu-blackhole names
+#              trainer-6's net1, the only culprit
+# No timing decides a result: a stalled transfer acknowledges nothing however long it is
+# given, and rail-slow (a warning that needs rates) is never asserted.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pods.sh"
+
+need_root "rails among pods in network namespaces" || exit 0
+for c in ip dnsmasq python3; do
+    command -v "$c" >/dev/null ||
+        { skip "rails among pods in network namespaces" "$c not installed"; exit 0; }
+done
+
+N=8
+TO=150
+cleanup() {
+    pods_cleanup
+    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+pods_setup "$N" "pfq$$" || { notok "set up $N pods"; exit 1; }
+
+rail_ip() { echo "10.214.$1.$((10 + $2))"; } # NET POD
+
+# the two rails of every pod: veth NAME in the pod, its peer <prefix><a|b>I on bridge brK
+setup_rails() {
+    local k i ns
+    for k in 1 2; do
+        ip -n "$PODS_SW" link add "br$k" type bridge || return 1
+        ip -n "$PODS_SW" link set "br$k" mtu 9000 up
+    done
+    for ((i = 0; i < N; i++)); do
+        ns=$(pods_ns "$i")
+        for k in 1 2; do
+            local port="${PODS_PREFIX}$([ $k = 1 ] && echo a || echo b)$i"
+            ip link add "$port" netns "$PODS_SW" type veth peer name "net$k" netns "$ns" || return 1
+            ip -n "$PODS_SW" link set "$port" mtu 9000 master "br$k" up
+            ip -n "$ns" link set "net$k" mtu 9000 up
+            ip -n "$ns" addr add "$(rail_ip "$k" "$i")/24" dev "net$k"
+        done
+    done
+}
+setup_rails || { notok "set up two rails a pod"; exit 1; }
+ok "set up $N pods with two rails each (network namespaces, three bridges, dnsmasq)"
+# no SR-IOV VF exists here: net.sriov's vf-missing for the network-status's PCI addresses is
+# ignored, the rails' RDMA devices are only named
+printf 'tcp: {messageBytes: 1048576, iterations: 1}\npolicy: {findings: {vf-missing: ignore}}\n' >"$T/small.yaml"
+
+# podinfo I: pod I's downward-API folder, the network-status from its interfaces as they are
+podinfo() {
+    local i=$1 ns dir
+    ns=$(pods_ns "$i")
+    dir="$T/podinfo$i"
+    rm -rf "$dir"
+    ip -n "$ns" -j addr show >"$T/addr$i.json"
+    python3 - "$T/addr$i.json" "$i" >"$T/ns$i.json" <<'PY'
+import json, sys
+links = {l["ifname"]: l for l in json.load(open(sys.argv[1]))}
+i = int(sys.argv[2])
+def ips(name):
+    return [a["local"] for a in links[name].get("addr_info", []) if a["family"] == "inet"]
+def elem(name, net, rdma, bdf):
+    e = {"name": net, "interface": name, "ips": ips(name), "mac": links[name]["address"],
+         "mtu": links[name]["mtu"], "dns": {}}
+    if rdma:
+        e["device-info"] = {"type": "pci", "version": "1.1.0",
+                            "pci": {"pci-address": bdf, "rdma-device": rdma}}
+    return e
+out = [dict(elem("eth0", "cbr0", None, None), default=True),
+       elem("net1", "ml/rail-a", "mlx5_%d" % (2 * i), "0000:%02x:00.2" % (0x10 + i)),
+       elem("net2", "ml/rail-b", "mlx5_%d" % (2 * i + 1), "0000:%02x:00.3" % (0x10 + i))]
+out[0].pop("mtu")
+print(json.dumps(out))
+PY
+    python3 "$FIX/gen-podinfo.py" "$dir" "$T/ns$i.json" \
+        --annotation k8s.v1.cni.cncf.io/networks=ml/rail-a,ml/rail-b >/dev/null
+}
+
+declare -A RC
+SC= PORT=
+
+launch() {
+    local i=$1
+    (
+        pod_exec "$i" env POD_NAME="trainer-$i" POD_NAMESPACE=ml NODE_NAME="node-$i" \
+            PREFLIGHT_WORLD_SIZE=$N PREFLIGHT_PORT="$PORT" NCCL_SOCKET_IFNAME=eth0 \
+            PREFLIGHT_PODINFO="$T/podinfo$i" \
+            "$PREFLIGHT" run --config "$T/small.yaml" --verdict "$T/$SC/v$i.yaml" \
+            --format yaml --timeout "$TO" >>"$T/$SC/out$i" 2>&1
+        echo $? >"$T/$SC/rc$i"
+    ) &
+    POD_PID[$i]=$!
+}
+
+run_all() {
+    SC=$1 PORT=$2
+    local i
+    mkdir -p "$T/$SC"
+    for ((i = 0; i < N; i++)); do podinfo "$i"; done
+    for ((i = 0; i < N; i++)); do launch "$i"; done
+    for ((i = 0; i < N; i++)); do
+        wait "${POD_PID[$i]}" 2>/dev/null
+        RC[$i]=$(cat "$T/$SC/rc$i" 2>/dev/null || echo none)
+    done
+}
+
+# expect I EXPR...: each Python expression holds over pod I's verdict (d; check(id);
+# codes(id): net.rails' codes but rail-slow; finding(id, code); culprits(): their ranks)
+expect() {
+    local i=$1
+    shift
+    local v="$T/$SC/v$i.yaml" name="$SC: trainer-$i"
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$SC/out$i"; then
+        notok "$name: no sanitizer report" "$(grep -m1 -E 'Sanitizer|runtime error' "$T/$SC/out$i")"
+    fi
+    [ -s "$v" ] || { notok "$name verdict written" "no $v (exit ${RC[$i]})"; return; }
+    python3 - "$v" "$name" "$@" <<'PY'
+import json, sys, yaml
+path, name, exprs = sys.argv[1], sys.argv[2], sys.argv[3:]
+with open(path) as f:
+    d = yaml.safe_load(f)
+def check(cid):
+    return next((c for c in d.get("checks", []) if c["id"] == cid), {})
+def codes(cid):
+    return sorted(x["code"] for x in (check(cid).get("findings") or []) if x["code"] != "rail-slow")
+def finding(cid, code):
+    return " | ".join(x.get("message", "") for x in check(cid).get("findings") or []
+                      if x["code"] == code)
+def culprits():
+    return sorted(c.get("rank") for c in d.get("culprits") or [])
+def others(text, me):
+    """trainer-N named in text other than trainer-me, as subjects (not as a probe's peer)"""
+    import re
+    return sorted(set(int(m) for m in re.findall(r"(?:^|; |: )rank \d+ \(trainer-(\d+)\)", text)) - {me})
+for e in exprs:
+    try:
+        r, err = eval(e), ""
+    except Exception as x:
+        r, err = False, repr(x)
+    if r is True:
+        print(f"ok - {name}: {e}")
+    else:
+        got = {"verdict": d.get("verdict"), "net.rails": [check("net.rails").get("status"),
+               check("net.rails").get("message"), codes("net.rails")], "culprits": culprits(),
+               "failing": [c["id"] for c in d.get("checks", []) if c.get("status") == "fail"],
+               "findings": [x.get("message") for x in check("net.rails").get("findings") or []]}
+        print(f"not ok - {name}: {e}: {err or r} ({json.dumps(got)[:1500]})")
+PY
+}
+
+# ---- healthy
+run_all healthy 29910
+for ((i = 0; i < N; i++)); do
+    expect "$i" 'check("net.rails")["status"] == "pass"' 'codes("net.rails") == []' \
+        'culprits() == []' 'len(check("net.rails")["evidence"]["rails"]) == 2' \
+        'all("gbps" in r["probe"] for r in check("net.rails")["evidence"]["rails"])'
+done
+expect 0 '[n["name"] for n in check("net.rails")["evidence"]["networks"]] == ["ml/rail-a", "ml/rail-b"]' \
+    'all(n["probed"] == 8 and n["mtu"] == 9000 for n in check("net.rails")["evidence"]["networks"])'
+
+# ---- subnet: trainer-3's net2 on 10.214.9.0/24
+ns3=$(pods_ns 3)
+ip -n "$ns3" addr flush dev net2
+ip -n "$ns3" addr add 10.214.9.13/24 dev net2
+run_all subnet 29920
+for ((i = 0; i < N; i++)); do
+    expect "$i" 'check("net.rails")["status"] == "fail"' \
+        'codes("net.rails") == ["rail-subnet-mismatch", "rail-unreachable"]' 'culprits() == [3]' \
+        'finding("net.rails", "rail-subnet-mismatch").startswith("network ml/rail-b: 1 of 8 pods are on another subnet than 10.214.2.0/24: rank 3 (trainer-3) on node-3, net2 (RDMA device mlx5_7) has 10.214.9.13/24")' \
+        'finding("net.rails", "rail-unreachable").startswith("network ml/rail-b: rank 3 (trainer-3) on node-3, net2 (RDMA device mlx5_7), 10.214.9.13/24: to rank 4 (trainer-4)")' \
+        'others(finding("net.rails", "rail-unreachable"), 3) == []' \
+        '"otherwise fine" not in finding("net.rails", "rail-unreachable")'
+done
+ip -n "$ns3" addr flush dev net2
+ip -n "$ns3" addr add "$(rail_ip 2 3)/24" dev net2
+
+# ---- mtu: trainer-5's net1 at 1500 (both ends: a consistent but different rail)
+ns5=$(pods_ns 5)
+ip -n "$ns5" link set net1 mtu 1500
+ip -n "$PODS_SW" link set "${PODS_PREFIX}a5" mtu 1500
+run_all mtu 29930
+for ((i = 0; i < N; i++)); do
+    expect "$i" 'codes("net.rails") == ["rail-mtu-mismatch"]' 'culprits() == []' \
+        'check("net.rails")["status"] == "warn"' \
+        'finding("net.rails", "rail-mtu-mismatch") == "network ml/rail-a: 1 of 8 pods have another MTU than 9000: rank 5 (trainer-5) on node-5, net1 (RDMA device mlx5_10) has MTU 1500"'
+done
+ip -n "$ns5" link set net1 mtu 9000
+ip -n "$PODS_SW" link set "${PODS_PREFIX}a5" mtu 9000
+
+# ---- blackhole: trainer-6's net1 port on the bridge at 1500, every interface at 9000
+ip -n "$PODS_SW" link set "${PODS_PREFIX}a6" mtu 1500
+run_all blackhole 29940
+for ((i = 0; i < N; i++)); do
+    expect "$i" 'codes("net.rails") == ["rail-mtu-blackhole"]' 'culprits() == [6]' \
+        'check("net.rails")["status"] == "fail"' \
+        'finding("net.rails", "rail-mtu-blackhole").startswith("network ml/rail-a: rank 6 (trainer-6) on node-6, net1 (RDMA device mlx5_12), 10.214.1.16/24 MTU 9000: its probe to rank 7 (trainer-7) and the one from rank 5 (trainer-5) connected, but no full-MTU-sized data went through")' \
+        'others(finding("net.rails", "rail-mtu-blackhole"), 6) == []'
+done
+ip -n "$PODS_SW" link set "${PODS_PREFIX}a6" mtu 9000

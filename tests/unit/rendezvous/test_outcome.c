@@ -1,0 +1,402 @@
+/* rendezvous: the seam to its caller. The session is handed what it needs (struct
+ * pf_rdv_setup: the identity, the JOIN's claims, the hooks) and hands back what it concluded
+ * as notes (pf_rdv_note_next) that pkg/run writes into the verdict: why a pod in no run has
+ * nothing to meet, a world of one, an unknown identity, rank 0 never reached (a culprit);
+ * what a JOIN carries; how the NCCL_* variables are made into the JOIN's claims. No socket is
+ * opened except where a test says so. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../../pkg/rendezvous/internal.h"
+
+/* The notes a session made, as texts: "KIND check code|key text". */
+struct got {
+    char line[64][1200];
+    size_t n;
+    int noted; /* calls of the noted hook */
+    int doing; /* calls of the doing hook */
+    int lines; /* progress lines */
+    char last_doing[768];
+};
+
+static void on_noted(void *arg)
+{
+    ((struct got *)arg)->noted++;
+}
+
+static void on_doing(void *arg, const char *check, const char *doing)
+{
+    struct got *g = arg;
+    g->doing++;
+    snprintf(g->last_doing, sizeof(g->last_doing), "%s: %s", check, doing);
+}
+
+static void on_progress(void *arg, const char *line)
+{
+    (void)line;
+    ((struct got *)arg)->lines++;
+}
+
+static const char *const kind_name[] = {"CHECK", "FINDING", "SKIP",     "MESSAGE", "INT",
+                                        "DBL",   "STR",     "IDENTITY", "POD",     "CULPRIT"};
+
+static void record(struct got *g, const struct pf_rdv_note *xp)
+{
+    struct pf_rdv_note x = *xp;
+    {
+        assert_true(g->n < PF_ARRAY_LEN(g->line));
+        char *l = g->line[g->n++];
+        const char *k =
+            x.kind >= 0 && x.kind < (int)PF_ARRAY_LEN(kind_name) ? kind_name[x.kind] : "?";
+        switch (x.kind) {
+        case PF_RDV_NOTE_FINDING:
+            snprintf(l, 1200, "%s %s %s %s%s: %s", k, x.check, x.code, x.fail ? "fail" : "warn",
+                     x.fleet ? " fleet" : "", x.text);
+            break;
+        case PF_RDV_NOTE_INT:
+            snprintf(l, 1200, "%s %s %s=%lld", k, x.check, x.key, x.i);
+            break;
+        case PF_RDV_NOTE_STR:
+            snprintf(l, 1200, "%s %s %s=%s", k, x.check, x.key, x.text);
+            break;
+        case PF_RDV_NOTE_POD:
+            snprintf(l, 1200, "%s rank %lld of %d", k, x.i, x.world);
+            break;
+        case PF_RDV_NOTE_CULPRIT:
+            snprintf(l, 1200, "%s rank %lld (%s): %s", k, x.i, x.pod, x.text);
+            break;
+        default:
+            snprintf(l, 1200, "%s %s%s%s", k, x.check ? x.check : "", x.text ? ": " : "",
+                     x.text ? x.text : "");
+        }
+    }
+}
+
+static void take_all(struct got *g, struct rdv_stage *S)
+{
+    struct pf_rdv_note x;
+    while (rdv_note_take(S, &x))
+        record(g, &x);
+}
+
+static bool has(const struct got *g, const char *line)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (strcmp(g->line[i], line) == 0) return true;
+    return false;
+}
+
+static void must_have(const struct got *g, const char *line)
+{
+    if (has(g, line)) return;
+    for (size_t i = 0; i < g->n; i++)
+        print_message("  note: %s\n", g->line[i]);
+    fail_msg("no note '%s'", line);
+}
+
+static struct pf_rdv_ident ident(int rank, int world, bool member)
+{
+    struct pf_rdv_ident id;
+    memset(&id, 0, sizeof(id));
+    id.rank = rank;
+    id.world_size = world;
+    id.member = member;
+    id.port = 29400;
+    snprintf(id.rule, sizeof(id.rule), "%s", member ? "statefulset" : "mpijob");
+    snprintf(id.rank_from, sizeof(id.rank_from), "hostname trainer-%d", rank);
+    snprintf(id.world_from, sizeof(id.world_from), "WORLD_SIZE");
+    snprintf(id.explain, sizeof(id.explain), "%s",
+             member ? "the ordinal of the host name" : "the MPIJob launcher runs no rank");
+    return id;
+}
+
+/* opens a session with id (NULL: unknown, err says why), meets, takes every note */
+static int meet_with(struct got *g, const struct pf_rdv_ident *id, const char *err)
+{
+    memset(g, 0, sizeof(*g));
+    struct pf_rdv_opts o = {.rank = -1, .world_size = -1};
+    struct pf_rdv_setup su = {.id = id,
+                              .id_error = err,
+                              .pod = "trainer-0",
+                              .node = "node-a",
+                              .progress = on_progress,
+                              .doing = on_doing,
+                              .noted = on_noted,
+                              .arg = g};
+    struct pf_rdv *R = NULL;
+    int r = pf_rdv_open(&R, &o, &su);
+    assert_non_null(R);
+    assert_int_equal(r, 0);
+    r = pf_rdv_meet(R);
+    struct pf_rdv_note x;
+    while (pf_rdv_note_next(R, &x))
+        record(g, &x);
+    pf_rdv_close(R);
+    return r;
+}
+
+/* a pod that is in no run (an MPIJob launcher): both checks are skipped and say why */
+static void test_not_member(void **state)
+{
+    (void)state;
+    struct got g;
+    struct pf_rdv_ident id = ident(0, 4, false);
+    assert_int_equal(meet_with(&g, &id, NULL), PF_ERR);
+    assert_string_equal(g.line[0], "CHECK rendezvous");
+    assert_string_equal(g.line[1], "CHECK collective.tcp");
+    must_have(&g, "IDENTITY rendezvous");
+    must_have(&g, "SKIP rendezvous: this pod is no rank: the MPIJob launcher runs no rank");
+    must_have(&g, "SKIP collective.tcp: this pod is no rank of the all-reduce");
+    for (size_t i = 0; i < g.n; i++) /* no rank: nothing else is claimed of the pod */
+        assert_null(strstr(g.line[i], "POD"));
+    assert_int_equal(g.noted, (int)g.n); /* the caller is told of every note */
+}
+
+/* an identity that could not be found: the finding carries the caller's reason */
+static void test_unknown(void **state)
+{
+    (void)state;
+    struct got g;
+    assert_int_equal(meet_with(&g, NULL, "RANK: 'x' is not a number"), PF_ERR);
+    must_have(&g, "FINDING rendezvous identity-unknown fail: RANK: 'x' is not a number");
+    must_have(&g, "SKIP collective.tcp: no rendezvous: this pod's identity is unknown");
+    assert_false(has(&g, "IDENTITY rendezvous"));
+}
+
+/* a world of one meets nobody: the pod's rank, the evidence, no socket */
+static void test_world_of_one(void **state)
+{
+    (void)state;
+    struct got g;
+    struct pf_rdv_ident id = ident(0, 1, true);
+    assert_int_equal(meet_with(&g, &id, NULL), PF_RDV_ALONE);
+    must_have(&g, "POD rank 0 of 1");
+    must_have(&g, "INT rendezvous rank=0");
+    must_have(&g, "STR rendezvous rankFrom=hostname trainer-0");
+    must_have(&g, "INT rendezvous worldSize=1");
+    must_have(&g, "STR rendezvous auth=none");
+    must_have(&g, "MESSAGE rendezvous: world of one: no other pod to meet");
+    must_have(&g, "SKIP collective.tcp: world of one: no other pod to all-reduce with");
+    assert_false(has(&g, "STR rendezvous coordinator=")); /* rank 0 names no coordinator */
+}
+
+/* the same finding twice is one note; a fleet finding needs rank 0's member table */
+static void test_finding_once(void **state)
+{
+    (void)state;
+    struct rdv_stage S;
+    memset(&S, 0, sizeof(S));
+    rdv_fleet_finding(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
+    rdv_fleet_finding(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
+    rdv_add_finding_text(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank 3 twice");
+    rdv_add_finding_text(&S, "rendezvous", "timeout", RDV_FAIL, "rank 3 twice");
+    struct got g;
+    memset(&g, 0, sizeof(g));
+    take_all(&g, &S);
+    assert_int_equal(g.n, 2);
+    assert_string_equal(g.line[0], "FINDING rendezvous duplicate-rank fail: rank 3 twice");
+    assert_string_equal(g.line[1], "FINDING rendezvous timeout fail: rank 3 twice");
+    rdv_notes_free(&S.notes);
+}
+
+/* rank 0 never answers before the join deadline: missing-ranks, and rank 0 is the culprit,
+ * named by the naming rule */
+static void test_root_unreachable(void **state)
+{
+    (void)state;
+    struct rdv_stage S;
+    memset(&S, 0, sizeof(S));
+    S.id = ident(2, 4, true);
+    S.id.naming = PF_RDV_NAMING_ORDINAL;
+    snprintf(S.id.prefix, sizeof(S.id.prefix), "trainer");
+    snprintf(S.id.coordinator, sizeof(S.id.coordinator), "trainer-0.svc");
+    S.rank = 2;
+    S.world = 4;
+    S.t0 = pf_now();
+    S.join_deadline = S.t0 - 1; /* already over: no dial */
+    assert_int_equal(rdv_client_join(&S), PF_ERR);
+    struct got g;
+    memset(&g, 0, sizeof(g));
+    take_all(&g, &S);
+    assert_int_equal(g.n, 2);
+    assert_non_null(strstr(g.line[0], "FINDING rendezvous missing-ranks fail: rank 0 "
+                                      "(trainer-0) never answered at trainer-0.svc:29400"));
+    assert_string_equal(g.line[1],
+                        "CULPRIT rank 0 (trainer-0): never reachable at trainer-0.svc:29400: "
+                        "no answer");
+    rdv_notes_free(&S.notes);
+}
+
+/* the JOIN carries the claims the caller passed: digest, NCCL version, fabric, variables */
+static void test_join_claims(void **state)
+{
+    (void)state;
+    struct pf_strlist env = {0};
+    pf_strlist_add(&env, "NCCL_IB_HCA=mlx5_0");
+    pf_strlist_add(&env, "NCCL_SOCKET_IFNAME=eth0");
+    for (int fab = 0; fab < 2; fab++) {
+        struct rdv_stage S;
+        memset(&S, 0, sizeof(S));
+        S.su =
+            (struct pf_rdv_setup){.digest = "sha256:abc",
+                                  .nccl_version = "2.21.5",
+                                  .fabric = fab ? "6f1c7e00-1111-2222-3333-444455556666/7" : NULL,
+                                  .env = &env};
+        S.rank = 3;
+        S.world = 4;
+        snprintf(S.pod, sizeof(S.pod), "trainer-3");
+        uint8_t nonce[PF_RDV_NONCE] = {1};
+        struct pf_buf b;
+        pf_buf_init(&b, PF_RDV_MAX_JOIN);
+        rdv_join_payload(&S, &b, nonce);
+        struct pf_rdv_fields f;
+        assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+        char v[128];
+        assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "digest"), 0);
+        assert_string_equal(v, "sha256:abc");
+        assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "ncclVersion"), 0);
+        assert_string_equal(v, "2.21.5");
+        assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "pod"), 0);
+        assert_string_equal(v, "trainer-3");
+        if (fab) {
+            assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "fabric"), 0);
+            assert_string_equal(v, "6f1c7e00-1111-2222-3333-444455556666/7");
+        } else {
+            assert_null(pf_rdv_fields_get(&f, "fabric")); /* not reported: not sent */
+        }
+        assert_null(pf_rdv_fields_get(&f, "envLeftOut")); /* every variable fit */
+        size_t k = 0;
+        for (size_t i = 0; i < f.n; i++) {
+            if (!pf_rdv_field_is(&f.v[i], "env")) continue;
+            char *e = pf_rdv_field_dup(&f.v[i]);
+            assert_non_null(e);
+            assert_true(k < env.n);
+            assert_string_equal(e, env.v[k]);
+            k++;
+            free(e);
+        }
+        assert_int_equal(k, env.n);
+        pf_rdv_fields_free(&f);
+        pf_buf_free(&b);
+    }
+    pf_strlist_free(&env);
+}
+
+/* NCCL_* variables over the JOIN's 32 KiB: those that fit go, the JOIN says how many were
+ * left out, and rank 0 records it in the evidence of `rendezvous` */
+static void test_join_env_left_out(void **state)
+{
+    (void)state;
+    struct pf_strlist env = {0};
+    char v[100];
+    memset(v, 'x', 60);
+    v[60] = '\0';
+    for (int i = 0; i < 600; i++) /* about 88 bytes a field: 52 KiB */
+        pf_strlist_addf(&env, "NCCL_TEST_VAR_%03d=%s", i, v);
+    struct rdv_stage J;
+    memset(&J, 0, sizeof(J));
+    J.su.env = &env;
+    J.rank = 3;
+    J.world = 4;
+    snprintf(J.pod, sizeof(J.pod), "trainer-3");
+    uint8_t nonce[PF_RDV_NONCE] = {1};
+    struct pf_buf b;
+    pf_buf_init(&b, PF_RDV_MAX_JOIN);
+    size_t out = rdv_join_payload(&J, &b, nonce);
+    assert_true(out > 0 && out < env.n);
+    assert_true(b.len <= PF_RDV_MAX_JOIN);
+    struct pf_rdv_msg msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.type = PF_RDV_JOIN;
+    assert_int_equal(pf_rdv_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
+    long long said = -1;
+    assert_int_equal(pf_rdv_fields_int(&said, &msg.f, "envLeftOut"), 0);
+    assert_int_equal(said, (long long)out);
+    size_t k = 0;
+    for (size_t i = 0; i < msg.f.n; i++)
+        k += pf_rdv_field_is(&msg.f.v[i], "env");
+    assert_int_equal(k + out, env.n); /* each variable sent or counted, none twice */
+
+    /* rank 0 of a world of 4 admits it */
+    struct rdv_stage S;
+    memset(&S, 0, sizeof(S));
+    S.world = 4;
+    S.m = calloc(4, sizeof(*S.m));
+    assert_non_null(S.m);
+    for (int r = 0; r < 4; r++)
+        S.m[r].conn = -1;
+    S.m[0].state = M_JOINED;
+    S.nsc = 1;
+    S.sc = calloc(1, sizeof(*S.sc));
+    assert_non_null(S.sc);
+    pf_rdv_conn_init(&S.sc[0].c, -1, "test", false);
+    S.sc[0].used = true;
+    S.sc[0].rank = -1;
+    rdv_admit(&S, 0, &msg);
+    assert_int_equal(S.m[3].state, M_JOINED);
+    assert_int_equal(S.m[3].env.n, k);
+    struct got g;
+    memset(&g, 0, sizeof(g));
+    take_all(&g, &S);
+    must_have(&g, "INT rendezvous envLeftOutRanks=1");
+    char want[200];
+    snprintf(want, sizeof(want),
+             "STR rendezvous lastEnvLeftOut=rank 3 (trainer-3): %zu NCCL_* "
+             "variables",
+             out);
+    must_have(&g, want);
+    pf_rdv_conn_close(&S.sc[0].c);
+    free(S.sc);
+    for (int r = 0; r < 4; r++)
+        pf_strlist_free(&S.m[r].env);
+    free(S.m);
+    rdv_notes_free(&S.notes);
+    pf_rdv_fields_free(&msg.f);
+    pf_buf_free(&b);
+    pf_strlist_free(&env);
+}
+
+static bool secret_token(const char *name)
+{
+    return strstr(name, "TOKEN") != NULL;
+}
+
+/* the JOIN's variables: NCCL_* only, a secret's value as a hash, never the value */
+static void test_join_env(void **state)
+{
+    (void)state;
+    struct pf_env e = {0};
+    pf_env_set(&e, "NCCL_IB_HCA", "mlx5_0,mlx5_1", "environment");
+    pf_env_set(&e, "PATH", "/usr/bin", "environment");
+    pf_env_set(&e, "NCCL_COLLNET_TOKEN", "hunter2", "environment");
+    pf_env_set(&e, "XNCCL_DEBUG", "INFO", "environment");
+    struct pf_strlist out = {0};
+    pf_rdv_join_env(&out, &e, secret_token);
+    assert_int_equal(out.n, 2);
+    assert_string_equal(out.v[0], "NCCL_IB_HCA=mlx5_0,mlx5_1");
+    /* sha256("hunter2") begins f52fbd32b2b3b86f */
+    assert_string_equal(out.v[1], "NCCL_COLLNET_TOKEN=sha256:f52fbd32b2b3b86f");
+    pf_strlist_free(&out);
+    pf_rdv_join_env(&out, &e, NULL); /* no predicate: nothing is secret */
+    assert_string_equal(out.v[1], "NCCL_COLLNET_TOKEN=hunter2");
+    pf_strlist_free(&out);
+    pf_env_free(&e);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_not_member),       cmocka_unit_test(test_unknown),
+        cmocka_unit_test(test_world_of_one),     cmocka_unit_test(test_finding_once),
+        cmocka_unit_test(test_root_unreachable), cmocka_unit_test(test_join_claims),
+        cmocka_unit_test(test_join_env),         cmocka_unit_test(test_join_env_left_out),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
