@@ -41,7 +41,8 @@ pods_setup() {
     ip -n "$PODS_SW" link add br0 type bridge
     ip -n "$PODS_SW" addr add 10.213.0.1/24 dev br0
     ip -n "$PODS_SW" link set br0 up
-    : >"$PODS_DIR/svc.hosts"
+    # a name no pod's hosts file holds: only dnsmasq can answer it (see the wait below)
+    printf '10.213.0.1\tpreflight-dns-ready.cluster.local\n' >"$PODS_DIR/svc.hosts"
     for ((i = 0; i < n; i++)); do
         ns=$(pods_ns "$i")
         ip netns add "$ns" || return 1
@@ -64,9 +65,13 @@ pods_setup() {
         --pid-file="$PODS_DIR/dnsmasq.pid" --log-facility="$PODS_DIR/dnsmasq.log" --log-queries \
         --cache-size=0 --neg-ttl=0 --user=root &
     PODS_DNS_PID=$!
+    # Ready when dnsmasq itself answers, not a pod's own hosts file (which holds the pod's
+    # name): only then has it set its signal handlers, so a SIGHUP (pods_reload_dns)
+    # reloads the names instead of killing it. Bounded: 20 s.
     local t
-    for t in $(seq 1 50); do
-        ip netns exec "$(pods_ns 0)" getent hosts "$PODS_SVC-0.$PODS_DOMAIN" >/dev/null 2>&1 && return 0
+    for t in $(seq 1 200); do
+        ip netns exec "$(pods_ns 0)" getent hosts preflight-dns-ready.cluster.local. >/dev/null 2>&1 &&
+            return 0
         sleep 0.1
     done
     echo "pods: dnsmasq does not answer (see $PODS_DIR/dnsmasq.log)" >&2
