@@ -8,33 +8,76 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+/* One name per check: LOCAL(fam, name, ...) makes the id "fam.name" and the function
+ * pf_check_fam_name from the same two words, so they cannot drift apart. Each entry also
+ * names the file of its code, its docs fragment and the test that exercises it;
+ * tests/unit/checks/test_table.c holds every entry to them, and tests/unit/run/test_stages.c
+ * holds the stage checks to pkg/run's stage tables. */
+#define LOCAL(fam, name, modes, src, doc, test, what)                                              \
+    {                                                                                              \
+#fam "." #name, pf_check_##fam##_##name, modes, what, "pkg/checks/" src,                   \
+            "docs/checks/" doc, "tests/" test, NULL                                                \
+    }
+#define STAGE(id, stages, src, doc, test, what)                                                    \
+    {                                                                                              \
+        id, NULL, PF_MODE_STAGE, what, src, "docs/checks/" doc, "tests/" test, stages              \
+    }
+
 const struct pf_check_def pf_checks_table[] = {
-    {"gpu.devices", pf_check_gpu_devices, PF_MODE_LOCAL, "GPUs visible in the pod, driver version"},
-    {"gpu.fabric", pf_check_gpu_fabric, PF_MODE_LOCAL,
-     "multi-node NVLink: IMEX channel in the pod (when NCCL_MNNVL_ENABLE asks for it)"},
-    {"rdma.devices", pf_check_rdma_devices, PF_MODE_LOCAL,
-     "/dev/infiniband: uverbsN openable, rdma_cm, sysfs and device nodes agree"},
-    {"rdma.ports", pf_check_rdma_ports, PF_MODE_LOCAL,
-     "every HCA port: state, phys_state, rate, link layer, RoCE GIDs"},
-    {"rdma.memlock", pf_check_rdma_memlock, PF_MODE_LOCAL, "RLIMIT_MEMLOCK"},
-    {"rdma.verbs", pf_check_rdma_verbs, PF_MODE_LOCAL,
-     "libibverbs: open every device, query ports, alloc a PD, register 1 MiB, dma-buf probe"},
-    {"rdma.efa", pf_check_rdma_efa, PF_MODE_LOCAL,
-     "AWS EFA: aws-ofi-nccl plugin where NCCL looks, FI_PROVIDER, NCCL_NET"},
-    {"rdma.gpudirect", pf_check_rdma_gpudirect, PF_MODE_LOCAL,
-     "nvidia_peermem or dma-buf: can NICs reach GPU memory"},
-    {"net.interfaces", pf_check_net_interfaces, PF_MODE_LOCAL,
-     "NCCL_SOCKET_IFNAME against the pod's real interfaces"},
-    {"net.multus", pf_check_net_multus, PF_MODE_LOCAL,
-     "Multus network-status annotation against the pod's interfaces"},
-    {"net.sriov", pf_check_net_sriov, PF_MODE_LOCAL,
-     "PCIDEVICE_* devices: present, bound, netdev/RDMA children visible"},
-    {"topology.locality", pf_check_topology_locality, PF_MODE_LOCAL,
-     "NUMA node and PCIe path between each GPU and the RDMA NICs"},
-    {"nccl.env", pf_check_nccl_env, PF_MODE_LOCAL | PF_MODE_ENV, "NCCL_* variables"},
-    {"nccl.library", pf_check_nccl_library, PF_MODE_LOCAL, "libnccl loads, version"},
-    {"sys.shm", pf_check_sys_shm, PF_MODE_LOCAL, "/dev/shm size"},
-    {"sys.ports", pf_check_sys_ports, PF_MODE_LOCAL, "ephemeral port range"},
+    LOCAL(gpu, devices, PF_MODE_LOCAL, "gpu.c", "10-gpu.md", "unit/checks/test_gpu.c",
+          "GPUs visible in the pod, driver version"),
+    LOCAL(gpu, fabric, PF_MODE_LOCAL, "gpu_fabric.c", "10-gpu.md", "unit/checks/test_gpu_fabric.c",
+          "multi-node NVLink: IMEX channel in the pod (when NCCL_MNNVL_ENABLE asks for it)"),
+    LOCAL(rdma, devices, PF_MODE_LOCAL, "rdma.c", "20-rdma.md", "unit/checks/test_rdma.c",
+          "/dev/infiniband: uverbsN openable, rdma_cm, sysfs and device nodes agree"),
+    LOCAL(rdma, ports, PF_MODE_LOCAL, "rdma.c", "20-rdma.md", "unit/checks/test_rdma.c",
+          "every HCA port: state, phys_state, rate, link layer, RoCE GIDs"),
+    LOCAL(rdma, memlock, PF_MODE_LOCAL, "rdma.c", "20-rdma.md", "unit/checks/test_rdma.c",
+          "RLIMIT_MEMLOCK"),
+    LOCAL(rdma, verbs, PF_MODE_LOCAL, "verbs.c", "25-rdma-verbs.md", "e2e/test_rdma.sh",
+          "libibverbs: open every device, query ports, alloc a PD, register 1 MiB, dma-buf probe"),
+    LOCAL(rdma, efa, PF_MODE_LOCAL, "efa.c", "27-rdma-efa.md", "unit/checks/test_rdma.c",
+          "AWS EFA: aws-ofi-nccl plugin where NCCL looks, FI_PROVIDER, NCCL_NET"),
+    LOCAL(rdma, gpudirect, PF_MODE_LOCAL, "rdma.c", "20-rdma.md", "unit/checks/test_rdma.c",
+          "nvidia_peermem or dma-buf: can NICs reach GPU memory"),
+    LOCAL(net, interfaces, PF_MODE_LOCAL, "net.c", "30-net-interfaces.md", "e2e/test_netif.sh",
+          "NCCL_SOCKET_IFNAME against the pod's real interfaces"),
+    LOCAL(net, multus, PF_MODE_LOCAL, "multus.c", "35-net-multus.md", "unit/checks/test_multus.c",
+          "Multus network-status annotation against the pod's interfaces"),
+    LOCAL(net, sriov, PF_MODE_LOCAL, "sriov.c", "36-net-sriov.md", "unit/checks/test_sriov.c",
+          "PCIDEVICE_* devices: present, bound, netdev/RDMA children visible"),
+    LOCAL(topology, locality, PF_MODE_LOCAL, "locality.c", "37-locality.md",
+          "unit/checks/test_sriov.c", "NUMA node and PCIe path between each GPU and the RDMA NICs"),
+    LOCAL(nccl, env, PF_MODE_LOCAL | PF_MODE_ENV, "nccl_env.c", "40-nccl-env.md",
+          "e2e/test_nccl_env.sh", "NCCL_* variables"),
+    LOCAL(nccl, library, PF_MODE_LOCAL, "nccl_lib.c", "41-nccl-library.md", "e2e/test_static.sh",
+          "libnccl loads, version"),
+    LOCAL(sys, shm, PF_MODE_LOCAL, "sys.c", "50-sys.md", "unit/checks/test_sys.c", "/dev/shm size"),
+    LOCAL(sys, ports, PF_MODE_LOCAL, "sys.c", "50-sys.md", "unit/checks/test_sys.c",
+          "ephemeral port range"),
+    /* ---- the checks the stages of pkg/run feed (stages: their ids in pkg/run/run.c) */
+    STAGE("rdma.counters", "counters", "pkg/checks/counters.c", "26-rdma-counters.md",
+          "unit/checks/test_rdma.c", "port error counters before and after the traffic"),
+    STAGE("rendezvous", "meet agree", "pkg/run/pods.c", "60-rendezvous.md",
+          "e2e/test_rendezvous.sh", "the pods meet: identity, admission, roster, agreement"),
+    STAGE("collective.tcp", "collective.tcp summary", "pkg/run/tcp.c", "70-collective-tcp.md",
+          "e2e/test_scale_faults.sh", "TCP all-reduce among the pods, link probes, blame"),
+    STAGE("net.rails", "rails", "pkg/run/rails.c", "38-net-rails.md", "e2e/test_rails.sh",
+          "every Multus rail of every pod: agreement and a probe pod to pod on the rail"),
+    STAGE("collective.nccl", "gpu", "pkg/nccl/stage.c", "80-collective-nccl.md", "e2e/test_nccl.sh",
+          "NCCL collectives among every GPU of every pod"),
+    STAGE("report.kubernetes", "report", "pkg/report/k8s.c", "90-report.md", "e2e/test_report.sh",
+          "the verdict as a Kubernetes Event and pod annotation"),
+    STAGE("report.metrics", "report", "pkg/report/k8s.c", "90-report.md", "e2e/test_report.sh",
+          "the verdict as a Prometheus textfile"),
+    STAGE("report.node", "report", "pkg/report/node.c", "90-report.md", "e2e/test_report.sh",
+          "the failing node labelled or tainted"),
+    STAGE("preflight", "local report", "pkg/run/run.c", "99-run.md", "unit/run/test_stages.c",
+          "the run itself: its deadline, signals, the verdict file"),
+    /* ---- `preflight log`, the command of its own */
+    {"nccl.log", NULL, PF_MODE_LOG, "an NCCL_DEBUG=INFO log: transport, fallbacks, warnings",
+     "pkg/nccllog/verdict.c", "docs/checks/80-collective-nccl.md", "tests/e2e/test_nccl_log.sh",
+     NULL},
 };
 const size_t pf_checks_count = PF_ARRAY_LEN(pf_checks_table);
 
@@ -50,7 +93,7 @@ void pf_checks_run(struct pf_ctx *ctx, unsigned mode)
 {
     for (size_t i = 0; i < pf_checks_count; i++) {
         const struct pf_check_def *d = &pf_checks_table[i];
-        if (!(d->modes & mode)) continue;
+        if (!(d->modes & mode) || !d->fn) continue;
         double t0 = pf_now();
         struct pf_check *c = pf_verdict_add_check(ctx->verdict, d->id);
         d->fn(c, ctx);

@@ -16,16 +16,23 @@ typedef void (*pf_check_fn)(struct pf_check *out, struct pf_ctx *ctx);
 enum pf_check_mode {
     PF_MODE_LOCAL = 1 << 0, /* `check` and `run` */
     PF_MODE_ENV = 1 << 1,   /* `env` */
+    PF_MODE_STAGE = 1 << 2, /* fed by stages of pkg/run (`stages`), no function here */
+    PF_MODE_LOG = 1 << 3,   /* `log`: the NCCL log reader, pkg/nccllog */
 };
 
 struct pf_check_def {
     const char *id;
-    pf_check_fn fn;
+    pf_check_fn fn; /* the local checks' function, pf_check_<id with '_' for '.'>; else NULL */
     unsigned modes;
-    const char *what; /* one line: what it looks at */
+    const char *what;   /* one line: what it looks at */
+    const char *source; /* the file of its code, from the repository's root */
+    const char *doc;    /* its docs fragment (docs/checks/NN-*.md), which has "## `<id>`" */
+    const char *test;   /* the test that exercises it most directly */
+    const char *stages; /* PF_MODE_STAGE: the ids of the pkg/run stages that feed it */
 };
 
-/* The table, in the order checks run (inventory-style checks first). */
+/* Every check id, once: the local checks in the order they run (inventory-style checks
+ * first), then those the stages among pods feed, then `preflight log`'s. */
 extern const struct pf_check_def pf_checks_table[];
 extern const size_t pf_checks_count;
 

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "../../../pkg/checks/checks.h"
 #include "../../../pkg/run/run.h"
 
 /* What the test stages saw. */
@@ -281,6 +282,56 @@ static void test_guard_names_the_stage(void **state)
     rmdir(dir);
 }
 
+/* stages (space-separated ids) has id */
+static bool has_word(const char *stages, const char *id)
+{
+    size_t n = strlen(id);
+    for (const char *p = stages; (p = strstr(p, id)); p += n)
+        if ((p == stages || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+    return false;
+}
+
+/* The stage checks are in the one table of checks (pkg/checks/checks.c): the check every
+ * stage feeds (the one the guard names) has an entry naming that stage, and every stage an
+ * entry names is one of `run` (the report stage feeds report.* too, under "preflight"). */
+static void test_stage_checks_in_the_checks_table(void **state)
+{
+    (void)state;
+    const struct {
+        const struct pf_run_stage *t;
+        size_t n;
+    } tables[] = {{pf_run_run_table, pf_run_run_table_len},
+                  {pf_run_check_table, pf_run_check_table_len}};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < tables[k].n; i++) {
+            const struct pf_run_stage *st = &tables[k].t[i];
+            const struct pf_check_def *d = NULL;
+            for (size_t j = 0; j < pf_checks_count; j++)
+                if (strcmp(pf_checks_table[j].id, st->check) == 0) d = &pf_checks_table[j];
+            if (!d) fail_msg("stage %s feeds %s, which pf_checks_table lacks", st->id, st->check);
+            if (!(d->modes & PF_MODE_STAGE) || !has_word(d->stages, st->id))
+                fail_msg("stage %s feeds %s, whose entry does not name it", st->id, st->check);
+        }
+    size_t stage_checks = 0;
+    for (size_t j = 0; j < pf_checks_count; j++) {
+        const struct pf_check_def *d = &pf_checks_table[j];
+        if (!(d->modes & PF_MODE_STAGE)) continue;
+        stage_checks++;
+        char words[128];
+        snprintf(words, sizeof(words), "%s", d->stages);
+        char *save = NULL;
+        for (char *w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+            bool found = false;
+            for (size_t i = 0; i < pf_run_run_table_len; i++)
+                found = found || strcmp(pf_run_run_table[i].id, w) == 0;
+            if (!found) fail_msg("%s names stage %s, which `run` does not have", d->id, w);
+        }
+    }
+    /* rendezvous, collective.tcp, net.rails, collective.nccl, rdma.counters, report.*,
+     * preflight */
+    assert_true(stage_checks >= 9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -290,6 +341,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadline_before_the_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_stops_the_table, setup, teardown),
         cmocka_unit_test(test_guard_names_the_stage),
+        cmocka_unit_test(test_stage_checks_in_the_checks_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
