@@ -86,8 +86,14 @@ root = sys.argv[1]
 for path in sorted(glob.glob(os.path.join(root, "**", "*.c"), recursive=True)):
     rel = os.path.relpath(path, os.path.dirname(root))
     src = strip_comments(open(path).read())
-    # the local checks' table: {"id", pf_check_fn, ...}
-    for m in re.finditer(r'\{\s*"([a-z0-9.]+)"\s*,\s*pf_check_\w+', src):
+    # the table of every check (pkg/checks/checks.c): LOCAL(fam, name, ...) is the id
+    # "fam.name", STAGE("id", ...), and entries written out: {"id", fn or NULL, PF_MODE_...}
+    for m in re.finditer(r'(#define\s+)?\bLOCAL\(\s*([a-z0-9]+)\s*,\s*([a-z0-9]+)\s*,', src):
+        if not m.group(1):
+            emit("id", m.group(2) + "." + m.group(3))
+    for m in re.finditer(r'\bSTAGE\(\s*"([a-z0-9.]+)"', src):
+        emit("id", m.group(1))
+    for m in re.finditer(r'\{\s*"([a-z0-9.]+)"\s*,\s*(pf_check_\w+|NULL)\s*,\s*PF_MODE_', src):
         emit("id", m.group(1))
     for m in re.finditer(r"\b(%s)\s*\(" % "|".join(ADDERS), src):
         fn = m.group(1)

@@ -12,8 +12,13 @@
 #   blackhole  every pod at 9000, but trainer-6's net1 port on the node's side (the bridge)
 #              at 1500: full-sized frames are dropped both ways, rail-mtu-blackhole names
 #              trainer-6's net1, the only culprit
-# No timing decides a result: a stalled transfer acknowledges nothing however long it is
-# given, and rail-slow (a warning that needs rates) is never asserted.
+#   slow       trainer-2's net2 shaped to 40 Mbit/s both ways (tc tbf in the pod and on the
+#              bridge's port), the others unshaped (Gb/s even on a busy machine):
+#              rail-slow names trainer-2's net2 alone, a warning, no culprit
+# Only the slow case reads rates, with a margin of two orders of magnitude (40 Mbit/s against
+# the unshaped veths' Gb/s, judged at a quarter of the median); elsewhere rail-slow is left
+# out of the codes compared, and a stalled transfer acknowledges nothing however long it is
+# given.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
@@ -210,3 +215,25 @@ for ((i = 0; i < N; i++)); do
         'others(finding("net.rails", "rail-mtu-blackhole"), 6) == []'
 done
 ip -n "$PODS_SW" link set "${PODS_PREFIX}a6" mtu 9000
+
+# ---- slow: trainer-2's net2 at 40 Mbit/s both ways; 4 MiB takes about 0.9 s a way, far
+# inside the probe's deadline (8% of the time left: 12 s)
+ns2=$(pods_ns 2)
+tbf='tbf rate 40mbit burst 16kb latency 500ms'
+if ip netns exec "$ns2" tc qdisc add dev net2 root $tbf &&
+    ip netns exec "$PODS_SW" tc qdisc add dev "${PODS_PREFIX}b2" root $tbf; then
+    run_all slow 29950
+    for ((i = 0; i < N; i++)); do
+        expect "$i" 'check("net.rails")["status"] == "warn"' 'codes("net.rails") == []' \
+            'culprits() == []' \
+            '[x["code"] for x in check("net.rails")["findings"]] == ["rail-slow"]' \
+            'finding("net.rails", "rail-slow").startswith("network ml/rail-b: 1 pod is under 25% of the network\u0027s median")' \
+            '"rank 2 (trainer-2) on node-2, net2 (RDMA device mlx5_5)" in finding("net.rails", "rail-slow")' \
+            'others(finding("net.rails", "rail-slow"), 2) == []'
+    done
+    expect 2 '[r["probe"]["gbps"] < 0.1 for r in check("net.rails")["evidence"]["rails"]] == [False, True]'
+else
+    skip "slow: trainer-2's net2 shaped" "tc tbf not available"
+fi
+ip netns exec "$ns2" tc qdisc del dev net2 root 2>/dev/null
+ip netns exec "$PODS_SW" tc qdisc del dev "${PODS_PREFIX}b2" root 2>/dev/null
