@@ -476,6 +476,9 @@ static const char *phys_hint(int num)
     }
 }
 
+static void port_layer_details(struct pf_check *out, struct pf_node *m, const struct port *pt,
+                               const struct pf_host *h);
+
 static void check_port(struct pf_check *out, struct pf_node *seq, struct port *pt,
                        const struct pf_host *h, const struct pf_config *cfg)
 {
@@ -566,6 +569,15 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
                                  pt->port, text, cfg->expect_min_port_rate_gbps);
     }
 
+    port_layer_details(out, m, pt, h);
+}
+
+/* What the port's link layer adds: an InfiniBand port's LIDs, an Ethernet port's RoCE v2 GID
+ * (no-roce-gid without one). */
+static void port_layer_details(struct pf_check *out, struct pf_node *m, const struct port *pt,
+                               const struct pf_host *h)
+{
+    char text[128];
     if (strcmp(pt->link_layer, "InfiniBand") == 0) {
         if (pf_host_read(text, sizeof(text), h, SYS_IB "/%s/ports/%s/lid", pt->hca, pt->port) > 0)
             pf_node_set_str(m, "lid", pf_trim(text));
