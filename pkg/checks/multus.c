@@ -14,33 +14,9 @@
 #define POLL_S 0.2
 #define PROGRESS_EVERY_S 2.0
 
-static const char *podinfo_dir(const struct pf_ctx *ctx)
-{
-    const char *d = pf_env_get(&ctx->env, "PREFLIGHT_PODINFO");
-    return d && *d ? d : PF_K8S_PODINFO_DEFAULT;
-}
-
-/* A network-status set as an environment variable with fieldPath (docs/kubernetes.md, "What
- * the pod tells preflight about itself"). */
-static const char *status_var(const struct pf_ctx *ctx, const char **name)
-{
-    static const char *const names[] = {"PREFLIGHT_NETWORK_STATUS", "NETWORK_STATUS"};
-    for (size_t i = 0; i < PF_ARRAY_LEN(names); i++) {
-        const char *v = pf_env_get(&ctx->env, names[i]);
-        if (v) {
-            *name = names[i];
-            return v;
-        }
-    }
-    *name = NULL;
-    return NULL;
-}
-
 static int read_podinfo(struct pf_k8s_podinfo *pi, const struct pf_ctx *ctx)
 {
-    const char *var;
-    const char *val = status_var(ctx, &var);
-    return pf_k8s_podinfo_read(pi, &ctx->host, podinfo_dir(ctx), var, val);
+    return pf_k8s_podinfo_read_env(pi, &ctx->host, &ctx->env);
 }
 
 static void sleep_s(double s)

@@ -129,15 +129,8 @@ static void from_env(struct sriov *s, struct pf_check *out, const struct pf_ctx 
 
 static void from_netstatus(struct sriov *s, const struct pf_ctx *ctx)
 {
-    const char *dir = pf_env_get(&ctx->env, "PREFLIGHT_PODINFO");
-    const char *var = "PREFLIGHT_NETWORK_STATUS";
-    const char *val = pf_env_get(&ctx->env, var);
-    if (!val) {
-        var = "NETWORK_STATUS";
-        val = pf_env_get(&ctx->env, var);
-    }
     struct pf_k8s_podinfo pi;
-    (void)pf_k8s_podinfo_read(&pi, &ctx->host, dir && *dir ? dir : NULL, var, val);
+    (void)pf_k8s_podinfo_read_env(&pi, &ctx->host, &ctx->env);
     struct pf_k8s_netstatus ns;
     if (pi.netstatus && pf_k8s_netstatus_parse(&ns, pi.netstatus, strlen(pi.netstatus)) == 0) {
         for (size_t i = 0; i < ns.n; i++) {

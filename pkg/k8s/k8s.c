@@ -557,6 +557,22 @@ static void take_status(struct pf_k8s_podinfo *p, const char *value, const char 
              where ? where : "");
 }
 
+const char *pf_k8s_podinfo_dir(const struct pf_env *env)
+{
+    const char *d = pf_env_get(env, "PREFLIGHT_PODINFO");
+    return d && *d ? d : PF_K8S_PODINFO_DEFAULT;
+}
+
+int pf_k8s_podinfo_read_env(struct pf_k8s_podinfo *out, const struct pf_host *h,
+                            const struct pf_env *env)
+{
+    static const char *const names[] = {"PREFLIGHT_NETWORK_STATUS", "NETWORK_STATUS"};
+    const char *var = NULL, *val = NULL;
+    for (size_t i = 0; i < PF_ARRAY_LEN(names) && !val; i++)
+        if ((val = pf_env_get(env, names[i]))) var = names[i];
+    return pf_k8s_podinfo_read(out, h, pf_k8s_podinfo_dir(env), var, val);
+}
+
 int pf_k8s_podinfo_read(struct pf_k8s_podinfo *out, const struct pf_host *h, const char *dir,
                         const char *env_name, const char *env_value)
 {

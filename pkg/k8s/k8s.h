@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "../base/base.h"
+#include "../base/env.h"
 #include "../host/host.h"
 #include "../verdict/verdict.h"
 
@@ -86,6 +87,13 @@ struct pf_k8s_podinfo {
 int pf_k8s_podinfo_read(struct pf_k8s_podinfo *out, const struct pf_host *h, const char *dir,
                         const char *env_name, const char *env_value);
 void pf_k8s_podinfo_free(struct pf_k8s_podinfo *p);
+/* pf_k8s_podinfo_read with the pod's own settings from env: the folder PREFLIGHT_PODINFO
+ * (PF_K8S_PODINFO_DEFAULT when unset or empty) and a network-status set as a variable with
+ * fieldPath, PREFLIGHT_NETWORK_STATUS, else NETWORK_STATUS (docs/kubernetes.md). */
+int pf_k8s_podinfo_read_env(struct pf_k8s_podinfo *out, const struct pf_host *h,
+                            const struct pf_env *env);
+/* The podinfo folder env names: PREFLIGHT_PODINFO, else PF_K8S_PODINFO_DEFAULT. */
+const char *pf_k8s_podinfo_dir(const struct pf_env *env);
 
 /* Records what the pod map (verdict.pod) lacks: name, namespace, uid and a `labels` map with
  * the labels that identify a training pod (Indexed Job, JobSet, StatefulSet, PyTorchJob). */

@@ -102,24 +102,30 @@ static bool probe_hello_ok(struct rdv_stage *S, int fd, int src, int round, doub
     return hello_read(S, fd, &s, &rd, deadline) && s == src && rd == round;
 }
 
+/* The next connection on the data port, accepted before deadline (non-blocking); -1 once the
+ * deadline passed. Out of descriptors the listener stays readable: it rests 100 ms instead of
+ * spinning. */
+static int data_accept(const struct rdv_stage *S, double deadline)
+{
+    for (;;) {
+        double now = pf_now();
+        if (now >= deadline) return -1;
+        struct pollfd pfd = {S->data_lfd, POLLIN, 0};
+        if (poll(&pfd, 1, (int)((deadline - now) * 1000) + 1) <= 0) continue;
+        int fd = accept4(S->data_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) return fd;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+            (void)poll(NULL, 0, 100);
+    }
+}
+
 /* A confirmation connection from position q, accepted on the data port before deadline;
  * strangers and leftovers are closed. */
 static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, char *why,
                         size_t nwhy)
 {
-    for (;;) {
-        double now = pf_now();
-        if (now >= deadline) break;
-        struct pollfd pfd = {S->data_lfd, POLLIN, 0};
-        int pr = poll(&pfd, 1, (int)((deadline - now) * 1000) + 1);
-        if (pr <= 0) continue;
-        int fd = accept4(S->data_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            /* out of descriptors the listener stays readable: rest instead of spinning */
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                (void)poll(NULL, 0, 100);
-            continue;
-        }
+    int fd;
+    while ((fd = data_accept(S, deadline)) >= 0) {
         if (probe_hello_ok(S, fd, S->rk[q], round, deadline)) return fd;
         close(fd);
     }
@@ -150,18 +156,8 @@ int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int 
     }
     int missing = n;
     while (missing > 0) {
-        double now = pf_now();
-        if (now >= deadline) break;
-        struct pollfd pfd = {S->data_lfd, POLLIN, 0};
-        int pr = poll(&pfd, 1, (int)((deadline - now) * 1000) + 1);
-        if (pr <= 0) continue;
-        int fd = accept4(S->data_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            /* out of descriptors the listener stays readable: rest instead of spinning */
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                (void)poll(NULL, 0, 100);
-            continue;
-        }
+        int fd = data_accept(S, deadline);
+        if (fd < 0) break;
         long long src, rd;
         int i = hello_read(S, fd, &src, &rd, deadline)
                     ? probe_expected(S, n, pos, round, fds, src, rd)

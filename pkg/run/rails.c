@@ -60,15 +60,8 @@ static void rail_from(struct pf_fleet_rail *r, const struct pf_k8s_network *n,
 int run_rails_mine(struct pf_fleet_rails *out, const struct pf_ctx *ctx)
 {
     memset(out, 0, sizeof(*out));
-    const char *dir = pf_env_get(&ctx->env, "PREFLIGHT_PODINFO");
-    const char *var = "PREFLIGHT_NETWORK_STATUS";
-    const char *val = pf_env_get(&ctx->env, var);
-    if (!val) {
-        var = "NETWORK_STATUS";
-        val = pf_env_get(&ctx->env, var);
-    }
     struct pf_k8s_podinfo pi;
-    (void)pf_k8s_podinfo_read(&pi, &ctx->host, dir && *dir ? dir : NULL, var, val);
+    (void)pf_k8s_podinfo_read_env(&pi, &ctx->host, &ctx->env);
     struct pf_k8s_netstatus ns = {0};
     struct pf_netif_list l = {0};
     if (pi.netstatus && pf_k8s_netstatus_parse(&ns, pi.netstatus, strlen(pi.netstatus)) == 0 &&

@@ -70,8 +70,7 @@ int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct 
     char host[256] = "", fqdn[512] = "";
     if (gethostname(host, sizeof(host)) != 0) host[0] = '\0';
     host[sizeof(host) - 1] = '\0';
-    const char *dir = pf_env_get(&ctx->env, "PREFLIGHT_PODINFO");
-    if (!dir || !*dir) dir = PF_K8S_PODINFO_DEFAULT;
+    const char *dir = pf_k8s_podinfo_dir(&ctx->env);
     struct pf_k8s_map labels = {0}, annotations = {0}, volcano = {0};
     bool have_l, have_a;
     int r = read_map(&labels, &have_l, ctx, dir, "labels");
