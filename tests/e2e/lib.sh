@@ -145,3 +145,16 @@ both_builds() {
         skip "static: $1" "bin/preflight-static not built (make static)"
     fi
 }
+
+# free_port: prints a free loopback port p with p + 1 free as well (a run's data mesh and GPU
+# stage listen next to its rendezvous port)
+free_port() {
+    python3 -c 'import socket
+for _ in range(50):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+    t = socket.socket()
+    try:
+        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
+    except OSError:
+        t.close()'
+}

@@ -149,3 +149,17 @@ pod_start_named() {
     pod_exec_named "$i" "$@" >"$out" 2>&1 &
     POD_PID[$i]=$!
 }
+
+# pods_expect CHECK I EXPR...: each Python expression holds over pod I's verdict,
+# $T/$SC/vI.yaml (tests/e2e/vexpect.py: a TAP line each; a failing one shows CHECK), and pod
+# I's output $T/$SC/outI has no sanitizer report. ${RC[I]} is its exit code.
+pods_expect() {
+    local shown=$1 i=$2
+    shift 2
+    local v="$T/$SC/v$i.yaml" name="$SC: trainer-$i"
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$SC/out$i"; then
+        notok "$name: no sanitizer report" "$(grep -m1 -E 'Sanitizer|runtime error' "$T/$SC/out$i")"
+    fi
+    [ -s "$v" ] || { notok "$name verdict written" "no $v (exit ${RC[$i]:-none})"; return; }
+    python3 "$PREFLIGHT_SRC/tests/e2e/vexpect.py" "$v" "$name" "$shown" "$@"
+}

@@ -44,17 +44,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# a free port p with p + 1 free as well (the data mesh listens next to the rendezvous)
-free_port() {
-    python3 -c 'import socket
-for _ in range(50):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-    t = socket.socket()
-    try:
-        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
-    except OSError:
-        t.close()'
-}
 
 SC='' PORT='' TO='' CFG='' WORLD=''
 # scenario NAME TIMEOUT CONFIG WORLD: the next ranks belong to this scenario

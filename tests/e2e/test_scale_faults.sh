@@ -66,44 +66,9 @@ run_all() {
     done
 }
 
-# expect I EXPR...: every Python expression holds over pod I's verdict (d; check(id);
-# codes(id); finding(id, code); culprits(): the culprits' ranks)
-expect() {
-    local i=$1
-    shift
-    local v="$T/$SC/v$i.yaml" name="$SC: trainer-$i"
-    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$SC/out$i"; then
-        notok "$name: no sanitizer report" "$(grep -m1 -E 'Sanitizer|runtime error' "$T/$SC/out$i")"
-    fi
-    [ -s "$v" ] || { notok "$name verdict written" "no $v (exit ${RC[$i]})"; return; }
-    python3 - "$v" "$name" "$@" <<'PY'
-import json, sys, yaml
-path, name, exprs = sys.argv[1], sys.argv[2], sys.argv[3:]
-with open(path) as f:
-    d = yaml.safe_load(f)
-def check(cid):
-    return next((c for c in d.get("checks", []) if c["id"] == cid), {})
-def codes(cid):
-    return sorted(x["code"] for x in (check(cid).get("findings") or []))
-def finding(cid, code):
-    return " | ".join(x.get("message", "") for x in check(cid).get("findings") or []
-                      if x["code"] == code)
-def culprits():
-    return sorted(c.get("rank") for c in d.get("culprits") or [])
-for e in exprs:
-    try:
-        r, err = eval(e), ""
-    except Exception as x:
-        r, err = False, repr(x)
-    if r is True:
-        print(f"ok - {name}: {e}")
-    else:
-        got = {"verdict": d.get("verdict"), "collective.tcp": [check("collective.tcp").get("status"),
-               codes("collective.tcp")], "culprits": culprits(),
-               "findings": [x.get("message") for x in check("collective.tcp").get("findings") or []]}
-        print(f"not ok - {name}: {e}: {err or r} ({json.dumps(got)[:900]})")
-PY
-}
+# expect I EXPR...: every Python expression holds over pod I's verdict (tests/e2e/vexpect.py:
+# d, check(id), codes(id), finding(id, code), culprits())
+expect() { pods_expect collective.tcp "$@"; }
 
 tbf='tbf rate 40mbit burst 16kb latency 500ms'
 

@@ -10,14 +10,7 @@ source "$(dirname "$0")/lib.sh"
 N=67
 EMPTY=$T/empty # a root with nothing in it: the local checks have nothing to look at
 mkdir -p "$EMPTY"
-port=$(python3 -c 'import socket
-for _ in range(50):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-    t = socket.socket()
-    try:
-        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
-    except OSError:
-        t.close()')
+port=$(free_port)
 printf 'tcp: {messageBytes: 262144, iterations: 1}\n' >"$T/grid.yaml"
 for r in $(seq 0 $((N - 1))); do
     (

@@ -9,16 +9,6 @@ source "$(dirname "$0")/lib.sh"
 EMPTY=$T/empty # a root with nothing in it: the local checks have nothing to look at
 mkdir -p "$EMPTY"
 
-free_port() {
-    python3 -c 'import socket
-for _ in range(50):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-    t = socket.socket()
-    try:
-        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
-    except OSError:
-        t.close()'
-}
 
 # pair NAME CONFIG-TEXT [ARGS...]: ranks 0 and 1 of a world of two; verdicts in
 # $T/NAME-{0,1}.yaml, exit codes in $T/NAME-{0,1}.rc
