@@ -297,14 +297,21 @@ PY
         d=$T/check$i
         mkdir -p "$d"
         cp "$T/old.yaml" "$d/v.yaml"
-        timeout 30 env -i PATH="$PATH" "$BINR" check --root "$EMPTY" --verdict "$d/v.yaml" \
+        # as in the run trials, no `timeout` wrapper: GNU timeout 9.1 can die of the signal
+        # between its fork and recording the child's pid (exit 143) and leave preflight to
+        # finish unsignalled, a verdict that disagrees with an exit code preflight never
+        # gave. The signal goes to preflight itself; a watchdog bounds the trial.
+        env -i PATH="$PATH" "$BINR" check --root "$EMPTY" --verdict "$d/v.yaml" \
             >/dev/null 2>"$d/err" &
         pid=$!
+        (sleep 30 && kill -KILL "$pid") 2>/dev/null &
+        dog=$!
         delay=$((RANDOM % 600))
         sleep "$(printf '0.%03d' "$delay")"
         kill -TERM "$pid" 2>/dev/null
         wait "$pid"
         echo "$d $delay 0 $?" >>"$T/checks.txt"
+        kill "$dog" 2>/dev/null
     done
     python3 - "$T/checks.txt" >"$T/checks.out" <<'PY'
 import sys, yaml
