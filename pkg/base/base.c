@@ -325,3 +325,21 @@ double pf_clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
 }
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void pf_sort_dbl(double *v, size_t n)
+{
+    if (n > 1) qsort(v, n, sizeof(*v), cmp_dbl);
+}
+
+double pf_median(double *v, size_t n)
+{
+    if (n == 0) return 0;
+    pf_sort_dbl(v, n);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

@@ -96,6 +96,11 @@ double pf_now(void);
 double pf_deadline_in(double secs, double cutoff);
 /* v clamped to [lo, hi]. */
 double pf_clampd(double v, double lo, double hi);
+/* v[0..n) sorted ascending, in place. */
+void pf_sort_dbl(double *v, size_t n);
+/* The median of v[0..n) (the mean of the middle two when n is even), sorting v in place; 0
+ * when n is 0. */
+double pf_median(double *v, size_t n);
 /* Wall clock as "YYYY-MM-DDTHH:MM:SSZ". */
 void pf_utc_timestamp(char *out, size_t n);
 

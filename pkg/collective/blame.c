@@ -5,12 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 void pf_coll_blame(struct pf_coll_blame *out, const struct pf_coll_link *links, size_t n,
                    double ratio)
 {
@@ -23,8 +17,7 @@ void pf_coll_blame(struct pf_coll_blame *out, const struct pf_coll_link *links, 
         if (links[i].src > maxrank) maxrank = links[i].src;
         if (links[i].dst > maxrank) maxrank = links[i].dst;
     }
-    qsort(v, n, sizeof(double), cmp_dbl);
-    out->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    out->median = pf_median(v, n);
     out->threshold = out->median * ratio;
     free(v);
 

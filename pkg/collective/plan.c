@@ -119,12 +119,6 @@ static int cmp_key(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static bool sample_ok(const struct pf_coll_sample *s, int n, int before_round)
 {
     return s->src >= 0 && s->src < n && s->dst >= 0 && s->dst < n && s->src != s->dst &&
@@ -160,12 +154,6 @@ static void group_links(struct analysis *an)
     }
 }
 
-static double median_of(double *v, size_t k)
-{
-    qsort(v, k, sizeof(double), cmp_dbl);
-    return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-}
-
 /* The reference rate and the threshold: the median over positions of each one's median
  * survey link (in and out, each link by its fastest survey sample). A slow node or link
  * moves only its own ends' entries, so the reference stands even when a slow node's links
@@ -198,8 +186,8 @@ static void survey_median(struct analysis *an, double ratio)
     double *med = pf_xmalloc(((size_t)an->n + 1) * sizeof(double));
     size_t k = 0;
     for (int r = 0; r < an->n; r++)
-        if (start[r + 1] > start[r]) med[k++] = median_of(v + start[r], start[r + 1] - start[r]);
-    if (k) an->median = median_of(med, k);
+        if (start[r + 1] > start[r]) med[k++] = pf_median(v + start[r], start[r + 1] - start[r]);
+    if (k) an->median = pf_median(med, k);
     an->thr = an->median * ratio;
     free(med);
     free(fill);
@@ -374,7 +362,7 @@ static double median_rate(const struct analysis *an)
         v[i] = pf_coll_sample_gbps(&an->s[an->order[i]]);
     double m = 0;
     if (an->nvalid) {
-        qsort(v, an->nvalid, sizeof(double), cmp_dbl);
+        pf_sort_dbl(v, an->nvalid);
         m = v[an->nvalid / 2];
     }
     free(v);

@@ -464,12 +464,6 @@ static void judge_failures(struct pf_fleet *f, const struct pf_fleet_railplan *p
     free(pod_bad);
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median rate of network k's completed probes; 0 with fewer than min of them. */
 static double net_median(const struct pf_fleet_railnet *x, int min)
 {
@@ -477,11 +471,7 @@ static double net_median(const struct pf_fleet_railnet *x, int min)
     int n = 0;
     for (int i = 0; i < x->nring; i++)
         if (x->res[i].state == PF_RAIL_OK && x->res[i].gbps > 0) g[n++] = x->res[i].gbps;
-    double med = 0;
-    if (n >= min && n > 0) {
-        qsort(g, (size_t)n, sizeof(*g), cmp_dbl);
-        med = n % 2 ? g[n / 2] : (g[n / 2 - 1] + g[n / 2]) / 2;
-    }
+    double med = n >= min ? pf_median(g, (size_t)n) : 0;
     free(g);
     return med;
 }

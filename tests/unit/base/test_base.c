@@ -61,12 +61,30 @@ static void test_deadline_in(void **state)
     assert_true(pf_clampd(5, 1, 10) == 5);
 }
 
+/* The median sorts in place: odd, even (the mean of the middle two), one, none. */
+static void test_median(void **state)
+{
+    (void)state;
+    double odd[] = {5, 1, 3};
+    assert_true(pf_median(odd, 3) == 3);
+    assert_true(odd[0] == 1 && odd[1] == 3 && odd[2] == 5);
+    double even[] = {8, 2, 6, 4};
+    assert_true(pf_median(even, 4) == 5);
+    double one[] = {7};
+    assert_true(pf_median(one, 1) == 7);
+    assert_true(pf_median(one, 0) == 0);
+    double v[] = {3, -1, 2};
+    pf_sort_dbl(v, 3);
+    assert_true(v[0] == -1 && v[1] == 2 && v[2] == 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_str_never_null),
         cmocka_unit_test(test_buf_over_is_sticky),
         cmocka_unit_test(test_deadline_in),
+        cmocka_unit_test(test_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
