@@ -102,9 +102,8 @@ static bool probe_hello_ok(struct rdv_stage *S, int fd, int src, int round, doub
     return hello_read(S, fd, &s, &rd, deadline) && s == src && rd == round;
 }
 
-/* The next connection on the data port, accepted before deadline (non-blocking); -1 once the
- * deadline passed. Out of descriptors the listener stays readable: it rests 100 ms instead of
- * spinning. */
+/* The next connection on the data port, accepted before deadline (pf_rdv_accept); -1 once
+ * the deadline passed. */
 static int data_accept(const struct rdv_stage *S, double deadline)
 {
     for (;;) {
@@ -112,10 +111,8 @@ static int data_accept(const struct rdv_stage *S, double deadline)
         if (now >= deadline) return -1;
         struct pollfd pfd = {S->data_lfd, POLLIN, 0};
         if (poll(&pfd, 1, (int)((deadline - now) * 1000) + 1) <= 0) continue;
-        int fd = accept4(S->data_lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = pf_rdv_accept(S->data_lfd);
         if (fd >= 0) return fd;
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            (void)poll(NULL, 0, 100);
     }
 }
 

@@ -466,6 +466,10 @@ int pf_rdv_conn_recv(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
 int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, double deadline);
 /* A listening TCP socket on addr ("" = any) and port (0 = ephemeral); *port gets the port. */
 int pf_rdv_listen(int *fd, const char *addr, int *port);
+/* The next connection on listener lfd, non-blocking and close-on-exec; -1 when there is none
+ * (errno says why). Out of descriptors or memory the listener stays readable, so it rests
+ * 100 ms first: a poll loop around it does not spin. */
+int pf_rdv_accept(int lfd);
 /* "a.b.c.d:port" or "[v6]:port" of a socket's peer (peer) or local end (!peer). */
 void pf_rdv_sockname(char *out, size_t n, int fd, bool peer);
 /* The IP address text alone. */

@@ -37,12 +37,7 @@ static void rail_from(struct pf_fleet_rail *r, const struct pf_k8s_network *n,
     pf_strcpy(r->net, sizeof(r->net), n->name);
     pf_strcpy(r->iface, sizeof(r->iface), n->interface);
     r->mtu = n->mtu;
-    struct pf_buf b;
-    pf_buf_init(&b, sizeof(r->rdma));
-    for (size_t i = 0; i < n->rdma_devices.n; i++)
-        pf_buf_addf(&b, "%s%s", i ? "," : "", n->rdma_devices.v[i]);
-    pf_strcpy(r->rdma, sizeof(r->rdma), pf_buf_str(&b));
-    pf_buf_free(&b);
+    pf_strlist_join(r->rdma, sizeof(r->rdma), &n->rdma_devices, ",");
     const struct pf_netif *i = pf_netif_find(l, n->interface);
     if (!i) return; /* not in the pod: down, without address */
     r->mtu = i->mtu;

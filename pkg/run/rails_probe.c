@@ -106,12 +106,8 @@ static void dial_all(struct probe *P, const struct pf_fleet_rails *mine,
 /* A connection on the listener: kept when its DHELLO is an expected probe's. */
 static void accept_one(struct probe *P, const struct pf_fleet_rails *mine)
 {
-    int fd = accept4(P->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-            (void)poll(NULL, 0, 100); /* out of descriptors: rest instead of spinning */
-        return;
-    }
+    int fd = pf_rdv_accept(P->lfd);
+    if (fd < 0) return;
     int pos = -1, round = -1;
     if (pf_rdv_probe_hello(P->R->pods->rdv, fd, &pos, &round, P->deadline))
         for (size_t i = 0; i < P->nt; i++) {
@@ -189,8 +185,7 @@ static void out_event(struct probe *P, struct out *o)
         if (k < 0 && (errno == EAGAIN || errno == EINTR)) return;
         if (k != 1 || c != 'R') {
             snprintf(o->res->why, sizeof(o->res->why),
-                     "the peer closed the probe before it "
-                     "was ready");
+                     "the peer closed the probe before it was ready");
             out_done(o, PF_RAIL_UNREACHABLE, 0);
             return;
         }
