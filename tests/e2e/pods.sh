@@ -163,3 +163,30 @@ pods_expect() {
     [ -s "$v" ] || { notok "$name verdict written" "no $v (exit ${RC[$i]:-none})"; return; }
     python3 "$PREFLIGHT_SRC/tests/e2e/vexpect.py" "$v" "$name" "$shown" "$@"
 }
+
+# pods_run_pod I [CMD-PREFIX...]: pod I's `preflight run` in the background under
+# CMD-PREFIX (e.g. `taskset -c 0`, or `env VAR=VALUE`), its rank from the hostname; the
+# scenario's $SC, $PORT, $N, $TO and $T/small.yaml; output $T/$SC/outI, verdict
+# $T/$SC/vI.yaml, exit code $T/$SC/rcI
+pods_run_pod() {
+    local i=$1
+    shift
+    (
+        pod_exec "$i" "$@" env POD_NAME="trainer-$i" POD_NAMESPACE=ml NODE_NAME="node-$i" \
+            PREFLIGHT_WORLD_SIZE=$N PREFLIGHT_PORT="$PORT" NCCL_SOCKET_IFNAME=eth0 \
+            "$PREFLIGHT" run --config "$T/small.yaml" --verdict "$T/$SC/v$i.yaml" \
+            --format yaml --timeout "$TO" >>"$T/$SC/out$i" 2>&1
+        echo $? >"$T/$SC/rc$i"
+    ) &
+    POD_PID[$i]=$!
+}
+
+# pods_wait_all: waits for pods 0..N-1 started by pods_run_pod; RC[I] is each one's exit
+# code ("none" when it wrote none)
+pods_wait_all() {
+    local i
+    for ((i = 0; i < N; i++)); do
+        wait "${POD_PID[$i]}" 2>/dev/null
+        RC[$i]=$(cat "$T/$SC/rc$i" 2>/dev/null || echo none)
+    done
+}

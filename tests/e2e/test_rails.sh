@@ -97,29 +97,15 @@ PY
 declare -A RC
 SC= PORT=
 
-launch() {
-    local i=$1
-    (
-        pod_exec "$i" env POD_NAME="trainer-$i" POD_NAMESPACE=ml NODE_NAME="node-$i" \
-            PREFLIGHT_WORLD_SIZE=$N PREFLIGHT_PORT="$PORT" NCCL_SOCKET_IFNAME=eth0 \
-            PREFLIGHT_PODINFO="$T/podinfo$i" \
-            "$PREFLIGHT" run --config "$T/small.yaml" --verdict "$T/$SC/v$i.yaml" \
-            --format yaml --timeout "$TO" >>"$T/$SC/out$i" 2>&1
-        echo $? >"$T/$SC/rc$i"
-    ) &
-    POD_PID[$i]=$!
-}
-
+# run_all NAME PORT: every pod, each with its network-status written from its interfaces as
+# they are now
 run_all() {
     SC=$1 PORT=$2
     local i
     mkdir -p "$T/$SC"
     for ((i = 0; i < N; i++)); do podinfo "$i"; done
-    for ((i = 0; i < N; i++)); do launch "$i"; done
-    for ((i = 0; i < N; i++)); do
-        wait "${POD_PID[$i]}" 2>/dev/null
-        RC[$i]=$(cat "$T/$SC/rc$i" 2>/dev/null || echo none)
-    done
+    for ((i = 0; i < N; i++)); do pods_run_pod "$i" env PREFLIGHT_PODINFO="$T/podinfo$i"; done
+    pods_wait_all
 }
 
 # expect I EXPR...: each Python expression holds over pod I's verdict (tests/e2e/vexpect.py:

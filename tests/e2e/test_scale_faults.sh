@@ -37,20 +37,6 @@ printf 'tcp: {messageBytes: 1048576, iterations: 1}\n' >"$T/small.yaml"
 declare -A RC
 SC= PORT=
 
-# launch I [CMD-PREFIX...]: pod I's `preflight run` in the background (rank from the hostname)
-launch() {
-    local i=$1
-    shift
-    (
-        pod_exec "$i" "$@" env POD_NAME="trainer-$i" POD_NAMESPACE=ml NODE_NAME="node-$i" \
-            PREFLIGHT_WORLD_SIZE=$N PREFLIGHT_PORT="$PORT" NCCL_SOCKET_IFNAME=eth0 \
-            "$PREFLIGHT" run --config "$T/small.yaml" --verdict "$T/$SC/v$i.yaml" \
-            --format yaml --timeout "$TO" >>"$T/$SC/out$i" 2>&1
-        echo $? >"$T/$SC/rc$i"
-    ) &
-    POD_PID[$i]=$!
-}
-
 # run_all NAME PORT [I CMD-PREFIX...]: every pod, pod I under CMD-PREFIX when given
 run_all() {
     SC=$1 PORT=$2
@@ -58,12 +44,9 @@ run_all() {
     shift 3 2>/dev/null || shift $#
     mkdir -p "$T/$SC"
     for ((i = 0; i < N; i++)); do
-        if [ "$i" = "$special" ]; then launch "$i" "$@"; else launch "$i"; fi
+        if [ "$i" = "$special" ]; then pods_run_pod "$i" "$@"; else pods_run_pod "$i"; fi
     done
-    for ((i = 0; i < N; i++)); do
-        wait "${POD_PID[$i]}" 2>/dev/null
-        RC[$i]=$(cat "$T/$SC/rc$i" 2>/dev/null || echo none)
-    done
+    pods_wait_all
 }
 
 # expect I EXPR...: every Python expression holds over pod I's verdict (tests/e2e/vexpect.py:
