@@ -161,7 +161,8 @@ uint64_t pf_file_random(void);
 int pf_file_error(const char *path, enum pf_file_step step, int neg_errno, bool existed);
 /* Creates the folders above path that are missing (mode 0755); PF_ERR when one cannot be. */
 int pf_file_mkdir_parents(const char *path);
-/* Replaces path with data (mode set whatever the umask). 0, or PF_ERR with the message. */
+/* Replaces path with data (mode set whatever the umask); a path that is a device, a FIFO or
+ * a symlink to one is written in place. 0, or PF_ERR with the message. */
 int pf_file_replace(const char *path, const void *data, size_t len, unsigned mode);
 
 #endif

@@ -3,6 +3,7 @@
  * the target's folder, created with O_CREAT|O_EXCL|O_NOFOLLOW (a planted name or symlink is
  * never opened), written completely, fsync'ed, renamed over the target, and the folder is
  * fsync'ed. On any failure the temporary file is removed and the target is left as it was.
+ * A target that is not a regular file (a device, a FIFO, /dev/stdout) is written in place.
  * The core (pf_file_replace_raw) calls only async-signal-safe functions, so that the verdict
  * guard's signal handler shares it. */
 #define _GNU_SOURCE
@@ -191,9 +192,62 @@ int pf_file_tmp_commit(struct pf_file_tmp *t)
     return 0;
 }
 
+/* A folder of the kernel's (/dev, /proc): never a place for a temporary file and a rename;
+ * /dev/stdout and /proc/self/fd/N lead to whatever the descriptor is, a regular file too. */
+static bool in_dev_or_proc(const char *dir)
+{
+    return !strcmp(dir, "/dev") || !strncmp(dir, "/dev/", 5) || !strcmp(dir, "/proc") ||
+           !strncmp(dir, "/proc/", 6);
+}
+
+/* A target that exists and is not a regular file (a device such as /dev/null, a FIFO, a
+ * terminal, /dev/stdout, or a symlink to one of them) is written in place, the way every Unix
+ * tool writes to it: renaming a temporary file over it would put a regular file where the
+ * device was; the same for anything in /dev or /proc. Returns 1 when the target is a regular
+ * file elsewhere, a folder or absent (the caller
+ * replaces it), else 0 or a negative errno. A FIFO without a reader is ENXIO, not a wait:
+ * the open is non-blocking. Async-signal-safe. */
+static int write_in_place(const struct pf_file_target *target, const void *data, size_t len,
+                          enum pf_file_step *step)
+{
+    int dfd = open(target->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return 1;
+    struct stat st;
+    if (fstatat(dfd, target->base, &st, 0) != 0 || S_ISDIR(st.st_mode) ||
+        (S_ISREG(st.st_mode) && !in_dev_or_proc(target->dir))) {
+        close(dfd);
+        return 1;
+    }
+    *step = PF_FILE_STEP_WRITE;
+    struct stat out;
+    if (fstat(STDOUT_FILENO, &out) == 0 && out.st_dev == st.st_dev && out.st_ino == st.st_ino) {
+        /* the process' own stdout (/dev/stdout, /proc/self/fd/1): through fd 1 itself, so
+         * that what the process prints after it follows it instead of writing over it */
+        close(dfd);
+        return pf_file_write_all(STDOUT_FILENO, data, len);
+    }
+    /* O_APPEND: /dev/stdout redirected to a file shares that file with the process' own
+     * writes to fd 1 (no effect on devices and FIFOs) */
+    int fd = openat(dfd, target->base, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int e = fd < 0 ? -errno : 0;
+    close(dfd);
+    if (e < 0) return e;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    e = pf_file_write_all(fd, data, len);
+    close(fd);
+    return e;
+}
+
 int pf_file_replace_raw(const struct pf_file_target *target, const void *data, size_t len,
                         unsigned mode, uint64_t seed, bool track, enum pf_file_step *step)
 {
+    enum pf_file_step in_place_step = PF_FILE_STEP_FOLDER;
+    int w = write_in_place(target, data, len, &in_place_step);
+    if (w <= 0) {
+        if (step) *step = in_place_step;
+        return w;
+    }
     struct pf_file_tmp t;
     int e = pf_file_tmp_open(&t, target, mode, seed, track);
     if (e == 0) e = pf_file_tmp_write(&t, data, len);

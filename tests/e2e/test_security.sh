@@ -122,6 +122,61 @@ check "install: DIR/preflight is the binary, mode 0755" \
 rm -f "$T/iplant"/.preflight.tmp.* # the planted one
 no_temp "install: no temporary file of its own left" "$T/iplant"
 
+# ---- targets that are not regular files: a device node, a FIFO, /dev/stdout, a symlink to a
+# device. Each is written in place and stays what it was (a rename over it would put a regular
+# file where the device was). The device is a private node in $T, never the real /dev/null.
+if [ "$(id -u)" -eq 0 ] && mknod "$T/null" c 1 3 2>/dev/null; then
+    p devnull -- check --root "$EMPTY" --verdict "$T/null"
+    check "verdict to a device node: still a character device" test -c "$T/null"
+    err_lacks devnull "verdict not written"
+    ln -s "$T/null" "$T/null-link"
+    p devlink -- check --root "$EMPTY" --verdict "$T/null-link"
+    check "verdict to a symlink to a device: the symlink stays" test -L "$T/null-link"
+    check "verdict to a symlink to a device: its target is still a device" test -c "$T/null"
+    if [ -n "$HAVE_NS" ]; then
+        printf 'report: {metricsFile: %s/null}\n' "$T" >"$T/metrics-null.yaml"
+        (cd "$T" && ip netns exec "$NS" timeout 60 env -i PATH="$PATH" \
+            ASAN_OPTIONS="${ASAN_OPTIONS:-}" "$BIN" run --root "$EMPTY" --rank 0 --world-size 1 \
+            --config "$T/metrics-null.yaml" --verdict "$T/null-link" >/dev/null 2>"$T/mnull.err")
+        check "metrics file and verdict of run to a device: still a character device" test -c "$T/null"
+        if grep -q 'cannot write' "$T/mnull.err"; then
+            notok "metrics file to a device: no write error" "$(head -c 300 "$T/mnull.err")"
+        else ok "metrics file to a device: no write error"; fi
+    else
+        skip "metrics file to a device" "needs ip netns"
+    fi
+else
+    skip "verdict to a device node" "needs root for mknod"
+fi
+mkfifo "$T/fifo"
+(timeout 60 cat "$T/fifo" >"$T/fifo.got") &
+FIFO_READER=$!
+p fifo -- check --root "$EMPTY" --verdict "$T/fifo"
+wait "$FIFO_READER"
+check "verdict to a FIFO: still a FIFO" test -p "$T/fifo"
+expect_eq "verdict to a FIFO: the reader got the YAML verdict" "$(yq "$T/fifo.got" "d['kind']")" Verdict
+p fifo-noreader -- check --root "$EMPTY" --verdict "$T/fifo" --timeout 10
+check "verdict to a FIFO nobody reads: still a FIFO, no wait" test -p "$T/fifo"
+err_has fifo-noreader "verdict not written: cannot write $T/fifo"
+# /dev/stdout in a mount namespace of its own with a private /dev (the machine's is never
+# at stake): stdout redirected to a file, then a pipe
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+    timeout 60 unshare --mount --propagation private env -i PATH="$PATH" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" BIN="$BIN" EMPTY="$EMPTY" T="$T" bash -c '
+        mount -t tmpfs none /dev || exit 9
+        ln -s /proc/self/fd/1 /dev/stdout
+        "$BIN" check --root "$EMPTY" --verdict /dev/stdout >"$T/stdout.got" 2>"$T/stdout.err"
+        "$BIN" check --root "$EMPTY" --verdict /dev/stdout 2>>"$T/stdout.err" | cat >"$T/stdout.pipe"
+        if [ -L /dev/stdout ]; then echo symlink; else ls -l /dev/stdout; fi' >"$T/stdout.kind" 2>&1
+    expect_eq "verdict to /dev/stdout: /dev/stdout is still the symlink" "$(cat "$T/stdout.kind")" symlink
+    expect_eq "verdict to /dev/stdout redirected to a file: the YAML is there" \
+        "$(grep -c '^kind: Verdict$' "$T/stdout.got")" 1
+    expect_eq "verdict to /dev/stdout through a pipe: the YAML is there" \
+        "$(grep -c '^kind: Verdict$' "$T/stdout.pipe")" 1
+else
+    skip "verdict to /dev/stdout" "needs root and unshare"
+fi
+
 # ---- a deeply nested config under --timeout 2: bounded, a usage error naming file and line
 python3 -c "import sys; n=250000; sys.stdout.write('expect: ' + '['*n + ']'*n + '\n')" >"$T/deep.yaml"
 start=$(date +%s%N)
