@@ -195,15 +195,122 @@ static int get_strlist(struct ctx *x, yaml_node_t *n, const char *key, struct pf
 
 typedef int (*field_fn)(struct ctx *x, yaml_node_t *value, const char *key);
 
+/* What a key holds, and how its value is read into the struct at base + off. */
+enum field_type {
+    F_INT,      /* an int or long long (by size), in [lo, hi] */
+    F_NUM,      /* a double in [lo, hi] */
+    F_BOOL,     /* a bool */
+    F_STR,      /* a char[size] */
+    F_ENUM,     /* an int: values[i] (or i) for names[i] */
+    F_ENUM_STR, /* a char[size]: names[i] itself */
+    F_MAP,      /* a mapping of the keys in sub[] */
+    F_FN,       /* fn reads it (lists, checks across keys) */
+};
+
 struct field {
     const char *name;
+    enum field_type type;
+    size_t off, size;
+    double lo, hi;
+    const char *const *names; /* NULL-terminated */
+    const int *values;
+    const struct field *sub;
+    size_t nsub;
     field_fn fn;
 };
 
-/* Walks a mapping, calling the matching field's function; unknown keys are errors with a
+#define AT(T, m) .off = offsetof(T, m), .size = sizeof(((T *)0)->m)
+#define CFG(m) AT(struct pf_config, m)
+#define INT(k, m, l, h)                                                                            \
+    {                                                                                              \
+        .name = k, .type = F_INT, CFG(m), .lo = l, .hi = h                                         \
+    }
+#define NUM(k, m, l, h)                                                                            \
+    {                                                                                              \
+        .name = k, .type = F_NUM, CFG(m), .lo = l, .hi = h                                         \
+    }
+#define BOOL(k, m)                                                                                 \
+    {                                                                                              \
+        .name = k, .type = F_BOOL, CFG(m)                                                          \
+    }
+#define STR(k, m)                                                                                  \
+    {                                                                                              \
+        .name = k, .type = F_STR, CFG(m)                                                           \
+    }
+#define ENUM(k, m, ...)                                                                            \
+    {                                                                                              \
+        .name = k, .type = F_ENUM, CFG(m), .names = (const char *const[])                          \
+        {                                                                                          \
+            __VA_ARGS__, NULL                                                                      \
+        }                                                                                          \
+    }
+#define ENUM_STR(k, m, ...)                                                                        \
+    {                                                                                              \
+        .name = k, .type = F_ENUM_STR, CFG(m), .names = (const char *const[])                      \
+        {                                                                                          \
+            __VA_ARGS__, NULL                                                                      \
+        }                                                                                          \
+    }
+#define MAP(k, t)                                                                                  \
+    {                                                                                              \
+        .name = k, .type = F_MAP, .sub = t, .nsub = PF_ARRAY_LEN(t)                                \
+    }
+#define FN(k, f)                                                                                   \
+    {                                                                                              \
+        .name = k, .type = F_FN, .fn = f                                                           \
+    }
+
+static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix, const struct field *fields,
+                    size_t nfields, void *base);
+
+/* Reads v, the value of key, into base as f says. */
+static int set_field(struct ctx *x, const struct field *f, void *base, yaml_node_t *v,
+                     const char *key)
+{
+    char *p = (char *)base + f->off;
+    switch (f->type) {
+    case F_INT: {
+        long long n = 0;
+        int r = get_int(x, v, key, (long long)f->lo, (long long)f->hi, &n);
+        if (r < 0) return r;
+        if (f->size == sizeof(int))
+            *(int *)(void *)p = (int)n;
+        else
+            *(long long *)(void *)p = n;
+        return 0;
+    }
+    case F_NUM:
+        return get_num(x, v, key, f->lo, f->hi, (double *)(void *)p);
+    case F_BOOL:
+        return get_bool(x, v, key, (bool *)(void *)p);
+    case F_STR:
+        return get_str(x, v, key, p, f->size);
+    case F_ENUM:
+    case F_ENUM_STR: {
+        size_t count = 0;
+        while (f->names[count])
+            count++;
+        int e;
+        int r = get_enum(x, v, key, f->names, count, &e);
+        if (r < 0) return r;
+        if (f->type == F_ENUM_STR)
+            pf_strcpy(p, f->size, f->names[e]);
+        else
+            *(int *)(void *)p = f->values ? f->values[e] : e;
+        return 0;
+    }
+    case F_MAP:
+        return walk_map(x, v, key, f->sub, f->nsub, base);
+    case F_FN:
+        return f->fn(x, v, key);
+    }
+    return bad(x, v, key, "no reader for this key");
+}
+
+/* Walks a mapping, reading each key's value as its field says; unknown keys are errors with a
  * did-you-mean. */
 static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix, const struct field *fields,
-                    size_t nfields)
+                    size_t nfields, void *base)
 {
     char key[128];
     if (map->type != YAML_MAPPING_NODE)
@@ -244,43 +351,13 @@ static int walk_map(struct ctx *x, yaml_node_t *map, const char *prefix, const s
                 strcmp((const char *)k2->data.scalar.value, name) == 0)
                 return bad(x, k, key, "given twice (first on line %zu)", k2->start_mark.line + 1);
         }
-        int r = f->fn(x, v, key);
+        int r = set_field(x, f, base, v, key);
         if (r < 0) return r;
     }
     return 0;
 }
 
 #define FIELD(fn_name) static int fn_name(struct ctx *x, yaml_node_t *v, const char *key)
-
-FIELD(f_rdma)
-{
-    static const char *const names[] = {"auto", "required", "none"};
-    int e;
-    int r = get_enum(x, v, key, names, 3, &e);
-    x->c->expect_rdma = (enum pf_rdma_expect)e;
-    return r;
-}
-
-FIELD(f_hcas)
-{
-    long long n;
-    int r = get_int(x, v, key, 0, 1024, &n);
-    x->c->expect_hcas = (int)n;
-    return r;
-}
-
-FIELD(f_min_rate)
-{
-    return get_num(x, v, key, 0, 1e6, &x->c->expect_min_port_rate_gbps);
-}
-
-FIELD(f_gpus)
-{
-    long long n;
-    int r = get_int(x, v, key, 0, 1024, &n);
-    x->c->expect_gpus_per_pod = (int)n;
-    return r;
-}
 
 FIELD(f_networks)
 {
@@ -294,46 +371,16 @@ FIELD(f_networks)
     return 0;
 }
 
-FIELD(f_mtu)
-{
-    long long n;
-    int r = get_int(x, v, key, 68, 65536, &n);
-    x->c->expect_mtu = (int)n;
-    return r;
-}
-
-FIELD(f_transport)
-{
-    static const char *const names[] = {"IB", "Socket", "OFI", "any"};
-    int e;
-    int r = get_enum(x, v, key, names, 4, &e);
-    if (r == 0) strcpy(x->c->expect_transport, names[e]);
-    return r;
-}
-
-FIELD(f_busbw)
-{
-    return get_num(x, v, key, 0, 1e6, &x->c->expect_busbw_gbps);
-}
-
-FIELD(f_line_rate)
-{
-    return get_num(x, v, key, 0, 1e7, &x->c->expect_line_rate_gbps);
-}
-
-FIELD(f_eff_nodes)
-{
-    return get_num(x, v, key, 1, 1e6, &x->c->efficiency[x->c->nefficiency].nodes);
-}
-
-FIELD(f_eff_percent)
-{
-    return get_num(x, v, key, 0.1, 100, &x->c->efficiency[x->c->nefficiency].percent);
-}
-
 FIELD(f_efficiency)
 {
-    static const struct field point[] = {{"nodes", f_eff_nodes}, {"percent", f_eff_percent}};
+    static const struct field point[] = {
+        {.name = "nodes", .type = F_NUM, AT(struct pf_curve_point, nodes), .lo = 1, .hi = 1e6},
+        {.name = "percent",
+         .type = F_NUM,
+         AT(struct pf_curve_point, percent),
+         .lo = 0.1,
+         .hi = 100},
+    };
     if (v->type != YAML_SEQUENCE_NODE)
         return bad(x, v, key, "expected a list of {nodes, percent}, found %s", node_type(v));
     x->c->nefficiency = 0;
@@ -342,10 +389,10 @@ FIELD(f_efficiency)
         yaml_node_t *e = yaml_document_get_node(x->doc, *it);
         if (x->c->nefficiency >= PF_CONFIG_MAX_CURVE)
             return bad(x, e, key, "more than %d points", PF_CONFIG_MAX_CURVE);
-        x->c->efficiency[x->c->nefficiency] = (struct pf_curve_point){-1, -1};
-        int r = walk_map(x, e, key, point, PF_ARRAY_LEN(point));
-        if (r < 0) return r;
         struct pf_curve_point *pt = &x->c->efficiency[x->c->nefficiency];
+        *pt = (struct pf_curve_point){-1, -1};
+        int r = walk_map(x, e, key, point, PF_ARRAY_LEN(point), pt);
+        if (r < 0) return r;
         if (pt->nodes < 0 || pt->percent < 0)
             return bad(x, e, key, "each point needs both nodes and percent");
         if (x->c->nefficiency > 0 && pt->nodes <= pt[-1].nodes)
@@ -356,34 +403,8 @@ FIELD(f_efficiency)
     return 0;
 }
 
-FIELD(f_expect)
-{
-    static const struct field fields[] = {
-        {"rdma", f_rdma},
-        {"hcas", f_hcas},
-        {"minPortRateGbps", f_min_rate},
-        {"gpusPerPod", f_gpus},
-        {"networks", f_networks},
-        {"mtu", f_mtu},
-        {"transport", f_transport},
-        {"busbwGBps", f_busbw},
-        {"lineRateGbps", f_line_rate},
-        {"efficiency", f_efficiency},
-    };
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
 static const char *const known_collectives[] = {
     "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "reduce", "sendrecv"};
-
-FIELD(f_workload)
-{
-    static const char *const names[] = {"dense", "moe", "fsdp"};
-    int e;
-    int r = get_enum(x, v, key, names, 3, &e);
-    if (r == 0) strcpy(x->c->workload, names[e]);
-    return r;
-}
 
 FIELD(f_collectives)
 {
@@ -400,117 +421,6 @@ FIELD(f_collectives)
                        x->c->collectives.v[i]);
     }
     return 0;
-}
-
-FIELD(f_message_bytes)
-{
-    return get_int(x, v, key, 4, 16ll << 30, &x->c->message_bytes);
-}
-
-FIELD(f_rdv_port)
-{
-    long long n;
-    int r = get_int(x, v, key, 1, 65535, &n);
-    x->c->rendezvous_port = (int)n;
-    return r;
-}
-
-FIELD(f_rdv_timeout)
-{
-    long long n;
-    int r = get_int(x, v, key, 1, 86400, &n);
-    x->c->rendezvous_timeout_s = (int)n;
-    return r;
-}
-
-FIELD(f_rdv_iface)
-{
-    return get_str(x, v, key, x->c->rendezvous_interface, sizeof(x->c->rendezvous_interface));
-}
-
-FIELD(f_rendezvous)
-{
-    static const struct field fields[] = {
-        {"port", f_rdv_port}, {"timeoutSeconds", f_rdv_timeout}, {"interface", f_rdv_iface}};
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
-FIELD(f_tcp_bytes)
-{
-    return get_int(x, v, key, 4, 4ll << 30, &x->c->tcp_message_bytes);
-}
-
-FIELD(f_tcp_iters)
-{
-    long long n;
-    int r = get_int(x, v, key, 1, 1000, &n);
-    x->c->tcp_iterations = (int)n;
-    return r;
-}
-
-FIELD(f_tcp_min_busbw)
-{
-    return get_num(x, v, key, 0, 1e6, &x->c->tcp_min_busbw_gbps);
-}
-
-FIELD(f_tcp)
-{
-    static const struct field fields[] = {{"messageBytes", f_tcp_bytes},
-                                          {"iterations", f_tcp_iters},
-                                          {"minBusbwGBps", f_tcp_min_busbw}};
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
-FIELD(f_nccl_iters)
-{
-    long long n;
-    int r = get_int(x, v, key, 1, 10000, &n);
-    x->c->nccl_iterations = (int)n;
-    return r;
-}
-
-FIELD(f_nccl_warmup)
-{
-    long long n;
-    int r = get_int(x, v, key, 0, 1000, &n);
-    x->c->nccl_warmup = (int)n;
-    return r;
-}
-
-FIELD(f_nccl_timeout)
-{
-    long long n;
-    int r = get_int(x, v, key, 1, 86400, &n);
-    x->c->nccl_timeout_s = (int)n;
-    return r;
-}
-
-FIELD(f_nccl)
-{
-    static const struct field fields[] = {{"iterations", f_nccl_iters},
-                                          {"warmup", f_nccl_warmup},
-                                          {"timeoutSeconds", f_nccl_timeout}};
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
-FIELD(f_podinfo_wait)
-{
-    return get_num(x, v, key, 0, 3600, &x->c->podinfo_wait_s);
-}
-
-FIELD(f_podinfo)
-{
-    static const struct field fields[] = {{"waitSeconds", f_podinfo_wait}};
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
-FIELD(f_fail_on)
-{
-    static const char *const names[] = {"fail", "warn"};
-    int e;
-    int r = get_enum(x, v, key, names, 2, &e);
-    x->c->fail_on = e == 0 ? PF_FAIL : PF_WARN;
-    return r;
 }
 
 FIELD(f_policy_findings)
@@ -560,22 +470,6 @@ FIELD(f_policy_findings)
     return r;
 }
 
-FIELD(f_policy)
-{
-    static const struct field fields[] = {{"failOn", f_fail_on}, {"findings", f_policy_findings}};
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
-FIELD(f_events)
-{
-    return get_bool(x, v, key, &x->c->report_events);
-}
-
-FIELD(f_annotate)
-{
-    return get_bool(x, v, key, &x->c->report_annotate);
-}
-
 FIELD(f_metrics)
 {
     int r = get_str(x, v, key, x->c->report_metrics_file, sizeof(x->c->report_metrics_file));
@@ -584,32 +478,63 @@ FIELD(f_metrics)
     return r;
 }
 
-FIELD(f_mark_node)
-{
-    static const char *const names[] = {"none", "label", "taint"};
-    return get_enum(x, v, key, names, 3, &x->c->report_mark_node);
-}
-
-FIELD(f_report)
-{
-    static const struct field fields[] = {{"events", f_events},
-                                          {"annotate", f_annotate},
-                                          {"metricsFile", f_metrics},
-                                          {"markNode", f_mark_node}};
-    return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
-}
-
+/* The keys, by section (docs/configuration.md). */
+static const struct field expect_fields[] = {
+    ENUM("rdma", expect_rdma, "auto", "required", "none"),
+    INT("hcas", expect_hcas, 0, 1024),
+    NUM("minPortRateGbps", expect_min_port_rate_gbps, 0, 1e6),
+    INT("gpusPerPod", expect_gpus_per_pod, 0, 1024),
+    FN("networks", f_networks),
+    INT("mtu", expect_mtu, 68, 65536),
+    ENUM_STR("transport", expect_transport, "IB", "Socket", "OFI", "any"),
+    NUM("busbwGBps", expect_busbw_gbps, 0, 1e6),
+    NUM("lineRateGbps", expect_line_rate_gbps, 0, 1e7),
+    FN("efficiency", f_efficiency),
+};
+static const struct field rendezvous_fields[] = {
+    INT("port", rendezvous_port, 1, 65535),
+    INT("timeoutSeconds", rendezvous_timeout_s, 1, 86400),
+    STR("interface", rendezvous_interface),
+};
+static const struct field tcp_fields[] = {
+    INT("messageBytes", tcp_message_bytes, 4, 4ll << 30),
+    INT("iterations", tcp_iterations, 1, 1000),
+    NUM("minBusbwGBps", tcp_min_busbw_gbps, 0, 1e6),
+};
+static const struct field nccl_fields[] = {
+    INT("iterations", nccl_iterations, 1, 10000),
+    INT("warmup", nccl_warmup, 0, 1000),
+    INT("timeoutSeconds", nccl_timeout_s, 1, 86400),
+};
+static const struct field podinfo_fields[] = {
+    NUM("waitSeconds", podinfo_wait_s, 0, 3600),
+};
+static const int fail_on_values[] = {PF_FAIL, PF_WARN};
+static const struct field policy_fields[] = {
+    {.name = "failOn",
+     .type = F_ENUM,
+     CFG(fail_on),
+     .names = (const char *const[]){"fail", "warn", NULL},
+     .values = fail_on_values},
+    FN("findings", f_policy_findings),
+};
+static const struct field report_fields[] = {
+    BOOL("events", report_events),
+    BOOL("annotate", report_annotate),
+    FN("metricsFile", f_metrics),
+    ENUM("markNode", report_mark_node, "none", "label", "taint"),
+};
 static const struct field top_fields[] = {
-    {"expect", f_expect},
-    {"workload", f_workload},
-    {"collectives", f_collectives},
-    {"messageBytes", f_message_bytes},
-    {"rendezvous", f_rendezvous},
-    {"tcp", f_tcp},
-    {"nccl", f_nccl},
-    {"podinfo", f_podinfo},
-    {"policy", f_policy},
-    {"report", f_report},
+    MAP("expect", expect_fields),
+    ENUM_STR("workload", workload, "dense", "moe", "fsdp"),
+    FN("collectives", f_collectives),
+    INT("messageBytes", message_bytes, 4, 16ll << 30),
+    MAP("rendezvous", rendezvous_fields),
+    MAP("tcp", tcp_fields),
+    MAP("nccl", nccl_fields),
+    MAP("podinfo", podinfo_fields),
+    MAP("policy", policy_fields),
+    MAP("report", report_fields),
 };
 
 /* A first pass over libyaml's events, before any document is built: nesting deeper than
@@ -676,7 +601,7 @@ int pf_config_parse(struct pf_config *c, const char *name, const char *text, siz
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     struct ctx x = {c, name, &doc};
     if (root && !(root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0))
-        r = walk_map(&x, root, "", top_fields, PF_ARRAY_LEN(top_fields));
+        r = walk_map(&x, root, "", top_fields, PF_ARRAY_LEN(top_fields), c);
     if (r == 0) {
         /* a second document is not allowed: it would be silently ignored otherwise */
         yaml_document_t doc2;
