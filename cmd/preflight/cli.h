@@ -1,6 +1,6 @@
 /* The command line: options (opts.c), help texts and did-you-mean (help.c), one file a
  * subcommand (cmd_check.c, cmd_run.c, cmd_env.c, cmd_log.c, cmd_install.c, cmd_version.c,
- * explain_cmd.c) calling pkg/run and the library, and what they share (session.c: the
+ * cmd_explain.c) calling pkg/run and the library, and what they share (session.c: the
  * session, progress lines, printing the verdict). Exit codes are decided here; the library
  * never prints and never exits. */
 #ifndef PF_CLI_H
@@ -58,10 +58,31 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
 /* "preflight: <message>" and the pointer to --help on stderr; returns PF_EXIT_USAGE. */
 int pf_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* What positional arguments a command takes after its name. */
+enum pf_cli_args {
+    PF_CLI_ARGS_NONE,
+    PF_CLI_ARGS_ONE,  /* one, in cli->arg */
+    PF_CLI_ARGS_MANY, /* up to PF_CLI_MAX_ARGS, in cli->args */
+};
+
+/* One row of the command table (help.c's cmds[]): main() looks the command up and calls fn;
+ * pf_cli_parse reads the arguments by args; the help is built from the rest. */
+struct pf_cli_cmd {
+    const char *name;
+    int (*fn)(const struct pf_options *o, const struct pf_cli *cli); /* NULL: help */
+    enum pf_cli_args args;
+    const char *needs; /* the usage error when the one argument is missing; NULL: optional */
+    unsigned group;    /* the options it takes (help.c) */
+    const char *synopsis;
+    const char *summary;
+    const char *about;
+    const char *examples;
+};
+
+/* The row of a subcommand; NULL when name is none. */
+const struct pf_cli_cmd *pf_cli_find(const char *name);
 /* The help of one command (NULL or unknown: the overview) on f. */
 void pf_cli_help(FILE *f, const char *cmd);
-/* True when name is a subcommand. */
-bool pf_cli_is_command(const char *name);
 /* The subcommand nearest to word, or NULL when none is near. */
 const char *pf_cli_suggest_command(const char *word);
 /* The long option nearest to word ("--formt" -> "--format"), or NULL. */
@@ -69,19 +90,18 @@ const char *pf_cli_suggest_option(const char *word);
 /* The version line: "preflight 0.1.0 (git abc1234)". */
 void pf_cli_version(FILE *f);
 
+/* ---- the subcommands (the fn column of cmds[]): each returns the exit code */
+int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli);
+int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli);
+int pf_cmd_env(const struct pf_options *o, const struct pf_cli *cli);
+/* `preflight log FILE...`: NCCL_DEBUG=INFO logs of a past run (check nccl.log). */
+int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli);
+/* `preflight install DIR`: copies this binary to DIR/preflight (mode 0755, atomically). */
+int pf_cmd_install(const struct pf_options *o, const struct pf_cli *cli);
+int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli);
 /* `preflight explain ID|CODE` and `preflight explain --list`: the docs rendered for a terminal
  * (ANSI) or as plain text. */
-int pf_cli_explain(const struct pf_options *o, const struct pf_cli *cli);
-
-/* ---- the subcommands: each returns the exit code */
-int pf_cmd_check(const struct pf_options *o);
-int pf_cmd_run(const struct pf_options *o);
-int pf_cmd_env(const struct pf_options *o);
-/* `preflight log FILE...`: NCCL_DEBUG=INFO logs of a past run (check nccl.log). */
-int pf_cmd_log(const struct pf_options *o, const char *const *files, int nfiles);
-/* `preflight install DIR`: copies this binary to DIR/preflight (mode 0755, atomically). */
-int pf_cmd_install(const struct pf_options *o, const char *dir);
-int pf_cmd_version(const struct pf_options *o);
+int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli);
 
 /* ---- session.c: what the subcommands share */
 /* pf_run_open with the command line's options; progress lines go to o->err. ro must live as

@@ -1,8 +1,9 @@
 /* `preflight check`: this node's local checks, no other pod (pkg/run's check table). */
 #include "cli.h"
 
-int pf_cmd_check(const struct pf_options *o)
+int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli)
 {
+    (void)cli;
     struct pf_run R;
     struct pf_run_opts ro;
     int code;

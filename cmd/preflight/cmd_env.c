@@ -4,8 +4,9 @@
 
 #include "cli.h"
 
-int pf_cmd_env(const struct pf_options *o)
+int pf_cmd_env(const struct pf_options *o, const struct pf_cli *cli)
 {
+    (void)cli;
     struct pf_run R;
     struct pf_run_opts ro;
     int code;

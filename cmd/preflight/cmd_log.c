@@ -5,8 +5,10 @@
 #include "../../pkg/nccllog/nccllog.h"
 #include "cli.h"
 
-int pf_cmd_log(const struct pf_options *o, const char *const *files, int nfiles)
+int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
 {
+    const char *const *files = cli->args;
+    int nfiles = cli->nargs;
     struct pf_run R;
     struct pf_run_opts ro;
     int code;

@@ -40,8 +40,9 @@ static void stage_times(struct pf_run *R)
     pf_buf_free(&b);
 }
 
-int pf_cmd_run(const struct pf_options *o)
+int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli)
 {
+    (void)cli;
     struct pf_run R;
     struct pf_run_opts ro;
     int code;

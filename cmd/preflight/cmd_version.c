@@ -2,8 +2,9 @@
 #include "../../pkg/dl/dl.h"
 #include "cli.h"
 
-int pf_cmd_version(const struct pf_options *o)
+int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli)
 {
+    (void)cli;
     fprintf(o->out, "preflight %s (git %s)\n", PF_VERSION, PF_GIT);
     fprintf(o->out, "built %s with %s, verdict schema preflight/v1\n", __DATE__,
 #ifdef __clang__

@@ -5,13 +5,6 @@
 
 #include "cli.h"
 
-#ifndef PF_VERSION
-#define PF_VERSION "0.0.0-dev"
-#endif
-#ifndef PF_GIT
-#define PF_GIT "unknown"
-#endif
-
 /* Which commands an option belongs to. */
 enum {
     G_RUN = 1 << 0,
@@ -63,17 +56,14 @@ static const struct opt_help opts[] = {
     {"-h, --help", NULL, ~0u, "this help"},
 };
 
-struct cmd_help {
-    const char *name;
-    unsigned group;
-    const char *synopsis;
-    const char *summary;
-    const char *about;
-    const char *examples;
-};
+#define NONE PF_CLI_ARGS_NONE
+#define ONE PF_CLI_ARGS_ONE
+#define MANY PF_CLI_ARGS_MANY
 
-static const struct cmd_help cmds[] = {
-    {"run", G_RUN, "preflight run [options]",
+/* The commands: name, function, arguments, the message when the one it needs is missing,
+ * options, then the help. */
+static const struct pf_cli_cmd cmds[] = {
+    {"run", pf_cmd_run, NONE, NULL, G_RUN, "preflight run [options]",
      "all checks + rendezvous + collectives (initContainer mode)",
      "Runs the local checks, meets the other pods of the job through its headless Service, runs\n"
      "a brief TCP all-reduce among them (NCCL too where there are GPUs), writes the YAML verdict\n"
@@ -82,21 +72,22 @@ static const struct cmd_help cmds[] = {
      "  preflight run              # in an initContainer: everything from the pod\n"
      "  preflight run --rank 0 --world-size 4 --coordinator trainer-0.trainer:29400\n"
      "  preflight run --verdict -  # the YAML verdict on stdout\n"},
-    {"check", G_CHECK, "preflight check [options]", "local checks only (kubectl exec mode)",
+    {"check", pf_cmd_check, NONE, NULL, G_CHECK, "preflight check [options]",
+     "local checks only (kubectl exec mode)",
      "Checks this pod only: GPUs, RDMA devices and ports, memlock, interfaces, Multus, SR-IOV,\n"
      "the NCCL environment, /dev/shm, the port range; samples the RDMA error counters twice,\n"
      "PREFLIGHT_COUNTERS_WINDOW seconds apart (default 1).\n",
      "  kubectl exec trainer-3 -c trainer -- preflight check\n"
      "  preflight check -v                     # every check; skipped ones say why\n"
      "  preflight check --verdict /tmp/v.yaml  # human on stdout, YAML in the file\n"},
-    {"env", G_ENV, "preflight env [--env-file FILE] [options]",
+    {"env", pf_cmd_env, NONE, NULL, G_ENV, "preflight env [--env-file FILE] [options]",
      "NCCL environment lint only (own environment, or a KEY=VALUE file)",
      "Lints the NCCL_* variables (and NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf) that NCCL\n"
      "would read in this process, or those of a KEY=VALUE file (e.g. a pod's env dumped by\n"
      "kubectl).\n",
      "  preflight env\n"
      "  preflight env --env-file job.env\n"},
-    {"explain", G_EXPLAIN, "preflight explain ID|CODE | --list",
+    {"explain", pf_cmd_explain, ONE, NULL, G_EXPLAIN, "preflight explain ID|CODE | --list",
      "what a check or finding means and how to fix it",
      "Prints the text of docs/checks.md for a check id (nccl.env), a finding code (p2p-disabled;\n"
      "every check that has it) or ID/CODE. Case does not matter. Rendered for the terminal\n"
@@ -104,34 +95,27 @@ static const struct cmd_help cmds[] = {
      "  preflight explain port-down\n"
      "  preflight explain rendezvous/timeout\n"
      "  preflight explain --list\n"},
-    {"log", G_LOG, "preflight log FILE... [options]",
+    {"log", pf_cmd_log, MANY, NULL, G_LOG, "preflight log FILE... [options]",
      "read NCCL_DEBUG=INFO logs of a past run: transport, GDR, versions",
      "Reads NCCL_DEBUG=INFO logs (kubectl logs output; - for stdin) and reports the transport\n"
      "NCCL chose, the HCAs, GPUDirect RDMA, the NCCL versions and NCCL WARN lines.\n",
      "  kubectl logs trainer-0 | preflight log -\n"
      "  preflight log rank0.log rank1.log --format yaml\n"},
-    {"install", 0, "preflight install DIR",
-     "copy this binary into DIR (hand it to the training image)",
+    {"install", pf_cmd_install, ONE, "install needs a folder (preflight install DIR)", 0,
+     "preflight install DIR", "copy this binary into DIR (hand it to the training image)",
      "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
      "hands it to the training container through an emptyDir.\n",
      "  preflight install /opt/preflight\n"},
-    {"version", 0, "preflight version", "version, build info, which optional libraries load here",
+    {"version", pf_cmd_version, NONE, NULL, 0, "preflight version",
+     "version, build info, which optional libraries load here",
      "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"
      "libibverbs and libcurl load here (--version prints the first line only).\n",
      "  preflight version\n"},
-    {"help", 0, "preflight help [COMMAND]", "this overview, or a command's own help", "",
-     "  preflight help run\n"},
+    {"help", NULL, ONE, NULL, 0, "preflight help [COMMAND]",
+     "this overview, or a command's own help", "", "  preflight help run\n"},
 };
 
-bool pf_cli_is_command(const char *name)
-{
-    if (!name) return false;
-    for (size_t i = 0; i < PF_ARRAY_LEN(cmds); i++)
-        if (strcmp(cmds[i].name, name) == 0) return true;
-    return false;
-}
-
-static const struct cmd_help *find_cmd(const char *name)
+const struct pf_cli_cmd *pf_cli_find(const char *name)
 {
     for (size_t i = 0; name && i < PF_ARRAY_LEN(cmds); i++)
         if (strcmp(cmds[i].name, name) == 0) return &cmds[i];
@@ -249,7 +233,7 @@ static const char exit_text[] =
 
 void pf_cli_help(FILE *f, const char *cmd)
 {
-    const struct cmd_help *c = find_cmd(cmd);
+    const struct pf_cli_cmd *c = pf_cli_find(cmd);
     if (!c || strcmp(c->name, "help") == 0) {
         fputs("usage: preflight <command> [options]\n\ncommands:\n", f);
         for (size_t i = 0; i < PF_ARRAY_LEN(cmds); i++)

@@ -59,7 +59,7 @@ int pf_cli_usage_error(const char *cmd, const char *fmt, ...)
     fputs("preflight: ", stderr);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    if (cmd && pf_cli_is_command(cmd))
+    if (cmd && pf_cli_find(cmd))
         fprintf(stderr, "\ntry 'preflight --help' or 'preflight %s --help'\n", cmd);
     else
         fputs("\ntry 'preflight --help'\n", stderr);
@@ -314,16 +314,15 @@ static int positionals(struct pf_cli *cli, int argc, char **argv, int first)
 {
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
+        const struct pf_cli_cmd *c = pf_cli_find(cli->cmd);
         if (!cli->cmd) {
             cli->cmd = a;
-        } else if (strcmp(cli->cmd, "log") == 0) {
+        } else if (c && c->args == PF_CLI_ARGS_MANY) {
             if (cli->nargs >= PF_CLI_MAX_ARGS)
-                return pf_cli_usage_error("log", "log: at most %d files (cat them into one)",
-                                          PF_CLI_MAX_ARGS);
+                return pf_cli_usage_error(c->name, "%s: at most %d files (cat them into one)",
+                                          c->name, PF_CLI_MAX_ARGS);
             cli->args[cli->nargs++] = a;
-        } else if ((strcmp(cli->cmd, "explain") == 0 || strcmp(cli->cmd, "install") == 0 ||
-                    strcmp(cli->cmd, "help") == 0) &&
-                   !cli->arg) {
+        } else if (c && c->args == PF_CLI_ARGS_ONE && !cli->arg) {
             cli->arg = a;
         } else {
             return pf_cli_usage_error(cli->cmd, "unexpected argument '%s'", a);
@@ -337,8 +336,9 @@ static int positionals(struct pf_cli *cli, int argc, char **argv, int first)
 static int check_command(struct pf_cli *cli, const struct pf_options *o)
 {
     const char *cmd = cli->cmd;
-    if (strcmp(cmd, "help") == 0) {
-        if (cli->arg && !pf_cli_is_command(cli->arg)) {
+    const struct pf_cli_cmd *c = pf_cli_find(cmd);
+    if (c && !c->fn) { /* help */
+        if (cli->arg && !pf_cli_find(cli->arg)) {
             const char *near = pf_cli_suggest_command(cli->arg);
             if (near)
                 return pf_cli_usage_error(NULL, "no command '%s' (did you mean '%s'?)", cli->arg,
@@ -348,7 +348,7 @@ static int check_command(struct pf_cli *cli, const struct pf_options *o)
         pf_cli_help(stdout, cli->arg);
         return PF_EXIT_PASS;
     }
-    if (!pf_cli_is_command(cmd)) {
+    if (!c) {
         const char *near = pf_cli_suggest_command(cmd);
         if (near)
             return pf_cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", cmd, near);
@@ -394,7 +394,7 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
         return PF_EXIT_PASS;
     }
     if (help) {
-        pf_cli_help(stdout, cli->cmd && pf_cli_is_command(cli->cmd) ? cli->cmd : cli->arg);
+        pf_cli_help(stdout, cli->cmd && pf_cli_find(cli->cmd) ? cli->cmd : cli->arg);
         return PF_EXIT_PASS;
     }
     if (!cli->cmd) {

@@ -33,8 +33,11 @@ static void list(struct pf_buf *md)
     pf_strlist_free(&codes);
 }
 
-int pf_cli_explain(const struct pf_options *o, const struct pf_cli *cli)
+int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli)
 {
+    if (!cli->arg && !cli->list)
+        return pf_cli_usage_error("explain",
+                                  "explain needs a check id or finding code (or --list)");
     struct pf_buf md, text;
     pf_buf_init(&md, 1 << 20);
     if (cli->list) {
