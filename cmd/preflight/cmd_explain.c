@@ -39,7 +39,7 @@ int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli)
         return pf_cli_usage_error("explain",
                                   "explain needs a check id or finding code (or --list)");
     struct pf_buf md, text;
-    pf_buf_init(&md, 1 << 20);
+    pf_buf_init(&md, PF_BUF_DOCUMENT);
     if (cli->list) {
         if (cli->arg) {
             pf_buf_free(&md);
@@ -51,10 +51,10 @@ int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli)
         fprintf(o->err, "preflight: %s\n", pf_err_msg());
         return PF_EXIT_USAGE;
     }
-    pf_buf_init(&text, 1 << 21);
+    pf_buf_init(&text, PF_BUF_RENDERED);
     int width = o->width ? o->width : 80;
-    pf_explain_render(&text, md.data ? md.data : "", want_ansi(o), width > 100 ? 100 : width);
-    fputs(text.data ? text.data : "", o->out);
+    pf_explain_render(&text, md.data, want_ansi(o), width > 100 ? 100 : width);
+    fputs(text.data, o->out);
     pf_buf_free(&text);
     pf_buf_free(&md);
     return PF_EXIT_PASS;

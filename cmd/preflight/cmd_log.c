@@ -34,9 +34,9 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
     pf_nccllog_check(&R.verdict, c, &log, R.config.expect_transport);
     if (pf_cmd_human(o) && log.nccl_lines && !(o->verdict_path && !strcmp(o->verdict_path, "-"))) {
         struct pf_buf b;
-        pf_buf_init(&b, (size_t)1 << 20);
+        pf_buf_init(&b, PF_BUF_DOCUMENT);
         pf_nccllog_render(&b, &log, NULL);
-        fprintf(o->out, "%s\n", b.data ? b.data : "");
+        fprintf(o->out, "%s\n", b.data);
         pf_buf_free(&b);
     }
     r = pf_cmd_deliver(&R, o, o->verdict_path);

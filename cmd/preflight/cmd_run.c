@@ -34,7 +34,7 @@ static int dry_run(struct pf_run *R, const struct pf_options *o)
 static void stage_times(struct pf_run *R)
 {
     struct pf_buf b;
-    pf_buf_init(&b, 4096);
+    pf_buf_init(&b, PF_BUF_MESSAGE);
     pf_run_timing_text(R, &b);
     pf_ctx_progress(&R->ctx, "stages: %s", pf_buf_str(&b));
     pf_buf_free(&b);

@@ -15,7 +15,7 @@ int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli)
     );
     struct pf_dl_info info[PF_DL_INFO_COUNT];
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     pf_dl_info_gather(info);
     pf_dl_info_format(&b, info);
     if (b.data) fputs(b.data, o->out);

@@ -81,9 +81,14 @@ char *pf_xasprintf(const char *fmt, ...)
     return s;
 }
 
+/* The text of every buffer that has not allocated yet (git's strbuf_slopbuf). It is const: a
+ * write through data before the first add faults instead of passing unnoticed; nothing writes
+ * there, because every write is guarded by cap, which stays 0 until data is malloc'ed. */
+static const char empty_text[1] = "";
+
 void pf_buf_init(struct pf_buf *b, size_t max)
 {
-    b->data = NULL;
+    b->data = (char *)empty_text;
     b->len = 0;
     b->cap = 0;
     b->max = max;
@@ -100,7 +105,7 @@ int pf_buf_add(struct pf_buf *b, const void *p, size_t n)
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
             cap *= 2;
-        b->data = pf_xrealloc(b->data, cap);
+        b->data = b->cap ? pf_xrealloc(b->data, cap) : pf_xmalloc(cap);
         b->cap = cap;
     }
     if (n) memcpy(b->data + b->len, p, n);
@@ -138,15 +143,22 @@ void pf_buf_reset(struct pf_buf *b)
 {
     b->len = 0;
     b->over = false;
-    if (b->data) b->data[0] = '\0';
+    if (b->cap) b->data[0] = '\0';
 }
 
 void pf_buf_free(struct pf_buf *b)
 {
-    free(b->data);
-    b->data = NULL;
+    if (b->cap) free(b->data);
+    b->data = (char *)empty_text;
     b->len = b->cap = 0;
     b->over = false;
+}
+
+char *pf_buf_detach(struct pf_buf *b)
+{
+    char *s = b->cap ? b->data : pf_xstrdup("");
+    pf_buf_init(b, b->max);
+    return s;
 }
 
 const char *pf_buf_str(const struct pf_buf *b)

@@ -35,10 +35,11 @@ int pf_err_set(int code, const char *fmt, ...) __attribute__((format(printf, 2, 
 const char *pf_err_msg(void);
 void pf_err_clear(void);
 
-/* Growable byte buffer with a hard maximum (like curl's dynbuf). data is NULL until the first
- * add: read the text with pf_buf_str(), which is never NULL. An add over the maximum fails
- * with PF_ETOOBIG and leaves the buffer as it was, and `over` stays set (sticky) so that a
- * caller who adds many parts checks once, at the end (pf_buf_check). */
+/* Growable byte buffer with a hard maximum (like curl's dynbuf). After pf_buf_init, data is
+ * never NULL: it points at a shared, read-only "" until the first add (git's strbuf_slopbuf),
+ * so b.data is always text; write into it only through the pf_buf functions. An add over the
+ * maximum fails with PF_ETOOBIG and leaves the buffer as it was, and `over` stays set (sticky)
+ * so that a caller who adds many parts checks once, at the end (pf_buf_check). */
 struct pf_buf {
     char *data;
     size_t len;
@@ -46,13 +47,22 @@ struct pf_buf {
     size_t max;
     bool over; /* an add was refused: the content is incomplete */
 };
+/* The maxima of pf_buf_init, by what a buffer holds (like curl's DYN_* limits). */
+#define PF_BUF_LINE 1024                      /* a line of evidence or a list */
+#define PF_BUF_MESSAGE 4096                   /* one message: a finding's text, a reason */
+#define PF_BUF_TEXT (64u << 10)               /* a record, a section, a paragraph */
+#define PF_BUF_HTTP (64u << 10)               /* an HTTP request or response body */
+#define PF_BUF_DOCUMENT (1u << 20)            /* a whole file: the verdict, a config, the docs */
+#define PF_BUF_RENDERED (2 * PF_BUF_DOCUMENT) /* a document rendered for the terminal */
 void pf_buf_init(struct pf_buf *b, size_t max);
 int pf_buf_add(struct pf_buf *b, const void *p, size_t n);
 int pf_buf_addf(struct pf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int pf_buf_vaddf(struct pf_buf *b, const char *fmt, va_list ap);
 void pf_buf_reset(struct pf_buf *b);
 void pf_buf_free(struct pf_buf *b);
-/* The text so far; "" when nothing was added. Never NULL. */
+/* The text, malloc'ed, now the caller's ("" when nothing was added); b is empty again. */
+char *pf_buf_detach(struct pf_buf *b);
+/* The text so far; "" when nothing was added. Never NULL (also for a zeroed struct). */
 const char *pf_buf_str(const struct pf_buf *b);
 /* 0, or PF_ETOOBIG naming what (e.g. "the SUMMARY message") when an add was refused. */
 int pf_buf_check(const struct pf_buf *b, const char *what);

@@ -99,7 +99,7 @@ int pf_env_load_file(struct pf_env *e, const char *path)
             break;
         }
     fclose(f);
-    if (r == 0) r = pf_env_parse_file(e, path, b.data ? b.data : "", b.len);
+    if (r == 0) r = pf_env_parse_file(e, path, b.data, b.len);
     pf_buf_free(&b);
     return r;
 }

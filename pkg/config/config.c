@@ -640,7 +640,7 @@ int pf_config_load(struct pf_config *c, const char *path)
     fclose(f);
     if (r == 0) {
         pf_strcpy(c->path, sizeof(c->path), path);
-        r = pf_config_parse(c, path, b.data ? b.data : "", b.len);
+        r = pf_config_parse(c, path, b.data, b.len);
     }
     pf_buf_free(&b);
     return r;
@@ -659,7 +659,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 void pf_config_digest(char *out, size_t n, const struct pf_config *c)
 {
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 20);
+    pf_buf_init(&b, PF_BUF_DOCUMENT);
     pf_buf_addf(&b,
                 "rdma=%d hcas=%d rate=%g gpus=%d mtu=%d tr=%s busbw=%g line=%g wl=%s "
                 "msg=%lld port=%d to=%d if=%s tcp=%lld/%d/%g nccl=%d/%d/%d failOn=%d",

@@ -91,12 +91,12 @@ static void flush(struct pf_buf *o, struct para *pa, bool ansi, int width)
 {
     if (!pa->open) return;
     struct pf_buf r;
-    pf_buf_init(&r, 1 << 20);
-    inline_md(&r, pa->raw.data ? pa->raw.data : "", pa->raw.len, ansi);
-    wrap(o, r.data ? r.data : "", pa->prefix, pa->indent, width);
+    pf_buf_init(&r, PF_BUF_DOCUMENT);
+    inline_md(&r, pa->raw.data, pa->raw.len, ansi);
+    wrap(o, r.data, pa->prefix, pa->indent, width);
     pf_buf_free(&r);
     pf_buf_free(&pa->raw);
-    pf_buf_init(&pa->raw, 1 << 20);
+    pf_buf_init(&pa->raw, PF_BUF_DOCUMENT);
     pa->open = false;
 }
 
@@ -112,9 +112,9 @@ static void para_add(struct para *pa, const char *s, size_t n)
 static void heading_line(struct pf_buf *o, const char *s, size_t n, int level, bool ansi)
 {
     struct pf_buf r;
-    pf_buf_init(&r, 1 << 16);
+    pf_buf_init(&r, PF_BUF_TEXT);
     inline_md(&r, s, n, false);
-    const char *t = r.data ? r.data : "";
+    const char *t = r.data;
     if (ansi) {
         pf_buf_addf(o, "%s%s%s\n", level <= 2 ? A_BOLD "\033[4m" : A_BOLD, t, A_RESET);
     } else {
@@ -141,7 +141,7 @@ void pf_explain_render(struct pf_buf *out, const char *md, bool ansi, int width)
 {
     if (width < 40) width = 40;
     struct para pa = {.open = false};
-    pf_buf_init(&pa.raw, 1 << 20);
+    pf_buf_init(&pa.raw, PF_BUF_DOCUMENT);
     bool fence = false, blank = true;
     for (const char *p = md; *p;) {
         size_t n = strcspn(p, "\n");

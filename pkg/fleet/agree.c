@@ -75,7 +75,7 @@ static void list_ranks(struct pf_buf *b, const struct pf_fleet *f, const int *ra
 static void missing(struct pf_fleet *f, int *out, double waited_s)
 {
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     int k = 0;
     for (int r = 1; r < f->world; r++)
         if (f->r[r].state == PF_FLEET_MISSING) out[k++] = r;
@@ -111,7 +111,7 @@ static void disagree(struct pf_fleet *f, const int *in, int n, const struct clai
     int k = pf_fleet_minority(f, in, n, c->val, out, major, sizeof(major));
     if (!k) return;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     if (c->verb) {
         for (int i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
             char w[160];
@@ -162,7 +162,7 @@ static void env_one(struct pf_buf *vars, const struct pf_fleet *f, const int *in
     }
     bool secret = pf_verdict_is_secret_name(name);
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     int shown = 0;
     for (int i = 0; i < n; i++) {
         const char *vi = env_value(&f->r[in[i]], name);
@@ -206,7 +206,7 @@ static void env_mismatch(struct pf_fleet *f, const int *in, int n)
     pf_strlist_sort(&names);
     int nvars = 0;
     struct pf_buf vars;
-    pf_buf_init(&vars, 1 << 16);
+    pf_buf_init(&vars, PF_BUF_TEXT);
     for (size_t v = 0; v < names.n; v++) {
         if (!env_differs(f, in, n, names.v[v])) continue;
         nvars++;

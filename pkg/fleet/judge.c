@@ -29,7 +29,7 @@ static void rest_of(struct pf_buf *b, const struct pf_rdv_marks *l, size_t from)
 static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
 {
     struct pf_buf b;
-    pf_buf_init(&b, 1024);
+    pf_buf_init(&b, PF_BUF_LINE);
     f->lost_any = f->lost_any || t->lost->n > 0;
     for (size_t i = 0; i < t->lost->n && i < PF_FLEET_LIST_MAX; i++) {
         int r = t->lost->v[i].rank;
@@ -150,7 +150,7 @@ static void judged_node(struct pf_fleet *f, const struct pf_coll_judgement *j,
     const char *dir = c->out && c->in ? "into and out of" : c->out ? "out of" : "into";
     const char *node = node_of(f, r);
     struct pf_buf ev;
-    pf_buf_init(&ev, 1024);
+    pf_buf_init(&ev, PF_BUF_LINE);
     samples_text(&ev, f, c->ev, c->nev, c->src);
     pf_fleet_finding(s, "collective.tcp", "slow-node", PF_FAIL, NULL,
                      "%s%s%s: every link %s it is slow, at most %.3f Gb/s, also against "

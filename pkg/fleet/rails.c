@@ -163,7 +163,7 @@ struct list {
 };
 static void list_init(struct list *l)
 {
-    pf_buf_init(&l->b, 1 << 16);
+    pf_buf_init(&l->b, PF_BUF_TEXT);
     l->n = 0;
 }
 static void list_add(struct list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

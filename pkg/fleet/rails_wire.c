@@ -44,7 +44,7 @@ int pf_fleet_rails_encode(struct pf_buf *out, const struct pf_fleet_rails *r)
 {
     pf_rdv_put_int(out, "port", r->port);
     struct pf_buf b;
-    pf_buf_init(&b, 4096);
+    pf_buf_init(&b, PF_BUF_MESSAGE);
     for (int i = 0; i < r->n && i < PF_FLEET_RAILS_MAX; i++) {
         const struct pf_fleet_rail *x = &r->r[i];
         pf_buf_reset(&b);
@@ -105,7 +105,7 @@ int pf_fleet_rail_tasks_encode(struct pf_buf *out, int nets, const struct pf_fle
 {
     pf_rdv_put_int(out, "nets", nets);
     struct pf_buf b;
-    pf_buf_init(&b, 4096);
+    pf_buf_init(&b, PF_BUF_MESSAGE);
     for (size_t i = 0; i < n; i++) {
         pf_buf_reset(&b);
         pf_rdv_put_int(&b, "net", t[i].net);
@@ -165,7 +165,7 @@ int pf_fleet_rail_results_encode(struct pf_buf *out, const struct pf_fleet_rail_
 {
     pf_rdv_put_int(out, "n", (long long)n);
     struct pf_buf b;
-    pf_buf_init(&b, 4096);
+    pf_buf_init(&b, PF_BUF_MESSAGE);
     char num[64];
     for (size_t i = 0; i < n; i++) {
         pf_buf_reset(&b);

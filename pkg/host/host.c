@@ -120,7 +120,6 @@ int pf_host_read_all(char **out, size_t *out_len, size_t max, const struct pf_ho
     if (fd < 0) return path_err(path);
     struct pf_buf b;
     pf_buf_init(&b, max);
-    pf_buf_add(&b, "", 0);
     char chunk[8192];
     for (;;) {
         ssize_t got = read(fd, chunk, sizeof(chunk));
@@ -136,8 +135,8 @@ int pf_host_read_all(char **out, size_t *out_len, size_t max, const struct pf_ho
         }
     }
     close(fd);
-    *out = b.data;
     if (out_len) *out_len = b.len;
+    *out = pf_buf_detach(&b);
     return 0;
 fail:
     close(fd);

@@ -184,7 +184,7 @@ int pf_rdv_put(struct pf_buf *b, const char *key, const void *val, size_t vlen)
     put32(h + 1, (uint32_t)vlen);
     if (r == 0) r = pf_buf_add(b, h + 1, 4);
     if (r == 0 && vlen) r = pf_buf_add(b, val, vlen);
-    if (r < 0 && b->data) {
+    if (r < 0 && b->cap) {
         /* all of the field or none of it: a half field would garble the payload */
         b->len = was;
         b->data[was] = '\0';

@@ -92,7 +92,7 @@ void pf_report_event_message(char *out, size_t max, const struct pf_verdict *v)
 {
     if (max == 0) return;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     /* the class and the node first: what the scheduler, and whoever cordons, acts on */
     const char *cls = pf_class_name(v->failure_class);
     const char *where = pf_node_get_str(v->pod, "node");
@@ -121,7 +121,7 @@ void pf_report_event_message(char *out, size_t max, const struct pf_verdict *v)
             if ((int)c->status == want && c->message)
                 pf_buf_addf(&b, "; %s: %s", c->id, c->message);
         }
-    const char *s = b.data ? b.data : "";
+    const char *s = b.data;
     size_t len = strlen(s);
     if (len < max) {
         memcpy(out, s, len + 1);

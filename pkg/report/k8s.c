@@ -28,7 +28,7 @@ static void http_do(struct http *res, const struct api *a, const char *method, c
                     const char *content_type, const char *body, double deadline)
 {
     memset(res, 0, sizeof(*res));
-    pf_buf_init(&res->body, 64 << 10);
+    pf_buf_init(&res->body, PF_BUF_HTTP);
     double left = deadline - pf_now();
     if (left < 0.05) {
         res->curl_code = PF_CURLE_OPERATION_TIMEDOUT;
@@ -175,7 +175,7 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
     char path[800], ts[32];
     struct pf_buf body;
     struct http res;
-    pf_buf_init(&body, 64 << 10);
+    pf_buf_init(&body, PF_BUF_HTTP);
     pf_utc_timestamp(ts, sizeof(ts));
     bool posted = false, patched = false;
 
@@ -183,7 +183,7 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         pf_report_event_body(&body, v, who, ts);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", who->ns);
         double t = pf_now();
-        http_do(&res, a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
+        http_do(&res, a, "POST", path, "application/json", body.len ? body.data : "{}", deadline);
         pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
         if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
         if (http_ok(&res)) {
@@ -200,8 +200,8 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         pf_report_annotation_patch(&body, v);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", who->ns, who->name);
         double t = pf_now();
-        http_do(&res, a, "PATCH", path, "application/merge-patch+json",
-                body.data ? body.data : "{}", deadline);
+        http_do(&res, a, "PATCH", path, "application/merge-patch+json", body.len ? body.data : "{}",
+                deadline);
         pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
         if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
         if (http_ok(&res))

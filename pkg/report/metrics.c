@@ -12,6 +12,8 @@
 
 #include "report.h"
 
+#define METRICS_FILE_MAX (8u << 20) /* the textfile, all series of one verdict */
+
 int pf_report_prom_escape(struct pf_buf *out, const char *s)
 {
     int r = 0;
@@ -200,7 +202,7 @@ static int mkdir_parents(const char *path)
 int pf_report_metrics_write(const struct pf_verdict *v, const char *path)
 {
     struct pf_buf b;
-    pf_buf_init(&b, 8 << 20);
+    pf_buf_init(&b, METRICS_FILE_MAX);
     int r = pf_report_metrics_text(&b, v);
     if (r < 0) {
         pf_buf_free(&b);
@@ -208,7 +210,7 @@ int pf_report_metrics_write(const struct pf_verdict *v, const char *path)
     }
     r = mkdir_parents(path);
     /* 0644 whatever the umask: a scraper in another container reads it */
-    if (r == 0) r = pf_file_replace(path, b.data ? b.data : "", b.len, 0644);
+    if (r == 0) r = pf_file_replace(path, b.data, b.len, 0644);
     pf_buf_free(&b);
     return r;
 }

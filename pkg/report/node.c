@@ -212,7 +212,7 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
     struct pf_buf body;
     struct http res;
-    pf_buf_init(&body, 64 << 10);
+    pf_buf_init(&body, PF_BUF_HTTP);
     bool done = false;
     if (how == PF_MARK_NODE_LABEL) {
         pf_report_node_label_patch(&body, code);
@@ -225,7 +225,7 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
         /* a 409 means the node changed between GET and PATCH: read it again, once */
         for (int attempt = 0; attempt < 2 && !done; attempt++) {
             pf_report_api_request(&res, &a, "GET", path, "application/json", "", deadline);
-            bool got = res.curl_code == PF_CURLE_OK && res.status == 200 && res.body.data;
+            bool got = res.curl_code == PF_CURLE_OK && res.status == 200 && res.body.len > 0;
             pf_buf_reset(&body);
             if (!got || pf_report_node_taint_patch(&body, res.body.data, code) < 0) {
                 if (got)

@@ -66,7 +66,7 @@ static int probe_next(void *arg, int round, const struct pf_coll_sample *mine, s
     *ntasks = 0;
     keep_mine(Q, mine, nmine);
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     if (pf_fleet_samples_encode(&b, mine, nmine) < 0)
         pf_ctx_progress(&P->R->ctx, "round %d: %s", round + 1, pf_err_msg());
     char e2[400] = "";

@@ -120,7 +120,7 @@ static int exchange_rails(struct rails_run *X, double step_s, int *nets,
 {
     struct pf_rdv *rdv = X->R->pods->rdv;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     pf_fleet_rails_encode(&b, &X->mine);
     struct pf_rdv_step_res res;
     int r = pf_rdv_step_scatter(rdv, "rails", true, NULL, b.data, b.len, step_s, rails_ready,
@@ -146,7 +146,7 @@ static void gather_results(struct rails_run *X, const struct pf_fleet_rail_resul
 {
     struct pf_rdv *rdv = X->R->pods->rdv;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     pf_fleet_rail_results_encode(&b, mine, n);
     struct pf_rdv_step_res res;
     int r = pf_rdv_step(rdv, "rail probes", true, NULL, b.data, b.len, PF_RDV_GATHER, step_s, &res);
@@ -181,7 +181,7 @@ static void my_evidence(struct pf_run *R, const struct pf_fleet_rails *mine,
     struct pf_node *seq = pf_node_set_seq(c->evidence, "rails");
     size_t ok = 0, bad = 0;
     struct pf_buf m;
-    pf_buf_init(&m, 4096);
+    pf_buf_init(&m, PF_BUF_MESSAGE);
     for (int i = 0; i < mine->n; i++) {
         const struct pf_fleet_rail *r = &mine->r[i];
         struct pf_node *e = pf_node_add_map(seq);

@@ -189,7 +189,7 @@ static void root_final(struct pf_run *R, struct pf_rdv_step_res *res)
         struct pf_rdv_member_info m;
         if (i == 0) {
             struct pf_buf me;
-            pf_buf_init(&me, 1 << 20);
+            pf_buf_init(&me, PF_BUF_DOCUMENT);
             my_statuses(R, &me);
             (void)pf_fleet_report_decode(&F->r[0], (const uint8_t *)pf_buf_str(&me), me.len);
             pf_buf_free(&me);
@@ -242,7 +242,7 @@ static void final_report(struct pf_run *R)
 {
     struct pf_rdv *rdv = R->pods->rdv;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 20);
+    pf_buf_init(&b, PF_BUF_DOCUMENT);
     my_statuses(R, &b);
     struct pf_rdv_step_res res;
     run_guard(R, "collective.tcp", "gathering every rank's results at rank 0");

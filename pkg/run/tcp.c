@@ -187,7 +187,7 @@ static int gather_allreduce(struct pf_run *R)
     struct pf_rdv *rdv = P->rdv;
     struct pf_rdv_step_res res;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     struct pf_fleet_ar mine = {P->ar_ok, P->ar_seconds, (long long)P->ar_wrong,
                                (long long)P->ar_first_bad, pf_rdv_iface(rdv)};
     pf_fleet_ar_encode(&b, &mine);

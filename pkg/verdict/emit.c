@@ -302,8 +302,8 @@ static int finish(struct out *o, char **out, size_t *out_len)
         pf_buf_free(&o->buf);
         return pf_err_set(PF_ERR, "libyaml emitter: %s", problem ? problem : "output too large");
     }
-    *out = o->buf.data ? o->buf.data : pf_xstrdup("");
     if (out_len) *out_len = o->buf.len;
+    *out = pf_buf_detach(&o->buf);
     return 0;
 }
 

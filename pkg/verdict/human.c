@@ -189,7 +189,7 @@ static void header(struct hw *h, const struct pf_verdict *v)
     for (size_t i = 0; i < v->nchecks; i++)
         n[v->checks[i].status]++;
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     const char *sep = "";
     if (n[PF_FAIL]) pf_buf_addf(&b, "%s%zu failed", sep, n[PF_FAIL]), sep = ", ";
     if (n[PF_WARN])
@@ -220,7 +220,7 @@ static void header(struct hw *h, const struct pf_verdict *v)
     hw_esc(h, C_RESET);
     hw_put(h, ":");
     h->pending = true;
-    hw_words(h, 2, b.data ? b.data : "");
+    hw_words(h, 2, b.data);
     hw_nl(h);
     pf_buf_free(&b);
 }
@@ -408,7 +408,7 @@ static void collectives(struct hw *h, const struct pf_verdict *v)
         scalar_text(expect, sizeof(expect), pf_node_get(c, "expectedMinBusbwGBps"));
         const struct pf_node *ok = pf_node_get(c, "correct");
         struct pf_buf b;
-        pf_buf_init(&b, 1 << 12);
+        pf_buf_init(&b, PF_BUF_MESSAGE);
         pf_buf_addf(&b, "%s of %s among %s ranks", str_or(c, "op", "-"), bytes, ranks);
         if (pf_node_get_str(c, "transport"))
             pf_buf_addf(&b, " over %s", str_or(c, "transport", "-"));
@@ -422,7 +422,7 @@ static void collectives(struct hw *h, const struct pf_verdict *v)
         hw_esc(h, C_RESET);
         hw_pad(h, IND);
         h->pending = h->col > IND;
-        hw_words(h, IND + 2, b.data ? b.data : "");
+        hw_words(h, IND + 2, b.data);
         hw_nl(h);
         pf_buf_free(&b);
     }
@@ -434,7 +434,7 @@ static void culprits(struct hw *h, const struct pf_verdict *v)
         char rank[16];
         scalar_text(rank, sizeof(rank), pf_node_get(c, "rank"));
         struct pf_buf b;
-        pf_buf_init(&b, 1 << 12);
+        pf_buf_init(&b, PF_BUF_MESSAGE);
         pf_buf_addf(&b, "rank %s", rank);
         const char *pod = str_or(c, "pod", NULL), *node = str_or(c, "node", NULL);
         if (pod)
@@ -447,7 +447,7 @@ static void culprits(struct hw *h, const struct pf_verdict *v)
         hw_put(h, "culprit");
         hw_esc(h, C_RESET);
         h->pending = true;
-        hw_words(h, IND + 2, b.data ? b.data : "");
+        hw_words(h, IND + 2, b.data);
         hw_nl(h);
         pf_buf_free(&b);
     }

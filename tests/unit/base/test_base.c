@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../../pkg/base/base.h"
@@ -29,6 +30,56 @@ static void test_buf_str_never_null(void **state)
     assert_string_equal(pf_buf_str(&b), "rank 3");
     pf_buf_free(&b);
     assert_string_equal(pf_buf_str(&b), "");
+}
+
+/* data is text from pf_buf_init on: every empty buffer shares one read-only "" (a write into
+ * it would fault here), and adds, resets, frees and detaches never write there. */
+static void test_buf_data_is_text(void **state)
+{
+    (void)state;
+    struct pf_buf a, b;
+    pf_buf_init(&a, 8);
+    pf_buf_init(&b, 8);
+    assert_non_null(a.data);
+    assert_ptr_equal(a.data, b.data);
+    assert_string_equal(a.data, "");
+    pf_buf_reset(&a); /* on the shared "": nothing to clear */
+    assert_int_equal(pf_buf_add(&a, "123456789", 9), PF_ETOOBIG);
+    assert_ptr_equal(a.data, b.data); /* a refused add allocates nothing */
+    pf_buf_reset(&a);
+    assert_int_equal(pf_buf_add(&a, "", 0), 0); /* an empty add allocates a's own text */
+    assert_ptr_not_equal(a.data, b.data);
+    assert_int_equal(pf_buf_addf(&a, "%s", "abc"), 0);
+    assert_string_equal(a.data, "abc");
+    assert_string_equal(b.data, "");
+    pf_buf_reset(&a);
+    assert_string_equal(a.data, "");
+    pf_buf_free(&a);
+    assert_ptr_equal(a.data, b.data);
+    pf_buf_free(&a); /* twice is fine */
+    pf_buf_reset(&a);
+    assert_string_equal(b.data, "");
+
+    char *s = pf_buf_detach(&b); /* empty: a string of the caller's own */
+    assert_string_equal(s, "");
+    s[0] = '\0';
+    free(s);
+    assert_int_equal(pf_buf_add(&b, "xy", 2), 0);
+    s = pf_buf_detach(&b);
+    assert_string_equal(s, "xy");
+    assert_int_equal(b.len, 0);
+    assert_string_equal(b.data, "");
+    assert_int_equal(pf_buf_add(&b, "z", 1), 0); /* usable again, limit kept */
+    assert_int_equal(pf_buf_add(&b, "123456789", 9), PF_ETOOBIG);
+    free(s);
+    pf_buf_free(&b);
+
+    struct pf_buf z = {.max = 8}; /* zeroed, not initialised: the text is still "" */
+    assert_string_equal(pf_buf_str(&z), "");
+    pf_buf_reset(&z);
+    assert_int_equal(pf_buf_add(&z, "q", 1), 0);
+    assert_string_equal(z.data, "q");
+    pf_buf_free(&z);
 }
 
 static void test_buf_over_is_sticky(void **state)
@@ -82,6 +133,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_str_never_null),
+        cmocka_unit_test(test_buf_data_is_text),
         cmocka_unit_test(test_buf_over_is_sticky),
         cmocka_unit_test(test_deadline_in),
         cmocka_unit_test(test_median),
