@@ -9,6 +9,9 @@
 
 #define PF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Room for "rank 5 (trainer-5)": a rank and its pod's name (pf_fleet_who, pf_rdv_who). */
+#define PF_WHO_MAX 160
+
 /* The build sets these (Makefile DEFS); the fallbacks keep a bare compile working. */
 #ifndef PF_VERSION
 #define PF_VERSION "0.0.0-dev"

@@ -114,9 +114,7 @@ void pf_checks_environment(struct pf_ctx *ctx)
         host[sizeof(host) - 1] = '\0';
         pf_node_set_str(env, "hostname", host);
     }
-    char root[PF_HOST_PATH_MAX];
     pf_node_set_str(env, "root", ctx->host.root[0] ? ctx->host.root : "/");
-    (void)root;
 
     struct pf_node *gpus = pf_node_set_seq(env, "gpus");
     for (size_t i = 0; i < ctx->gpus.n; i++) {

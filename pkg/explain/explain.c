@@ -16,11 +16,6 @@ __asm__(".section .rodata\n"
         ".previous\n");
 extern const char pf_docs_checks_md[];
 
-const char *pf_explain_document(void)
-{
-    return pf_docs_checks_md;
-}
-
 struct section {
     const char *start; /* the heading line */
     const char *body;  /* after the heading line */

@@ -8,9 +8,6 @@
 
 #include "../base/base.h"
 
-/* The whole document. */
-const char *pf_explain_document(void);
-
 /* Appends the explanation of a check id ("nccl.env"), a finding code ("p2p-disabled"; every
  * check that has it), or "id/code" to out. PF_ENOENT with a did-you-mean message when
  * unknown. */

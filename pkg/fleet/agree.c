@@ -63,7 +63,7 @@ static void list_ranks(struct pf_buf *b, const struct pf_fleet *f, const int *ra
             pf_buf_addf(b, " and %zu more", n - i);
             break;
         }
-        char w[160];
+        char w[PF_WHO_MAX];
         if (with_pod)
             pf_fleet_who(w, sizeof(w), f, ranks[i]);
         else
@@ -114,7 +114,7 @@ static void disagree(struct pf_fleet *f, const int *in, int n, const struct clai
     pf_buf_init(&b, PF_BUF_TEXT);
     if (c->verb) {
         for (int i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
-            char w[160];
+            char w[PF_WHO_MAX];
             pf_fleet_who(w, sizeof(w), f, out[i]);
             pf_buf_addf(&b, "%s%s%s%s", i ? c->sep : "", w, c->verb,
                         c->val(f, out[i], buf, sizeof(buf)));
@@ -171,7 +171,7 @@ static void env_one(struct pf_buf *vars, const struct pf_fleet *f, const int *in
             pf_buf_addf(&b, ", ...");
             break;
         }
-        char w[160];
+        char w[PF_WHO_MAX];
         pf_fleet_who(w, sizeof(w), f, in[i]);
         if (!vi)
             pf_buf_addf(&b, "%s%s unset", shown > 1 ? ", " : "", w);

@@ -41,7 +41,7 @@ static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
             pf_buf_addf(&b, "%srank %d: %s", b.len ? "; " : "", t->failed->v[k].rank,
                         t->failed->v[k].why);
         }
-        char w[160];
+        char w[PF_WHO_MAX];
         pf_fleet_who(w, sizeof(w), f, r);
         pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL,
                          "%s was lost after the rendezvous: %s%s%s%s", w, why, b.len ? " (" : "",
@@ -59,7 +59,7 @@ static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
     if (t->lost->n == 0) {
         /* nobody died, yet something failed: name whom the failures point at */
         for (size_t k = 0; k < t->failed->n && k < PF_FLEET_LIST_MAX; k++) {
-            char w[160];
+            char w[PF_WHO_MAX];
             pf_fleet_who(w, sizeof(w), f, t->failed->v[k].rank);
             pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL, "%s: %s", w,
                              t->failed->v[k].why);
@@ -91,7 +91,7 @@ static void results(struct pf_fleet *f, const struct pf_fleet_tcp *t)
         tn++;
         if (!m->ar_wrong) continue;
         correct = false;
-        char w[160];
+        char w[PF_WHO_MAX];
         pf_fleet_who(w, sizeof(w), f, f->roster[i]);
         size_t count = (size_t)(t->bytes / 4);
         size_t j = (size_t)m->ar_first_bad;
@@ -145,7 +145,7 @@ static void judged_node(struct pf_fleet *f, const struct pf_coll_judgement *j,
 {
     struct pf_fleet_summary *s = &f->out;
     int r = rank_at(f, c->src);
-    char w[160];
+    char w[PF_WHO_MAX];
     pf_fleet_who(w, sizeof(w), f, r);
     const char *dir = c->out && c->in ? "into and out of" : c->out ? "out of" : "into";
     const char *node = node_of(f, r);
@@ -168,7 +168,7 @@ static void judged_node(struct pf_fleet *f, const struct pf_coll_judgement *j,
 static void judged_link(struct pf_fleet *f, const struct pf_coll_judgement *j,
                         const struct pf_coll_culprit *c)
 {
-    char a[160], d[160], clear[320] = "";
+    char a[PF_WHO_MAX], d[PF_WHO_MAX], clear[2 * PF_WHO_MAX] = "";
     pf_fleet_who(a, sizeof(a), f, rank_at(f, c->src));
     pf_fleet_who(d, sizeof(d), f, rank_at(f, c->dst));
     size_t o = 0;
@@ -227,7 +227,7 @@ static void blame(struct pf_fleet *f, const struct pf_fleet_tcp *t)
     link_summary(f, t, bl.median);
     for (size_t i = 0; i < bl.nnodes; i++) {
         const struct pf_coll_slow_node *sn = &bl.nodes[i];
-        char w[160];
+        char w[PF_WHO_MAX];
         pf_fleet_who(w, sizeof(w), f, sn->rank);
         const char *dir = sn->out && sn->in ? "into and out of" : sn->out ? "out of" : "into";
         const char *node = node_of(f, sn->rank);
@@ -242,7 +242,7 @@ static void blame(struct pf_fleet *f, const struct pf_fleet_tcp *t)
                        dir, sn->max_gbps, bl.median);
     }
     for (size_t i = 0; i < bl.nlinks; i++) {
-        char a[160], c[160];
+        char a[PF_WHO_MAX], c[PF_WHO_MAX];
         pf_fleet_who(a, sizeof(a), f, bl.links[i].src);
         pf_fleet_who(c, sizeof(c), f, bl.links[i].dst);
         pf_fleet_finding(s, "collective.tcp", "slow-link", PF_WARN, NULL,

@@ -260,7 +260,6 @@ static void parse_nvls_collnet(struct pf_nccllog_proc *p, const char *msg)
     if (strstr(msg, "NVLS multicast support is available")) p->nvls_cap = true;
     /* NVLS buffers set up ("NVLS comm 0x... headRank 0 nHeads 8 ...") or connected */
     if (strstr(msg, "Connected NVLS") || strncmp(msg, "NVLS comm ", 10) == 0) p->nvls = true;
-    long v = num_after(msg, "coll channels, ");
     if (strstr(msg, " nvls channels")) {
         const char *s = strstr(msg, " nvls channels");
         while (s > msg && s[-1] != ' ')
@@ -273,7 +272,6 @@ static void parse_nvls_collnet(struct pf_nccllog_proc *p, const char *msg)
             s--;
         if (atoi(s) > 0) p->collnet = true;
     }
-    (void)v;
     if (strstr(msg, "Connected CollNet") || strstr(msg, "CollNet channels") ||
         strstr(msg, "via COLLNET"))
         p->collnet = true;

@@ -1,7 +1,10 @@
-/* The JSON bodies sent to the Kubernetes API: a core/v1 Event and a merge patch. Built with
- * a small escaper (every string through pf_report_json_str), never by pasting text. */
+/* The JSON bodies sent to the Kubernetes API: a core/v1 Event, the pod's merge patch and the
+ * node's patches. Built as jansson values and written by json_dumps, never by pasting text;
+ * every string goes through json_text, which makes it valid UTF-8 first. */
 #define _GNU_SOURCE
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
@@ -36,33 +39,52 @@ static size_t utf8_len(const unsigned char *s)
     return n;
 }
 
-int pf_report_json_str(struct pf_buf *out, const char *s)
+/* s as a JSON string (NULL as ""); invalid UTF-8 bytes become U+FFFD, because json_string
+ * takes valid UTF-8 only and the API server rejects anything else. NULL only when out of
+ * memory. */
+static json_t *json_text(const char *s)
 {
-    int r = pf_buf_add(out, "\"", 1);
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    while (r == 0 && *p) {
-        unsigned c = *p;
-        if (c == '"' || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            r = pf_buf_add(out, e, 2);
-            p++;
-        } else if (c < 0x20 || c == 0x7f) {
-            const char *e = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-            r = e ? pf_buf_add(out, e, 2) : pf_buf_addf(out, "\\u%04x", c);
+    s = s ? s : "";
+    json_t *j = json_string(s);
+    if (j) return j;
+    size_t len = strlen(s);
+    char *t = pf_xmalloc(3 * len + 1), *o = t; /* each byte at most U+FFFD's 3 */
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_len(p);
+        if (n == 0) {
+            memcpy(o, "\xef\xbf\xbd", 3);
+            o += 3;
             p++;
         } else {
-            size_t n = utf8_len(p);
-            if (n == 0) {
-                r = pf_buf_add(out, "\\ufffd", 6);
-                p++;
-            } else {
-                r = pf_buf_add(out, p, n);
-                p += n;
-            }
+            memcpy(o, p, n);
+            o += n;
+            p += n;
         }
     }
-    if (r == 0) r = pf_buf_add(out, "\"", 1);
+    j = json_stringn(t, (size_t)(o - t));
+    free(t);
+    return j;
+}
+
+static void put(json_t *obj, const char *key, const char *value)
+{
+    json_object_set_new(obj, key, json_text(value));
+}
+
+/* Appends j, compact, to out and drops it. */
+static int dump(struct pf_buf *out, json_t *j)
+{
+    char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    json_decref(j);
+    if (!s) return pf_err_set(PF_ERR, "cannot build the JSON body (out of memory)");
+    int r = pf_buf_add(out, s, strlen(s));
+    free(s);
     return r;
+}
+
+int pf_report_json_str(struct pf_buf *out, const char *s)
+{
+    return dump(out, json_text(s));
 }
 
 const char *pf_report_event_reason(enum pf_status verdict)
@@ -136,15 +158,14 @@ void pf_report_event_message(char *out, size_t max, const struct pf_verdict *v)
     pf_buf_free(&b);
 }
 
-/* "key":"value" with a leading comma when not first. */
-static int member(struct pf_buf *b, bool *first, const char *key, const char *value)
+/* {"<outer>": {"<inner>": {...}}}, returning the innermost object. */
+static json_t *nested(json_t **top, const char *outer, const char *inner)
 {
-    int r = pf_buf_add(b, *first ? "" : ",", *first ? 0 : 1);
-    *first = false;
-    if (r == 0) r = pf_report_json_str(b, key);
-    if (r == 0) r = pf_buf_add(b, ":", 1);
-    if (r == 0) r = pf_report_json_str(b, value);
-    return r;
+    json_t *in = json_object(), *mid = json_object();
+    *top = json_object();
+    json_object_set_new(mid, inner, in);
+    json_object_set_new(*top, outer, mid);
+    return in;
 }
 
 int pf_report_event_body(struct pf_buf *out, const struct pf_verdict *v,
@@ -154,48 +175,80 @@ int pf_report_event_body(struct pf_buf *out, const struct pf_verdict *v,
     pf_report_event_message(msg, sizeof(msg), v);
     char gen[300];
     snprintf(gen, sizeof(gen), "%s.preflight-", pod->name);
-    bool f = true;
-    int r = pf_buf_add(out, "{", 1);
-    r = r ? r : member(out, &f, "apiVersion", "v1");
-    r = r ? r : member(out, &f, "kind", "Event");
-    r = r ? r : pf_buf_add(out, ",\"metadata\":{", 13);
-    f = true;
-    r = r ? r : member(out, &f, "generateName", gen);
-    r = r ? r : member(out, &f, "namespace", pod->ns);
-    r = r ? r : pf_buf_add(out, "},\"involvedObject\":{", 20);
-    f = true;
-    r = r ? r : member(out, &f, "apiVersion", "v1");
-    r = r ? r : member(out, &f, "kind", "Pod");
-    r = r ? r : member(out, &f, "name", pod->name);
-    r = r ? r : member(out, &f, "namespace", pod->ns);
-    if (pod->uid && *pod->uid) r = r ? r : member(out, &f, "uid", pod->uid);
-    r = r ? r : pf_buf_add(out, "}", 1);
-    f = false;
-    r = r ? r : member(out, &f, "reason", pf_report_event_reason(v->verdict));
-    r = r ? r : member(out, &f, "message", msg);
-    r = r ? r : member(out, &f, "type", pf_report_event_type(v->verdict));
-    r = r ? r : pf_buf_add(out, ",\"source\":{", 11);
-    f = true;
-    r = r ? r : member(out, &f, "component", "preflight");
-    if (pod->node && *pod->node) r = r ? r : member(out, &f, "host", pod->node);
-    r = r ? r : pf_buf_add(out, "}", 1);
-    f = false;
-    r = r ? r : member(out, &f, "firstTimestamp", timestamp);
-    r = r ? r : member(out, &f, "lastTimestamp", timestamp);
-    r = r ? r : pf_buf_add(out, ",\"count\":1}", 11);
-    return r;
+    json_t *ev = json_object(), *meta = json_object(), *obj = json_object(), *src = json_object();
+    put(ev, "apiVersion", "v1");
+    put(ev, "kind", "Event");
+    put(meta, "generateName", gen);
+    put(meta, "namespace", pod->ns);
+    json_object_set_new(ev, "metadata", meta);
+    put(obj, "apiVersion", "v1");
+    put(obj, "kind", "Pod");
+    put(obj, "name", pod->name);
+    put(obj, "namespace", pod->ns);
+    if (pod->uid && *pod->uid) put(obj, "uid", pod->uid);
+    json_object_set_new(ev, "involvedObject", obj);
+    put(ev, "reason", pf_report_event_reason(v->verdict));
+    put(ev, "message", msg);
+    put(ev, "type", pf_report_event_type(v->verdict));
+    put(src, "component", "preflight");
+    if (pod->node && *pod->node) put(src, "host", pod->node);
+    json_object_set_new(ev, "source", src);
+    put(ev, "firstTimestamp", timestamp);
+    put(ev, "lastTimestamp", timestamp);
+    json_object_set_new(ev, "count", json_integer(1));
+    return dump(out, ev);
 }
 
 int pf_report_annotation_patch(struct pf_buf *out, const struct pf_verdict *v)
 {
     char msg[PF_REPORT_EVENT_MSG_MAX + 1];
     pf_report_event_message(msg, sizeof(msg), v);
-    bool f = true;
-    int r = pf_buf_add(out, "{\"metadata\":{\"annotations\":{", 28);
-    r = r ? r : member(out, &f, PF_REPORT_ANNOTATION, verdict_word(v->verdict));
-    r = r ? r : member(out, &f, PF_REPORT_ANNOTATION_SUMMARY, msg);
+    json_t *patch;
+    json_t *ann = nested(&patch, "metadata", "annotations");
+    put(ann, PF_REPORT_ANNOTATION, verdict_word(v->verdict));
+    put(ann, PF_REPORT_ANNOTATION_SUMMARY, msg);
     const char *cls = pf_class_name(v->failure_class);
-    if (*cls) r = r ? r : member(out, &f, PF_REPORT_ANNOTATION_CLASS, cls);
-    r = r ? r : pf_buf_add(out, "}}}", 3);
-    return r;
+    if (*cls) put(ann, PF_REPORT_ANNOTATION_CLASS, cls);
+    return dump(out, patch);
+}
+
+int pf_report_node_label_patch(struct pf_buf *out, const char *code)
+{
+    json_t *patch;
+    put(nested(&patch, "metadata", "labels"), PF_REPORT_NODE_KEY, code);
+    return dump(out, patch);
+}
+
+int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const char *code)
+{
+    json_t *node = json_loads(node_json, 0, NULL);
+    json_t *rv = json_object_get(json_object_get(node, "metadata"), "resourceVersion");
+    if (!json_is_string(rv)) {
+        json_decref(node);
+        return PF_ERR;
+    }
+    json_t *patch = json_object(), *meta = json_object(), *spec = json_object();
+    json_t *taints = json_array();
+    json_object_set(meta, "resourceVersion", rv);
+    json_object_set_new(patch, "metadata", meta);
+    /* the others' taints as the API server gave them (members in their order); an earlier
+     * one of ours is replaced */
+    json_t *had = json_object_get(json_object_get(node, "spec"), "taints");
+    size_t i;
+    json_t *t;
+    json_array_foreach(had, i, t)
+    {
+        const char *key = json_string_value(json_object_get(t, "key"));
+        if (json_is_object(t) && !(key && strcmp(key, PF_REPORT_NODE_KEY) == 0))
+            json_array_append(taints, t);
+    }
+    json_t *mine = json_object();
+    put(mine, "effect", "NoSchedule");
+    put(mine, "key", PF_REPORT_NODE_KEY);
+    put(mine, "value", code);
+    json_array_append_new(taints, mine);
+    json_object_set_new(spec, "taints", taints);
+    json_object_set_new(patch, "spec", spec);
+    json_decref(node);
+    return dump(out, patch);
 }

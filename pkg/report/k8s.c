@@ -3,6 +3,7 @@
  * libcurl loaded at run time. Bounded in time; every failure is a warn, never a gate
  * failure. */
 #define _GNU_SOURCE
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,34 +77,17 @@ static void http_do(struct http *res, const struct api *a, const char *method, c
     memset(auth, 0, sizeof(auth));
 }
 
-/* The "message" of a Kubernetes Status body (unescaped, cut to n), or "" when none. */
+/* The "message" of a Kubernetes Status body (metav1.Status), cut to n with line breaks and
+ * tabs as spaces, or "" when none. */
 static void status_message(char *out, size_t n, const char *body)
 {
     out[0] = '\0';
-    const char *p = body ? strstr(body, "\"message\"") : NULL;
-    if (!p) return;
-    p += strlen("\"message\"");
-    while (*p == ' ' || *p == ':')
-        p++;
-    if (*p != '"') return;
-    p++;
-    size_t o = 0;
-    while (*p && *p != '"' && o + 1 < n) {
-        if (*p == '\\' && p[1]) {
-            p++;
-            char c = *p == 'n' ? ' ' : *p == 't' ? ' ' : *p;
-            if (*p == 'u') { /* \uXXXX: keep the text readable, not exact */
-                c = '?';
-                for (int i = 0; i < 4 && p[1]; i++)
-                    p++;
-            }
-            out[o++] = c;
-        } else {
-            out[o++] = *p;
-        }
-        p++;
-    }
-    out[o] = '\0';
+    json_t *st = json_loads(body, 0, NULL);
+    const char *m = json_string_value(json_object_get(st, "message"));
+    if (m) snprintf(out, n, "%s", m);
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\t' || *p == '\r') *p = ' ';
+    json_decref(st);
 }
 
 /* Adds the finding for a failed exchange; what is "posting the Event" or "patching the pod". */
@@ -147,16 +131,13 @@ static bool http_ok(const struct http *res)
     return res->curl_code == PF_CURLE_OK && res->status >= 200 && res->status < 300;
 }
 
-bool pf_report_api_load(const struct pf_env *env, const char **why)
+int pf_report_api_load(const struct pf_env *env)
 {
-    static char error[600];
     /* the run's own copy of the environment names the library, as the process's would */
     const char *path = pf_env_get(env, PF_DL_CURL_ENV);
     if (!path || !*path) path = pf_env_get(env, PF_DL_CURL_ENV_ALIAS);
-    if (pf_dl_curl_at(path, &curl) == 0) return true;
-    snprintf(error, sizeof(error), "%s", pf_err_msg());
-    *why = error;
-    return false;
+    int r = pf_dl_curl_at(path, &curl);
+    return r < 0 ? r : 0;
 }
 
 void pf_report_api_request(struct http *res, const struct api *a, const char *method,
@@ -245,12 +226,11 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
         pf_check_skip(out, "KUBERNETES_SERVICE_HOST is unset: not running in a Kubernetes pod");
         return;
     }
-    const char *why = NULL;
-    if (!pf_report_api_load(&ctx->env, &why)) {
+    if (pf_report_api_load(&ctx->env) < 0) {
         pf_check_skip(out,
                       "libcurl cannot be loaded (%s); install libcurl4 in the image or "
                       "run preflight's own image",
-                      why);
+                      pf_err_msg());
         return;
     }
     if (budget_s <= 0.1) {

@@ -24,8 +24,8 @@ struct api {
 };
 
 /* Loads libcurl once (pf_dl_curl_at; the override PREFLIGHT_CURL_LIB, or its older name
- * PREFLIGHT_LIBCURL, read from env); false with *why set when it cannot. */
-bool pf_report_api_load(const struct pf_env *env, const char **why);
+ * PREFLIGHT_LIBCURL, read from env): 0, or a negative code with the reason in pf_err_msg(). */
+int pf_report_api_load(const struct pf_env *env);
 /* One request; res->body must be freed by the caller. */
 void pf_report_api_request(struct http *res, const struct api *a, const char *method,
                            const char *path, const char *content_type, const char *body,

@@ -10,131 +10,6 @@
 #include "k8s_api.h"
 #include "report.h"
 
-/* ---- a minimal reader of the API server's JSON: spans of values, no allocation */
-
-static const char *ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-        p++;
-    return p;
-}
-
-/* p at a value: returns just past it, or NULL when malformed. */
-static const char *skip_value(const char *p, const char *end)
-{
-    p = ws(p, end);
-    if (p >= end) return NULL;
-    if (*p == '"') {
-        for (p++; p < end; p++) {
-            if (*p == '\\') {
-                p++;
-                continue;
-            }
-            if (*p == '"') return p + 1;
-        }
-        return NULL;
-    }
-    if (*p == '{' || *p == '[') {
-        char close = *p == '{' ? '}' : ']';
-        p = ws(p + 1, end);
-        if (p < end && *p == close) return p + 1;
-        for (;;) {
-            if (close == '}') { /* "key": */
-                p = skip_value(p, end);
-                if (!p) return NULL;
-                p = ws(p, end);
-                if (p >= end || *p != ':') return NULL;
-                p++;
-            }
-            p = skip_value(p, end);
-            if (!p) return NULL;
-            p = ws(p, end);
-            if (p >= end) return NULL;
-            if (*p == close) return p + 1;
-            if (*p != ',') return NULL;
-            p++;
-        }
-    }
-    const char *q = p;
-    while (q < end && (*q == '-' || *q == '+' || *q == '.' || (*q >= '0' && *q <= '9') ||
-                       (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')))
-        q++;
-    return q > p ? q : NULL;
-}
-
-/* obj: the span of an object; sets *v, *vend to the span of member key's value. */
-static bool member(const char *obj, const char *end, const char *key, const char **v,
-                   const char **vend)
-{
-    const char *p = ws(obj, end);
-    if (p >= end || *p != '{') return false;
-    p = ws(p + 1, end);
-    size_t klen = strlen(key);
-    while (p < end && *p == '"') {
-        const char *k = p + 1;
-        const char *kend = skip_value(p, end);
-        if (!kend) return false;
-        p = ws(kend, end);
-        if (p >= end || *p != ':') return false;
-        const char *val = ws(p + 1, end);
-        const char *vq = skip_value(val, end);
-        if (!vq) return false;
-        if ((size_t)(kend - 1 - k) == klen && memcmp(k, key, klen) == 0) {
-            *v = val;
-            *vend = vq;
-            return true;
-        }
-        p = ws(vq, end);
-        if (p < end && *p == ',') p = ws(p + 1, end);
-    }
-    return false;
-}
-
-int pf_report_node_label_patch(struct pf_buf *out, const char *code)
-{
-    int r = pf_buf_addf(out, "{\"metadata\":{\"labels\":{\"%s\":", PF_REPORT_NODE_KEY);
-    if (r == 0) r = pf_report_json_str(out, code);
-    if (r == 0) r = pf_buf_addf(out, "}}}");
-    return r;
-}
-
-int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const char *code)
-{
-    const char *end = node_json + strlen(node_json);
-    const char *meta, *meta_end, *rv, *rv_end, *spec, *spec_end, *taints, *taints_end;
-    if (!member(node_json, end, "metadata", &meta, &meta_end) ||
-        !member(meta, meta_end, "resourceVersion", &rv, &rv_end) || *rv != '"')
-        return -1;
-    int r = pf_buf_addf(out, "{\"metadata\":{\"resourceVersion\":%.*s},\"spec\":{\"taints\":[",
-                        (int)(rv_end - rv), rv);
-    bool first = true;
-    if (r == 0 && member(node_json, end, "spec", &spec, &spec_end) &&
-        member(spec, spec_end, "taints", &taints, &taints_end) && *taints == '[') {
-        const char *p = ws(taints + 1, taints_end);
-        while (r == 0 && p < taints_end && *p == '{') {
-            const char *e = skip_value(p, taints_end);
-            if (!e) break;
-            const char *k, *kend;
-            bool ours = member(p, e, "key", &k, &kend) &&
-                        (size_t)(kend - k) == strlen(PF_REPORT_NODE_KEY) + 2 &&
-                        memcmp(k + 1, PF_REPORT_NODE_KEY, strlen(PF_REPORT_NODE_KEY)) == 0;
-            if (!ours) { /* kept exactly as the API server gave it */
-                r = pf_buf_addf(out, "%s%.*s", first ? "" : ",", (int)(e - p), p);
-                first = false;
-            }
-            p = ws(e, taints_end);
-            if (p < taints_end && *p == ',') p = ws(p + 1, taints_end);
-        }
-    }
-    if (r == 0)
-        r = pf_buf_addf(out,
-                        "%s{\"effect\":\"NoSchedule\",\"key\":\"%s\",\"value\":", first ? "" : ",",
-                        PF_REPORT_NODE_KEY);
-    if (r == 0) r = pf_report_json_str(out, code);
-    if (r == 0) r = pf_buf_addf(out, "}]}}");
-    return r;
-}
-
 #ifndef PF_STATIC
 static void node_finding(struct pf_check *out, const struct http *res, const struct api *a,
                          const char *what, const char *node)
@@ -161,13 +36,12 @@ static bool api_open(struct api *a, struct pf_check *out, struct pf_ctx *ctx)
     memset(a, 0, sizeof(*a));
     const char *host = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_HOST");
     const char *port = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_PORT");
-    const char *why = NULL;
     if (!host || !*host) {
         pf_check_skip(out, "KUBERNETES_SERVICE_HOST is unset: not running in a Kubernetes pod");
         return false;
     }
-    if (!pf_report_api_load(&ctx->env, &why)) {
-        pf_check_skip(out, "libcurl cannot be loaded (%s)", why);
+    if (pf_report_api_load(&ctx->env) < 0) {
+        pf_check_skip(out, "libcurl cannot be loaded (%s)", pf_err_msg());
         return false;
     }
     snprintf(a->base, sizeof(a->base), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",

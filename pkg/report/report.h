@@ -65,8 +65,9 @@ int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const 
 
 /* ---- pieces, public for tests */
 
-/* Appends s to out as a JSON string literal (with the quotes); control bytes as \uXXXX,
- * invalid UTF-8 replaced by U+FFFD so the API server never rejects the body. */
+/* Appends s to out as a JSON string literal (with the quotes), as the bodies above write
+ * strings (jansson; control bytes escaped), invalid UTF-8 replaced by U+FFFD so the API server
+ * never rejects the body. */
 int pf_report_json_str(struct pf_buf *out, const char *s);
 
 /* The line an Event carries: "fail (node) on node gpu-node-17: 2 of 14 checks failed: nccl.env,

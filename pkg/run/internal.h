@@ -1,5 +1,6 @@
-/* run's own declarations, shared by its files (run.c the loop, local.c, pods.c, tcp.c,
- * gpu.c, summary.c) and its unit tests. Not part of the module's interface (run.h). */
+/* run's own declarations, shared by its files (run.c the loop, local.c, whoami.c, pods.c,
+ * tcp.c, probes.c, rails.c, rails_probe.c, gpu.c, summary.c) and its unit tests. Not part of the
+ * module's interface (run.h). */
 #ifndef PF_RUN_INTERNAL_H
 #define PF_RUN_INTERNAL_H
 

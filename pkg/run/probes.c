@@ -71,7 +71,7 @@ static int probe_next(void *arg, int round, const struct pf_coll_sample *mine, s
         pf_ctx_progress(&P->R->ctx, "round %d: %s", round + 1, pf_err_msg());
     char e2[400] = "";
     if (err) {
-        char w[160] = "";
+        char w[PF_WHO_MAX] = "";
         if (P->fail_peer >= 0) pf_rdv_who(w, sizeof(w), rdv, pf_rdv_ranks(rdv)[P->fail_peer]);
         snprintf(e2, sizeof(e2), "link probe%s%s: %s", w[0] ? " with " : "", w, err);
         snprintf(Q->ar_err, sizeof(Q->ar_err), "%s", e2);

@@ -198,7 +198,7 @@ static void my_evidence(struct pf_run *R, const struct pf_fleet_rails *mine,
             ;
         if (j == nt || k == nres) continue;
         struct pf_node *p = pf_node_set_map(e, "probe");
-        char w[160];
+        char w[PF_WHO_MAX];
         pf_rdv_who(w, sizeof(w), rdv, pf_rdv_ranks(rdv)[t[j].peer]);
         pf_node_set_strf(p, "to", "%s at %s", w, t[j].ip);
         if (res[k].state == PF_RAIL_OK) {

@@ -221,7 +221,7 @@ static void on_my_own(struct pf_run *R)
     for (size_t i = 0; i < lost->n; i++) {
         int lr = lost->v[i].rank;
         const char *why = lost->v[i].why;
-        char w[160];
+        char w[PF_WHO_MAX];
         pf_rdv_who(w, sizeof(w), rdv, lr);
         char m2[768];
         snprintf(m2, sizeof(m2), "%s was lost after the rendezvous: %s", w, why);

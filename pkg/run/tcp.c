@@ -170,7 +170,7 @@ static void do_allreduce(struct pf_run *R)
     if (why[0]) {
         snprintf(P->ar_err, sizeof(P->ar_err), "%s", why);
     } else {
-        char w[160] = "a partner";
+        char w[PF_WHO_MAX] = "a partner";
         if (peer >= 0) pf_rdv_who(w, sizeof(w), rdv, peer);
         snprintf(P->ar_err, sizeof(P->ar_err), "%s %s: %s",
                  fail.on_send ? "sending to" : "receiving from", w, fail.what);
@@ -201,7 +201,7 @@ static int gather_allreduce(struct pf_run *R)
     if (pf_rdv_rank(rdv) == 0 && F && res.blobs)
         for (int i = 0; i < pf_rdv_size(rdv); i++)
             if (res.blobs[i] && pf_fleet_ar_decode(&F->r[rk[i]], res.blobs[i], res.lens[i]) < 0) {
-                char w[160];
+                char w[PF_WHO_MAX];
                 pf_rdv_who(w, sizeof(w), rdv, rk[i]);
                 pf_ctx_progress(&R->ctx, "the all-reduce result of %s: %s", w, pf_err_msg());
             }

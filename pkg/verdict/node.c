@@ -165,58 +165,9 @@ struct pf_node *pf_node_add_strf(struct pf_node *seq, const char *fmt, ...)
     return n;
 }
 
-struct pf_node *pf_node_add_int(struct pf_node *seq, long long v)
-{
-    struct pf_node *n = append(seq, PF_NODE_INT);
-    n->i = v;
-    return n;
-}
-
-struct pf_node *pf_node_add_dbl(struct pf_node *seq, double v)
-{
-    struct pf_node *n = append(seq, PF_NODE_DBL);
-    n->d = v;
-    return n;
-}
-
 struct pf_node *pf_node_add_map(struct pf_node *seq)
 {
     return append(seq, PF_NODE_MAP);
-}
-
-struct pf_node *pf_node_add_seq(struct pf_node *seq)
-{
-    return append(seq, PF_NODE_SEQ);
-}
-
-void pf_node_put(struct pf_node *map, const char *key, struct pf_node *child)
-{
-    struct pf_node *old = pf_node_get(map, key);
-    free(child->key);
-    child->key = pf_xstrdup(key);
-    if (!old) {
-        link_child(map, child);
-        return;
-    }
-    /* replace in place to keep the order */
-    struct pf_node **pp = &map->first, *prev = NULL;
-    while (*pp != old) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    child->next = old->next;
-    *pp = child;
-    if (map->last == old) map->last = child;
-    (void)prev;
-    old->next = NULL;
-    pf_node_free(old);
-}
-
-void pf_node_append(struct pf_node *seq, struct pf_node *child)
-{
-    free(child->key);
-    child->key = NULL;
-    link_child(seq, child);
 }
 
 struct pf_node *pf_node_clone(const struct pf_node *n)

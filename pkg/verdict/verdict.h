@@ -60,13 +60,7 @@ struct pf_node *pf_node_set_seq(struct pf_node *map, const char *key);
 struct pf_node *pf_node_add_str(struct pf_node *seq, const char *value);
 struct pf_node *pf_node_add_strf(struct pf_node *seq, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-struct pf_node *pf_node_add_int(struct pf_node *seq, long long v);
-struct pf_node *pf_node_add_dbl(struct pf_node *seq, double v);
 struct pf_node *pf_node_add_map(struct pf_node *seq);
-struct pf_node *pf_node_add_seq(struct pf_node *seq);
-/* Moves child (an unattached node) into map under key, or onto the end of a sequence. */
-void pf_node_put(struct pf_node *map, const char *key, struct pf_node *child);
-void pf_node_append(struct pf_node *seq, struct pf_node *child);
 /* Lookup in a map; NULL when absent. */
 struct pf_node *pf_node_get(const struct pf_node *map, const char *key);
 const char *pf_node_get_str(const struct pf_node *map, const char *key);
@@ -182,8 +176,6 @@ int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n);
  * emitter double-quotes every string for which this is false. */
 bool pf_yaml_plain_is_string(const char *s);
 
-#endif
-
 /* Deep copy (for snapshots). */
 void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v);
 
@@ -212,3 +204,5 @@ void pf_verdict_guard_final(const struct pf_verdict *v, int exit_code);
  * tells the guard through pf_verdict_guard_write_failed). */
 void pf_verdict_guard_disarm(void);
 void pf_verdict_guard_write_failed(void);
+
+#endif

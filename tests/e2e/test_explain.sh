@@ -16,15 +16,10 @@ import glob, os, re, sys
 # function -> (index of the check-id argument or None, index of the code argument or None)
 ADDERS = {
     "pf_check_add_finding": (None, 1),
-    "add_finding_text": (1, 2),  # pkg/rendezvous/stage.c
-    "fleet_finding": (1, 2),     # pkg/rendezvous/stage.c
     "pf_fleet_finding": (1, 2),  # pkg/fleet: (summary, check, code, ...)
-    "sc_reject": (None, 2),      # pkg/rendezvous/stage.c: the code a refused pod reports
     "finding_for": (None, 3),    # pkg/report/k8s.c
     "render": (1, 2),            # pkg/verdict/guard.c: timeout and interrupted
     "pf_verdict_add_check": (1, None),
-    "chk": (1, None),            # pkg/rendezvous/stage.c
-    "guard": (1, None),          # pkg/rendezvous/stage.c: the stage a deadline names
     "pf_verdict_guard_update": (1, None),
     # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, stage.c, outcome.c)
     "rdv_add_finding_text": (1, 2),

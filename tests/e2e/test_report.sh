@@ -303,9 +303,9 @@ if [ -x "$UNIT_REPORT" ] && mark node label; then
         '[["PATCH", "/api/v1/nodes/node-a", "application/merge-patch+json", "{\"metadata\":{\"labels\":{\"preflight.dev/unfit\":\"port-down\"}}}"]]'
     check "markNode label: the check says what it did" grep -q "report.node: node node-a labelled preflight.dev/unfit=port-down" "$T/mark-node-label.txt"
     mark node taint
-    expect_eq "markNode taint: GET the node, then a strategic merge patch keeping its taints, with its resourceVersion" \
+    expect_eq "markNode taint: GET the node, then a strategic merge patch keeping its taints (members in their order), with its resourceVersion" \
         "$(python3 -c 'import json,sys; print(json.dumps([(r["method"], r["ctype"], r["body"]) for r in map(json.loads, open(sys.argv[1]))]))' "$LOG")" \
-        '[["GET", "application/json", ""], ["PATCH", "application/strategic-merge-patch+json", "{\"metadata\":{\"resourceVersion\":\"101\"},\"spec\":{\"taints\":[{\"key\": \"nvidia.com/gpu\", \"effect\": \"NoSchedule\"},{\"effect\":\"NoSchedule\",\"key\":\"preflight.dev/unfit\",\"value\":\"port-down\"}]}}"]]'
+        '[["GET", "application/json", ""], ["PATCH", "application/strategic-merge-patch+json", "{\"metadata\":{\"resourceVersion\":\"101\"},\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\",\"effect\":\"NoSchedule\"},{\"effect\":\"NoSchedule\",\"key\":\"preflight.dev/unfit\",\"value\":\"port-down\"}]}}"]]'
     check "markNode taint: the check says what it did" grep -q "report.node: node node-a tainted preflight.dev/unfit=port-down:NoSchedule" "$T/mark-node-taint.txt"
     mark node409 taint
     expect_eq "markNode taint: a 409 Conflict reads the node again and patches with the new resourceVersion" \
