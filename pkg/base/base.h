@@ -177,5 +177,9 @@ int pf_file_mkdir_parents(const char *path);
 /* Replaces path with data (mode set whatever the umask); a path that is a device, a FIFO or
  * a symlink to one is written in place. 0, or PF_ERR with the message. */
 int pf_file_replace(const char *path, const void *data, size_t len, unsigned mode);
+/* Reads a file the user named (a flag's value, not under --root) whole into b, whose max is
+ * the limit: 0, or PF_EUSAGE "FLAG PATH: why" (cannot open, larger than the limit, read
+ * error). */
+int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path);
 
 #endif

@@ -1,6 +1,7 @@
 /* base/env.h: the environment a check or a stage reads: the process's own, or a KEY=VALUE
  * file (`preflight env --env-file`), held as "KEY=VALUE" strings with where each came from.
- * The readers of files (an env file, NCCL's config files) are in pkg/context/context.h. */
+ * The readers of files (an env file, NCCL's config files) need the host and the verdict's
+ * secret names: they are in pkg/context (env.c, declared in context.h). */
 #ifndef PF_BASE_ENV_H
 #define PF_BASE_ENV_H
 

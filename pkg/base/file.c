@@ -342,3 +342,18 @@ int pf_file_replace(const char *path, const void *data, size_t len, unsigned mod
     struct stat st;
     return pf_file_error(path, step, e, lstat(path, &st) == 0);
 }
+
+int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
+    char chunk[4096];
+    size_t got;
+    int r = 0;
+    while (r == 0 && (got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        if (pf_buf_add(b, chunk, got) < 0)
+            r = pf_err_set(PF_EUSAGE, "%s %s: larger than %zu bytes", flag, path, b->max);
+    if (r == 0 && ferror(f)) r = pf_err_set(PF_EUSAGE, "%s %s: read error", flag, path);
+    fclose(f);
+    return r;
+}

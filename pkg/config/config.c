@@ -623,21 +623,9 @@ int pf_config_parse(struct pf_config *c, const char *name, const char *text, siz
 
 int pf_config_load(struct pf_config *c, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return pf_err_set(PF_EUSAGE, "--config %s: %s", path, strerror(errno));
     struct pf_buf b;
     pf_buf_init(&b, CONFIG_MAX_BYTES);
-    char chunk[4096];
-    size_t got;
-    int r = 0;
-    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (pf_buf_add(&b, chunk, got) < 0) {
-            r = pf_err_set(PF_EUSAGE, "--config %s: larger than %u bytes", path, CONFIG_MAX_BYTES);
-            break;
-        }
-    }
-    if (r == 0 && ferror(f)) r = pf_err_set(PF_EUSAGE, "--config %s: read error", path);
-    fclose(f);
+    int r = pf_file_read_named(&b, "--config", path);
     if (r == 0) {
         pf_strcpy(c->path, sizeof(c->path), path);
         r = pf_config_parse(c, path, b.data, b.len);

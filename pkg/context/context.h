@@ -1,7 +1,7 @@
 /* context: what every check and every stage of the run reads: the root-prefixed host, the
  * config, the environment (struct pf_env), the verdict being filled, the inventory, and the
  * progress callback of the command line. struct pf_env and its look-ups are in
- * pkg/base/env.h; the readers of env files below are implemented in pkg/checks/env.c. */
+ * pkg/base/env.h; the readers of env files below are in env.c. */
 #ifndef PF_CONTEXT_H
 #define PF_CONTEXT_H
 
@@ -14,7 +14,8 @@
 #include "../host/host.h"
 #include "../verdict/verdict.h"
 
-/* The environment a check reads (struct pf_env, pkg/base/env.h). NCCL_CONF_FILE /
+/* The environment a check reads (struct pf_env, pkg/base/env.h); its readers of files are in
+ * pkg/context/env.c. NCCL_CONF_FILE /
  * ~/.nccl.conf / /etc/nccl.conf values are added by pf_env_load_nccl_conf with NCCL's own
  * precedence (a real variable wins).
  *

@@ -1,6 +1,7 @@
-/* The environment that checks read: own environ, an env file, NCCL's config files. */
+/* The readers of the environment's files (context.h): an env file (`preflight env
+ * --env-file`) and NCCL's config files, into struct pf_env (pkg/base/env.h). */
 #define _GNU_SOURCE
-#include "checks.h"
+#include "context.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -86,19 +87,9 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
 
 int pf_env_load_file(struct pf_env *e, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return pf_err_set(PF_EUSAGE, "--env-file %s: %s", path, strerror(errno));
     struct pf_buf b;
     pf_buf_init(&b, ENV_FILE_MAX);
-    char chunk[4096];
-    size_t got;
-    int r = 0;
-    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        if ((r = pf_buf_add(&b, chunk, got)) < 0) {
-            r = pf_err_set(PF_EUSAGE, "--env-file %s: larger than %u bytes", path, ENV_FILE_MAX);
-            break;
-        }
-    fclose(f);
+    int r = pf_file_read_named(&b, "--env-file", path);
     if (r == 0) r = pf_env_parse_file(e, path, b.data, b.len);
     pf_buf_free(&b);
     return r;
