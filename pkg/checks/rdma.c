@@ -198,6 +198,15 @@ static bool is_in_scope(const struct hca *h)
 {
     return h->node != NODE_MISSING;
 }
+
+/* How many HCAs of s pass. */
+static size_t hca_count(const struct hca_set *s, bool (*pass)(const struct hca *))
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->n; i++)
+        n += pass(&s->v[i]);
+    return n;
+}
 static bool is_any(const struct hca *h)
 {
     (void)h;
@@ -254,9 +263,7 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
 
     struct hca_set s;
     hca_scan(&s, ctx, true);
-    size_t usable = 0;
-    for (size_t i = 0; i < s.n; i++)
-        usable += is_usable(&s.v[i]);
+    size_t usable = hca_count(&s, is_usable);
     pf_node_set_int(ev, "usable", (long long)usable);
     bool rdma_cm = pf_host_exists(&ctx->host, DEV_IB "/rdma_cm");
     pf_node_set_bool(ev, "rdmaCm", rdma_cm);
@@ -629,9 +636,7 @@ void pf_check_rdma_ports(struct pf_check *out, struct pf_ctx *ctx)
      * the default shared RDMA mode), or cannot be told apart; with none, look at all. */
     struct hca_set s;
     hca_scan(&s, ctx, false);
-    size_t in_pod = 0;
-    for (size_t i = 0; i < s.n; i++)
-        in_pod += is_in_scope(&s.v[i]);
+    size_t in_pod = hca_count(&s, is_in_scope);
     pf_node_set_str(out->evidence, "scope",
                     in_pod < s.n ? "HCAs with a uverbs node in the pod" : "every HCA in sysfs");
 

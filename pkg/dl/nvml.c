@@ -131,6 +131,15 @@ static void copy_bus_id(char *out, size_t n, const char *in, size_t max)
     snprintf(out, n, "%.*s", (int)len, in);
 }
 
+/* The fields both versions of nvmlGpuFabricInfo have, under the same names, into out. */
+#define TAKE_FABRIC(out, v)                                                                        \
+    do {                                                                                           \
+        (out)->state = (v).state;                                                                  \
+        (out)->status = (v).status;                                                                \
+        (out)->clique = (v).cliqueId;                                                              \
+        memcpy((out)->cluster_uuid, (v).clusterUuid, sizeof((out)->cluster_uuid));                 \
+    } while (0)
+
 int pf_dl_nvml_fabric(struct pf_nvml_fabric *out, const struct pf_dl_nvml *l, unsigned int i)
 {
     memset(out, 0, sizeof(*out));
@@ -156,24 +165,14 @@ int pf_dl_nvml_fabric(struct pf_nvml_fabric *out, const struct pf_dl_nvml *l, un
         v.version = PF_NVML_GPU_FABRIC_INFO_V2;
         call = "nvmlDeviceGetGpuFabricInfoV";
         r = l->DeviceGetGpuFabricInfoV(dev, &v);
-        if (r == PF_NVML_SUCCESS) {
-            out->state = v.state;
-            out->status = v.status;
-            out->clique = v.cliqueId;
-            memcpy(out->cluster_uuid, v.clusterUuid, sizeof(out->cluster_uuid));
-        }
+        if (r == PF_NVML_SUCCESS) TAKE_FABRIC(out, v);
     }
     if (r != PF_NVML_SUCCESS && l->DeviceGetGpuFabricInfo) {
         struct pf_nvmlGpuFabricInfo v;
         memset(&v, 0, sizeof(v));
         call = "nvmlDeviceGetGpuFabricInfo";
         r = l->DeviceGetGpuFabricInfo(dev, &v);
-        if (r == PF_NVML_SUCCESS) {
-            out->state = v.state;
-            out->status = v.status;
-            out->clique = v.cliqueId;
-            memcpy(out->cluster_uuid, v.clusterUuid, sizeof(out->cluster_uuid));
-        }
+        if (r == PF_NVML_SUCCESS) TAKE_FABRIC(out, v);
     }
     if (r == PF_NVML_SUCCESS) {
         out->have = true;

@@ -36,6 +36,19 @@ static int vpath(char *out, size_t n, const struct pf_host *h, const char *fmt, 
     return pf_snprintf(out, n, "%s%s", h->root, rel);
 }
 
+/* The first lines of every function below that takes (fmt, ...): the root-prefixed path into
+ * a local `path`; when it cannot be formed, the function returns `fail` (path_rc is the
+ * error code, its message set). */
+#define HOST_PATH(h, fmt, fail)                                                                    \
+    char path[PF_HOST_PATH_MAX];                                                                   \
+    do {                                                                                           \
+        va_list ap_;                                                                               \
+        va_start(ap_, fmt);                                                                        \
+        int path_rc = vpath(path, sizeof(path), h, fmt, ap_);                                      \
+        va_end(ap_);                                                                               \
+        if (path_rc < 0) return fail;                                                              \
+    } while (0)
+
 /* The error of a call on path that set errno: PF_ENOENT when the path is not there. */
 static int path_err(const char *path)
 {
@@ -86,12 +99,8 @@ static int read_fd_into(int fd, char *out, size_t n, const char *path)
 
 int pf_host_read(char *out, size_t n, const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
+    int r;
     if (n == 0) return pf_err_set(PF_EINVAL, "no room to read %s", path);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return path_err(path);
@@ -108,14 +117,10 @@ int pf_host_read(char *out, size_t n, const struct pf_host *h, const char *fmt, 
 int pf_host_read_all(char **out, size_t *out_len, size_t max, const struct pf_host *h,
                      const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
     *out = NULL;
     if (out_len) *out_len = 0;
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
+    int r = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return path_err(path);
     struct pf_buf b;
@@ -146,12 +151,9 @@ fail:
 
 int pf_host_read_ll(long long *out, const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX], text[64];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
+    char text[64];
+    int r;
     r = pf_host_read(text, sizeof(text), &(struct pf_host){.root = ""}, "%s", path);
     if (r < 0) return r;
     pf_trim(text);
@@ -198,12 +200,7 @@ static int natcmp_p(const void *a, const void *b)
 
 int pf_host_list(struct pf_strlist *out, const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
     DIR *d = opendir(path);
     if (!d) return path_err(path);
     struct dirent *e;
@@ -223,12 +220,7 @@ int pf_host_list(struct pf_strlist *out, const struct pf_host *h, const char *fm
 
 int pf_host_readlink(char *out, size_t n, const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
     ssize_t len = readlink(path, out, n);
     if (len < 0) return path_err(path);
     if ((size_t)len >= n) return pf_err_set(PF_ETOOBIG, "%s: link target too long", path);
@@ -238,12 +230,9 @@ int pf_host_readlink(char *out, size_t n, const struct pf_host *h, const char *f
 
 int pf_host_link_basename(char *out, size_t n, const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX], target[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
+    char target[PF_HOST_PATH_MAX];
+    int r;
     r = pf_host_readlink(target, sizeof(target), &(struct pf_host){.root = ""}, "%s", path);
     if (r < 0) return r;
     size_t len = strlen(target);
@@ -258,24 +247,14 @@ int pf_host_link_basename(char *out, size_t n, const struct pf_host *h, const ch
 
 bool pf_host_exists(const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return false;
+    HOST_PATH(h, fmt, false);
     struct stat st;
     return lstat(path, &st) == 0;
 }
 
 int pf_host_stat(struct stat *out, const struct pf_host *h, const char *fmt, ...)
 {
-    char path[PF_HOST_PATH_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    int r = vpath(path, sizeof(path), h, fmt, ap);
-    va_end(ap);
-    if (r < 0) return r;
+    HOST_PATH(h, fmt, path_rc);
     if (stat(path, out) != 0) return path_err(path);
     return 0;
 }

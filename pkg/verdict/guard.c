@@ -131,6 +131,18 @@ static void handler(int sig)
     _exit(1);
 }
 
+/* Blocks the signals the guard handles (SIGTERM, SIGINT, SIGALRM) in this thread; the mask
+ * before goes to old. */
+static void block_guarded(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &block, old);
+}
+
 int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn policy, void *arg)
 {
     guard_stdout = strcmp(path, "-") == 0;
@@ -144,12 +156,7 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
         /* the folder exists before anything can interrupt the run: the handler only writes */
         pf_file_mkdir_parents(path);
     }
-    sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGALRM);
-    if (!guard_held) pthread_sigmask(SIG_BLOCK, &block, &guard_held_mask);
+    if (!guard_held) block_guarded(&guard_held_mask);
     guard_held = true;
     guard_seed = pf_file_random();
     guard_done_code = 1;
@@ -218,12 +225,8 @@ static void snapshot_free(struct snapshot *s)
  * the handler never reads a freed one. */
 static void publish(struct snapshot *s)
 {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGALRM);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    block_guarded(&old);
     struct snapshot *prev = atomic_exchange(&current, s);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     /* a handler in another thread may be reading it: the process ends soon then anyway */
@@ -309,12 +312,8 @@ void pf_verdict_guard_disarm(void)
 {
     struct itimerval it = {0};
     setitimer(ITIMER_REAL, &it, NULL);
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGALRM);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    block_guarded(&old);
     guard_armed = 0;
     struct snapshot *prev = atomic_exchange(&current, NULL);
     if (prev && prev->final && !guard_write_failed) {

@@ -160,8 +160,8 @@ static void test_links_and_stat(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_init_and_path),     cmocka_unit_test(test_read),
-        cmocka_unit_test(test_read_all),          cmocka_unit_test(test_read_ll),
+        cmocka_unit_test(test_init_and_path),      cmocka_unit_test(test_read),
+        cmocka_unit_test(test_read_all),           cmocka_unit_test(test_read_ll),
         cmocka_unit_test(test_list_natural_order), cmocka_unit_test(test_links_and_stat),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,5 +1,5 @@
-/* pkg/nccl's pure part: the busbw factors against nccl-tests' formulas (each src/ collective file's GetBw,
- * doc/PERFORMANCE.md), and the expected busbw from the config (line rate times the
+/* pkg/nccl's pure part: the busbw factors against nccl-tests' formulas (each src/ collective file's
+ * GetBw, doc/PERFORMANCE.md), and the expected busbw from the config (line rate times the
  * efficiency curve, interpolated in log(nodes), clamped outside it). */
 #include <stdarg.h>
 #include <stddef.h>
