@@ -26,6 +26,16 @@ ifneq ($(CI),)
   CFLAGS_ALL += -Werror
 endif
 
+# What the build needs from the system (scripts/deps.sh build installs it), looked for with
+# make's own wildcard so that a build that has everything pays nothing: the compiler, and the
+# headers and static libraries of libyaml, jansson and libsodium.
+NEED_LIBS    := yaml jansson sodium
+NEED_MISSING := $(if $(shell command -v $(CC)),,$(CC)) \
+    $(foreach l,$(NEED_LIBS),$(if $(wildcard /usr/include/$(l).h /usr/local/include/$(l).h),,$(l).h) \
+      $(if $(wildcard /usr/lib/*/lib$(l).a /usr/lib/lib$(l).a /usr/local/lib/lib$(l).a),,lib$(l).a))
+NEED_MISSING := $(strip $(NEED_MISSING))
+BUILD_PKGS    = $(shell sed -n 's/^build_pkgs="\(.*\)"/\1/p' scripts/deps.sh)
+
 # Build folder per variant, so sanitizer objects never mix with release ones.
 VARIANT := $(if $(filter 1,$(ASAN) $(UBSAN)),san,rel)
 B       := build/$(VARIANT)
@@ -42,7 +52,7 @@ UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPER_SRCS:%.c=$(B)/%.o)
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: all static test check-layers unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
+.PHONY: deps-check all static test check-layers unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
         deps-test help
 all: bin/preflight
 
@@ -56,7 +66,15 @@ help:
 	@echo "make fuzz       run every fuzz target for FUZZ_SECONDS (default 30)"
 	@echo "make format     clang-format the tree"
 
-$(B)/%.o: %.c
+# Before the first compile: what is missing, and the packages that bring it (as root, they are
+# installed and the build goes on).
+deps-check:
+ifneq ($(NEED_MISSING),)
+	@echo "make: this machine lacks $(NEED_MISSING); run scripts/deps.sh build (installs: $(BUILD_PKGS))" >&2
+	@if [ "$$(id -u)" -eq 0 ]; then scripts/deps.sh build; else exit 1; fi
+endif
+
+$(B)/%.o: %.c | deps-check
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) $(CFLAGS) -c $< -o $@
 

@@ -18,7 +18,7 @@ int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli)
     pf_buf_init(&b, PF_BUF_TEXT);
     pf_dl_info_gather(info);
     pf_dl_info_format(&b, info);
-    if (b.data) fputs(b.data, o->out);
+    fputs(b.data, o->out);
     pf_buf_free(&b);
     return PF_EXIT_PASS;
 }
