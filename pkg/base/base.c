@@ -355,3 +355,8 @@ double pf_median(double *v, size_t n)
     pf_sort_dbl(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+const char *pf_name_of(const char *const *names, size_t n, int i, const char *dflt)
+{
+    return i >= 0 && (size_t)i < n && names[i] ? names[i] : dflt;
+}

@@ -100,6 +100,9 @@ int pf_strcpy(char *out, size_t n, const char *s);
 /* Trims ASCII whitespace at both ends, in place; returns s. */
 char *pf_trim(char *s);
 bool pf_str_starts(const char *s, const char *prefix);
+/* names[i] of a table indexed by an enum ({[PF_X] = "x", ...}); dflt when i is outside it or
+ * has no name. */
+const char *pf_name_of(const char *const *names, size_t n, int i, const char *dflt);
 /* Levenshtein distance, capped at limit+1 (for did-you-mean). */
 int pf_edit_distance(const char *a, const char *b, int limit);
 
@@ -169,6 +172,8 @@ void pf_file_inflight_unlink(void);
 const char *pf_file_errno_text(int e);
 /* A seed for temporary names (getrandom). */
 uint64_t pf_file_random(void);
+/* What the step did ("create a temporary file"); async-signal-safe. */
+const char *pf_file_step_name(enum pf_file_step s);
 /* Sets the message for a failed replacement: "cannot write PATH (STEP: ERROR); the file there
  * is left as it was" (or "nothing was written" when there was none); returns PF_ERR. */
 int pf_file_error(const char *path, enum pf_file_step step, int neg_errno, bool existed);

@@ -294,26 +294,21 @@ const char *pf_file_errno_text(int e)
     }
 }
 
-static const char *step_name(enum pf_file_step s)
+const char *pf_file_step_name(enum pf_file_step s)
 {
-    switch (s) {
-    case PF_FILE_STEP_FOLDER:
-        return "open the folder";
-    case PF_FILE_STEP_CREATE:
-        return "create a temporary file";
-    case PF_FILE_STEP_WRITE:
-        return "write";
-    case PF_FILE_STEP_SYNC:
-        return "sync";
-    case PF_FILE_STEP_RENAME:
-        return "rename";
-    }
-    return "write";
+    static const char *const names[] = {
+        [PF_FILE_STEP_FOLDER] = "open the folder",
+        [PF_FILE_STEP_CREATE] = "create a temporary file",
+        [PF_FILE_STEP_WRITE] = "write",
+        [PF_FILE_STEP_SYNC] = "sync",
+        [PF_FILE_STEP_RENAME] = "rename",
+    };
+    return pf_name_of(names, PF_ARRAY_LEN(names), (int)s, "write");
 }
 
 int pf_file_error(const char *path, enum pf_file_step step, int neg_errno, bool existed)
 {
-    return pf_err_set(PF_ERR, "cannot write %s (%s: %s); %s", path, step_name(step),
+    return pf_err_set(PF_ERR, "cannot write %s (%s: %s); %s", path, pf_file_step_name(step),
                       strerror(-neg_errno),
                       existed ? "the file there is left as it was" : "nothing was written");
 }

@@ -87,18 +87,11 @@ double pf_coll_busbw_allreduce(double algbw, int n)
 
 const char *pf_coll_fail_name(enum pf_coll_fail_kind k)
 {
-    switch (k) {
-    case PF_COLL_OK:
-        return "ok";
-    case PF_COLL_EOF:
-        return "closed";
-    case PF_COLL_RESET:
-        return "reset";
-    case PF_COLL_TIMEOUT:
-        return "timeout";
-    default:
-        return "error";
-    }
+    static const char *const names[] = {[PF_COLL_OK] = "ok",
+                                        [PF_COLL_EOF] = "closed",
+                                        [PF_COLL_RESET] = "reset",
+                                        [PF_COLL_TIMEOUT] = "timeout"};
+    return pf_name_of(names, PF_ARRAY_LEN(names), (int)k, "error");
 }
 
 /* ---- shared by the ring and the probes: I/O under a deadline and an abort flag */

@@ -206,6 +206,15 @@ int pf_explain(struct pf_buf *out, const char *what_in)
     return r;
 }
 
+/* Whether a visited finding section is the code asked for (under the check asked for, when
+ * one was). */
+static bool is_wanted(const struct section *code, const char *check, const char *want_code,
+                      const char *want_check)
+{
+    return code && strcmp(code->name, want_code) == 0 &&
+           !(want_check && strcmp(check, want_check) != 0);
+}
+
 struct remedy {
     const char *check;
     const char *code;
@@ -219,8 +228,7 @@ static void remedy_visit(void *arg, const char *check, const struct section *cs,
 {
     struct remedy *r = arg;
     (void)cs;
-    if (!code || r->found || strcmp(code->name, r->code) != 0) return;
-    if (r->check && strcmp(check, r->check) != 0) return;
+    if (r->found || !is_wanted(code, check, r->code, r->check)) return;
     const char *tag = "**Remedy:**";
     const char *p = code->body;
     const char *hit = NULL;
@@ -298,8 +306,7 @@ static void class_visit(void *arg, const char *check, const struct section *cs,
 {
     struct klass *k = arg;
     (void)cs;
-    if (!code || k->found || strcmp(code->name, k->code) != 0) return;
-    if (k->check && strcmp(check, k->check) != 0) return;
+    if (k->found || !is_wanted(code, check, k->code, k->check)) return;
     static const char tag[] = "\n**Class:** ";
     for (const char *p = code->body - 1; p && p < code->end; p = strchr(p + 1, '\n')) {
         if (strncmp(p, tag, sizeof(tag) - 1) != 0) continue;

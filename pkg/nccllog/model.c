@@ -323,14 +323,7 @@ enum pf_nccllog_class pf_nccllog_classify(const char *n, const char *provider)
 
 const char *pf_nccllog_class_name(enum pf_nccllog_class c)
 {
-    switch (c) {
-    case PF_NCCLLOG_RDMA:
-        return "rdma";
-    case PF_NCCLLOG_SOCKET:
-        return "socket";
-    case PF_NCCLLOG_OTHER:
-        return "unknown";
-    default:
-        return "none";
-    }
+    static const char *const names[] = {
+        [PF_NCCLLOG_RDMA] = "rdma", [PF_NCCLLOG_SOCKET] = "socket", [PF_NCCLLOG_OTHER] = "unknown"};
+    return pf_name_of(names, PF_ARRAY_LEN(names), (int)c, "none");
 }

@@ -54,23 +54,6 @@ static void say(const char *s)
     (void)pf_file_write_all(STDERR_FILENO, s, strlen(s));
 }
 
-static const char *step_text(enum pf_file_step s)
-{
-    switch (s) {
-    case PF_FILE_STEP_FOLDER:
-        return "open the folder: ";
-    case PF_FILE_STEP_CREATE:
-        return "create: ";
-    case PF_FILE_STEP_WRITE:
-        return "write: ";
-    case PF_FILE_STEP_SYNC:
-        return "sync: ";
-    case PF_FILE_STEP_RENAME:
-        return "rename: ";
-    }
-    return "";
-}
-
 /* Async-signal-safe: writes the snapshot's bytes completely through a fresh temporary file
  * (pf_file_replace_raw), or leaves the file there as it was and says so. */
 static void handler(int sig)
@@ -125,7 +108,8 @@ static void handler(int sig)
         _exit(s->final ? s->exit_code : sig == SIGALRM ? s->deadline_exit : s->signal_exit);
     }
     say("; verdict NOT written (");
-    say(step_text(step));
+    say(pf_file_step_name(step));
+    say(": ");
     say(pf_file_errno_text(-e));
     say("): any verdict file there is left as it was\n");
     _exit(1);

@@ -24,16 +24,9 @@ struct hw {
 
 static const char *status_color(enum pf_status s)
 {
-    switch (s) {
-    case PF_PASS:
-        return "\033[32m";
-    case PF_WARN:
-        return "\033[33m";
-    case PF_FAIL:
-        return "\033[31m";
-    default:
-        return C_DIM;
-    }
+    static const char *const colors[] = {
+        [PF_PASS] = "\033[32m", [PF_WARN] = "\033[33m", [PF_FAIL] = "\033[31m"};
+    return pf_name_of(colors, PF_ARRAY_LEN(colors), (int)s, C_DIM);
 }
 
 /* Columns that the first n bytes of UTF-8 text take (continuation bytes take none). */
@@ -293,15 +286,21 @@ static void remedies(struct hw *h, const struct pf_check *c)
     pf_strlist_free(&seen);
 }
 
-/* A failing or warning check (or any check with `verbose`): its line, its findings, its
- * remedies. */
-static void check_full(struct hw *h, const struct pf_check *c)
+/* The status and the check's id in bold, where every check's line starts. */
+static void check_head(struct hw *h, const struct pf_check *c)
 {
     hw_status(h, c->status);
     hw_pad(h, IND);
     hw_esc(h, C_BOLD);
     hw_put(h, c->id);
     hw_esc(h, C_RESET);
+}
+
+/* A failing or warning check (or any check with `verbose`): its line, its findings, its
+ * remedies. */
+static void check_full(struct hw *h, const struct pf_check *c)
+{
+    check_head(h, c);
     size_t first = 0;
     const char *msg = c->message && *c->message ? c->message : NULL;
     if (!msg && c->nfindings) msg = c->findings[0].message;
@@ -342,11 +341,7 @@ static void check_full(struct hw *h, const struct pf_check *c)
 /* A passing check on one line. */
 static void check_line(struct hw *h, const struct pf_check *c)
 {
-    hw_status(h, c->status);
-    hw_pad(h, IND);
-    hw_esc(h, C_BOLD);
-    hw_put(h, c->id);
-    hw_esc(h, C_RESET);
+    check_head(h, c);
     if (c->message && *c->message) {
         hw_put(h, ":");
         h->pending = true;

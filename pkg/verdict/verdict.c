@@ -46,12 +46,17 @@ struct pf_finding *pf_check_add_finding(struct pf_check *c, const char *code, en
     return f;
 }
 
+static void set_message_v(struct pf_check *c, const char *fmt, va_list ap)
+{
+    free(c->message);
+    c->message = vdup(fmt, ap);
+}
+
 void pf_check_set_message(struct pf_check *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    free(c->message);
-    c->message = vdup(fmt, ap);
+    set_message_v(c, fmt, ap);
     va_end(ap);
 }
 
@@ -59,8 +64,7 @@ void pf_check_skip(struct pf_check *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    free(c->message);
-    c->message = vdup(fmt, ap);
+    set_message_v(c, fmt, ap);
     va_end(ap);
     c->status = PF_SKIP;
 }
