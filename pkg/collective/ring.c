@@ -130,6 +130,15 @@ static int wait_io(struct xfer *x, int fd, short ev)
     }
 }
 
+/* wait_io, and a timeout is the transfer's failure: what says which way it stalled. */
+static int wait_ready(struct xfer *x, int fd, short events, struct pf_coll_fail *f,
+                      const char *what)
+{
+    int r = wait_io(x, fd, events);
+    if (r == PF_ETIMEOUT) set_fail(f, PF_COLL_TIMEOUT, events == POLLOUT, "%s", what);
+    return r;
+}
+
 static int send_all(struct xfer *x, int fd, const void *p, size_t n, struct pf_coll_fail *f)
 {
     const char *c = p;
@@ -142,12 +151,7 @@ static int send_all(struct xfer *x, int fd, const void *p, size_t n, struct pf_c
         }
         if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            int r = wait_io(x, fd, POLLOUT);
-            if (r == PF_ETIMEOUT) {
-                set_fail(f, PF_COLL_TIMEOUT, true, "%s",
-                         "sending timed out: the peer stopped reading");
-                return r;
-            }
+            int r = wait_ready(x, fd, POLLOUT, f, "sending timed out: the peer stopped reading");
             if (r < 0) return r;
             continue;
         }
@@ -170,12 +174,7 @@ static ssize_t recv_some(struct xfer *x, int fd, void *p, size_t n, struct pf_co
         }
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            int w = wait_io(x, fd, POLLIN);
-            if (w == PF_ETIMEOUT) {
-                set_fail(f, PF_COLL_TIMEOUT, false, "%s",
-                         "receiving timed out: the peer sent nothing");
-                return w;
-            }
+            int w = wait_ready(x, fd, POLLIN, f, "receiving timed out: the peer sent nothing");
             if (w < 0) return w;
             continue;
         }

@@ -99,34 +99,18 @@ static void describe_curl(struct pf_dl_info *o, const void *lib)
 }
 
 /* The process-wide copies, as one type: the library's struct (its path second), or NULL. */
-static const void *load_nccl(const char **path)
-{
-    const struct pf_dl_nccl *l;
-    if (pf_dl_nccl(&l) < 0) return NULL;
-    *path = l->path;
-    return l;
-}
-static const void *load_cuda(const char **path)
-{
-    const struct pf_dl_cuda *l;
-    if (pf_dl_cuda(&l) < 0) return NULL;
-    *path = l->path;
-    return l;
-}
-static const void *load_verbs(const char **path)
-{
-    const struct pf_dl_verbs *l;
-    if (pf_dl_verbs(&l) < 0) return NULL;
-    *path = l->path;
-    return l;
-}
-static const void *load_curl(const char **path)
-{
-    const struct pf_dl_curl *l;
-    if (pf_dl_curl(&l) < 0) return NULL;
-    *path = l->path;
-    return l;
-}
+#define LOADER(name)                                                                               \
+    static const void *load_##name(const char **path)                                              \
+    {                                                                                              \
+        const struct pf_dl_##name *l;                                                              \
+        if (pf_dl_##name(&l) < 0) return NULL;                                                     \
+        *path = l->path;                                                                           \
+        return l;                                                                                  \
+    }
+LOADER(nccl)
+LOADER(cuda)
+LOADER(verbs)
+LOADER(curl)
 #endif
 
 /* One row per library, in the order `preflight version` prints them. */

@@ -112,24 +112,25 @@ int nc_wait_events(struct stage *st, char *why, size_t wn, const char *what)
     }
 }
 
-void nc_abort_comms(struct stage *st)
+/* Ends every communicator with ncclCommAbort or ncclCommDestroy, each on its GPU. */
+static void end_comms(struct stage *st, bool abort)
 {
     for (int i = 0; i < st->ngpus; i++) {
         if (!st->g[i].comm) continue;
         nc_set_current(st, i);
-        st->nccl->CommAbort(st->g[i].comm);
+        (abort ? st->nccl->CommAbort : st->nccl->CommDestroy)(st->g[i].comm);
         st->g[i].comm = NULL;
     }
 }
 
+void nc_abort_comms(struct stage *st)
+{
+    end_comms(st, true);
+}
+
 void nc_destroy_comms(struct stage *st)
 {
-    for (int i = 0; i < st->ngpus; i++) {
-        if (!st->g[i].comm) continue;
-        nc_set_current(st, i);
-        st->nccl->CommDestroy(st->g[i].comm);
-        st->g[i].comm = NULL;
-    }
+    end_comms(st, false);
 }
 
 void nc_free_gpus(struct stage *st)

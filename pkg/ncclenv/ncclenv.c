@@ -274,12 +274,17 @@ static const struct note obsolete_names[] = {
     {"NCCL_TREE_THRESHOLD", "removed in NCCL 2.5: use NCCL_ALGO"},
 };
 
+/* The note of name in table t[0..n), or NULL. */
+static const char *note_of(const struct note *t, size_t n, const char *name)
+{
+    for (size_t i = 0; name && i < n; i++)
+        if (strcmp(name, t[i].name) == 0) return t[i].note;
+    return NULL;
+}
+
 const char *pf_ncclenv_obsolete(const char *name)
 {
-    if (!name) return NULL;
-    for (size_t i = 0; i < PF_ARRAY_LEN(obsolete_names); i++)
-        if (strcmp(name, obsolete_names[i].name) == 0) return obsolete_names[i].note;
-    return NULL;
+    return note_of(obsolete_names, PF_ARRAY_LEN(obsolete_names), name);
 }
 
 /* Checked against the NCCL source at each release tag (v2.20.5-1 ... v2.30.7-1):
@@ -319,12 +324,7 @@ const struct pf_ncclenv_change *pf_ncclenv_change(const char *name)
     return NULL;
 }
 
-struct foreign {
-    const char *name;
-    const char *note;
-};
-
-static const struct foreign foreign_names[] = {
+static const struct note foreign_names[] = {
     {"NCCL_ASYNC_ERROR_HANDLING",
      "PyTorch reads it as a deprecated alias of TORCH_NCCL_ASYNC_ERROR_HANDLING"},
     {"NCCL_BLOCKING_WAIT", "PyTorch reads it as a deprecated alias of TORCH_NCCL_BLOCKING_WAIT"},
@@ -336,10 +336,7 @@ static const struct foreign foreign_names[] = {
 
 const char *pf_ncclenv_foreign(const char *name)
 {
-    if (!name) return NULL;
-    for (size_t i = 0; i < PF_ARRAY_LEN(foreign_names); i++)
-        if (strcmp(name, foreign_names[i].name) == 0) return foreign_names[i].note;
-    return NULL;
+    return note_of(foreign_names, PF_ARRAY_LEN(foreign_names), name);
 }
 
 /* ---- socket interfaces */

@@ -105,12 +105,10 @@ void pf_verdict_free(struct pf_verdict *v)
     for (size_t i = 0; i < v->nchecks; i++)
         check_free(&v->checks[i]);
     free(v->checks);
-    pf_node_free(v->pod);
-    pf_node_free(v->environment);
-    pf_node_free(v->collectives);
-    pf_node_free(v->culprits);
-    pf_node_free(v->ranks);
-    pf_node_free(v->extra);
+    struct pf_node *trees[] = {v->pod,      v->environment, v->collectives,
+                               v->culprits, v->ranks,       v->extra};
+    for (size_t i = 0; i < PF_ARRAY_LEN(trees); i++)
+        pf_node_free(trees[i]);
     memset(v, 0, sizeof(*v));
 }
 
