@@ -74,8 +74,8 @@ bool pf_text_is_safe(const char *s, bool keep_newlines)
     while (*p) {
         unsigned cp = 0;
         size_t n = utf8_len(p, &cp);
-        if (n == 0 || (cp < 0x20 && cp != '\t' && !(cp == '\n' && keep_newlines)) ||
-            cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
+        if (n == 0 || (cp < 0x20 && cp != '\t' && !(cp == '\n' && keep_newlines)) || cp == 0x7F ||
+            (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 ||
             (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069))
             return false;
         p += n;

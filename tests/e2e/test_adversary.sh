@@ -19,6 +19,9 @@
 #   c8  a tokenless JOIN whose pod and node fields hold an escape sequence, a carriage return
 #       and a newline followed by a forged log line, for a rank that never comes: rank 0's log
 #       and every pod's human verdict show those bytes escaped, never raw
+#   c9  a fake rank 0 at rank 0's address (a stale DNS record, a reused pod IP) answers every
+#       JOIN with a REJECT without MAC for 4 s, then the real rank 0 starts there: the joiner
+#       does not believe the REJECT, keeps trying, and the run passes
 # What is asserted is docs/threat-model-rendezvous.md: nothing an unauthenticated peer sends
 # changes the run (no rank slot taken, no failing finding, no culprit, no warning while the
 # rank it claimed joins; rank 0's evidence counts it with its address), and no listener
@@ -472,6 +475,28 @@ sc_c8() {
     fi
 }
 
+# ---- c9. an unauthenticated REJECT is not believed
+sc_c9() {
+    scenario c9-fake-root 2 25
+    local fpid
+    if [ -n "${ADVERSARY_DRY:-}" ]; then fpid=; else
+        helper fakeroot fakeroot --listen "127.0.0.1:$PORT" --seconds 4 --world 2
+        fpid=$SPID
+        wait_for_text "$T/$SC/fakeroot" 'listening' 10
+    fi
+    launch 1
+    [ -n "$fpid" ] && wait "$fpid" 2>/dev/null
+    launch 0
+    finish 0 1
+    if [ -z "${ADVERSARY_DRY:-}" ]; then
+        if grep -qE 'answered [1-9][0-9]* JOINs' "$T/$SC/fakeroot"; then
+            ok "c9: the fake rank 0 answered rank 1's JOIN ($(tail -n 1 "$T/$SC/fakeroot"))"
+        else notok "c9: the fake rank 0 answered rank 1's JOIN" "$(cat "$T/$SC/fakeroot")"; fi
+        check "c9: rank 1 said it did not believe the REJECT" grep -q 'fails the token check: not believed' "$T/$SC/out1"
+    fi
+    for r in 0 1; do expect "$r" 0 "${HEALTHY[@]}"; done
+}
+
 sc_c6() {
     scenario c6-no-fds 2 30
     launch 0 "$PORT" 64
@@ -501,7 +526,7 @@ sc_c6() {
 }
 
 [ -n "${ADVERSARY_DRY:-}" ] && echo "# dry run: every case without its stranger"
-for s in c1 c2 c3 c4 c5 c6 c7 c8; do
+for s in c1 c2 c3 c4 c5 c6 c7 c8 c9; do
     [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $s "* ]] || continue
     "sc_$s"
 done

@@ -34,15 +34,23 @@ static void test_escape_table(void **state)
     expect("line1\nline2", true, "line1\nline2");
     expect("bell\a back\b del\x7f", false, "bell\\x07 back\\x08 del\\x7f");
     /* C1 CSI as UTF-8 (U+009B) and as a lone byte, which is not UTF-8 */
-    expect("\xc2\x9b" "2J", false, "\\u009b2J");
-    expect("\x9b" "2J", false, "\\x9b2J");
+    expect("\xc2\x9b"
+           "2J",
+           false, "\\u009b2J");
+    expect("\x9b"
+           "2J",
+           false, "\\x9b2J");
     /* overlong '/', a surrogate, a cut sequence */
     expect("\xc0\xaf", false, "\\xc0\\xaf");
     expect("\xed\xa0\x80", false, "\\xed\\xa0\\x80");
     expect("ab\xe2\x82", false, "ab\\xe2\\x82");
     /* right-to-left override and a Unicode line separator */
-    expect("pod\xe2\x80\xae" "gnp.exe", false, "pod\\u202egnp.exe");
-    expect("a\xe2\x80\xa8" "b", false, "a\\u2028b");
+    expect("pod\xe2\x80\xae"
+           "gnp.exe",
+           false, "pod\\u202egnp.exe");
+    expect("a\xe2\x80\xa8"
+           "b",
+           false, "a\\u2028b");
 }
 
 static void test_escape_bounded(void **state)
