@@ -233,7 +233,7 @@ do whatever the ServiceAccount may (patch nodes with report.markNode).
 true
 {{- end -}}
 {{- end -}}
-}}
+
 {{- define "preflight.volumes" -}}
 {{- $ctx := .ctx -}}
 {{- $v := include "preflight.v" $ctx | fromYaml -}}
