@@ -23,7 +23,7 @@ static void progress_line(void *arg, const char *line)
     /* one progress message, one line: a peer's bytes in it (a pod name, an address) never
      * move the cursor or start a forged line */
     struct pf_buf b;
-    pf_buf_init(&b, 1 << 16);
+    pf_buf_init(&b, PF_BUF_TEXT);
     if (!pf_text_is_safe(line, false)) {
         (void)pf_text_escape(&b, line, false);
         line = pf_buf_str(&b);

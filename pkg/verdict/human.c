@@ -56,7 +56,7 @@ static void hw_nl(struct hw *h)
  * itself when it is safe already; else a copy in *tmp (freed by the caller). */
 static const char *hw_safe(struct pf_buf *tmp, const char *s, bool keep_newlines)
 {
-    pf_buf_init(tmp, 1 << 20);
+    pf_buf_init(tmp, PF_BUF_DOCUMENT);
     if (pf_text_is_safe(s, keep_newlines)) return s;
     (void)pf_text_escape(tmp, s, keep_newlines);
     return pf_buf_str(tmp);
