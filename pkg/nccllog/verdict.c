@@ -78,7 +78,7 @@ static void proc_evidence(struct pf_node *m, const struct pf_nccllog_proc *p)
     if (p->net_channels)
         pf_node_set_strf(m, "netChannels", "%d (%d GDRDMA)", p->net_channels, p->gdr_channels);
     if (p->nvls) pf_node_set_bool(m, "nvls", true);
-    if (p->collnet) pf_node_set_bool(m, "collnet", true);
+    if (nl_proc_collnet(p)) pf_node_set_bool(m, "collnet", true);
     if (p->init_seconds > 0) pf_node_set_dbl(m, "initSeconds", p->init_seconds);
     if (p->nwarns) {
         add_list(m, "warnings", &p->warns);

@@ -52,7 +52,7 @@ KEYS = [
     ("nvls-head", r"^NVLS Head"),  # sprintf'd, then INFO("%s", line)
     ("nvls-comm", r"^NVLS comm "),
     ("connected-nvls", r"^Connected NVLS"),
-    ("connected-collnet", r"^Connected CollNet|CollNet channels"),
+    ("connected-collnet", r"Connected CollNet"),
     ("collnet-plugin", r"^Loaded collnet plugin"),
     ("connected-rings", r"^Connected all (rings|trees)"),
     ("mnnvl-ignored", r"MNNVL"),

@@ -236,7 +236,7 @@ def expect(row, msg):
     elif k in ("nvls-head", "nvls-comm", "connected-nvls"):
         e.update(none, nvls=True)
     elif k == "connected-collnet":
-        e.update(none, collnet=True, ranks="3")
+        e.update(none, collnet=True)
     elif k == "collnet-plugin":
         e.update(none, sharp=True)
     elif k == "param-env":
@@ -274,6 +274,10 @@ def lines_of(rows):
     return out
 
 
+def tag_version(tag):
+    return re.match(r"v(\d+\.\d+\.\d+)", tag).group(1)
+
+
 def cmd_logs(outdir):
     rows = load()
     items = lines_of(rows)
@@ -287,10 +291,17 @@ def cmd_logs(outdir):
                     n = c + i
                     host, pid = "fmt%03d" % n, 1000 + n
                     w = lambda l: f.write(wrap.format(l=l, r=n) + "\n")
+                    ver = tag_version(r["first"])
+                    e = dict(e, ncclVersion=ver)
                     if r["level"] == "DEFINE":  # NCCL_DEBUG=VERSION's bare line, then an INFO
                         w("%s:%d:%d [0] NCCL INFO cudaDriverVersion 12040" % (host, pid, pid + 7))
-                        w(msg)
-                    else:
+                        w(msg.replace(VERSION, ver))
+                    elif r["key"] == "version":
+                        w("%s:%d:%d [3] NCCL INFO %s" % (host, pid, pid + 7,
+                                                         msg.replace(VERSION, ver)))
+                    else:  # the process's version first: some lines mean what their tag says
+                        w("%s:%d:%d [3] NCCL INFO NCCL version %s+cuda12.4" % (host, pid, pid + 7,
+                                                                              ver))
                         w("%s:%d:%d [3] NCCL INFO %s" % (host, pid, pid + 7, msg))
                     exp.setdefault(name, []).append(
                         dict(host=host, pid=pid, row="%s..%s %s %s: %s" % (
