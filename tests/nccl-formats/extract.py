@@ -87,16 +87,22 @@ def release_tags(gitdir):
     return [t for _, t in sorted(tags)]
 
 
+def literal_end(s, i):
+    """s[i] opens a string or character literal: the index after it."""
+    j = i + 1
+    while j < len(s) and s[j] != s[i]:
+        j += 2 if s[j] == "\\" else 1
+    return j + 1
+
+
 def strip_comments(s):
     out, i, n = [], 0, len(s)
     while i < n:
         c = s[i]
         if c in "\"'":
-            j = i + 1
-            while j < n and s[j] != c:
-                j += 2 if s[j] == "\\" else 1
-            out.append(s[i:j + 1])
-            i = j + 1
+            j = literal_end(s, i)
+            out.append(s[i:j])
+            i = j
         elif s.startswith("//", i):
             j = s.find("\n", i)
             i = n if j < 0 else j
@@ -116,11 +122,9 @@ def split_args(s, i):
     while i < n:
         c = s[i]
         if c in "\"'":
-            j = i + 1
-            while j < n and s[j] != c:
-                j += 2 if s[j] == "\\" else 1
-            cur.append(s[i:j + 1])
-            i = j + 1
+            j = literal_end(s, i)
+            cur.append(s[i:j])
+            i = j
             continue
         if c == "(":
             depth += 1
