@@ -119,7 +119,8 @@ void pf_nccllog_finish(struct pf_nccllog *log)
     log->nranks = log->nnodes = 0;
     size_t real_hosts = 0;
     int net = 0, local = 0;
-    bool said_nodes = false;
+    bool said_nodes = false, all_hostid = true, one_hostid = true;
+    const char *hostid = NULL;
     char name[256];
     for (size_t i = 0; i < log->n; i++) {
         const struct pf_nccllog_proc *p = &log->v[i];
@@ -131,6 +132,11 @@ void pf_nccllog_finish(struct pf_nccllog *log)
         if (p->nnodes > log->nnodes) log->nnodes = p->nnodes;
         said_nodes |= p->nnodes > 0;
         if (p->local_ranks > local) local = p->local_ranks;
+        if (strcmp(p->host, "-") != 0) {
+            all_hostid &= p->hostid[0] != '\0';
+            if (p->hostid[0] && !hostid) hostid = p->hostid;
+            if (p->hostid[0] && strcmp(p->hostid, hostid) != 0) one_hostid = false;
+        }
         net += p->net_channels;
     }
     /* a process's own log that names more ranks than all hosts here hold (one file a pod) */
@@ -145,10 +151,12 @@ void pf_nccllog_finish(struct pf_nccllog *log)
                       log->v[i].warns_by_kind[PF_NCCLLOG_W_IBV] > 0;
     }
     bool ib_absent = !any_hca && none_found;
-    /* What NCCL states outranks host names: nNodes (2.20+), or all ranks local to one node
-     * (localRanks == nranks); a single-node job may still use NET channels (P2P and SHM off). */
+    /* What NCCL states outranks host names: nNodes (2.20+), all ranks local to one node
+     * (localRanks == nranks), or one NCCL_HOSTID for every process (NCCL's node identity); a
+     * single-node job may still use NET channels (P2P and SHM off). */
     log->one_node = (said_nodes && log->nnodes == 1) ||
-                    (!said_nodes && local > 0 && log->nranks > 0 && local >= log->nranks);
+                    (!said_nodes && local > 0 && log->nranks > 0 && local >= log->nranks) ||
+                    (!said_nodes && hostid && all_hostid && one_hostid);
     log->multi_node =
         !log->one_node && (real_hosts > 1 || net > 0 || log->nnodes > 1 || more_ranks);
     for (size_t i = 0; i < log->nhosts; i++) {

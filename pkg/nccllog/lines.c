@@ -257,6 +257,10 @@ static void parse_comm(struct pf_nccllog_proc *p, const char *msg)
     /* the NCCL_PARAM line: "NCCL_IB_DISABLE set by environment to 1." */
     if (strncmp(msg, "NCCL_IB_DISABLE set by environment to ", 38) == 0 && atoi(msg + 38) != 0)
         p->ib_disabled = true;
+    /* NCCL's node identity is hostname + boot_id unless NCCL_HOSTID replaces it
+     * (src/misc/utils.cc getHostHash): processes with one NCCL_HOSTID are one node to NCCL */
+    if (strncmp(msg, "NCCL_HOSTID set by environment to ", 34) == 0)
+        nl_copy(p->hostid, sizeof(p->hostid), msg + 34, strcspn(msg + 34, " \r\n"));
     if (strstr(msg, "Init COMPLETE")) p->init_complete++;
     const char *t = strstr(msg, "Init timings");
     if (t && (t = strstr(t, "total "))) {

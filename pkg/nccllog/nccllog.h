@@ -67,6 +67,7 @@ struct pf_nccllog_proc {
     int collnet_logged;  /* "N collnet channels": CollNet only in 2.20 (2.21+ print nChannels) */
     bool ib_disabled;    /* "NCCL_IB_DISABLE set by environment to 1." */
     int local_ranks;     /* largest "localRanks N" */
+    char hostid[64];     /* "NCCL_HOSTID set by environment to X" */
     int nranks;          /* largest "nranks N" */
     int nnodes;          /* largest "nNodes N" */
     int init_complete;   /* "Init COMPLETE" lines */
@@ -119,7 +120,7 @@ struct pf_nccllog {
     bool multi_node; /* NCCL's nNodes / localRanks first; else several hosts or NET channels */
     int nranks;      /* largest nranks any process logged */
     int nnodes;      /* largest nNodes */
-    bool one_node;   /* NCCL said so: nNodes 1, or localRanks equal to nranks */
+    bool one_node;   /* NCCL said so: nNodes 1, localRanks equal to nranks, one NCCL_HOSTID */
     bool finished;
 };
 

@@ -70,6 +70,7 @@ static void proc_evidence(struct pf_node *m, const struct pf_nccllog_proc *p)
     if (p->hcas.n) add_list(m, "hcas", &p->hcas);
     if (p->ifaces.n) add_list(m, "interfaces", &p->ifaces);
     if (p->bootstrap[0]) pf_node_set_str(m, "bootstrap", p->bootstrap);
+    if (p->hostid[0]) pf_node_set_str(m, "ncclHostId", p->hostid);
     char r[256];
     nl_ranks_text(r, sizeof(r), &p->ranks);
     if (r[0]) pf_node_set_str(m, "ranks", r);

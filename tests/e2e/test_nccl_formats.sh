@@ -78,6 +78,24 @@ plog onenode "$T/onenode.log"
 expect_eq "formats: nNodes 1 is one node whatever the host names: no socket-fallback" \
     "$(q onenode "[c['status'], j['multiNode'], codes('nccl.log')]")" '["pass", false, []]'
 
+# NCCL's node identity is hostname + boot_id, or NCCL_HOSTID when set (src/misc/utils.cc):
+# pods with their own host names and one NCCL_HOSTID are one node to NCCL
+cat >"$T/hostid.log" <<'L'
+pod-a:11:11 [0] NCCL INFO NCCL version 2.18.5+cuda12.2
+pod-a:11:11 [0] NCCL INFO NCCL_HOSTID set by environment to node-7
+pod-a:11:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0
+pod-b:12:12 [1] NCCL INFO NCCL version 2.18.5+cuda12.2
+pod-b:12:12 [1] NCCL INFO NCCL_HOSTID set by environment to node-7
+pod-b:12:12 [1] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [receive] via NET/Socket/0
+L
+plog hostid "$T/hostid.log"
+expect_eq "formats: one NCCL_HOSTID for every process is one node: no socket-fallback" \
+    "$(q hostid "[c['status'], j['multiNode'], c['evidence']['processes'][0].get('ncclHostId')]")" '["pass", false, "node-7"]'
+sed '0,/node-7/! s/node-7/node-8/' "$T/hostid.log" >"$T/hostid2.log"
+plog hostid2 "$T/hostid2.log"
+expect_eq "formats: two NCCL_HOSTIDs are two nodes: sockets between them are no pass" \
+    "$(q hostid2 "[c['status'], j['multiNode']]")" '["warn", true]'
+
 # newer lines that name no transport: MNNVL, RAS, GIN, RMA, Bootstrap timings, P2P/MNNVL
 cat >"$T/newer.log" <<'L'
 node-a:11:11 [0] NCCL INFO NCCL version 2.30.7+cuda13.0

@@ -39,7 +39,7 @@ KEYS = [
     ("assigned-net", r"^Assigned NET plugin "),
     ("net-ib-using", r"^NET/(IB|%s) ?: ?Using|^NET/IB: \["),
     ("net-ib-none", r"^NET/(IB|%s) ?: ?No device found"),
-    ("param-env", r"^(NCCL_IB_DISABLE |%s )set by environment to"),
+    ("param-env", r"^(NCCL_IB_DISABLE |NCCL_HOSTID |%s )set by environment to"),
     ("net-socket-using", r"^NET/Socket ?: ?Using|^NET : Using interface"),
     ("bootstrap-using", r"^Bootstrap ?: ?Using"),
     ("gdr", r"GPU Direct RDMA (Enabled|Disabled)"),

@@ -105,6 +105,8 @@ def str_value(row, before, arg):
         return "Mlx5"
     if b.endswith("pciPath="):
         return "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0"
+    if b.endswith("NCCL_HOSTID set by environment to "):
+        return "node-7"
     if "set by environment" in fmt and b == "":
         return "NCCL_IB_DISABLE"
     if "comm %p" in fmt and b in ("", "[Rank 3] "):
@@ -240,7 +242,7 @@ def expect(row, msg):
     elif k == "collnet-plugin":
         e.update(none, sharp=True)
     elif k == "param-env":
-        e.update(none)
+        e.update(none, ncclHostId="node-7" if "NCCL_HOSTID" in msg else None)
     else:  # nvls-cap, connected-rings, *-ignored: understood, no transport
         e.update(none, network=None, hcas=None, interfaces=None, gpuDirectRdma=None)
     return e
