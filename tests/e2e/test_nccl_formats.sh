@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `preflight log` against NCCL's own format strings: every INFO line the reader interprets, as
-# NVIDIA/nccl's source writes it at each release tag v2.3.7-1..v2.30.7-1
-# (tests/nccl-formats/formats.tsv, made by extract.py), rendered with realistic values under
+# NVIDIA/nccl's source writes it at each release tag v2.3.7-1..v2.30.7-1, and aws-ofi-nccl's
+# NET/OFI provider lines v1.0.0..v1.21.1 (tests/nccl-formats/formats.tsv, made by extract.py), rendered with realistic values under
 # NCCL's prefix and under Open MPI, kubectl --prefix, torchrun prefixes and colour codes
 # (tests/nccl-formats/render.py); then the meanings the source gives some lines: 2.21+'s
 # "collnet channels" is the ring count, NVLS Head lines, 2.5's NCCL_IB_DISABLE with NET/Socket,

@@ -2,9 +2,12 @@
 """Extracts from NVIDIA/nccl's source, at every release tag, the INFO/WARN format strings of
 the lines `preflight log` (pkg/nccllog) interprets, into formats.tsv next to this script.
 
-Usage: tests/nccl-formats/extract.py NCCL_GIT_DIR [OUT.tsv]
+Usage: tests/nccl-formats/extract.py NCCL_GIT_DIR [OFI_GIT_DIR [OUT.tsv]]
 
-NCCL_GIT_DIR is a clone (or bare mirror) of https://github.com/NVIDIA/nccl with its tags.
+NCCL_GIT_DIR is a clone (or bare mirror) of https://github.com/NVIDIA/nccl with its tags;
+OFI_GIT_DIR (optional) one of https://github.com/aws/aws-ofi-nccl, the net plugin whose
+NCCL_OFI_INFO lines ("NET/OFI " + format) the reader reads too (release tags v1.0.0 on; their
+rows name the file "aws-ofi-nccl:PATH").
 NCCL's code is read with `git show TAG:PATH` and never copied into this repository: only the
 format strings of the calls below are kept, one row per format and contiguous range of tags:
 
@@ -19,7 +22,8 @@ from v2.3.7-1 on (pre-releases and other tags are left out). Regenerate after a 
 release with:
 
     fetch github:NVIDIA/nccl   (or git clone --mirror https://github.com/NVIDIA/nccl)
-    tests/nccl-formats/extract.py /path/to/nccl.git
+    fetch github:aws/aws-ofi-nccl
+    tests/nccl-formats/extract.py /path/to/nccl.git /path/to/aws-ofi-nccl.git
 
 and commit the new formats.tsv; tests/nccl-formats/render.py (run by tests/e2e/test_nccl_formats.sh)
 renders every row and checks how `preflight log` reads it.
@@ -60,12 +64,15 @@ KEYS = [
     ("bootstrap-timings-ignored", r"^Bootstrap timings"),
     ("gin-ignored", r"^(NET/)?GIN|GIN plugin|ncclGin"),
     ("rma-ignored", r"^RMA |RMA plugin"),
+    ("ofi-provider", r"^NET/OFI Selected [Pp]rovider is "),
+    ("ofi-libfabric-ignored", r"^NET/OFI Using Libfabric"),
 ]
 KEY_RES = [(k, re.compile(r)) for k, r in KEYS]
 
 TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-(\d+)$")
 SRC_RE = re.compile(r"\.(c|cc|cu|cpp|h|hpp)$")
-CALL_RE = re.compile(r"(?<![A-Za-z0-9_])(INFO|WARN|VERSION_STRING|s?n?printf)\b")
+CALL_RE = re.compile(r"(?<![A-Za-z0-9_])(INFO|WARN|VERSION_STRING|s?n?printf|NCCL_OFI_INFO)\b")
+OFI_TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(-aws)?$")
 # pieces of a line NCCL builds with (s)(n)printf before logging it with INFO("...%s...", line)
 PIECE_KEYS = [
     ("nvls-head", re.compile(r"^NVLS Head")),
@@ -93,6 +100,36 @@ def literal_end(s, i):
     while j < len(s) and s[j] != s[i]:
         j += 2 if s[j] == "\\" else 1
     return j + 1
+
+
+def ofi_tags(gitdir):
+    tags = []
+    for t in git(gitdir, "tag").decode().split():
+        m = OFI_TAG_RE.match(t)
+        if m and int(m.group(1)) >= 1:
+            tags.append((tuple(map(int, m.groups()[:3])), m.group(4) or "", t))
+    return [t for *_, t in sorted(tags)]
+
+
+def scan(gitdir, tags, prefix, dirs, present, nccl):
+    """Adds the formats of every tag into present: (file, level, key, fmt, args) -> indexes."""
+    for ti, tag in enumerate(tags):
+        files = git(gitdir, "ls-tree", "-r", "--name-only", tag, "--", *dirs).decode().split("\n")
+        n = 0
+        for f in files:
+            if not SRC_RE.search(f):
+                continue
+            text = git(gitdir, "show", "%s:%s" % (tag, f)).decode("utf-8", "replace")
+            for level, fmt, args in calls(text):
+                if nccl != fmt.startswith("NET/OFI "):
+                    k = key_of(level, fmt, args)
+                else:
+                    k = None
+                if k:
+                    s = present.setdefault((prefix + f, level, k, fmt, args), set())
+                    n += ti not in s
+                    s.add(ti)
+        sys.stderr.write("%s: %d formats\n" % (tag, n))
 
 
 def strip_comments(s):
@@ -188,7 +225,7 @@ def calls(text):
         args, _ = split_args(text, j)
         if not args:
             continue
-        fi = {"INFO": 1, "WARN": 0, "sprintf": 1, "snprintf": 2}.get(name)
+        fi = {"INFO": 1, "NCCL_OFI_INFO": 1, "WARN": 0, "sprintf": 1, "snprintf": 2}.get(name)
         if fi is None:
             continue
         if len(args) <= fi:
@@ -197,6 +234,8 @@ def calls(text):
         if fmt is None:
             continue
         rest = " ; ".join(re.sub(r"\s+", " ", a) for a in args[fi + 1:])
+        if name == "NCCL_OFI_INFO":  # its macro prefixes "NET/OFI " (include/nccl_ofi_log.h)
+            name, fmt = "INFO", "NET/OFI " + fmt
         yield ("PIECE" if "printf" in name else name), fmt, rest
 
 
@@ -222,47 +261,42 @@ def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     gitdir = sys.argv[1]
-    if os.path.isdir(os.path.join(gitdir, ".git")):
-        gitdir = os.path.join(gitdir, ".git")
-    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__),
-                                                             "formats.tsv")
+    ofi = sys.argv[2] if len(sys.argv) > 3 or (len(sys.argv) == 3 and
+                                                not sys.argv[2].endswith(".tsv")) else None
+    out = sys.argv[-1] if sys.argv[-1].endswith(".tsv") else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "formats.tsv")
     tags = release_tags(gitdir)
     if not tags:
         sys.exit("extract.py: no release tags v2.3.7-1 or later in %s" % gitdir)
     present = {}  # (file, level, key, fmt, args) -> indexes of the tags that have it
-    for ti, tag in enumerate(tags):
-        files = git(gitdir, "ls-tree", "-r", "--name-only", tag, "--", "src").decode().split("\n")
-        n = 0
-        for f in files:
-            if not SRC_RE.search(f):
-                continue
-            text = git(gitdir, "show", "%s:%s" % (tag, f)).decode("utf-8", "replace")
-            for level, fmt, args in calls(text):
-                k = key_of(level, fmt, args)
-                if k:
-                    s = present.setdefault((f, level, k, fmt, args), set())
-                    n += ti not in s
-                    s.add(ti)
-        sys.stderr.write("%s: %d formats\n" % (tag, n))
+    scan(gitdir, tags, "", ["src"], present, True)
+    otags = ofi_tags(ofi) if ofi else []
+    opresent = {}
+    if ofi:
+        scan(ofi, otags, "aws-ofi-nccl:", ["src", "include"], opresent, False)
     esc = lambda s: s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
     out_rows = []
-    for ident, idx in present.items():
+    for ident, idx, tg in [(i, x, tags) for i, x in present.items()] + \
+            [(i, x, otags) for i, x in opresent.items()]:
         idx = sorted(idx)
         start = prev = idx[0]
         for i in idx[1:] + [None]:  # contiguous ranges of tags
             if i is not None and i == prev + 1:
                 prev = i
                 continue
-            out_rows.append((ident[2], start, ident, prev))
+            out_rows.append((ident[2], tg[start], ident, tg[prev]))
             if i is not None:
                 start = prev = i
     with open(out, "w") as o:
-        o.write("# from https://github.com/NVIDIA/nccl release tags %s..%s by "
-                "tests/nccl-formats/extract.py; do not edit\n" % (tags[0], tags[-1]))
+        o.write("# from https://github.com/NVIDIA/nccl release tags %s..%s%s by "
+                "tests/nccl-formats/extract.py; do not edit\n" % (
+                    tags[0], tags[-1], " and https://github.com/aws/aws-ofi-nccl %s..%s" % (
+                        otags[0], otags[-1]) if otags else ""))
         o.write("# first_tag\tlast_tag\tfile\tlevel\tkey\tformat\targs\n")
-        for key, start, ident, last in sorted(out_rows, key=lambda r: (r[0], r[1], r[2])):
+        order = {t: i for i, t in enumerate(tags + otags)}
+        for key, start, ident, last in sorted(out_rows, key=lambda r: (r[0], order[r[1]], r[2])):
             f, level, k, fmt, args = ident
-            o.write("\t".join([tags[start], tags[last], f, level, k, esc(fmt), esc(args)]) + "\n")
+            o.write("\t".join([start, last, f, level, k, esc(fmt), esc(args)]) + "\n")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ def str_value(row, before, arg):
         if b.endswith("/"):
             return "IB"
         return "10.0.0.5<0>" if b.endswith(":") else ""
+    if b.endswith("rovider is ") or b.endswith("fabric is "):  # aws-ofi-nccl
+        return "efa"
     if b.endswith("Bootstrap: Using "):
         return "mlx5_0"
     if b.endswith("Using network ") or b.endswith("internal Network "):
@@ -239,6 +241,8 @@ def expect(row, msg):
         e.update(none, nvls=True)
     elif k == "connected-collnet":
         e.update(none, collnet=True)
+    elif k == "ofi-provider":  # aws-ofi-nccl over EFA: libfabric, RDMA
+        e.update(ofiProvider="efa", transport="Libfabric", transportClass="rdma")
     elif k == "collnet-plugin":
         e.update(none, sharp=True)
     elif k == "param-env":
@@ -277,6 +281,8 @@ def lines_of(rows):
 
 
 def tag_version(tag):
+    if not tag.startswith("v2."):  # an aws-ofi-nccl tag: NCCL of its time
+        return VERSION
     return re.match(r"v(\d+\.\d+\.\d+)", tag).group(1)
 
 
