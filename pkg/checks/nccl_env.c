@@ -119,8 +119,67 @@ static void verbatim_effect(char *out, size_t n, const char *name, const char *v
     }
 }
 
+static int loaded_version(struct pf_ctx *ctx);
+
+/* Whether line lineno of file (under the root) ends in '\r': NCCL before 2.30.3 kept it in
+ * the value (setEnvFile dropped only '\n'). */
+static bool conf_line_has_cr(struct envcheck *e, const char *origin)
+{
+    char file[1100];
+    snprintf(file, sizeof(file), "%s", origin);
+    char *colon = strrchr(file, ':');
+    if (!colon) return false;
+    *colon = '\0';
+    long want = strtol(colon + 1, NULL, 10);
+    char *text = NULL;
+    size_t len = 0;
+    bool cr = false;
+    if (want > 0 && pf_host_read_all(&text, &len, 1 << 20, &e->ctx->host, "%s", file) == 0) {
+        long line = 1;
+        for (size_t i = 0; i < len && line <= want; i++) {
+            if (text[i] != '\n') continue;
+            if (line == want) cr = i > 0 && text[i - 1] == '\r';
+            line++;
+        }
+    } else {
+        pf_err_clear();
+    }
+    free(text);
+    return cr;
+}
+
+/* One finding per config file with CR LF line ends, naming its variables. */
+static void check_conf_crlf(struct envcheck *e, const struct pf_strlist *names)
+{
+    int v = loaded_version(e->ctx);
+    if (v >= 23003) return; /* 2.30.3 on drop a trailing '\r' */
+    struct pf_strlist files = {0};
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        const char *o = pf_env_origin(&e->ctx->env, n);
+        if (!from_conf(e, n) || !o || !conf_line_has_cr(e, o)) continue;
+        char file[1100];
+        snprintf(file, sizeof(file), "%s", o);
+        char *colon = strrchr(file, ':');
+        if (colon) *colon = '\0';
+        if (pf_strlist_has(&files, file)) continue;
+        pf_strlist_add(&files, file);
+        char what[1400];
+        snprintf(what, sizeof(what),
+                 "convert %s to Unix line ends (dos2unix, or sed -i 's/\\r$//')", file);
+        pf_check_add_finding(e->out, "conf-crlf", PF_WARN, fix(e, n, what),
+                             "%s has Windows line ends (CR LF): NCCL before 2.30.3 keeps the '\\r' "
+                             "at the end of each value (%s=\"%s\\r\", %s), so a list's last entry "
+                             "matches nothing%s",
+                             file, n, shown(e, n, get(e, n)), from(e, n),
+                             v ? "" : " (the NCCL version that will read it is not known here)");
+    }
+    pf_strlist_free(&files);
+}
+
 static void check_conf_text(struct envcheck *e, const struct pf_strlist *names)
 {
+    check_conf_crlf(e, names);
     for (size_t i = 0; i < names->n; i++) {
         const char *n = names->v[i];
         if (!from_conf(e, n)) continue;

@@ -175,6 +175,14 @@ expect_eq "quoted: NCCL_IB_HCA names its line, its first entry \"=mlx5_0 and the
     '[[true, true, true]]'
 expect_eq "quoted: NCCL_IB_DISABLE=\"1\" is read as 0" \
     "$(yq "$T/quoted.yaml" 'any("reads the number at its start, 0" in f["message"] for f in check("nccl.env")["findings"])')" True
+# Windows line ends: NCCL before 2.30.3 keeps the '\r' in each value (setEnvFile)
+CRLF=$T/crlf-root
+cp -a "$ROOT" "$CRLF"
+printf 'NCCL_IB_HCA==mlx5_0,mlx5_1\r\nNCCL_SOCKET_IFNAME=eth0\r\n' >"$CRLF/etc/nccl.conf"
+penv "$CRLF" "$T/crlf.yaml"
+expect_eq "crlf: one conf-crlf for the file, naming its first variable and line" \
+    "$(yq "$T/crlf.yaml" '[f["message"].split(": NCCL")[0] + " " + str("from /etc/nccl.conf:1" in f["message"]) for f in check("nccl.env")["findings"] if f["code"] == "conf-crlf"]')" \
+    '["/etc/nccl.conf has Windows line ends (CR LF) True"]'
 # ~/.nccl.conf comes before /etc/nccl.conf; NCCL_CONF_FILE replaces ~/.nccl.conf only
 printf 'NCCL_IB_DISABLE=0\n' >"$BAKED$T/.nccl.conf"
 penv "$BAKED" "$T/home.yaml"
