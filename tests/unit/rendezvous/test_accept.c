@@ -170,9 +170,8 @@ static void test_deadline_names_the_missing_peer(void **state)
     idle(&g, 2);
     int pos = 2, round = 1, fd = -1;
     char why[256] = "";
-    assert_int_equal(rdv_probe_accept_many(&g.S, 1, &pos, &round, &fd, pf_now() + 0.3, why,
-                                           sizeof(why)),
-                     1);
+    assert_int_equal(
+        rdv_probe_accept_many(&g.S, 1, &pos, &round, &fd, pf_now() + 0.3, why, sizeof(why)), 1);
     assert_int_equal(fd, -1);
     assert_non_null(strstr(why, "no probe connection from rank 2"));
     rig_close(&g);
