@@ -25,31 +25,56 @@
 
 /* drivers/infiniband/hw/mlx5/counters.c (v6.6): retrans_stats, out_of_seq_q_cnts, ... */
 static const char *const mlx5_errors[] = {
-    "local_ack_timeout_err",   "packet_seq_err",           "out_of_sequence",
-    "rnr_nak_retry_err",       "implied_nak_seq_err",      "req_cqe_error",
-    "resp_cqe_error",          "req_remote_access_errors", "req_remote_invalid_request",
-    "resp_local_length_error", "rx_icrc_encapsulated",     "out_of_buffer",
-    "duplicate_request",       NULL,
+    "local_ack_timeout_err",
+    "packet_seq_err",
+    "out_of_sequence",
+    "rnr_nak_retry_err",
+    "implied_nak_seq_err",
+    "req_cqe_error",
+    "resp_cqe_error",
+    "req_remote_access_errors",
+    "req_remote_invalid_request",
+    "resp_local_length_error",
+    "rx_icrc_encapsulated",
+    "out_of_buffer",
+    "duplicate_request",
+    NULL,
 };
 /* drivers/infiniband/hw/efa/efa_verbs.c (v6.6) EFA_DEFINE_PORT_STATS; the remote-event counters
  * came with later kernels */
 static const char *const efa_errors[] = {
-    "rdma_read_wr_err",           "rdma_write_wr_err",          "retrans_timeout_events",
+    "rdma_read_wr_err",           "rdma_write_wr_err",           "retrans_timeout_events",
     "unresponsive_remote_events", "impaired_remote_conn_events", NULL,
 };
 /* drivers/infiniband/sw/rxe/rxe_hw_counters.c (v6.6) rxe_counter_descs */
 static const char *const rxe_errors[] = {
-    "duplicate_request",  "out_of_seq_request",     "rcvd_rnr_err",
-    "send_rnr_err",       "rcvd_seq_err",           "retry_exceeded_err",
-    "retry_rnr_exceeded_err", "completer_retry_err", "send_err",
+    "duplicate_request",
+    "out_of_seq_request",
+    "rcvd_rnr_err",
+    "send_rnr_err",
+    "rcvd_seq_err",
+    "retry_exceeded_err",
+    "retry_rnr_exceeded_err",
+    "completer_retry_err",
+    "send_err",
     NULL,
 };
 /* drivers/infiniband/hw/bnxt_re/hw_counters.c (v6.6) bnxt_re_stat_descs */
 static const char *const bnxt_errors[] = {
-    "to_retransmits",  "seq_err_naks_rcvd",   "max_retry_exceeded",   "rnr_naks_rcvd",
-    "missing_resp",    "unrecoverable_err",   "bad_resp_err",         "local_qp_op_err",
-    "local_protection_err", "remote_invalid_req_err", "remote_access_err", "remote_op_err",
-    "dup_req",         NULL,
+    "to_retransmits",
+    "seq_err_naks_rcvd",
+    "max_retry_exceeded",
+    "rnr_naks_rcvd",
+    "missing_resp",
+    "unrecoverable_err",
+    "bad_resp_err",
+    "local_qp_op_err",
+    "local_protection_err",
+    "remote_invalid_req_err",
+    "remote_access_err",
+    "remote_op_err",
+    "dup_req",
+    NULL,
 };
 /* drivers/infiniband/hw/irdma/verbs.c (v6.6) irdma_hw_stat_names */
 static const char *const irdma_errors[] = {
@@ -75,7 +100,8 @@ static const char soft_advice[] =
  * attributes, and rdma-core (linux-rdma/rdma-core v50.0) providers/<name>/ where libibverbs
  * matches the device (VERBS_PCI_MATCH vendor ids, VERBS_DRIVER_ID). */
 const struct pf_rdma_provider pf_rdma_providers[] = {
-    {"efa", "AWS Elastic Fabric Adapter", "efa", "0x1d0f", false, "Unknown", "rdmap16s27", "7: unspecified", false, PF_RDMA_CM_NO, false, efa_errors, "OFI", efa_advice,
+    {"efa", "AWS Elastic Fabric Adapter", "efa", "0x1d0f", false, "Unknown", "rdmap16s27",
+     "7: unspecified", false, PF_RDMA_CM_NO, false, efa_errors, "OFI", efa_advice,
      "efa/efa_main.c: node_type RDMA_NODE_UNSPECIFIED, parent the PCI function; efa_verbs.c: "
      "efa_port_link_layer returns IB_LINK_LAYER_UNSPECIFIED (sysfs \"Unknown\"), efa_query_port "
      "ACTIVE/LinkUp, no process_mad (no PMA counters/); rdma-core providers/efa/efa.c: "

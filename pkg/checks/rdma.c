@@ -343,7 +343,10 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
         cm_user = s.v[i].name;
         cm_needed = cm == PF_RDMA_CM_NEEDED;
     }
-    if (!rdma_cm && !cm_user) pf_node_set_str(ev, "rdmaCmNote", "not used by these providers");
+    if (!rdma_cm && !cm_user)
+        pf_node_set_strf(ev, "rdmaCmNote", "not needed by %s",
+                         strcmp(s.v[0].id.provider->name, "efa") == 0 ? "EFA"
+                                                                      : s.v[0].id.provider->name);
     if (!rdma_cm && cm_user)
         pf_check_add_finding(out, "rdma-cm-missing", PF_WARN, NULL,
                              DEV_IB "/rdma_cm is not in the pod (RDMA connection manager: %s)",
