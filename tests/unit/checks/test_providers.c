@@ -173,7 +173,8 @@ static void test_healthy(void **state)
         th_env_start(&t.e);
         struct pf_rdma_ident id;
         pf_rdma_identify(&id, &t.e.ctx.host, p->example);
-        if (id.provider != p) fail_msg("%s identified as %s (%s)", p->name, id.provider->name, id.how);
+        if (id.provider != p)
+            fail_msg("%s identified as %s (%s)", p->name, id.provider->name, id.how);
         struct pf_check *c = run_check(&t, pf_check_rdma_devices, "rdma.devices");
         expect(p, "healthy", c, PF_PASS, NULL, NULL);
         c = run_check(&t, pf_check_rdma_ports, "rdma.ports");
@@ -235,8 +236,8 @@ static void test_broken(void **state)
                    "pcie-link-degraded", "x8 at 16.0 GT/s, capable of x16 at 16.0 GT/s");
             th_env_close(&t.e);
             tree_open(&t, p, "echo '8.0 GT/s PCIe' >device/current_link_speed");
-            expect(p, "PCIe Gen3", run_check(&t, pf_check_rdma_devices, "rdma.devices"),
-                   PF_WARN, "pcie-link-degraded", "x16 at 8.0 GT/s, capable of x16 at 16.0 GT/s");
+            expect(p, "PCIe Gen3", run_check(&t, pf_check_rdma_devices, "rdma.devices"), PF_WARN,
+                   "pcie-link-degraded", "x16 at 8.0 GT/s, capable of x16 at 16.0 GT/s");
             th_env_close(&t.e);
         }
 
@@ -295,11 +296,21 @@ static void test_pcie_parsers(void **state)
         const char *text;
         double gts; /* 0: rejected */
     } speeds[] = {
-        {"2.5 GT/s PCIe", 2.5}, {"5.0 GT/s PCIe", 5}, {"8.0 GT/s PCIe", 8},
-        {"16.0 GT/s PCIe", 16}, {"32.0 GT/s PCIe", 32}, {"64.0 GT/s PCIe", 64},
-        {"8 GT/s", 8},          {"2.5 GT/s", 2.5},   {"Unknown", 0},
-        {"Unknown speed", 0},   {"", 0},             {"16.0 GT/s PCIe/s", 0},
-        {"16.0GT/s", 0},        {"-8 GT/s", 0},      {"1e9 GT/s", 0},
+        {"2.5 GT/s PCIe", 2.5},
+        {"5.0 GT/s PCIe", 5},
+        {"8.0 GT/s PCIe", 8},
+        {"16.0 GT/s PCIe", 16},
+        {"32.0 GT/s PCIe", 32},
+        {"64.0 GT/s PCIe", 64},
+        {"8 GT/s", 8},
+        {"2.5 GT/s", 2.5},
+        {"Unknown", 0},
+        {"Unknown speed", 0},
+        {"", 0},
+        {"16.0 GT/s PCIe/s", 0},
+        {"16.0GT/s", 0},
+        {"-8 GT/s", 0},
+        {"1e9 GT/s", 0},
     };
     for (size_t i = 0; i < sizeof(speeds) / sizeof(speeds[0]); i++) {
         double v = 0;
@@ -310,8 +321,9 @@ static void test_pcie_parsers(void **state)
     static const struct {
         const char *text;
         int width; /* -1: rejected */
-    } widths[] = {{"16", 16}, {"8", 8}, {"0", 0}, {"32", 32}, {"x16", -1}, {"", -1},
-                  {"16 ", -1}, {"99", -1}, {"99999999999999999999", -1}};
+    } widths[] = {{"16", 16},  {"8", 8},    {"0", 0},
+                  {"32", 32},  {"x16", -1}, {"", -1},
+                  {"16 ", -1}, {"99", -1},  {"99999999999999999999", -1}};
     for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
         int w = -1;
         bool ok = pf_pcie_width_parse(&w, widths[i].text);
@@ -343,8 +355,10 @@ static void test_pcie_not_judged(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_healthy),         cmocka_unit_test(test_broken),
-        cmocka_unit_test(test_names_do_not_decide), cmocka_unit_test(test_pcie_parsers),
+        cmocka_unit_test(test_healthy),
+        cmocka_unit_test(test_broken),
+        cmocka_unit_test(test_names_do_not_decide),
+        cmocka_unit_test(test_pcie_parsers),
         cmocka_unit_test(test_pcie_not_judged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
