@@ -59,7 +59,9 @@ static const char *const rxe_errors[] = {
     "send_err",
     NULL,
 };
-/* drivers/infiniband/hw/bnxt_re/hw_counters.c (v6.6) bnxt_re_stat_descs */
+/* drivers/infiniband/hw/bnxt_re/hw_counters.c (v6.6) bnxt_re_stat_descs; later kernels renamed
+ * some to mlx5's names (rnr_nak_retry_err, implied_nak_seq_err, req_remote_invalid_request,
+ * req_remote_access_errors, duplicate_request): both are listed */
 static const char *const bnxt_errors[] = {
     "to_retransmits",
     "seq_err_naks_rcvd",
@@ -74,12 +76,17 @@ static const char *const bnxt_errors[] = {
     "remote_access_err",
     "remote_op_err",
     "dup_req",
+    "rnr_nak_retry_err",
+    "implied_nak_seq_err",
+    "req_remote_invalid_request",
+    "req_remote_access_errors",
+    "duplicate_request",
     NULL,
 };
-/* drivers/infiniband/hw/irdma/verbs.c (v6.6) irdma_hw_stat_names */
+/* drivers/infiniband/hw/irdma/verbs.c (v6.6) irdma_hw_stat_names (i40iw's before 5.14) */
 static const char *const irdma_errors[] = {
     "ip4InDiscards",  "ip4InTruncatedPkts", "ip6InDiscards", "ip6InTruncatedPkts",
-    "tcpInOptErrors", "tcpInProtoErrors",   "RxVlanErrors",  NULL,
+    "tcpInOptErrors", "tcpInProtoErrors",   "rxVlanErrors",  NULL,
 };
 
 static const char efa_advice[] =
@@ -136,7 +143,8 @@ const struct pf_rdma_provider pf_rdma_providers[] = {
      "mana_0", NULL, false, PF_RDMA_CM_USEFUL, false, NULL, NULL,
      "Azure's MANA: NCCL's IB transport does not use it; Azure GPU VMs carry NCCL over their "
      "mlx5 InfiniBand functions",
-     "mana/device.c: parent the mana PCI function (gdma), link layer Ethernet; rdma-core "
+     "mana/device.c: parent the mana PCI function (gdma; PCI_VENDOR_ID_MICROSOFT 0x1414), link "
+     "layer Ethernet; rdma-core "
      "providers/mana/mana.c VERBS_DRIVER_ID(RDMA_DRIVER_MANA)"},
     {"hns", "HiSilicon RoCE (hns_roce_hw_v2)", "hns3", "0x19e5", false, "Ethernet", "hns_0",
      "1: CA", true, PF_RDMA_CM_USEFUL, false, NULL, "IB", ib_advice,
@@ -149,8 +157,9 @@ const struct pf_rdma_provider pf_rdma_providers[] = {
      "PCI_VENDOR_ID_QLOGIC 0x1077"},
     {"ionic", "AMD Pensando RDMA", "ionic", "0x1dd8", false, "Ethernet", "ionic_0", "1: CA", true,
      PF_RDMA_CM_USEFUL, false, NULL, "IB", ib_advice,
-     "ionic/ (v6.17): RoCE over the ionic PCI function; rdma-core v64.0 providers/ionic/ionic.c "
-     "VERBS_DRIVER_ID(RDMA_DRIVER_IONIC), PCI vendor 0x1dd8 (Pensando)"},
+     "drivers/infiniband/hw/ionic/ (merged after v6.6): RoCE over the ionic PCI function (AMD "
+     "Pensando, PCI vendor 0x1dd8); rdma-core v64.0 providers/ionic/ionic.c matches it by "
+     "VERBS_DRIVER_ID(RDMA_DRIVER_IONIC) only"},
     {"cxgb4", "Chelsio T4/T5/T6 iWARP", "cxgb4", "0x1425", false, "Ethernet", "cxgb4_0", "4: RNIC",
      false, PF_RDMA_CM_NEEDED, false, NULL, NULL, iwarp_advice,
      "cxgb4/provider.c: node_type RDMA_NODE_RNIC, link layer Ethernet by node type (core/verbs.c); "
