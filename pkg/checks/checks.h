@@ -101,6 +101,8 @@ bool pf_rdma_link_layer_ok(const struct pf_rdma_provider *p, const char *link_la
 bool pf_rdma_wants_roce_gid(const struct pf_rdma_ident *id);
 /* Whether the hw_counters/ entry name counts errors on this provider (NULL: generic list). */
 bool pf_rdma_hw_error(const struct pf_rdma_provider *p, const char *name);
+/* What NCCL does with the device, one sentence (iWARP: that NCCL's IB transport cannot). */
+const char *pf_rdma_advice(const struct pf_rdma_ident *id);
 /* The NCCL_NET that fits the device, NULL when NCCL's nets cannot use it. */
 const char *pf_rdma_nccl_net(const struct pf_rdma_ident *id);
 

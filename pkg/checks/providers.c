@@ -283,6 +283,11 @@ bool pf_rdma_hw_error(const struct pf_rdma_provider *p, const char *name)
     return false;
 }
 
+const char *pf_rdma_advice(const struct pf_rdma_ident *id)
+{
+    return id->iwarp && id->provider->nccl_net ? iwarp_advice : id->provider->advice;
+}
+
 const char *pf_rdma_nccl_net(const struct pf_rdma_ident *id)
 {
     return id->iwarp ? NULL : id->provider->nccl_net;

@@ -231,6 +231,7 @@ static void hca_evidence(struct pf_node *m, const struct hca *hc, const struct p
     pf_node_set_str(m, "provider", hc->id.provider->name);
     pf_node_set_str(m, "providerFrom", hc->id.how);
     if (hc->id.iwarp) pf_node_set_str(m, "transport", "iWARP");
+    pf_node_set_str(m, "nccl", pf_rdma_advice(&hc->id));
     pf_err_clear();
 }
 

@@ -289,6 +289,32 @@ static void test_names_do_not_decide(void **state)
     th_env_close(&t.e);
 }
 
+/* irdma (like qedr and erdma) runs iWARP or RoCE: node_type 4: RNIC says iWARP, whose ports have
+ * no RoCE GID, whose connections need rdma_cm, and which NCCL's IB transport cannot use. */
+static void test_iwarp_mode(void **state)
+{
+    (void)state;
+    const struct pf_rdma_provider *irdma = pf_rdma_provider_named("irdma");
+    struct tree t;
+    tree_open(&t, irdma, "echo '4: RNIC' >node_type && rm -rf ports/1/gids ports/1/gid_attrs");
+    struct pf_check *c = run_check(&t, pf_check_rdma_ports, "rdma.ports");
+    expect(irdma, "iWARP, no GID", c, PF_PASS, NULL, NULL);
+    char why[160];
+    assert_null(pf_checks_net_advice(why, sizeof(why), &t.e.ctx));
+    th_sh("rm '%s/dev/infiniband/rdma_cm'", t.e.root);
+    c = run_check(&t, pf_check_rdma_devices, "rdma.devices");
+    expect(irdma, "iWARP, no rdma_cm", c, PF_WARN, "rdma-cm-missing", "iWARP");
+    const struct pf_node *h0 = pf_node_get(c->evidence, "hcas")->first;
+    assert_string_equal(pf_node_get_str(h0, "transport"), "iWARP");
+    assert_non_null(strstr(pf_node_get_str(h0, "nccl"), "iWARP"));
+    th_env_close(&t.e);
+    /* the same device in RoCE mode needs its GID */
+    tree_open(&t, irdma, "rm -rf ports/1/gids ports/1/gid_attrs");
+    expect(irdma, "RoCE, no GID", run_check(&t, pf_check_rdma_ports, "rdma.ports"), PF_FAIL,
+           "no-roce-gid", "irdma0");
+    th_env_close(&t.e);
+}
+
 static void test_pcie_parsers(void **state)
 {
     (void)state;
@@ -358,6 +384,7 @@ int main(void)
         cmocka_unit_test(test_healthy),
         cmocka_unit_test(test_broken),
         cmocka_unit_test(test_names_do_not_decide),
+        cmocka_unit_test(test_iwarp_mode),
         cmocka_unit_test(test_pcie_parsers),
         cmocka_unit_test(test_pcie_not_judged),
     };
