@@ -227,6 +227,20 @@ void pf_rdma_identify(struct pf_rdma_ident *out, const struct pf_host *h, const 
         out->iwarp = strcmp(text, "4: RNIC") == 0;
     }
     bool has_device = pf_host_exists(h, SYS_IB "/%s/device", hca);
+    /* The software devices first: kernels before 5.x gave rxe and siw the netdev's PCI function
+     * as parent, so their device link leads to another driver's function. rxe has a "parent"
+     * attribute (sw/rxe/rxe_verbs.c), siw's node_desc is SIW_NODE_DESC_COMMON (sw/siw/siw.h). */
+    if (pf_host_exists(h, SYS_IB "/%s/parent", hca)) {
+        out->provider = pf_rdma_provider_named("rxe");
+        snprintf(out->how, sizeof(out->how), "a \"parent\" attribute (software RoCE)");
+        goto done;
+    }
+    if (pf_host_read(text, sizeof(text), h, SYS_IB "/%s/node_desc", hca) > 0 &&
+        strncmp(text, "Software iWARP stack", 20) == 0) {
+        out->provider = pf_rdma_provider_named("siw");
+        snprintf(out->how, sizeof(out->how), "node_desc \"Software iWARP stack\"");
+        goto done;
+    }
     if (pf_host_link_basename(text, sizeof(text), h, SYS_IB "/%s/device/driver", hca) == 0) {
         snprintf(out->driver, sizeof(out->driver), "%.31s", text);
         for (size_t i = 0; i + 1 < pf_rdma_providers_count; i++)

@@ -287,6 +287,23 @@ static void test_names_do_not_decide(void **state)
     expect(mlx5, "named efa_0", run_check(&t, pf_check_rdma_ports, "rdma.ports"), PF_FAIL,
            "port-down", "efa_0");
     th_env_close(&t.e);
+
+    /* an older kernel's rxe and siw: their device link leads to the netdev's PCI function */
+    static const char *const soft[] = {"rxe", "siw"};
+    for (size_t i = 0; i < 2; i++) {
+        const struct pf_rdma_provider *p = pf_rdma_provider_named(soft[i]);
+        tree_open(&t, p,
+                  "mkdir -p ../../../pci0000:17/0000:17:00.0 ../../../../bus/pci/drivers/mlx5_core "
+                  "&& echo 0x15b3 >../../../pci0000:17/0000:17:00.0/vendor && ln -s "
+                  "../../../../bus/pci/drivers/mlx5_core ../../../pci0000:17/0000:17:00.0/driver "
+                  "&& ln -s ../../../pci0000:17/0000:17:00.0 device");
+        if (i == 1) th_sh("echo 'Software iWARP stack' >'%s/node_desc'", t.ib);
+        th_env_start(&t.e);
+        pf_rdma_identify(&id, &t.e.ctx.host, p->example);
+        if (id.provider != p)
+            fail_msg("%s identified as %s (%s)", p->name, id.provider->name, id.how);
+        th_env_close(&t.e);
+    }
 }
 
 /* irdma (like qedr and erdma) runs iWARP or RoCE: node_type 4: RNIC says iWARP, whose ports have
