@@ -261,6 +261,26 @@ static void *ring_sender(void *arg)
     return NULL;
 }
 
+/* Receives n floats into dst, or, with tmp (room for n), into tmp and adds them to dst as
+ * they complete, while they are in cache. 0, or the failure's negative code. */
+static int recv_chunk(struct xfer *x, int fd, float *dst, size_t n, float *tmp,
+                      struct pf_coll_fail *f)
+{
+    size_t want = n * sizeof(float), got = 0, added = 0;
+    uint8_t *into = tmp ? (uint8_t *)tmp : (uint8_t *)dst;
+    while (got < want) {
+        ssize_t r = recv_some(x, fd, into + got, want - got, f);
+        if (r < 0) return (int)r;
+        got += (size_t)r;
+        if (tmp) {
+            size_t upto = got / sizeof(float);
+            add_floats(dst + added, tmp + added, upto - added);
+            added = upto;
+        }
+    }
+    return 0;
+}
+
 /* The receiving side of steps [g0, g1): receives each chunk, adds it in reduce-scatter
  * steps, and tells the sender. 0, or the failure. */
 static int ring_receive(struct ring *R, float *tmp, struct pf_coll_fail *recv_fail)
@@ -274,22 +294,7 @@ static int ring_receive(struct ring *R, float *tmp, struct pf_coll_fail *recv_fa
         for (size_t c = 0; c < nc && rc == 0; c++) {
             size_t co = off + c * R->chunk;
             size_t cl = len - c * R->chunk < R->chunk ? len - c * R->chunk : R->chunk;
-            size_t want = cl * sizeof(float), got = 0, added = 0;
-            uint8_t *dst = reduce ? (uint8_t *)tmp : (uint8_t *)(R->data + co);
-            while (got < want) {
-                ssize_t r = recv_some(&R->x, R->recv_fd, dst + got, want - got, recv_fail);
-                if (r < 0) {
-                    rc = (int)r;
-                    break;
-                }
-                got += (size_t)r;
-                if (reduce) {
-                    /* add the floats that are complete now, while they are in cache */
-                    size_t upto = got / sizeof(float);
-                    add_floats(R->data + co + added, tmp + added, upto - added);
-                    added = upto;
-                }
-            }
+            rc = recv_chunk(&R->x, R->recv_fd, R->data + co, cl, reduce ? tmp : NULL, recv_fail);
             if (rc) break;
             pthread_mutex_lock(&R->mu);
             R->done++;
@@ -510,21 +515,7 @@ int pf_coll_recv_floats(float *data, size_t count, bool add, int fd, size_t chun
     int rc = 0;
     for (size_t co = 0; co < count && rc == 0; co += chunk) {
         size_t cl = count - co < chunk ? count - co : chunk;
-        size_t want = cl * sizeof(float), got = 0, added = 0;
-        uint8_t *dst = add ? (uint8_t *)tmp : (uint8_t *)(data + co);
-        while (got < want && rc == 0) {
-            ssize_t r = recv_some(&x, fd, dst + got, want - got, fail);
-            if (r < 0) {
-                rc = (int)r;
-                break;
-            }
-            got += (size_t)r;
-            if (add) {
-                size_t upto = got / sizeof(float);
-                add_floats(data + co + added, tmp + added, upto - added);
-                added = upto;
-            }
-        }
+        rc = recv_chunk(&x, fd, data + co, cl, tmp, fail);
     }
     free(tmp);
     return rc == 0 ? 0 : fail->kind == PF_COLL_TIMEOUT ? PF_ETIMEOUT : PF_ERR;
