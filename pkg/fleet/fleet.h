@@ -17,7 +17,7 @@
 
 #include "../base/base.h"
 #include "../collective/collective.h"
-#include "../rendezvous/rendezvous.h"
+#include "../wire/wire.h"
 #include "../verdict/verdict.h"
 
 #define PF_FLEET_NAME 128
@@ -135,7 +135,7 @@ struct pf_fleet_tcp {
     /* the probe rounds' judgement (positions are roster positions), which names the slow
      * nodes and links; NULL: links alone are judged by pf_coll_blame */
     const struct pf_coll_judgement *judgement;
-    const struct pf_rdv_marks *lost, *failed; /* the rendezvous' marks */
+    const struct pf_wire_marks *lost, *failed; /* the rendezvous' marks */
 };
 /* peer-lost, wrong-result, below-threshold, slow-node, slow-link, and the TCP summary. */
 void pf_fleet_judge_tcp(struct pf_fleet *f, const struct pf_fleet_tcp *t);

@@ -12,7 +12,7 @@ static const char *node_of(const struct pf_fleet *f, int rank)
 }
 
 /* The ranks of marks [from, n) as "5, 11, 12 and 30 more" in b. */
-static void rest_of(struct pf_buf *b, const struct pf_rdv_marks *l, size_t from)
+static void rest_of(struct pf_buf *b, const struct pf_wire_marks *l, size_t from)
 {
     for (size_t k = from; k < l->n; k++) {
         if (k - from == PF_FLEET_LIST_MAX) {

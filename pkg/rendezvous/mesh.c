@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 /* Opens one connection per probed shift to the rank that far ahead, sending a DHELLO. */
-static int mesh_dial_out(struct rdv_stage *S, const struct pf_rdv_auth *da, double deadline,
+static int mesh_dial_out(struct rdv_session *S, const struct pf_wire_auth *da, double deadline,
                          char *err, size_t nerr)
 {
     for (int k = 0; k < S->nshifts; k++) {
@@ -32,13 +32,13 @@ static int mesh_dial_out(struct rdv_stage *S, const struct pf_rdv_auth *da, doub
         struct pf_rdv_conn c;
         pf_rdv_conn_init(&c, fd, peer, true);
         c.auth = *da;
-        c.dir_out = PF_RDV_DIR_DATA;
+        c.dir_out = PF_WIRE_DIR_DATA;
         struct pf_buf b;
         pf_buf_init(&b, PF_RDV_MAX_DHELLO);
         struct pf_rdv_dhello h = {.src = S->rank, .dst = S->rk[p], .shift = S->shifts[k]};
-        memcpy(h.run, S->ro.run, PF_RDV_NONCE);
+        memcpy(h.run, S->ro.run, PF_WIRE_NONCE);
         pf_rdv_dhello_payload(&b, &h);
-        int r = pf_rdv_conn_send(&c, PF_RDV_DHELLO, b.data, b.len, deadline);
+        int r = pf_rdv_conn_send(&c, PF_WIRE_DHELLO, b.data, b.len, deadline);
         pf_buf_free(&b);
         c.fd = -1; /* keep the socket */
         pf_rdv_conn_close(&c);
@@ -56,7 +56,7 @@ static int mesh_dial_out(struct rdv_stage *S, const struct pf_rdv_auth *da, doub
 struct pend {
     int fd;
     double opened;
-    uint8_t buf[PF_RDV_HDR + PF_RDV_MAX_DHELLO + PF_RDV_MACLEN];
+    uint8_t buf[PF_WIRE_HDR + PF_RDV_MAX_DHELLO + PF_WIRE_MACLEN];
     size_t got;
 };
 
@@ -65,9 +65,9 @@ struct pend {
 
 /* A DHELLO h: true when it names this run, this rank and a shift whose incoming connection
  * is still open; then q's socket is taken. */
-static bool mesh_take(struct rdv_stage *S, struct pend *q, const struct pf_rdv_dhello *h)
+static bool mesh_take(struct rdv_session *S, struct pend *q, const struct pf_rdv_dhello *h)
 {
-    if (memcmp(h->run, S->ro.run, PF_RDV_NONCE) != 0 || h->dst != S->rank) return false;
+    if (memcmp(h->run, S->ro.run, PF_WIRE_NONCE) != 0 || h->dst != S->rank) return false;
     for (int k = 0; k < S->nshifts; k++) {
         int p = ((S->pos - S->shifts[k]) % S->n + S->n) % S->n;
         if (h->shift == S->shifts[k] && h->src == S->rk[p] && S->in_fd[k] < 0) {
@@ -81,14 +81,14 @@ static bool mesh_take(struct rdv_stage *S, struct pend *q, const struct pf_rdv_d
 
 /* Reads what q has of its first frame: 1 when its socket was taken, 0 to keep waiting, -1
  * to drop it. Reads exactly one frame: the data that follows is not ours to take. */
-static int mesh_read_pend(struct rdv_stage *S, const struct pf_rdv_auth *da, struct pend *q)
+static int mesh_read_pend(struct rdv_session *S, const struct pf_wire_auth *da, struct pend *q)
 {
-    size_t need = PF_RDV_HDR;
-    struct pf_rdv_frame f;
-    if (q->got >= PF_RDV_HDR) {
-        int n = pf_rdv_frame_decode(&f, q->buf, q->got, PF_RDV_MAX_DHELLO);
-        if (n < 0 || f.version != PF_RDV_PROTO) return -1;
-        need = PF_RDV_HDR + f.len + ((f.flags & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
+    size_t need = PF_WIRE_HDR;
+    struct pf_wire_frame f;
+    if (q->got >= PF_WIRE_HDR) {
+        int n = pf_wire_frame_decode(&f, q->buf, q->got, PF_RDV_MAX_DHELLO);
+        if (n < 0 || f.version != PF_WIRE_PROTO) return -1;
+        need = PF_WIRE_HDR + f.len + ((f.flags & PF_WIRE_F_MAC) ? PF_WIRE_MACLEN : 0);
     }
     if (need > sizeof(q->buf)) return -1;
     ssize_t r = need > q->got ? recv(q->fd, q->buf + q->got, need - q->got, 0) : 0;
@@ -118,7 +118,7 @@ static int pend_oldest(const struct pend *pend, int npend)
 /* Accepts what waits on the data port. Over PEND_MAX the oldest pending connection goes,
  * unless it is younger than UNAUTH_GRACE; out of descriptors, the listener rests. Sets
  * *rest_until when the listener is to rest. */
-static void mesh_accept_some(struct rdv_stage *S, struct pend *pend, int *npend, double *rest_until)
+static void mesh_accept_some(struct rdv_session *S, struct pend *pend, int *npend, double *rest_until)
 {
     for (int k = 0; k < 16; k++) {
         double now = pf_now();
@@ -152,7 +152,7 @@ static void mesh_accept_some(struct rdv_stage *S, struct pend *pend, int *npend,
 
 /* Accepts one connection per shift before deadline; strangers and garbage are dropped, and
  * so is a connection that sends no DHELLO within PEND_WAIT. */
-static int mesh_accept_in(struct rdv_stage *S, const struct pf_rdv_auth *da, double deadline)
+static int mesh_accept_in(struct rdv_session *S, const struct pf_wire_auth *da, double deadline)
 {
     struct pend pend[PEND_MAX];
     int npend = 0, have = 0;
@@ -194,15 +194,15 @@ static int mesh_accept_in(struct rdv_stage *S, const struct pf_rdv_auth *da, dou
     return have;
 }
 
-int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr)
+int rdv_mesh_connect(struct rdv_session *S, char *err, size_t nerr)
 {
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
     double deadline = pf_now() + pf_clampd(rdv_left_s(S) * 0.2, 3, 30);
-    struct pf_rdv_auth da = {0};
+    struct pf_wire_auth da = {0};
     da.on = S->auth;
     da.token = S->token;
-    memcpy(da.nonce_s, S->ro.run, PF_RDV_NONCE);
+    memcpy(da.nonce_s, S->ro.run, PF_WIRE_NONCE);
     if (mesh_dial_out(S, &da, deadline, err, nerr) < 0) return PF_ERR;
     if (mesh_accept_in(S, &da, deadline) < S->nshifts) {
         for (int k = 0; k < S->nshifts; k++) {
@@ -218,7 +218,7 @@ int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr)
     return 0;
 }
 
-void rdv_mesh_close(struct rdv_stage *S)
+void rdv_mesh_close(struct rdv_session *S)
 {
     for (int k = 0; k < 3; k++) {
         if (S->out_fd[k] >= 0) close(S->out_fd[k]);

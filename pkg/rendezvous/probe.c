@@ -15,30 +15,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void data_auth(const struct rdv_stage *S, struct pf_rdv_auth *da)
+static void data_auth(const struct rdv_session *S, struct pf_wire_auth *da)
 {
     memset(da, 0, sizeof(*da));
     da->on = S->auth;
     da->token = S->token;
-    memcpy(da->nonce_s, S->ro.run, PF_RDV_NONCE);
+    memcpy(da->nonce_s, S->ro.run, PF_WIRE_NONCE);
 }
 
 /* Opens fd (connected to peer) with the DHELLO of round towards position q. */
-static int hello_send(struct rdv_stage *S, int fd, const char *peer, int round, int q,
+static int hello_send(struct rdv_session *S, int fd, const char *peer, int round, int q,
                       double deadline)
 {
     struct pf_rdv_conn c;
     pf_rdv_conn_init(&c, fd, peer, true);
     data_auth(S, &c.auth);
-    c.dir_out = PF_RDV_DIR_DATA;
+    c.dir_out = PF_WIRE_DIR_DATA;
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    pf_rdv_put(&b, "run", S->ro.run, PF_RDV_NONCE);
-    pf_rdv_put_int(&b, "src", S->rank);
-    pf_rdv_put_int(&b, "dst", S->rk[q]);
-    pf_rdv_put_int(&b, "shift", 0);
-    pf_rdv_put_int(&b, "round", round);
-    int r = pf_rdv_conn_send(&c, PF_RDV_DHELLO, b.data, b.len, deadline);
+    pf_wire_put(&b, "run", S->ro.run, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "src", S->rank);
+    pf_wire_put_int(&b, "dst", S->rk[q]);
+    pf_wire_put_int(&b, "shift", 0);
+    pf_wire_put_int(&b, "round", round);
+    int r = pf_rdv_conn_send(&c, PF_WIRE_DHELLO, b.data, b.len, deadline);
     pf_buf_free(&b);
     c.fd = -1; /* keep the socket */
     pf_rdv_conn_close(&c);
@@ -46,7 +46,7 @@ static int hello_send(struct rdv_stage *S, int fd, const char *peer, int round, 
 }
 
 /* A confirmation connection to position q: dial its data port, send the DHELLO. */
-static int probe_dial(struct rdv_stage *S, int round, int q, double deadline, char *why,
+static int probe_dial(struct rdv_session *S, int round, int q, double deadline, char *why,
                       size_t nwhy)
 {
     char peer[96];
@@ -67,25 +67,25 @@ static int probe_dial(struct rdv_stage *S, int round, int q, double deadline, ch
 /* Whether fd's first frame is a DHELLO of this run to this rank; *src and *round say from
  * which rank, for which round. Nothing follows it until this rank sends the ready byte, so
  * reading it whole takes no probe data. */
-static bool hello_read(struct rdv_stage *S, int fd, long long *src, long long *round,
+static bool hello_read(struct rdv_session *S, int fd, long long *src, long long *round,
                        double deadline)
 {
     struct pf_rdv_conn c;
     pf_rdv_conn_init(&c, fd, "probe", false);
     data_auth(S, &c.auth);
-    c.dir_in = PF_RDV_DIR_DATA;
+    c.dir_in = PF_WIRE_DIR_DATA;
     c.max_payload = 512;
     struct pf_rdv_msg m = {0};
     double d = pf_now() + 2 < deadline ? pf_now() + 2 : deadline;
     bool ok = false;
     *src = *round = -1;
-    if (pf_rdv_conn_recv(&c, &m, S->auth, d) == 0 && m.type == PF_RDV_DHELLO) {
-        const struct pf_rdv_field *run = pf_rdv_fields_get(&m.f, "run");
+    if (pf_rdv_conn_recv(&c, &m, S->auth, d) == 0 && m.type == PF_WIRE_DHELLO) {
+        const struct pf_wire_field *run = pf_wire_fields_get(&m.f, "run");
         long long dst = -1;
-        pf_rdv_fields_int(src, &m.f, "src");
-        pf_rdv_fields_int(&dst, &m.f, "dst");
-        pf_rdv_fields_int(round, &m.f, "round");
-        ok = run && run->vlen == PF_RDV_NONCE && memcmp(run->val, S->ro.run, PF_RDV_NONCE) == 0 &&
+        pf_wire_fields_int(src, &m.f, "src");
+        pf_wire_fields_int(&dst, &m.f, "dst");
+        pf_wire_fields_int(round, &m.f, "round");
+        ok = run && run->vlen == PF_WIRE_NONCE && memcmp(run->val, S->ro.run, PF_WIRE_NONCE) == 0 &&
              dst == S->rank;
     }
     pf_rdv_msg_free(&m);
@@ -96,7 +96,7 @@ static bool hello_read(struct rdv_stage *S, int fd, long long *src, long long *r
 
 /* Whether fd's first frame is the DHELLO of this run, from rank src to this rank, for this
  * round. */
-static bool probe_hello_ok(struct rdv_stage *S, int fd, int src, int round, double deadline)
+static bool probe_hello_ok(struct rdv_session *S, int fd, int src, int round, double deadline)
 {
     long long s = -1, rd = -1;
     return hello_read(S, fd, &s, &rd, deadline) && s == src && rd == round;
@@ -104,7 +104,7 @@ static bool probe_hello_ok(struct rdv_stage *S, int fd, int src, int round, doub
 
 /* The next connection on the data port, accepted before deadline (pf_rdv_accept); -1 once
  * the deadline passed. */
-static int data_accept(const struct rdv_stage *S, double deadline)
+static int data_accept(const struct rdv_session *S, double deadline)
 {
     for (;;) {
         double now = pf_now();
@@ -118,7 +118,7 @@ static int data_accept(const struct rdv_stage *S, double deadline)
 
 /* A confirmation connection from position q, accepted on the data port before deadline;
  * strangers and leftovers are closed. */
-static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, char *why,
+static int probe_accept(struct rdv_session *S, int round, int q, double deadline, char *why,
                         size_t nwhy)
 {
     int fd;
@@ -133,7 +133,7 @@ static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, 
 }
 
 /* The connection expected from pos[i] for round[i], i < n, still missing: its index, or -1. */
-static int probe_expected(const struct rdv_stage *S, int n, const int *pos, const int *round,
+static int probe_expected(const struct rdv_session *S, int n, const int *pos, const int *round,
                           const int *fds, long long src, long long rd)
 {
     for (int i = 0; i < n; i++)
@@ -141,7 +141,7 @@ static int probe_expected(const struct rdv_stage *S, int n, const int *pos, cons
     return -1;
 }
 
-int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int *round, int *fds,
+int rdv_probe_accept_many(struct rdv_session *S, int n, const int *pos, const int *round, int *fds,
                           double deadline, char *why, size_t nwhy)
 {
     for (int i = 0; i < n; i++) {
@@ -176,7 +176,7 @@ int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int 
     return missing;
 }
 
-int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
+int rdv_probe_connect(struct rdv_session *S, int round, int pos, bool send, double deadline,
                       char *why, size_t nwhy)
 {
     if (pos < 0 || pos >= S->n || pos == S->pos || S->data_lfd < 0) {
@@ -190,7 +190,7 @@ int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double
 /* ---- a rail's probe (pkg/run/rails.c): dialled from the rail's own address and interface
  * to the peer's rail address, and its DHELLO read on the rails' own listener */
 
-int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf_rdv_addr *a,
+int rdv_probe_dial_addr(struct rdv_session *S, int round, int pos, const struct pf_rdv_addr *a,
                         double deadline, char *why, size_t nwhy)
 {
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a->port)};
@@ -236,7 +236,7 @@ int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf
     return fd;
 }
 
-bool rdv_probe_hello(struct rdv_stage *S, int fd, int *pos, int *round, double deadline)
+bool rdv_probe_hello(struct rdv_session *S, int fd, int *pos, int *round, double deadline)
 {
     long long src = -1, rd = -1;
     if (!hello_read(S, fd, &src, &rd, deadline) || rd < 0 || rd > INT32_MAX) return false;

@@ -24,26 +24,26 @@
 
 /* The session of rendezvous.h is the stage of internal.h. */
 struct pf_rdv {
-    struct rdv_stage st;
+    struct rdv_session st;
 };
 
 /* ---- small helpers */
 
-double rdv_left_s(const struct rdv_stage *S)
+double rdv_left_s(const struct rdv_session *S)
 {
     return S->cutoff - pf_now();
 }
 
-const char *rdv_pod_of(const struct rdv_stage *S, int rank, char *buf, size_t n)
+const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n)
 {
     if (S->m && rank >= 0 && rank < S->world && S->m[rank].pod[0]) return S->m[rank].pod;
     for (int i = 0; i < S->n; i++)
         if (S->rk[i] == rank && S->ro.peer[i].pod[0]) return S->ro.peer[i].pod;
-    pf_rdv_pod_name(buf, n, &S->id, rank);
+    pf_identity_pod_name(buf, n, &S->id, rank);
     return buf;
 }
 
-const char *rdv_node_of(const struct rdv_stage *S, int rank)
+const char *rdv_node_of(const struct rdv_session *S, int rank)
 {
     if (S->m && rank >= 0 && rank < S->world && S->m[rank].node[0]) return S->m[rank].node;
     for (int i = 0; i < S->n; i++)
@@ -52,7 +52,7 @@ const char *rdv_node_of(const struct rdv_stage *S, int rank)
 }
 
 /* "rank 5 (trainer-5)" */
-void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank)
+void rdv_who(char *out, size_t n, const struct rdv_session *S, int rank)
 {
     char b[NAME_MAX_];
     const char *p = rdv_pod_of(S, rank, b, sizeof(b));
@@ -62,7 +62,7 @@ void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank)
         snprintf(out, n, "rank %d", rank);
 }
 
-void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code, int sev,
+void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *code, int sev,
                           const char *msg)
 {
     (void)rdv_note_finding(S, check, code, sev, false, msg);
@@ -70,7 +70,7 @@ void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *co
 
 /* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
  * rank takes. */
-void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, int sev,
+void rdv_fleet_finding(struct rdv_session *S, const char *check, const char *code, int sev,
                        const char *fmt, ...)
 {
     char msg[2048];
@@ -93,7 +93,7 @@ void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
     }
 }
 
-void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
+void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
 {
     char doing[768];
     va_list ap;
@@ -103,7 +103,7 @@ void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
     if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
 }
 
-static void find_iface(struct rdv_stage *S)
+static void find_iface(struct rdv_session *S)
 {
     struct pf_netif_list l = {0};
     if (pf_netif_list(&l) < 0) return;
@@ -121,7 +121,7 @@ static void find_iface(struct rdv_stage *S)
     pf_netif_list_free(&l);
 }
 
-static void stage_free(struct rdv_stage *S)
+static void stage_free(struct rdv_session *S)
 {
     if (S->m) {
         for (int r = 0; r < S->world; r++) {
@@ -138,8 +138,8 @@ static void stage_free(struct rdv_stage *S)
     if (S->have_ctl) pf_rdv_conn_close(&S->ctl);
     rdv_mesh_close(S);
     rdv_roster_free(S);
-    pf_rdv_marks_free(&S->lost);
-    pf_rdv_marks_free(&S->failed);
+    pf_wire_marks_free(&S->lost);
+    pf_wire_marks_free(&S->failed);
     rdv_notes_free(&S->notes);
 }
 
@@ -154,7 +154,7 @@ static void raise_nofile(void)
 
 /* Who am I: the identity and its evidence. PF_ERR when this pod has nothing to meet (the
  * checks are then set). */
-static int stage_identity(struct rdv_stage *S)
+static int stage_identity(struct rdv_session *S)
 {
     if (S->su.id) {
         S->id = *S->su.id;
@@ -192,7 +192,7 @@ static int stage_identity(struct rdv_stage *S)
 }
 
 /* The time budget: the setup's deadline, less a second to write the verdict. */
-static void stage_budget(struct rdv_stage *S)
+static void stage_budget(struct rdv_session *S)
 {
     double left = S->su.deadline > 0 ? S->su.deadline - pf_now() : 1e9;
     if (left < 0) left = 0;
@@ -206,7 +206,7 @@ static void stage_budget(struct rdv_stage *S)
 
 /* Rank 0: serve JOINs until all came or the join deadline. pkg/run's agreement follows,
  * then pf_rdv_roster_send. */
-static int meet_root(struct rdv_stage *S)
+static int meet_root(struct rdv_session *S)
 {
     if (rdv_root_listen(S) < 0) return PF_ERR;
     rdv_guard(S, "rendezvous", "waiting for %d rank%s to join", S->world - 1,
@@ -215,7 +215,7 @@ static int meet_root(struct rdv_stage *S)
     return 0;
 }
 
-static void roster_root(struct rdv_stage *S)
+static void roster_root(struct rdv_session *S)
 {
     double t_last = S->last_join;
     rdv_root_send_roster(S);
@@ -229,7 +229,7 @@ static void roster_root(struct rdv_stage *S)
 }
 
 /* Rank > 0: join rank 0 and take the roster. */
-static int meet_client(struct rdv_stage *S)
+static int meet_client(struct rdv_session *S)
 {
     char b0[NAME_MAX_];
     const char *pod0 = rdv_pod_of(S, 0, b0, sizeof(b0));
@@ -245,7 +245,7 @@ static int meet_client(struct rdv_stage *S)
 }
 
 /* identity → (world of one) → listen → meet */
-static int stage_meet(struct rdv_stage *S)
+static int stage_meet(struct rdv_session *S)
 {
     if (stage_identity(S) < 0) return PF_ERR;
     if (S->world == 1) {
@@ -273,10 +273,10 @@ static int stage_meet(struct rdv_stage *S)
 
 /* ---- the session */
 
-int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_opts *o, const struct pf_rdv_setup *su)
+int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o, const struct pf_rdv_setup *su)
 {
     struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     *out = R;
     S->su = *su;
     S->lfd = S->data_lfd = -1;
@@ -313,7 +313,7 @@ bool pf_rdv_note_next(struct pf_rdv *R, struct pf_rdv_note *out)
 
 void pf_rdv_roster_send(struct pf_rdv *R)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     if (S->rank == 0) roster_root(S);
     double met = pf_now() - S->t0;
     rdv_ev_int(S, "joined", S->n);
@@ -391,12 +391,12 @@ bool pf_rdv_stopped(const struct pf_rdv *R)
     return R->st.stopped;
 }
 
-const struct pf_rdv_marks *pf_rdv_lost(const struct pf_rdv *R)
+const struct pf_wire_marks *pf_rdv_lost(const struct pf_rdv *R)
 {
     return &R->st.lost;
 }
 
-const struct pf_rdv_marks *pf_rdv_failed(const struct pf_rdv *R)
+const struct pf_wire_marks *pf_rdv_failed(const struct pf_rdv *R)
 {
     return &R->st.failed;
 }
@@ -423,7 +423,7 @@ void pf_rdv_who(char *out, size_t n, const struct pf_rdv *R, int rank)
 
 int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out)
 {
-    const struct rdv_stage *S = &R->st;
+    const struct rdv_session *S = &R->st;
     if (!S->m || rank < 0 || rank >= S->world)
         return pf_err_set(PF_EINVAL, "no member record of rank %d", rank);
     const struct rdv_member *m = &S->m[rank];
@@ -493,7 +493,7 @@ void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
 
 int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     if (out->nshifts < 1 || out->nshifts > 3) {
         snprintf(err, nerr, "data mesh: %d ring shifts asked for, 1 to 3 are possible",
                  out->nshifts);
@@ -525,24 +525,24 @@ void pf_rdv_mesh_close(struct pf_rdv *R)
 
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     /* one encoded copy; a window of ranks at a time holds it in its output queue */
-    rdv_send_all(S, PF_RDV_SUMMARY, payload, len, NULL, NULL, pf_deadline_in(5, S->cutoff));
+    rdv_send_all(S, PF_WIRE_SUMMARY, payload, len, NULL, NULL, pf_deadline_in(5, S->cutoff));
     rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
 }
 
 int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     memset(out, 0, sizeof(*out));
     if (S->root_lost) return PF_ERR;
     int r = pf_rdv_conn_recv(&S->ctl, out, S->auth, pf_deadline_in(30, S->cutoff));
     if (r < 0 && !S->root_lost) {
         S->root_lost = true;
         snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());
-        pf_rdv_mark(&S->lost, 0, S->root_why);
+        pf_wire_mark(&S->lost, 0, S->root_why);
     }
     if (r < 0) return PF_ERR;
-    if (out->type != PF_RDV_SUMMARY) return pf_err_set(PF_EINVAL, "rank 0 sent no SUMMARY");
+    if (out->type != PF_WIRE_SUMMARY) return pf_err_set(PF_EINVAL, "rank 0 sent no SUMMARY");
     return 0;
 }

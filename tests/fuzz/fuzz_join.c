@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define WORLD 4
 
 /* The findings for the fleet noted so far (none is taken here). */
-static size_t fleet_findings(const struct rdv_stage *S)
+static size_t fleet_findings(const struct rdv_session *S)
 {
     size_t n = 0;
     for (size_t i = 0; i < S->notes.n; i++)
@@ -30,12 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2) return 0;
     struct pf_rdv_msg msg;
     memset(&msg, 0, sizeof(msg));
-    msg.type = PF_RDV_JOIN;
+    msg.type = PF_WIRE_JOIN;
     msg.mac_ok = data[0] & 1;
     msg.had_mac = (data[0] & 2) != 0;
-    if (pf_rdv_fields_decode(&msg.f, data + 2, size - 2) < 0) return 0;
+    if (pf_wire_fields_decode(&msg.f, data + 2, size - 2) < 0) return 0;
 
-    struct rdv_stage st, *S = &st;
+    struct rdv_session st, *S = &st;
     memset(S, 0, sizeof(*S));
     S->auth = data[1] & 1;
     S->token = S->auth ? "fuzz-token" : NULL;
@@ -75,6 +75,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(S->sc);
     free(S->m);
     rdv_notes_free(&S->notes);
-    pf_rdv_fields_free(&msg.f);
+    pf_wire_fields_free(&msg.f);
     return 0;
 }

@@ -126,8 +126,8 @@ static void test_agree_table(void **state)
     }
 }
 
-static struct pf_fleet_tcp tcp_of(const struct pf_rdv_marks *lost,
-                                  const struct pf_rdv_marks *failed)
+static struct pf_fleet_tcp tcp_of(const struct pf_wire_marks *lost,
+                                  const struct pf_wire_marks *failed)
 {
     struct pf_fleet_tcp t = {.ran = true,
                              .ok = true,
@@ -147,9 +147,9 @@ static void test_lost_without_failures(void **state)
     struct pf_fleet f;
     int roster[2];
     fleet_of(&f, 2, roster);
-    struct pf_rdv_marks lost = {0}, failed = {0};
-    pf_rdv_mark(&lost, 1, "its connection closed: the process exited or the pod was deleted");
-    pf_rdv_mark(&lost, 1, "another reason"); /* once per rank */
+    struct pf_wire_marks lost = {0}, failed = {0};
+    pf_wire_mark(&lost, 1, "its connection closed: the process exited or the pod was deleted");
+    pf_wire_mark(&lost, 1, "another reason"); /* once per rank */
     struct pf_fleet_tcp t = tcp_of(&lost, &failed);
     pf_fleet_judge_tcp(&f, &t);
     const struct pf_fleet_finding *x = find(&f, "peer-lost");
@@ -173,14 +173,14 @@ static void test_lost_without_failures(void **state)
     /* with the others' reports, they are quoted in parentheses */
     pf_fleet_free(&f);
     fleet_of(&f, 2, roster);
-    pf_rdv_mark(&failed, 0, "receiving from rank 1 (trainer-1): connection reset");
+    pf_wire_mark(&failed, 0, "receiving from rank 1 (trainer-1): connection reset");
     pf_fleet_judge_tcp(&f, &t);
     x = find(&f, "peer-lost");
     assert_non_null(strstr(x->message, "deleted (rank 0: receiving from rank 1 (trainer-1): "
                                        "connection reset)"));
     pf_fleet_free(&f);
-    pf_rdv_marks_free(&lost);
-    pf_rdv_marks_free(&failed);
+    pf_wire_marks_free(&lost);
+    pf_wire_marks_free(&failed);
 }
 
 /* Hundreds lost (a thousand pods whose collective broke): a finding and a culprit for each of
@@ -192,10 +192,10 @@ static void test_many_lost(void **state)
     struct pf_fleet f;
     static int roster[N];
     fleet_of(&f, N, roster);
-    struct pf_rdv_marks lost = {0}, failed = {0};
+    struct pf_wire_marks lost = {0}, failed = {0};
     for (int r = 1; r < N; r++) {
-        pf_rdv_mark(&lost, r, "its connection closed: the process exited or the pod was deleted");
-        pf_rdv_mark(&failed, r, "receiving from the previous rank: the peer sent nothing");
+        pf_wire_mark(&lost, r, "its connection closed: the process exited or the pod was deleted");
+        pf_wire_mark(&failed, r, "receiving from the previous rank: the peer sent nothing");
     }
     struct pf_fleet_tcp t = tcp_of(&lost, &failed);
     pf_fleet_judge_tcp(&f, &t);
@@ -217,8 +217,8 @@ static void test_many_lost(void **state)
     assert_non_null(strstr(x->message, "and 275 more)"));
     assert_true(total < 20000);
     pf_fleet_free(&f);
-    pf_rdv_marks_free(&lost);
-    pf_rdv_marks_free(&failed);
+    pf_wire_marks_free(&lost);
+    pf_wire_marks_free(&failed);
 }
 
 static void test_results_and_floor(void **state)
@@ -233,7 +233,7 @@ static void test_results_and_floor(void **state)
     }
     f.r[2].ar_wrong = 5;
     f.r[2].ar_first_bad = 7;
-    struct pf_rdv_marks none = {0};
+    struct pf_wire_marks none = {0};
     struct pf_fleet_tcp t = tcp_of(&none, &none);
     t.min_busbw = 1000; /* far above what 1 MiB in 10 ms gives */
     pf_fleet_judge_tcp(&f, &t);
@@ -260,7 +260,7 @@ static void test_slow_node(void **state)
         {3, 0, 0.5}, {0, 1, 9.0},  {1, 2, 9.2}, {2, 3, 0.4},
         {2, 0, 9.1}, {3, 1, 0.45}, {0, 2, 9.3}, {1, 3, 0.42},
     };
-    struct pf_rdv_marks none = {0};
+    struct pf_wire_marks none = {0};
     struct pf_fleet_tcp t = tcp_of(&none, &none);
     t.links = links;
     t.nlinks = PF_ARRAY_LEN(links);

@@ -26,7 +26,7 @@ struct seen {
 };
 
 struct rig {
-    struct rdv_stage S;
+    struct rdv_session S;
     struct seen seen[64];
     size_t nseen;
 };
@@ -72,7 +72,7 @@ static const struct seen *evidence(struct rig *g, const char *key)
 static void rig_open(struct rig *g, bool auth, size_t nconn)
 {
     memset(g, 0, sizeof(*g));
-    struct rdv_stage *S = &g->S;
+    struct rdv_session *S = &g->S;
     S->auth = auth;
     S->token = auth ? "t0ken" : NULL;
     S->world = WORLD;
@@ -94,7 +94,7 @@ static void rig_open(struct rig *g, bool auth, size_t nconn)
 
 static void rig_close(struct rig *g)
 {
-    struct rdv_stage *S = &g->S;
+    struct rdv_session *S = &g->S;
     for (size_t i = 0; i < S->nsc; i++)
         if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
     for (int r = 0; r < WORLD; r++)
@@ -110,20 +110,20 @@ static void join(struct rig *g, size_t i, long long rank, long long world, const
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    if (mac != 3) pf_rdv_put(&b, "run", g->S.join_run, PF_RDV_NONCE);
-    pf_rdv_put_int(&b, "rank", rank);
-    pf_rdv_put_int(&b, "world", world);
-    pf_rdv_put_str(&b, "pod", pod);
-    pf_rdv_put_str(&b, "node", "node-x");
-    pf_rdv_put_str(&b, "env", "NCCL_DEBUG=INFO");
+    if (mac != 3) pf_wire_put(&b, "run", g->S.join_run, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "rank", rank);
+    pf_wire_put_int(&b, "world", world);
+    pf_wire_put_str(&b, "pod", pod);
+    pf_wire_put_str(&b, "node", "node-x");
+    pf_wire_put_str(&b, "env", "NCCL_DEBUG=INFO");
     struct pf_rdv_msg msg;
     memset(&msg, 0, sizeof(msg));
-    msg.type = PF_RDV_JOIN;
+    msg.type = PF_WIRE_JOIN;
     msg.had_mac = mac != 0;
     msg.mac_ok = mac == 1 || mac == 3;
-    assert_int_equal(pf_rdv_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
+    assert_int_equal(pf_wire_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
     rdv_admit(&g->S, i, &msg);
-    pf_rdv_fields_free(&msg.f);
+    pf_wire_fields_free(&msg.f);
     pf_buf_free(&b);
 }
 

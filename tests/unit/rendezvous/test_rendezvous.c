@@ -25,7 +25,7 @@ struct ident_case {
     const char *name;
     const char *env[6]; /* "KEY=VALUE", NULL-terminated */
     const char *host, *fqdn;
-    enum pf_rdv_pytorch_hint hint;
+    enum pf_identity_pytorch_hint hint;
     int o_rank, o_world, o_port; /* -1/-1/0: not given */
     const char *o_coord;
     /* expected */
@@ -34,7 +34,7 @@ struct ident_case {
     const char *rank_from, *world_from;
     const char *coord, *coord_from;
     int port;
-    enum pf_rdv_naming naming;
+    enum pf_identity_naming naming;
     const char *prefix, *domain;
     const char *msg[3]; /* substrings of the error message */
 };
@@ -50,7 +50,7 @@ static const struct ident_case ident_cases[] = {
      .coord = "trainer-0",
      .coord_from = "hostname and subdomain",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "trainer"},
     {.name = "JOB_COMPLETION_INDEX wins over RANK",
      .env = {"RANK=1", "JOB_COMPLETION_INDEX=2", "WORLD_SIZE=4", "MASTER_ADDR=10.0.0.1"},
@@ -71,7 +71,7 @@ static const struct ident_case ident_cases[] = {
      .coord = "10.0.0.1",
      .coord_from = "MASTER_ADDR",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_NONE},
+     .naming = PF_IDENTITY_NAMING_NONE},
     {.name = "an empty variable counts as unset",
      .env = {"RANK=", "JOB_COMPLETION_INDEX=", "WORLD_SIZE=4"},
      .host = "trainer-2",
@@ -80,7 +80,7 @@ static const struct ident_case ident_cases[] = {
      .rank_from = "hostname trainer-2",
      .coord = "trainer-0",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "trainer"},
     {.name = "StatefulSet ordinal with subdomain: rank 0's FQDN",
      .host = "trainer-3",
@@ -93,7 +93,7 @@ static const struct ident_case ident_cases[] = {
      .coord = "trainer-0.trainers.ml.svc.cluster.local",
      .coord_from = "hostname and subdomain",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "trainer",
      .domain = "trainers.ml.svc.cluster.local"},
     {.name = "an FQDN with a trailing dot",
@@ -104,7 +104,7 @@ static const struct ident_case ident_cases[] = {
      .world = 16,
      .coord = "trainer-0.svc.ns.svc.cluster.local",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "trainer",
      .domain = "svc.ns.svc.cluster.local"},
     {.name = "an FQDN of another host is not a domain",
@@ -115,7 +115,7 @@ static const struct ident_case ident_cases[] = {
      .world = 4,
      .coord = "trainer-0",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "trainer",
      .domain = ""},
     {.name = "JobSet: the pod index is the last ordinal",
@@ -126,7 +126,7 @@ static const struct ident_case ident_cases[] = {
      .world = 4,
      .coord = "llm-workers-0-0.llm.default.svc.cluster.local",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "llm-workers-0"},
     {.name = "PyTorchJob master is rank 0",
      .env = {"WORLD_SIZE=3"},
@@ -137,17 +137,17 @@ static const struct ident_case ident_cases[] = {
      .coord = "bert-master-0",
      .coord_from = "PyTorchJob master name",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_PYTORCH,
+     .naming = PF_IDENTITY_NAMING_PYTORCH,
      .prefix = "bert"},
     {.name = "PyTorchJob worker-0 is rank 1",
      .env = {"WORLD_SIZE=3"},
      .host = "bert-worker-0",
-     .hint = PF_RDV_PT_YES,
+     .hint = PF_IDENTITY_PT_YES,
      .rank = 1,
      .world = 3,
      .coord = "bert-master-0",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_PYTORCH,
+     .naming = PF_IDENTITY_NAMING_PYTORCH,
      .prefix = "bert"},
     {.name = "PyTorchJob worker-N is rank N+1; the master's name ignores the subdomain",
      .env = {"WORLD_SIZE=6"},
@@ -158,17 +158,17 @@ static const struct ident_case ident_cases[] = {
      .coord = "my-job-master-0",
      .coord_from = "PyTorchJob master name",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_PYTORCH,
+     .naming = PF_IDENTITY_NAMING_PYTORCH,
      .prefix = "my-job"},
     {.name = "no Kubeflow labels: a -worker-N name is a plain ordinal",
      .env = {"WORLD_SIZE=3"},
      .host = "bert-worker-1",
-     .hint = PF_RDV_PT_NO,
+     .hint = PF_IDENTITY_PT_NO,
      .rank = 1,
      .world = 3,
      .coord = "bert-worker-0",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "bert-worker"},
     {.name = "a -master-N other than 0 is a plain ordinal",
      .env = {"WORLD_SIZE=3"},
@@ -177,7 +177,7 @@ static const struct ident_case ident_cases[] = {
      .world = 3,
      .coord = "db-master-0",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_ORDINAL,
+     .naming = PF_IDENTITY_NAMING_ORDINAL,
      .prefix = "db-master"},
     {.name = "flags override the environment",
      .env = {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=other", "JOB_COMPLETION_INDEX=0"},
@@ -192,7 +192,7 @@ static const struct ident_case ident_cases[] = {
      .coord = "head",
      .coord_from = "--coordinator (PREFLIGHT_COORDINATOR)",
      .port = 31000,
-     .naming = PF_RDV_NAMING_ORDINAL},
+     .naming = PF_IDENTITY_NAMING_ORDINAL},
     {.name = "PREFLIGHT_WORLD_SIZE wins over WORLD_SIZE",
      .env = {"WORLD_SIZE=2"},
      .host = "trainer-4",
@@ -222,7 +222,7 @@ static const struct ident_case ident_cases[] = {
      .world = 1,
      .coord = "",
      .port = DEFPORT,
-     .naming = PF_RDV_NAMING_NONE},
+     .naming = PF_IDENTITY_NAMING_NONE},
     /* errors: each message names what to fix */
     {.name = "world size missing",
      .host = "trainer-1",
@@ -601,14 +601,14 @@ static void test_identify_launchers(void **state)
         struct pf_k8s_map labels, annotations;
         map_of(&labels, tc->labels);
         map_of(&annotations, tc->annotations);
-        struct pf_rdv_podinfo pi = {.hostname = tc->host,
+        struct pf_identity_podinfo pi = {.hostname = tc->host,
                                     .fqdn = tc->fqdn,
                                     .labels = tc->labels ? &labels : NULL,
                                     .annotations = tc->annotations ? &annotations : NULL};
-        struct pf_rdv_opts o = {.rank = -1, .world_size = tc->o_world ? tc->o_world : -1};
+        struct pf_identity_opts o = {.rank = -1, .world_size = tc->o_world ? tc->o_world : -1};
         if (tc->o_coord) snprintf(o.coordinator, sizeof(o.coordinator), "%s", tc->o_coord);
-        struct pf_rdv_ident id;
-        int rc = pf_rdv_identify_pod(&id, &o, &env, &pi, DEFPORT);
+        struct pf_identity id;
+        int rc = pf_identity_derive_pod(&id, &o, &env, &pi, DEFPORT);
         if (tc->rc) {
             assert_int_equal(rc, tc->rc);
             for (int i = 0; i < 2 && tc->msg[i]; i++)
@@ -627,11 +627,11 @@ static void test_identify_launchers(void **state)
             if (tc->coord) assert_string_equal(id.coordinator, tc->coord);
             char name[300];
             if (tc->pod0) {
-                pf_rdv_pod_name(name, sizeof(name), &id, 0);
+                pf_identity_pod_name(name, sizeof(name), &id, 0);
                 assert_string_equal(name, tc->pod0);
             }
             if (tc->pod_last) {
-                pf_rdv_pod_name(name, sizeof(name), &id, tc->world - 1);
+                pf_identity_pod_name(name, sizeof(name), &id, tc->world - 1);
                 assert_string_equal(name, tc->pod_last);
             }
         }
@@ -656,14 +656,14 @@ static void test_identify_table(void **state)
             *eq = '\0';
             pf_env_set(&env, kv, eq + 1, "environment");
         }
-        struct pf_rdv_opts o = {.rank = -1, .world_size = -1};
+        struct pf_identity_opts o = {.rank = -1, .world_size = -1};
         if (tc->o_rank) o.rank = tc->o_rank;
         if (tc->o_world) o.world_size = tc->o_world;
         o.port = tc->o_port;
         if (tc->o_coord) snprintf(o.coordinator, sizeof(o.coordinator), "%s", tc->o_coord);
-        struct pf_rdv_ident id;
+        struct pf_identity id;
         pf_err_clear();
-        int rc = pf_rdv_identify(&id, &o, &env, tc->host, tc->fqdn, tc->hint, DEFPORT);
+        int rc = pf_identity_derive(&id, &o, &env, tc->host, tc->fqdn, tc->hint, DEFPORT);
         if (rc != tc->rc) print_message("  got rc %d: %s\n", rc, pf_err_msg());
         assert_int_equal(rc, tc->rc);
         if (rc < 0) {
@@ -691,50 +691,50 @@ static void test_identify_table(void **state)
 static void test_identify_without_env_or_opts(void **state)
 {
     (void)state;
-    struct pf_rdv_ident id;
+    struct pf_identity id;
     /* no env, no opts: nothing to go on but the hostname, and no world size */
-    assert_int_equal(pf_rdv_identify(&id, NULL, NULL, "trainer-2", NULL, 0, DEFPORT), PF_EUSAGE);
+    assert_int_equal(pf_identity_derive(&id, NULL, NULL, "trainer-2", NULL, 0, DEFPORT), PF_EUSAGE);
     assert_non_null(strstr(pf_err_msg(), "world size unknown"));
-    assert_int_equal(pf_rdv_identify(&id, NULL, NULL, NULL, NULL, 0, DEFPORT), PF_EUSAGE);
+    assert_int_equal(pf_identity_derive(&id, NULL, NULL, NULL, NULL, 0, DEFPORT), PF_EUSAGE);
     assert_non_null(strstr(pf_err_msg(), "rank unknown"));
 }
 
 static void test_pod_name(void **state)
 {
     (void)state;
-    struct pf_rdv_ident id = {0};
+    struct pf_identity id = {0};
     char s[64];
-    id.naming = PF_RDV_NAMING_ORDINAL;
+    id.naming = PF_IDENTITY_NAMING_ORDINAL;
     snprintf(id.prefix, sizeof(id.prefix), "trainer");
-    pf_rdv_pod_name(s, sizeof(s), &id, 5);
+    pf_identity_pod_name(s, sizeof(s), &id, 5);
     assert_string_equal(s, "trainer-5");
-    pf_rdv_pod_name(s, sizeof(s), &id, 0);
+    pf_identity_pod_name(s, sizeof(s), &id, 0);
     assert_string_equal(s, "trainer-0");
-    pf_rdv_pod_name(s, sizeof(s), &id, -1);
+    pf_identity_pod_name(s, sizeof(s), &id, -1);
     assert_string_equal(s, "");
     /* too small to hold the name: empty rather than cut */
-    pf_rdv_pod_name(s, 6, &id, 12);
+    pf_identity_pod_name(s, 6, &id, 12);
     assert_string_equal(s, "");
 
-    id.naming = PF_RDV_NAMING_PYTORCH;
+    id.naming = PF_IDENTITY_NAMING_PYTORCH;
     snprintf(id.prefix, sizeof(id.prefix), "bert");
-    pf_rdv_pod_name(s, sizeof(s), &id, 0);
+    pf_identity_pod_name(s, sizeof(s), &id, 0);
     assert_string_equal(s, "bert-master-0");
-    pf_rdv_pod_name(s, sizeof(s), &id, 1);
+    pf_identity_pod_name(s, sizeof(s), &id, 1);
     assert_string_equal(s, "bert-worker-0");
-    pf_rdv_pod_name(s, sizeof(s), &id, 7);
+    pf_identity_pod_name(s, sizeof(s), &id, 7);
     assert_string_equal(s, "bert-worker-6");
 
-    id.naming = PF_RDV_NAMING_NONE;
-    pf_rdv_pod_name(s, sizeof(s), &id, 3);
+    id.naming = PF_IDENTITY_NAMING_NONE;
+    pf_identity_pod_name(s, sizeof(s), &id, 3);
     assert_string_equal(s, "");
 
     /* names derived by identify round-trip to the hostname they came from */
     static const char *const hosts[] = {"trainer-3", "llm-w-1-7", "bert-master-0", "bert-worker-4"};
     for (size_t i = 0; i < PF_ARRAY_LEN(hosts); i++) {
-        struct pf_rdv_opts o = {.rank = -1, .world_size = 100};
-        assert_int_equal(pf_rdv_identify(&id, &o, NULL, hosts[i], NULL, 0, DEFPORT), 0);
-        pf_rdv_pod_name(s, sizeof(s), &id, id.rank);
+        struct pf_identity_opts o = {.rank = -1, .world_size = 100};
+        assert_int_equal(pf_identity_derive(&id, &o, NULL, hosts[i], NULL, 0, DEFPORT), 0);
+        pf_identity_pod_name(s, sizeof(s), &id, id.rank);
         assert_string_equal(s, hosts[i]);
     }
 }
@@ -779,7 +779,7 @@ static void test_split_hostport(void **state)
         const struct hp_case *tc = &hp_cases[i];
         char host[64] = "unchanged";
         int port = 7;
-        int rc = pf_rdv_split_hostport(host, sizeof(host), &port, tc->text);
+        int rc = pf_identity_split_hostport(host, sizeof(host), &port, tc->text);
         if (rc != tc->rc) print_message("split \"%s\": rc %d (%s)\n", tc->text, rc, pf_err_msg());
         assert_int_equal(rc, tc->rc);
         if (rc == 0) {
@@ -794,8 +794,8 @@ static void test_split_hostport(void **state)
     }
     char small[5];
     int port = 0;
-    assert_int_equal(pf_rdv_split_hostport(small, sizeof(small), &port, "hostname:80"), PF_ETOOBIG);
-    assert_int_equal(pf_rdv_split_hostport(small, sizeof(small), &port, NULL), PF_EINVAL);
+    assert_int_equal(pf_identity_split_hostport(small, sizeof(small), &port, "hostname:80"), PF_ETOOBIG);
+    assert_int_equal(pf_identity_split_hostport(small, sizeof(small), &port, NULL), PF_EINVAL);
 }
 
 /* ---- frames */
@@ -803,12 +803,12 @@ static void test_split_hostport(void **state)
 static size_t make_frame(uint8_t *out, int type, int flags, uint32_t seq, const void *payload,
                          uint32_t len)
 {
-    pf_rdv_frame_header(out, type, flags, seq, len);
-    if (len) memcpy(out + PF_RDV_HDR, payload, len);
-    size_t n = PF_RDV_HDR + len;
-    if (flags & PF_RDV_F_MAC) {
-        memset(out + n, 0xAB, PF_RDV_MACLEN);
-        n += PF_RDV_MACLEN;
+    pf_wire_frame_header(out, type, flags, seq, len);
+    if (len) memcpy(out + PF_WIRE_HDR, payload, len);
+    size_t n = PF_WIRE_HDR + len;
+    if (flags & PF_WIRE_F_MAC) {
+        memset(out + n, 0xAB, PF_WIRE_MACLEN);
+        n += PF_WIRE_MACLEN;
     }
     return n;
 }
@@ -818,12 +818,12 @@ static void test_frame_complete_and_partial(void **state)
     (void)state;
     uint8_t buf[256];
     const char *pl = "hello, rank 0";
-    size_t n = make_frame(buf, PF_RDV_JOIN, 0, 42, pl, (uint32_t)strlen(pl));
+    size_t n = make_frame(buf, PF_WIRE_JOIN, 0, 42, pl, (uint32_t)strlen(pl));
     assert_memory_equal(buf, "PFRV", 4);
-    struct pf_rdv_frame f;
-    assert_int_equal(pf_rdv_frame_decode(&f, buf, n, 1024), (int)n);
-    assert_int_equal(f.version, PF_RDV_PROTO);
-    assert_int_equal(f.type, PF_RDV_JOIN);
+    struct pf_wire_frame f;
+    assert_int_equal(pf_wire_frame_decode(&f, buf, n, 1024), (int)n);
+    assert_int_equal(f.version, PF_WIRE_PROTO);
+    assert_int_equal(f.type, PF_WIRE_JOIN);
     assert_int_equal(f.flags, 0);
     assert_int_equal(f.seq, 42);
     assert_int_equal(f.len, strlen(pl));
@@ -831,104 +831,104 @@ static void test_frame_complete_and_partial(void **state)
     assert_ptr_equal(f.header, buf);
     assert_null(f.mac);
     /* trailing bytes of the next frame are not this one's */
-    assert_int_equal(pf_rdv_frame_decode(&f, buf, sizeof(buf), 1024), (int)n);
+    assert_int_equal(pf_wire_frame_decode(&f, buf, sizeof(buf), 1024), (int)n);
     /* every shorter prefix asks for more */
     for (size_t k = 0; k < n; k++)
-        assert_int_equal(pf_rdv_frame_decode(&f, buf, k, 1024), 0);
+        assert_int_equal(pf_wire_frame_decode(&f, buf, k, 1024), 0);
 
     /* with a MAC: 32 more bytes, and mac points at them */
-    n = make_frame(buf, PF_RDV_ROSTER, PF_RDV_F_MAC, 0, pl, (uint32_t)strlen(pl));
-    assert_int_equal(pf_rdv_frame_decode(&f, buf, n, 1024), (int)n);
+    n = make_frame(buf, PF_WIRE_ROSTER, PF_WIRE_F_MAC, 0, pl, (uint32_t)strlen(pl));
+    assert_int_equal(pf_wire_frame_decode(&f, buf, n, 1024), (int)n);
     assert_non_null(f.mac);
-    assert_ptr_equal(f.mac, buf + PF_RDV_HDR + strlen(pl));
-    assert_int_equal(pf_rdv_frame_decode(&f, buf, n - 1, 1024), 0);
+    assert_ptr_equal(f.mac, buf + PF_WIRE_HDR + strlen(pl));
+    assert_int_equal(pf_wire_frame_decode(&f, buf, n - 1, 1024), 0);
 
     /* an empty payload */
-    n = make_frame(buf, PF_RDV_STEP, 0, 7, NULL, 0);
-    assert_int_equal(n, PF_RDV_HDR);
-    assert_int_equal(pf_rdv_frame_decode(&f, buf, n, 0), PF_RDV_HDR);
+    n = make_frame(buf, PF_WIRE_STEP, 0, 7, NULL, 0);
+    assert_int_equal(n, PF_WIRE_HDR);
+    assert_int_equal(pf_wire_frame_decode(&f, buf, n, 0), PF_WIRE_HDR);
     assert_int_equal(f.len, 0);
 
     /* every type has a name */
-    for (int t = 1; t < PF_RDV_TYPE_END; t++)
-        assert_string_not_equal(pf_rdv_type_name(t), "?");
-    assert_string_equal(pf_rdv_type_name(0), "?");
-    assert_string_equal(pf_rdv_type_name(PF_RDV_TYPE_END), "?");
-    assert_string_equal(pf_rdv_type_name(PF_RDV_DHELLO), "DHELLO");
+    for (int t = 1; t < PF_WIRE_TYPE_END; t++)
+        assert_string_not_equal(pf_wire_type_name(t), "?");
+    assert_string_equal(pf_wire_type_name(0), "?");
+    assert_string_equal(pf_wire_type_name(PF_WIRE_TYPE_END), "?");
+    assert_string_equal(pf_wire_type_name(PF_WIRE_DHELLO), "DHELLO");
 }
 
 static void test_frame_garbage(void **state)
 {
     (void)state;
     uint8_t buf[64];
-    struct pf_rdv_frame f;
-    size_t n = make_frame(buf, PF_RDV_HELLO, 0, 0, "ab", 2);
+    struct pf_wire_frame f;
+    size_t n = make_frame(buf, PF_WIRE_HELLO, 0, 0, "ab", 2);
 
     /* bad magic is refused at its first byte, before a whole header is there */
-    uint8_t g[PF_RDV_HDR];
+    uint8_t g[PF_WIRE_HDR];
     memcpy(g, buf, sizeof(g));
     g[0] = 'G';
-    assert_int_equal(pf_rdv_frame_decode(&f, g, 1, 1024), PF_EINVAL);
+    assert_int_equal(pf_wire_frame_decode(&f, g, 1, 1024), PF_EINVAL);
     assert_non_null(strstr(pf_err_msg(), "bad magic"));
     memcpy(g, buf, sizeof(g));
     g[3] = 'X';
-    assert_int_equal(pf_rdv_frame_decode(&f, g, 3, 1024), 0);
-    assert_int_equal(pf_rdv_frame_decode(&f, g, 4, 1024), PF_EINVAL);
+    assert_int_equal(pf_wire_frame_decode(&f, g, 3, 1024), 0);
+    assert_int_equal(pf_wire_frame_decode(&f, g, 4, 1024), PF_EINVAL);
     /* an HTTP request on the port */
     const char *http = "GET / HTTP/1.1\r\n\r\n";
-    assert_int_equal(pf_rdv_frame_decode(&f, (const uint8_t *)http, strlen(http), 1024), PF_EINVAL);
-    assert_int_equal(pf_rdv_frame_decode(&f, buf, 0, 1024), 0);
+    assert_int_equal(pf_wire_frame_decode(&f, (const uint8_t *)http, strlen(http), 1024), PF_EINVAL);
+    assert_int_equal(pf_wire_frame_decode(&f, buf, 0, 1024), 0);
 
     /* unknown types */
-    static const int bad_types[] = {0, PF_RDV_TYPE_END, 200, 255};
+    static const int bad_types[] = {0, PF_WIRE_TYPE_END, 200, 255};
     for (size_t i = 0; i < PF_ARRAY_LEN(bad_types); i++) {
         memcpy(g, buf, sizeof(g));
         g[5] = (uint8_t)bad_types[i];
-        assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), 1024), PF_EINVAL);
+        assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), 1024), PF_EINVAL);
         assert_non_null(strstr(pf_err_msg(), "unknown frame type"));
     }
     /* unknown flags, and the reserved byte */
     memcpy(g, buf, sizeof(g));
     g[6] = 0x02;
-    assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), 1024), PF_EINVAL);
+    assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), 1024), PF_EINVAL);
     assert_non_null(strstr(pf_err_msg(), "flags"));
     memcpy(g, buf, sizeof(g));
     g[7] = 1;
-    assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), 1024), PF_EINVAL);
+    assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), 1024), PF_EINVAL);
 
     /* oversize: over the caller's limit, and over the protocol's whatever the caller says */
-    pf_rdv_frame_header(g, PF_RDV_JOIN, 0, 0, 1025);
-    assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), 1024), PF_ETOOBIG);
+    pf_wire_frame_header(g, PF_WIRE_JOIN, 0, 0, 1025);
+    assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), 1024), PF_ETOOBIG);
     assert_non_null(strstr(pf_err_msg(), "1025"));
-    assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), 1025), 0); /* fits: needs more */
-    pf_rdv_frame_header(g, PF_RDV_JOIN, 0, 0, PF_RDV_MAX_PAYLOAD + 1);
-    assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), SIZE_MAX), PF_ETOOBIG);
-    pf_rdv_frame_header(g, PF_RDV_JOIN, 0, 0, UINT32_MAX);
-    assert_int_equal(pf_rdv_frame_decode(&f, g, sizeof(g), SIZE_MAX), PF_ETOOBIG);
+    assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), 1025), 0); /* fits: needs more */
+    pf_wire_frame_header(g, PF_WIRE_JOIN, 0, 0, PF_WIRE_MAX_PAYLOAD + 1);
+    assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), SIZE_MAX), PF_ETOOBIG);
+    pf_wire_frame_header(g, PF_WIRE_JOIN, 0, 0, UINT32_MAX);
+    assert_int_equal(pf_wire_frame_decode(&f, g, sizeof(g), SIZE_MAX), PF_ETOOBIG);
     (void)n;
 }
 
 static void test_frame_other_version(void **state)
 {
     (void)state;
-    uint8_t g[PF_RDV_HDR + 8];
-    struct pf_rdv_frame f;
-    pf_rdv_frame_header(g, PF_RDV_JOIN, 0, 3, 8);
+    uint8_t g[PF_WIRE_HDR + 8];
+    struct pf_wire_frame f;
+    pf_wire_frame_header(g, PF_WIRE_JOIN, 0, 3, 8);
     g[4] = 2;    /* a later preflight */
     g[5] = 77;   /* with a type this one does not know */
     g[6] = 0xF0; /* and flags */
     /* decodes as far as the header so the caller can name the version */
-    assert_int_equal(pf_rdv_frame_decode(&f, g, PF_RDV_HDR, 1024), PF_RDV_HDR);
+    assert_int_equal(pf_wire_frame_decode(&f, g, PF_WIRE_HDR, 1024), PF_WIRE_HDR);
     assert_int_equal(f.version, 2);
     assert_int_equal(f.seq, 3);
     assert_null(f.payload);
     /* even when its length would be too big for this version */
-    pf_rdv_frame_header(g, PF_RDV_JOIN, 0, 0, 1u << 30);
+    pf_wire_frame_header(g, PF_WIRE_JOIN, 0, 0, 1u << 30);
     g[4] = 9;
-    assert_int_equal(pf_rdv_frame_decode(&f, g, PF_RDV_HDR, 1024), PF_RDV_HDR);
+    assert_int_equal(pf_wire_frame_decode(&f, g, PF_WIRE_HDR, 1024), PF_WIRE_HDR);
     assert_int_equal(f.version, 9);
     /* and still needs a whole header */
-    assert_int_equal(pf_rdv_frame_decode(&f, g, PF_RDV_HDR - 1, 1024), 0);
+    assert_int_equal(pf_wire_frame_decode(&f, g, PF_WIRE_HDR - 1, 1024), 0);
 }
 
 /* ---- fields */
@@ -941,79 +941,79 @@ static void test_fields_round_trip(void **state)
     uint8_t bin[300];
     for (size_t i = 0; i < sizeof(bin); i++)
         bin[i] = (uint8_t)(i * 7);
-    assert_int_equal(pf_rdv_put_str(&b, "pod", "trainer-3"), 0);
-    assert_int_equal(pf_rdv_put_int(&b, "rank", 3), 0);
-    assert_int_equal(pf_rdv_put_int(&b, "neg", -9223372036854775807LL - 1), 0);
-    assert_int_equal(pf_rdv_put(&b, "nonce", bin, sizeof(bin)), 0);
-    assert_int_equal(pf_rdv_put_str(&b, "env", "NCCL_DEBUG=INFO"), 0);
-    assert_int_equal(pf_rdv_put_str(&b, "env", "NCCL_IB_HCA=mlx5"), 0);
-    assert_int_equal(pf_rdv_put_str(&b, "empty", ""), 0);
-    assert_int_equal(pf_rdv_put_str(&b, "null", NULL), 0);
+    assert_int_equal(pf_wire_put_str(&b, "pod", "trainer-3"), 0);
+    assert_int_equal(pf_wire_put_int(&b, "rank", 3), 0);
+    assert_int_equal(pf_wire_put_int(&b, "neg", -9223372036854775807LL - 1), 0);
+    assert_int_equal(pf_wire_put(&b, "nonce", bin, sizeof(bin)), 0);
+    assert_int_equal(pf_wire_put_str(&b, "env", "NCCL_DEBUG=INFO"), 0);
+    assert_int_equal(pf_wire_put_str(&b, "env", "NCCL_IB_HCA=mlx5"), 0);
+    assert_int_equal(pf_wire_put_str(&b, "empty", ""), 0);
+    assert_int_equal(pf_wire_put_str(&b, "null", NULL), 0);
     char key64[65];
     memset(key64, 'k', 64);
     key64[64] = '\0';
-    assert_int_equal(pf_rdv_put_str(&b, key64, "x"), 0);
+    assert_int_equal(pf_wire_put_str(&b, key64, "x"), 0);
     /* keys the format cannot carry */
-    assert_int_equal(pf_rdv_put_str(&b, "", "x"), PF_EINVAL);
+    assert_int_equal(pf_wire_put_str(&b, "", "x"), PF_EINVAL);
     char key65[66];
     memset(key65, 'k', 65);
     key65[65] = '\0';
-    assert_int_equal(pf_rdv_put_str(&b, key65, "x"), PF_EINVAL);
+    assert_int_equal(pf_wire_put_str(&b, key65, "x"), PF_EINVAL);
 
-    struct pf_rdv_fields f;
-    assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+    struct pf_wire_fields f;
+    assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
     assert_int_equal(f.n, 9);
     char s[64];
     long long v;
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, "pod"), 0);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, "pod"), 0);
     assert_string_equal(s, "trainer-3");
-    assert_int_equal(pf_rdv_fields_int(&v, &f, "rank"), 0);
+    assert_int_equal(pf_wire_fields_int(&v, &f, "rank"), 0);
     assert_int_equal(v, 3);
-    assert_int_equal(pf_rdv_fields_int(&v, &f, "neg"), 0);
+    assert_int_equal(pf_wire_fields_int(&v, &f, "neg"), 0);
     assert_true(v == -9223372036854775807LL - 1);
-    const struct pf_rdv_field *nf = pf_rdv_fields_get(&f, "nonce");
+    const struct pf_wire_field *nf = pf_wire_fields_get(&f, "nonce");
     assert_non_null(nf);
     assert_int_equal(nf->vlen, sizeof(bin));
     assert_memory_equal(nf->val, bin, sizeof(bin));
     /* binary with a NUL is not text */
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, "nonce"), PF_EINVAL);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, "nonce"), PF_EINVAL);
     assert_non_null(strstr(pf_err_msg(), "nonce"));
-    assert_null(pf_rdv_field_dup(nf));
+    assert_null(pf_wire_field_dup(nf));
     /* a repeated key: get finds the first, the list keeps both in order */
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, "env"), 0);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, "env"), 0);
     assert_string_equal(s, "NCCL_DEBUG=INFO");
     int nenv = 0;
     for (size_t i = 0; i < f.n; i++) {
-        if (!pf_rdv_field_is(&f.v[i], "env")) continue;
-        char *d = pf_rdv_field_dup(&f.v[i]);
+        if (!pf_wire_field_is(&f.v[i], "env")) continue;
+        char *d = pf_wire_field_dup(&f.v[i]);
         assert_string_equal(d, nenv == 0 ? "NCCL_DEBUG=INFO" : "NCCL_IB_HCA=mlx5");
         free(d);
         nenv++;
     }
     assert_int_equal(nenv, 2);
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, "empty"), 0);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, "empty"), 0);
     assert_string_equal(s, "");
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, "null"), 0);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, "null"), 0);
     assert_string_equal(s, "");
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, key64), 0);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, key64), 0);
     assert_string_equal(s, "x");
     /* absent, too long, not a number */
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &f, "missing"), PF_ENOENT);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &f, "missing"), PF_ENOENT);
     assert_non_null(strstr(pf_err_msg(), "missing"));
-    assert_int_equal(pf_rdv_fields_int(&v, &f, "missing"), PF_ENOENT);
-    assert_int_equal(pf_rdv_fields_str(s, 9, &f, "pod"), PF_ETOOBIG);
-    assert_int_equal(pf_rdv_fields_str(s, 10, &f, "pod"), 0);
-    assert_int_equal(pf_rdv_fields_int(&v, &f, "pod"), PF_EINVAL);
-    assert_int_equal(pf_rdv_fields_int(&v, &f, "empty"), PF_EINVAL);
-    assert_null(pf_rdv_fields_get(&f, "po"));
-    assert_null(pf_rdv_fields_get(&f, "pods"));
-    pf_rdv_fields_free(&f);
+    assert_int_equal(pf_wire_fields_int(&v, &f, "missing"), PF_ENOENT);
+    assert_int_equal(pf_wire_fields_str(s, 9, &f, "pod"), PF_ETOOBIG);
+    assert_int_equal(pf_wire_fields_str(s, 10, &f, "pod"), 0);
+    assert_int_equal(pf_wire_fields_int(&v, &f, "pod"), PF_EINVAL);
+    assert_int_equal(pf_wire_fields_int(&v, &f, "empty"), PF_EINVAL);
+    assert_null(pf_wire_fields_get(&f, "po"));
+    assert_null(pf_wire_fields_get(&f, "pods"));
+    pf_wire_fields_free(&f);
     assert_null(f.v);
 
     /* an empty payload is no fields */
-    assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)"", 0), 0);
+    assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)"", 0), 0);
     assert_int_equal(f.n, 0);
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
     pf_buf_free(&b);
 }
 
@@ -1040,16 +1040,16 @@ static void test_fields_int_strict(void **state)
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
         struct pf_buf b;
         pf_buf_init(&b, 1024);
-        pf_rdv_put_str(&b, "n", cases[i].text);
-        struct pf_rdv_fields f;
-        assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+        pf_wire_put_str(&b, "n", cases[i].text);
+        struct pf_wire_fields f;
+        assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
         long long v = -1;
-        int rc = pf_rdv_fields_int(&v, &f, "n");
+        int rc = pf_wire_fields_int(&v, &f, "n");
         if (rc != cases[i].rc) print_message("int \"%s\": rc %d v %lld\n", cases[i].text, rc, v);
         assert_int_equal(rc, cases[i].rc);
         if (rc == 0) assert_true(v == cases[i].v);
         if (rc < 0) assert_non_null(strstr(pf_err_msg(), "field n"));
-        pf_rdv_fields_free(&f);
+        pf_wire_fields_free(&f);
         pf_buf_free(&b);
     }
 }
@@ -1083,8 +1083,8 @@ static void test_fields_malformed(void **state)
         {"good field then a stray byte", (const uint8_t *)"\x01k\0\0\0\x01v\x01", 8},
     };
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
-        struct pf_rdv_fields f;
-        int rc = pf_rdv_fields_decode(&f, cases[i].p, cases[i].len);
+        struct pf_wire_fields f;
+        int rc = pf_wire_fields_decode(&f, cases[i].p, cases[i].len);
         if (rc != PF_EINVAL) print_message("fields: %s: rc %d\n", cases[i].name, rc);
         assert_int_equal(rc, PF_EINVAL);
         assert_non_null(strstr(pf_err_msg(), "malformed fields"));
@@ -1095,110 +1095,110 @@ static void test_fields_malformed(void **state)
     /* the first byte of a good payload cut anywhere is malformed or fewer fields */
     struct pf_buf b;
     pf_buf_init(&b, 1024);
-    pf_rdv_put_str(&b, "a", "1");
-    pf_rdv_put_str(&b, "bb", "22");
+    pf_wire_put_str(&b, "a", "1");
+    pf_wire_put_str(&b, "bb", "22");
     for (size_t k = 1; k < b.len; k++) {
-        struct pf_rdv_fields f;
-        int rc = pf_rdv_fields_decode(&f, (const uint8_t *)b.data, k);
+        struct pf_wire_fields f;
+        int rc = pf_wire_fields_decode(&f, (const uint8_t *)b.data, k);
         if (k == 7) {
             assert_int_equal(rc, 0); /* exactly the first field */
             assert_int_equal(f.n, 1);
         } else {
             assert_int_equal(rc, PF_EINVAL);
         }
-        pf_rdv_fields_free(&f);
+        pf_wire_fields_free(&f);
     }
     pf_buf_free(&b);
 }
 
 /* ---- MAC */
 
-static void auth_init(struct pf_rdv_auth *a, const char *token, uint8_t ns, uint8_t nc)
+static void auth_init(struct pf_wire_auth *a, const char *token, uint8_t ns, uint8_t nc)
 {
     memset(a, 0, sizeof(*a));
     a->on = true;
     a->token = token;
-    memset(a->nonce_s, ns, PF_RDV_NONCE);
-    memset(a->nonce_c, nc, PF_RDV_NONCE);
+    memset(a->nonce_s, ns, PF_WIRE_NONCE);
+    memset(a->nonce_c, nc, PF_WIRE_NONCE);
 }
 
 /* A MAC'd frame in buf, decoded into f. */
-static void macd_frame(uint8_t *buf, struct pf_rdv_frame *f, const struct pf_rdv_auth *a, int dir,
+static void macd_frame(uint8_t *buf, struct pf_wire_frame *f, const struct pf_wire_auth *a, int dir,
                        uint32_t seq, const char *payload)
 {
     uint32_t len = (uint32_t)strlen(payload);
-    pf_rdv_frame_header(buf, PF_RDV_JOIN, PF_RDV_F_MAC, seq, len);
-    memcpy(buf + PF_RDV_HDR, payload, len);
-    pf_rdv_mac(buf + PF_RDV_HDR + len, a, dir, buf, buf + PF_RDV_HDR, len);
-    int n = pf_rdv_frame_decode(f, buf, PF_RDV_HDR + len + PF_RDV_MACLEN, 1024);
-    assert_int_equal(n, (int)(PF_RDV_HDR + len + PF_RDV_MACLEN));
+    pf_wire_frame_header(buf, PF_WIRE_JOIN, PF_WIRE_F_MAC, seq, len);
+    memcpy(buf + PF_WIRE_HDR, payload, len);
+    pf_wire_mac(buf + PF_WIRE_HDR + len, a, dir, buf, buf + PF_WIRE_HDR, len);
+    int n = pf_wire_frame_decode(f, buf, PF_WIRE_HDR + len + PF_WIRE_MACLEN, 1024);
+    assert_int_equal(n, (int)(PF_WIRE_HDR + len + PF_WIRE_MACLEN));
 }
 
 static void test_mac(void **state)
 {
     (void)state;
-    struct pf_rdv_auth a, other;
+    struct pf_wire_auth a, other;
     auth_init(&a, "s3cret-token", 0x11, 0x22);
     uint8_t buf[256];
-    struct pf_rdv_frame f;
+    struct pf_wire_frame f;
     const char *pl = "rank=3 pod=trainer-3";
-    macd_frame(buf, &f, &a, PF_RDV_DIR_TO_ROOT, 5, pl);
-    assert_true(pf_rdv_mac_ok(&a, PF_RDV_DIR_TO_ROOT, &f));
+    macd_frame(buf, &f, &a, PF_WIRE_DIR_TO_ROOT, 5, pl);
+    assert_true(pf_wire_mac_ok(&a, PF_WIRE_DIR_TO_ROOT, &f));
 
     /* the other direction, the data direction */
-    assert_false(pf_rdv_mac_ok(&a, PF_RDV_DIR_FROM_ROOT, &f));
-    assert_false(pf_rdv_mac_ok(&a, PF_RDV_DIR_DATA, &f));
+    assert_false(pf_wire_mac_ok(&a, PF_WIRE_DIR_FROM_ROOT, &f));
+    assert_false(pf_wire_mac_ok(&a, PF_WIRE_DIR_DATA, &f));
     /* a wrong token, an empty one, a prefix of it */
     static const char *const bad_tokens[] = {"s3cret-tokem", "", "s3cret", "s3cret-token "};
     for (size_t i = 0; i < PF_ARRAY_LEN(bad_tokens); i++) {
         auth_init(&other, bad_tokens[i], 0x11, 0x22);
-        assert_false(pf_rdv_mac_ok(&other, PF_RDV_DIR_TO_ROOT, &f));
+        assert_false(pf_wire_mac_ok(&other, PF_WIRE_DIR_TO_ROOT, &f));
     }
     /* another connection's nonces */
     auth_init(&other, "s3cret-token", 0x12, 0x22);
-    assert_false(pf_rdv_mac_ok(&other, PF_RDV_DIR_TO_ROOT, &f));
+    assert_false(pf_wire_mac_ok(&other, PF_WIRE_DIR_TO_ROOT, &f));
     auth_init(&other, "s3cret-token", 0x11, 0x23);
-    assert_false(pf_rdv_mac_ok(&other, PF_RDV_DIR_TO_ROOT, &f));
+    assert_false(pf_wire_mac_ok(&other, PF_WIRE_DIR_TO_ROOT, &f));
     /* auth off: never ok */
     other = a;
     other.on = false;
-    assert_false(pf_rdv_mac_ok(&other, PF_RDV_DIR_TO_ROOT, &f));
+    assert_false(pf_wire_mac_ok(&other, PF_WIRE_DIR_TO_ROOT, &f));
 
     /* any flipped bit anywhere in header, payload or MAC breaks it (the magic, version,
      * type and flags are the decoder's business; seq, length and payload are the MAC's) */
-    size_t total = PF_RDV_HDR + strlen(pl) + PF_RDV_MACLEN;
+    size_t total = PF_WIRE_HDR + strlen(pl) + PF_WIRE_MACLEN;
     for (size_t i = 0; i < total; i++) {
         for (int bit = 0; bit < 8; bit++) {
             uint8_t copy[256];
             memcpy(copy, buf, total);
             copy[i] ^= (uint8_t)(1u << bit);
-            struct pf_rdv_frame g;
-            int n = pf_rdv_frame_decode(&g, copy, total, 1024);
+            struct pf_wire_frame g;
+            int n = pf_wire_frame_decode(&g, copy, total, 1024);
             if (n != (int)total) continue; /* refused or reshaped by the decoder */
-            assert_false(pf_rdv_mac_ok(&a, PF_RDV_DIR_TO_ROOT, &g));
+            assert_false(pf_wire_mac_ok(&a, PF_WIRE_DIR_TO_ROOT, &g));
         }
     }
     /* the same frame at another position of the stream */
     uint8_t b2[256];
-    struct pf_rdv_frame g;
+    struct pf_wire_frame g;
     memcpy(b2, buf, total);
     b2[11] = 6; /* seq 5 -> 6, MAC unchanged */
-    assert_int_equal(pf_rdv_frame_decode(&g, b2, total, 1024), (int)total);
+    assert_int_equal(pf_wire_frame_decode(&g, b2, total, 1024), (int)total);
     assert_int_equal(g.seq, 6);
-    assert_false(pf_rdv_mac_ok(&a, PF_RDV_DIR_TO_ROOT, &g));
+    assert_false(pf_wire_mac_ok(&a, PF_WIRE_DIR_TO_ROOT, &g));
     /* a frame without a MAC is never ok */
-    size_t n = make_frame(b2, PF_RDV_JOIN, 0, 5, pl, (uint32_t)strlen(pl));
-    assert_int_equal(pf_rdv_frame_decode(&g, b2, n, 1024), (int)n);
-    assert_false(pf_rdv_mac_ok(&a, PF_RDV_DIR_TO_ROOT, &g));
+    size_t n = make_frame(b2, PF_WIRE_JOIN, 0, 5, pl, (uint32_t)strlen(pl));
+    assert_int_equal(pf_wire_frame_decode(&g, b2, n, 1024), (int)n);
+    assert_false(pf_wire_mac_ok(&a, PF_WIRE_DIR_TO_ROOT, &g));
 
     /* deterministic for the same inputs; random bytes are not all equal */
-    uint8_t m1[PF_RDV_MACLEN], m2[PF_RDV_MACLEN];
-    pf_rdv_mac(m1, &a, 0, buf, buf + PF_RDV_HDR, strlen(pl));
-    pf_rdv_mac(m2, &a, 0, buf, buf + PF_RDV_HDR, strlen(pl));
-    assert_memory_equal(m1, m2, PF_RDV_MACLEN);
+    uint8_t m1[PF_WIRE_MACLEN], m2[PF_WIRE_MACLEN];
+    pf_wire_mac(m1, &a, 0, buf, buf + PF_WIRE_HDR, strlen(pl));
+    pf_wire_mac(m2, &a, 0, buf, buf + PF_WIRE_HDR, strlen(pl));
+    assert_memory_equal(m1, m2, PF_WIRE_MACLEN);
     uint8_t r1[32], r2[32];
-    pf_rdv_random(r1, sizeof(r1));
-    pf_rdv_random(r2, sizeof(r2));
+    pf_wire_random(r1, sizeof(r1));
+    pf_wire_random(r2, sizeof(r2));
     assert_memory_not_equal(r1, r2, sizeof(r1));
 }
 
@@ -1223,22 +1223,22 @@ static void test_conn_round_trip(void **state)
 
     struct pf_buf b;
     pf_buf_init(&b, 1 << 20);
-    pf_rdv_put_str(&b, "pod", "trainer-1");
-    pf_rdv_put_int(&b, "rank", 1);
+    pf_wire_put_str(&b, "pod", "trainer-1");
+    pf_wire_put_int(&b, "rank", 1);
     /* several frames queued before any is read, one large enough to need many reads */
-    assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_JOIN, b.data, b.len, dl), 0);
-    assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_STEP, NULL, 0, dl), 0);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_JOIN, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, NULL, 0, dl), 0);
     struct pf_rdv_msg m;
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), 0);
-    assert_int_equal(m.type, PF_RDV_JOIN);
+    assert_int_equal(m.type, PF_WIRE_JOIN);
     char s[64];
-    assert_int_equal(pf_rdv_fields_str(s, sizeof(s), &m.f, "pod"), 0);
+    assert_int_equal(pf_wire_fields_str(s, sizeof(s), &m.f, "pod"), 0);
     assert_string_equal(s, "trainer-1");
     assert_false(m.had_mac);
     assert_false(m.mac_ok);
     pf_rdv_msg_free(&m);
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), 0);
-    assert_int_equal(m.type, PF_RDV_STEP);
+    assert_int_equal(m.type, PF_WIRE_STEP);
     assert_int_equal(m.len, 0);
     assert_int_equal(m.f.n, 0);
     pf_rdv_msg_free(&m);
@@ -1250,12 +1250,12 @@ static void test_conn_round_trip(void **state)
     for (size_t i = 0; i < big; i++)
         blob[i] = (uint8_t)(i * 31 + 7);
     /* a field over the buffer's limit is refused whole, never half written */
-    assert_int_equal(pf_rdv_put(&b, "blob", blob, big), PF_ETOOBIG);
+    assert_int_equal(pf_wire_put(&b, "blob", blob, big), PF_ETOOBIG);
     assert_int_equal(b.len, 0);
     pf_buf_free(&b);
     pf_buf_init(&b, 2 << 20);
-    assert_int_equal(pf_rdv_put(&b, "blob", blob, big), 0);
-    pf_rdv_conn_queue(&root, PF_RDV_ROSTER, b.data, b.len);
+    assert_int_equal(pf_wire_put(&b, "blob", blob, big), 0);
+    pf_rdv_conn_queue(&root, PF_WIRE_ROSTER, b.data, b.len);
     assert_true(pf_rdv_conn_pending(&root));
     int got = 0;
     for (int spins = 0; spins < 100000 && !got; spins++) {
@@ -1269,8 +1269,8 @@ static void test_conn_round_trip(void **state)
     }
     assert_int_equal(got, 1);
     assert_false(pf_rdv_conn_pending(&root));
-    assert_int_equal(m.type, PF_RDV_ROSTER);
-    const struct pf_rdv_field *fl = pf_rdv_fields_get(&m.f, "blob");
+    assert_int_equal(m.type, PF_WIRE_ROSTER);
+    const struct pf_wire_field *fl = pf_wire_fields_get(&m.f, "blob");
     assert_non_null(fl);
     assert_int_equal(fl->vlen, big);
     assert_memory_equal(fl->val, blob, big);
@@ -1298,22 +1298,22 @@ static void test_conn_mac_and_sequence(void **state)
     double dl = pf_now() + 10;
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    pf_rdv_put_str(&b, "k", "v");
+    pf_wire_put_str(&b, "k", "v");
     struct pf_rdv_msg m;
     for (int i = 0; i < 3; i++) {
-        assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_STEP, b.data, b.len, dl), 0);
+        assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
         assert_int_equal(pf_rdv_conn_recv(&root, &m, true, dl), 0);
         assert_true(m.had_mac);
         assert_true(m.mac_ok);
         pf_rdv_msg_free(&m);
-        assert_int_equal(pf_rdv_conn_send(&root, PF_RDV_RESULT, b.data, b.len, dl), 0);
+        assert_int_equal(pf_rdv_conn_send(&root, PF_WIRE_RESULT, b.data, b.len, dl), 0);
         assert_int_equal(pf_rdv_conn_recv(&joiner, &m, true, dl), 0);
         assert_true(m.mac_ok);
         pf_rdv_msg_free(&m);
     }
     /* a joiner with another token: the frame fails its HMAC and says so */
     joiner.auth.token = "other";
-    assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_STEP, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
     assert_int_equal(pf_rdv_conn_recv(&root, &m, true, dl), PF_EINVAL);
     assert_non_null(strstr(pf_err_msg(), "fails its HMAC"));
     pf_rdv_conn_close(&joiner);
@@ -1324,7 +1324,7 @@ static void test_conn_mac_and_sequence(void **state)
     pf_rdv_conn_init(&joiner, sv[0], "root", true);
     pf_rdv_conn_init(&root, sv[1], "joiner", false);
     auth_init(&root.auth, "tok", 1, 2);
-    assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_STEP, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
     assert_int_equal(pf_rdv_conn_recv(&root, &m, true, dl), PF_EINVAL);
     assert_non_null(strstr(pf_err_msg(), "carries no HMAC"));
     pf_rdv_conn_close(&joiner);
@@ -1334,11 +1334,11 @@ static void test_conn_mac_and_sequence(void **state)
     nonblock_pair(sv);
     pf_rdv_conn_init(&joiner, sv[0], "root", true);
     pf_rdv_conn_init(&root, sv[1], "joiner", false);
-    assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_STEP, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), 0);
     pf_rdv_msg_free(&m);
     joiner.seq_out = 0;
-    assert_int_equal(pf_rdv_conn_send(&joiner, PF_RDV_STEP, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), PF_EINVAL);
     assert_non_null(strstr(pf_err_msg(), "out of sequence"));
     pf_rdv_conn_close(&joiner);
@@ -1354,8 +1354,8 @@ static void test_conn_mac_and_sequence(void **state)
     pf_rdv_conn_close(&root);
     nonblock_pair(sv);
     pf_rdv_conn_init(&root, sv[1], "joiner", false);
-    uint8_t h[PF_RDV_HDR];
-    pf_rdv_frame_header(h, PF_RDV_JOIN, 0, 0, 0);
+    uint8_t h[PF_WIRE_HDR];
+    pf_wire_frame_header(h, PF_WIRE_JOIN, 0, 0, 0);
     h[4] = 2;
     assert_int_equal(write(sv[0], h, sizeof(h)), (ssize_t)sizeof(h));
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), PF_EINVAL);
@@ -1383,8 +1383,8 @@ static void test_conn_deadline_on_silent_peer(void **state)
     assert_non_null(strstr(pf_err_msg(), "no answer from silent"));
 
     /* half a frame, then silence */
-    uint8_t h[PF_RDV_HDR];
-    pf_rdv_frame_header(h, PF_RDV_JOIN, 0, 0, 100);
+    uint8_t h[PF_WIRE_HDR];
+    pf_wire_frame_header(h, PF_WIRE_JOIN, 0, 0, 100);
     assert_int_equal(write(sv[1], h, sizeof(h)), (ssize_t)sizeof(h));
     t0 = pf_now();
     assert_int_equal(pf_rdv_conn_recv(&c, &m, false, t0 + 0.3), PF_ETIMEOUT);
@@ -1394,7 +1394,7 @@ static void test_conn_deadline_on_silent_peer(void **state)
     size_t big = 8 << 20;
     uint8_t *blob = calloc(1, big);
     t0 = pf_now();
-    assert_int_equal(pf_rdv_conn_send(&c, PF_RDV_STEP, blob, big, t0 + 0.3), PF_ETIMEOUT);
+    assert_int_equal(pf_rdv_conn_send(&c, PF_WIRE_STEP, blob, big, t0 + 0.3), PF_ETIMEOUT);
     assert_true(pf_now() - t0 < 10);
     assert_non_null(strstr(pf_err_msg(), "silent is not reading"));
     free(blob);
