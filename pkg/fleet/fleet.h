@@ -21,7 +21,6 @@
 #include "../verdict/verdict.h"
 
 #define PF_FLEET_NAME 128
-#define PF_FLEET_LIST_MAX PF_RDV_LIST_MAX /* ranks named in one message before "and N more" */
 
 enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
 

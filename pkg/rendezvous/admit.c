@@ -55,8 +55,8 @@ void rdv_admit_report_claims(struct rdv_session *S)
     int k = 0;
     for (int r = 1; r < S->world; r++) {
         const struct rdv_member *m = &S->m[r];
-        if (m->state != M_EMPTY || !m->refused_claim[0]) continue;
-        if (k++ == LIST_MAX) break;
+        if (m->state != PF_RDV_MISSING || !m->refused_claim[0]) continue;
+        if (k++ == PF_WIRE_LIST_MAX) break;
         rdv_fleet_finding(S, "rendezvous", "stranger-refused", RDV_WARN,
                           "rank %d never joined; the last JOIN that claimed it was refused "
                           "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
@@ -135,7 +135,7 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
         return;
     }
     struct rdv_member *m = &S->m[r];
-    if (m->state == M_JOINED) {
+    if (m->state == PF_RDV_JOINED) {
         if (strcmp(m->pod, pod) == 0) {
             /* the same pod again: its initContainer restarted; the new connection wins */
             rdv_say(S,
@@ -154,7 +154,7 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
     }
     memset(m->why, 0, sizeof(m->why));
     pf_strlist_free(&m->env);
-    m->state = M_JOINED;
+    m->state = PF_RDV_JOINED;
     m->conn = (int)i;
     pf_strcpy(m->pod, sizeof(m->pod), pod);
     pf_wire_fields_str(m->node, sizeof(m->node), &msg->f, "node");
@@ -187,7 +187,7 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
     S->last_join = pf_now();
     int joined = 1;
     for (int k = 1; k < S->world; k++)
-        joined += S->m[k].state == M_JOINED;
+        joined += S->m[k].state == PF_RDV_JOINED;
     rdv_say(S, "rank %lld (%s) joined from %s (%d of %d)", r, pod[0] ? pod : "?", addr, joined,
             S->world);
 }

@@ -1,4 +1,4 @@
-/* The rendezvous' own declarations, shared by its files (stage.c, server.c, admit.c,
+/* The rendezvous' own declarations, shared by its files (session.c, outcome.c, conn.c, server.c, admit.c,
  * client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of the
  * module's interface (rendezvous.h). */
 #ifndef PF_RENDEZVOUS_INTERNAL_H
@@ -16,7 +16,6 @@
 #define UNAUTH_MAX 256
 #define UNAUTH_GRACE 0.5
 #define ACCEPT_REST 0.1
-#define LIST_MAX 12 /* ranks named in one message before "and N more" */
 
 /* ---- one connection (conn.c) ------------------------------------------------------- */
 
@@ -68,9 +67,7 @@ void pf_rdv_sockname(char *out, size_t n, int fd, bool peer);
 /* The IP address text alone. */
 void pf_rdv_sockaddr_ip(char *out, size_t n, int fd, bool peer);
 
-enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
 enum { RDV_WARN = 0, RDV_FAIL = 1 }; /* a finding's severity */
-enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
 
 /* One rank of the run, as the roster names it. */
 struct pf_rdv_peer {
@@ -97,7 +94,7 @@ int pf_rdv_roster_decode(struct pf_rdv_roster *out, const uint8_t *payload, size
 void pf_rdv_roster_free(struct pf_rdv_roster *ro);
 
 struct rdv_member {
-    int state;
+    int state; /* PF_RDV_MISSING .. PF_RDV_LOST */
     int conn; /* server connection index, -1 for none (and for rank 0 itself) */
     char pod[NAME_MAX_], node[NAME_MAX_], addr[64], data_ip[64];
     int data_port;
@@ -179,15 +176,6 @@ struct rdv_session {
     int nshifts, shifts[3], out_fd[3], in_fd[3];
 };
 
-/* ---- steps: gather at rank 0, answer to all */
-
-struct rdv_step_res {
-    bool go;
-    uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
-    size_t *lens;
-    int nb; /* entries of blobs and lens */
-};
-
 /* ---- outcome.c: the notes (see rendezvous.h) */
 bool rdv_note_take(struct rdv_session *S, struct pf_rdv_note *out);
 void rdv_notes_free(struct rdv_notes *q);
@@ -211,7 +199,13 @@ void rdv_note_culprit(struct rdv_session *S, int rank, const char *pod, const ch
 /* A progress line for a human. */
 void rdv_say(struct rdv_session *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- stage.c: naming ranks, findings, the guard */
+/* ---- session.c: the session's state. rdv_session_init zeroes it and sets what is not zero
+ * (no descriptors, t0); rdv_session_free frees and closes all it holds, whoever built it
+ * (pf_rdv_open and pf_rdv_close use them, and so do the tests and the fuzz targets). */
+void rdv_session_init(struct rdv_session *S);
+void rdv_session_free(struct rdv_session *S);
+
+/* ---- outcome.c: naming ranks, findings, the guard */
 double rdv_left_s(const struct rdv_session *S);
 /* The pod name of rank: as it joined, from the roster, or from the naming rule. */
 const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n);
@@ -225,7 +219,7 @@ void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *
  * every rank takes. */
 void rdv_fleet_finding(struct rdv_session *S, const char *check, const char *code, int sev,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Appends "5, 11, 12": at most PF_RDV_LIST_MAX, then "and K more". */
+/* Appends "5, 11, 12": at most PF_WIRE_LIST_MAX, then "and K more". */
 void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
 /* What is under way, for a verdict written on a signal or at the deadline. */
 void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
@@ -238,6 +232,8 @@ void rdv_member_lost(struct rdv_session *S, int rank, const char *why);
 void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char *msg);
 /* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. */
 void rdv_sc_drop(struct rdv_session *S, size_t i, const char *why);
+/* Rank 0's member table: world empty records (rdv_session_free frees it). */
+void rdv_members_init(struct rdv_session *S);
 /* The event loop of rank 0. Returns true when done(S) said so, false at the deadline. */
 bool rdv_serve(struct rdv_session *S, double deadline, bool (*done)(struct rdv_session *));
 /* Listens on the rendezvous port and sets up the member table with rank 0 in it. PF_ERR
@@ -280,16 +276,16 @@ int rdv_client_parse_roster(struct rdv_session *S, const struct pf_rdv_msg *msg)
 /* ---- step.c */
 /* Rank 0: a STEP from connection i. */
 void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg);
-/* One step (mode STEP_*): 0 when every rank goes on, PF_ERR when the run stops. res holds
+/* One step (mode PF_RDV_BARRIER ..): 0 when every rank goes on, PF_ERR when the run stops. res holds
  * the parts (ALLGATHER everywhere, GATHER at rank 0); free it with rdv_step_res_free. */
 int rdv_step(struct rdv_session *S, const char *kind, bool ok, const char *err, const void *blob,
-             size_t len, int mode, double timeout, struct rdv_step_res *res);
-void rdv_step_res_free(struct rdv_session *S, struct rdv_step_res *r);
+             size_t len, int mode, double timeout, struct pf_rdv_step_res *res);
+void rdv_step_res_free(struct rdv_session *S, struct pf_rdv_step_res *r);
 typedef void (*rdv_part_fn)(void *arg, int pos, struct pf_buf *out);
 /* pf_rdv_step_scatter (rendezvous.h) */
 int rdv_step_scatter(struct rdv_session *S, const char *kind, bool ok, const char *err,
                      const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
-                     rdv_part_fn part, void *arg, struct rdv_step_res *res);
+                     rdv_part_fn part, void *arg, struct pf_rdv_step_res *res);
 /* Rank 0: sends one frame to every joined rank, common bytes then part(arg, pos) (NULL:
  * none), encoding and queueing a window of ranks at a time so that at most about
  * RDV_FANOUT_BYTES wait in the output queues, and serves until all are written or the

@@ -158,3 +158,79 @@ void rdv_say(struct rdv_session *S, const char *fmt, ...)
     va_end(ap);
     S->su.progress(S->su.arg, line);
 }
+
+/* ---- naming ranks, findings, the guard: what every file of the meeting calls */
+
+double rdv_left_s(const struct rdv_session *S)
+{
+    return S->cutoff - pf_now();
+}
+
+const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n)
+{
+    if (S->m && rank >= 0 && rank < S->world && S->m[rank].pod[0]) return S->m[rank].pod;
+    for (int i = 0; i < S->n; i++)
+        if (S->rk[i] == rank && S->ro.peer[i].pod[0]) return S->ro.peer[i].pod;
+    pf_identity_pod_name(buf, n, &S->id, rank);
+    return buf;
+}
+
+const char *rdv_node_of(const struct rdv_session *S, int rank)
+{
+    if (S->m && rank >= 0 && rank < S->world && S->m[rank].node[0]) return S->m[rank].node;
+    for (int i = 0; i < S->n; i++)
+        if (S->rk[i] == rank) return S->ro.peer[i].node;
+    return "";
+}
+
+/* "rank 5 (trainer-5)" */
+void rdv_who(char *out, size_t n, const struct rdv_session *S, int rank)
+{
+    char b[NAME_MAX_];
+    const char *p = rdv_pod_of(S, rank, b, sizeof(b));
+    if (p && *p)
+        snprintf(out, n, "rank %d (%s)", rank, p);
+    else
+        snprintf(out, n, "rank %d", rank);
+}
+
+void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *code, int sev,
+                          const char *msg)
+{
+    (void)rdv_note_finding(S, check, code, sev, false, msg);
+}
+
+/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
+ * rank takes. */
+void rdv_fleet_finding(struct rdv_session *S, const char *check, const char *code, int sev,
+                       const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    (void)rdv_note_finding(S, check, code, sev, S->m != NULL, msg);
+}
+
+/* Appends "5, 11, 12": at most PF_WIRE_LIST_MAX, then "and K more". */
+void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i == PF_WIRE_LIST_MAX) {
+            pf_buf_addf(b, " and %zu more", n - i);
+            break;
+        }
+        pf_buf_addf(b, "%s%d", i ? ", " : "", ranks[i]);
+    }
+}
+
+void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
+{
+    char doing[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(doing, sizeof(doing), fmt, ap);
+    va_end(ap);
+    if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
+}

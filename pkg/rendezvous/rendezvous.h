@@ -34,9 +34,6 @@ struct pf_rdv;
 struct pf_rdv_msg;
 struct pf_identity;
 
-/* Ranks named in one message before "and N more". */
-#define PF_RDV_LIST_MAX 12
-
 /* What the caller hands the session: the config's values, the time it has, who this pod is,
  * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
 struct pf_rdv_setup {

@@ -111,14 +111,14 @@ void rdv_root_send_roster(struct rdv_session *S)
 {
     int n = 0;
     for (int r = 0; r < S->world; r++)
-        n += r == 0 || S->m[r].state == M_JOINED;
+        n += r == 0 || S->m[r].state == PF_RDV_JOINED;
     rdv_roster_alloc(S, n);
     S->ro.world = S->world;
     pf_wire_random(S->ro.run, sizeof(S->ro.run));
     int k = 0;
     for (int r = 0; r < S->world; r++) {
         struct rdv_member *m = &S->m[r];
-        if (!(r == 0 || m->state == M_JOINED)) continue;
+        if (!(r == 0 || m->state == PF_RDV_JOINED)) continue;
         struct pf_rdv_peer *p = &S->ro.peer[k];
         S->rk[k] = p->rank = r;
         pf_strcpy(p->ip, sizeof(p->ip), r == 0 ? "" : (m->data_ip[0] ? m->data_ip : m->addr));

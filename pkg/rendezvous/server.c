@@ -25,8 +25,8 @@ void rdv_sc_close(struct rdv_session *S, size_t i)
 void rdv_member_lost(struct rdv_session *S, int rank, const char *why)
 {
     struct rdv_member *m = &S->m[rank];
-    if (m->state != M_JOINED) return;
-    m->state = M_LOST;
+    if (m->state != PF_RDV_JOINED) return;
+    m->state = PF_RDV_LOST;
     pf_strcpy(m->why, sizeof(m->why), why);
     pf_wire_mark(&S->lost, rank, why);
     if (m->conn >= 0) rdv_sc_close(S, (size_t)m->conn);
@@ -97,7 +97,7 @@ static void sc_failed(struct rdv_session *S, size_t i, bool eof, const char *err
                 "rank %d (%s) left before the run started (%s); waiting for it "
                 "to come back",
                 r, S->m[r].pod, eof ? "connection closed" : err);
-        S->m[r].state = M_EMPTY;
+        S->m[r].state = PF_RDV_MISSING;
         rdv_sc_close(S, i);
         S->m[r].conn = -1;
         return;
@@ -297,7 +297,7 @@ static int waiting_list(const struct rdv_session *S, int *out)
 {
     int k = 0;
     for (int r = 1; r < S->world; r++)
-        if (S->m[r].state == M_EMPTY) out[k++] = r;
+        if (S->m[r].state == PF_RDV_MISSING) out[k++] = r;
     return k;
 }
 
@@ -334,7 +334,7 @@ bool rdv_join_done(struct rdv_session *S)
 static void root_member(struct rdv_session *S)
 {
     struct rdv_member *m0 = &S->m[0];
-    m0->state = M_JOINED;
+    m0->state = PF_RDV_JOINED;
     pf_strcpy(m0->pod, sizeof(m0->pod), S->pod);
     pf_strcpy(m0->node, sizeof(m0->node), S->node);
     m0->world_claimed = S->world;
@@ -362,6 +362,13 @@ static void root_member(struct rdv_session *S)
     if (left_out) rdv_env_left_out(S, 0, (long long)left_out);
 }
 
+void rdv_members_init(struct rdv_session *S)
+{
+    S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
+    for (int k = 0; k < S->world; k++)
+        S->m[k].conn = -1;
+}
+
 int rdv_root_listen(struct rdv_session *S)
 {
     int p = S->id.port;
@@ -373,9 +380,7 @@ int rdv_root_listen(struct rdv_session *S)
         rdv_skip(S, "collective.tcp", false, "rank 0 cannot listen");
         return PF_ERR;
     }
-    S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
-    for (int k = 0; k < S->world; k++)
-        S->m[k].conn = -1;
+    rdv_members_init(S);
     root_member(S);
     pf_wire_random(S->join_run, PF_WIRE_NONCE);
     S->last_waiting = -1;

@@ -22,86 +22,10 @@
 
 #include "../netif/netif.h"
 
-/* The session of rendezvous.h is the stage of internal.h. */
+/* The session of rendezvous.h is the struct rdv_session of internal.h. */
 struct pf_rdv {
     struct rdv_session st;
 };
-
-/* ---- small helpers */
-
-double rdv_left_s(const struct rdv_session *S)
-{
-    return S->cutoff - pf_now();
-}
-
-const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n)
-{
-    if (S->m && rank >= 0 && rank < S->world && S->m[rank].pod[0]) return S->m[rank].pod;
-    for (int i = 0; i < S->n; i++)
-        if (S->rk[i] == rank && S->ro.peer[i].pod[0]) return S->ro.peer[i].pod;
-    pf_identity_pod_name(buf, n, &S->id, rank);
-    return buf;
-}
-
-const char *rdv_node_of(const struct rdv_session *S, int rank)
-{
-    if (S->m && rank >= 0 && rank < S->world && S->m[rank].node[0]) return S->m[rank].node;
-    for (int i = 0; i < S->n; i++)
-        if (S->rk[i] == rank) return S->ro.peer[i].node;
-    return "";
-}
-
-/* "rank 5 (trainer-5)" */
-void rdv_who(char *out, size_t n, const struct rdv_session *S, int rank)
-{
-    char b[NAME_MAX_];
-    const char *p = rdv_pod_of(S, rank, b, sizeof(b));
-    if (p && *p)
-        snprintf(out, n, "rank %d (%s)", rank, p);
-    else
-        snprintf(out, n, "rank %d", rank);
-}
-
-void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *code, int sev,
-                          const char *msg)
-{
-    (void)rdv_note_finding(S, check, code, sev, false, msg);
-}
-
-/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
- * rank takes. */
-void rdv_fleet_finding(struct rdv_session *S, const char *check, const char *code, int sev,
-                       const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    (void)rdv_note_finding(S, check, code, sev, S->m != NULL, msg);
-}
-
-/* Appends "5, 11, 12": at most PF_RDV_LIST_MAX, then "and K more". */
-void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (i == PF_RDV_LIST_MAX) {
-            pf_buf_addf(b, " and %zu more", n - i);
-            break;
-        }
-        pf_buf_addf(b, "%s%d", i ? ", " : "", ranks[i]);
-    }
-}
-
-void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
-{
-    char doing[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(doing, sizeof(doing), fmt, ap);
-    va_end(ap);
-    if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
-}
 
 static void find_iface(struct rdv_session *S)
 {
@@ -121,7 +45,16 @@ static void find_iface(struct rdv_session *S)
     pf_netif_list_free(&l);
 }
 
-static void stage_free(struct rdv_session *S)
+void rdv_session_init(struct rdv_session *S)
+{
+    memset(S, 0, sizeof(*S));
+    S->lfd = S->data_lfd = -1;
+    for (int k = 0; k < 3; k++)
+        S->out_fd[k] = S->in_fd[k] = -1;
+    S->t0 = pf_now();
+}
+
+void rdv_session_free(struct rdv_session *S)
 {
     if (S->m) {
         for (int r = 0; r < S->world; r++) {
@@ -278,11 +211,8 @@ int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o, const str
     struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
     struct rdv_session *S = &R->st;
     *out = R;
+    rdv_session_init(S);
     S->su = *su;
-    S->lfd = S->data_lfd = -1;
-    for (int k = 0; k < 3; k++)
-        S->out_fd[k] = S->in_fd[k] = -1;
-    S->t0 = pf_now();
     if (sodium_init() < 0) {
         rdv_skip(S, "rendezvous", false, "libsodium failed to initialise");
         return PF_ERR;
@@ -297,7 +227,7 @@ int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o, const str
 void pf_rdv_close(struct pf_rdv *R)
 {
     if (!R) return;
-    stage_free(&R->st);
+    rdv_session_free(&R->st);
     free(R);
 }
 
@@ -444,10 +374,7 @@ int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *o
 int pf_rdv_step(struct pf_rdv *R, const char *kind, bool ok, const char *err, const void *blob,
                 size_t len, int mode, double timeout, struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r;
-    int x = rdv_step(&R->st, kind, ok, err, blob, len, mode, timeout, &r);
-    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
-    return x;
+    return rdv_step(&R->st, kind, ok, err, blob, len, mode, timeout, res);
 }
 
 int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char *err,
@@ -455,10 +382,7 @@ int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char 
                         void (*part)(void *arg, int pos, struct pf_buf *out), void *arg,
                         struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r;
-    int x = rdv_step_scatter(&R->st, kind, ok, err, blob, len, timeout, ready, part, arg, &r);
-    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
-    return x;
+    return rdv_step_scatter(&R->st, kind, ok, err, blob, len, timeout, ready, part, arg, res);
 }
 
 int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
@@ -486,8 +410,7 @@ bool pf_rdv_probe_hello(struct pf_rdv *R, int fd, int *pos, int *round, double d
 
 void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r = {res->go, res->blobs, res->lens, res->nb};
-    rdv_step_res_free(&R->st, &r);
+    rdv_step_res_free(&R->st, res);
     memset(res, 0, sizeof(*res));
 }
 

@@ -33,7 +33,7 @@ void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
     }
 }
 
-void rdv_step_res_free(struct rdv_session *S, struct rdv_step_res *r)
+void rdv_step_res_free(struct rdv_session *S, struct pf_rdv_step_res *r)
 {
     (void)S;
     if (r->blobs)
@@ -48,7 +48,7 @@ static bool step_done(struct rdv_session *S)
 {
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->step_got != S->step_no) return false;
+        if (m->state == PF_RDV_JOINED && m->step_got != S->step_no) return false;
     }
     return true;
 }
@@ -57,7 +57,7 @@ bool rdv_flushed(struct rdv_session *S)
 {
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->conn >= 0 && pf_rdv_conn_pending(&S->sc[m->conn].c))
+        if (m->state == PF_RDV_JOINED && m->conn >= 0 && pf_rdv_conn_pending(&S->sc[m->conn].c))
             return false;
     }
     return true;
@@ -80,7 +80,7 @@ static void step_record(struct rdv_session *S, const struct pf_wire_fields *f)
     }
 }
 
-/* The first PF_RDV_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
+/* The first PF_WIRE_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
  * them only to name who stopped the run when no summary comes, and a list of every rank in
  * every RESULT would be O(N) bytes to each of N ranks. */
 static void put_marks(struct pf_buf *b, const char *key, const char *count,
@@ -89,7 +89,7 @@ static void put_marks(struct pf_buf *b, const char *key, const char *count,
     struct pf_buf r;
     pf_buf_init(&r, 4096);
     pf_wire_put_int(b, count, (long long)l->n);
-    for (size_t i = 0; i < l->n && i < PF_RDV_LIST_MAX; i++) {
+    for (size_t i = 0; i < l->n && i < PF_WIRE_LIST_MAX; i++) {
         pf_buf_reset(&r);
         pf_wire_put_int(&r, "rank", l->v[i].rank);
         pf_wire_put_str(&r, "why", l->v[i].why);
@@ -116,7 +116,7 @@ struct rdv_fanout {
 static struct rdv_member *member_at(struct rdv_session *S, int pos)
 {
     struct rdv_member *m = &S->m[S->rk[pos]];
-    return m->state == M_JOINED && m->conn >= 0 ? m : NULL;
+    return m->state == PF_RDV_JOINED && m->conn >= 0 ? m : NULL;
 }
 
 static void fan_queue(struct rdv_session *S, struct rdv_fanout *F, int pos)
@@ -190,7 +190,7 @@ static void root_gather(struct rdv_session *S, const char *kind, double timeout)
     rdv_serve(S, deadline, step_done);
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->step_got != S->step_no) {
+        if (m->state == PF_RDV_JOINED && m->step_got != S->step_no) {
             char why[160];
             snprintf(why, sizeof(why),
                      "no answer within %.0f s during the %s step (frozen, or "
@@ -203,7 +203,7 @@ static void root_gather(struct rdv_session *S, const char *kind, double timeout)
 
 /* The parts, moved out of the member table (each is freed once, by its consumer). */
 static void root_take_parts(struct rdv_session *S, const void *blob, size_t len,
-                            struct rdv_step_res *res)
+                            struct pf_rdv_step_res *res)
 {
     res->nb = S->n;
     res->blobs = pf_xcalloc((size_t)S->n, sizeof(uint8_t *));
@@ -216,7 +216,7 @@ static void root_take_parts(struct rdv_session *S, const void *blob, size_t len,
                 memcpy(res->blobs[0], blob, len);
             }
             res->lens[0] = len;
-        } else if (m->state == M_JOINED) {
+        } else if (m->state == PF_RDV_JOINED) {
             res->blobs[i] = m->blob;
             res->lens[i] = m->bloblen;
         } else {
@@ -241,7 +241,7 @@ static void scatter_part(void *arg, int pos, struct pf_buf *out)
 
 static int root_step(struct rdv_session *S, const char *kind, bool ok, const char *err,
                      const void *blob, size_t len, int mode, double timeout,
-                     const struct scatter *sc, struct rdv_step_res *res)
+                     const struct scatter *sc, struct pf_rdv_step_res *res)
 {
     S->step_no++;
     root_gather(S, kind, timeout);
@@ -249,7 +249,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
     if (!ok) pf_wire_mark(&S->failed, 0, err && *err ? err : "failed");
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state != M_JOINED) {
+        if (m->state != PF_RDV_JOINED) {
             go = false;
             continue;
         }
@@ -258,7 +258,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
             pf_wire_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
         }
     }
-    if (mode != STEP_BARRIER || sc) root_take_parts(S, blob, len, res);
+    if (mode != PF_RDV_BARRIER || sc) root_take_parts(S, blob, len, res);
     if (sc && go && sc->ready) sc->ready(sc->arg, res->blobs, res->lens, res->nb);
     struct pf_buf b;
     pf_buf_init(&b, PF_WIRE_MAX_PAYLOAD);
@@ -267,7 +267,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
     pf_wire_put_int(&b, "go", go);
     put_marks(&b, "lost", "nlost", &S->lost);
     put_marks(&b, "failed", "nfailed", &S->failed);
-    if (mode == STEP_ALLGATHER && go)
+    if (mode == PF_RDV_ALLGATHER && go)
         for (int i = 0; i < S->n; i++)
             pf_wire_put(&b, "b", res->blobs[i], res->lens[i]);
     if (pf_buf_check(&b, "the RESULT message") < 0) {
@@ -284,7 +284,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
 
 /* The parts of an ALLGATHER (every "b" field in order), or a scatter's own part. */
 static void client_parts(struct rdv_session *S, const struct pf_wire_fields *f, int want,
-                         struct rdv_step_res *res)
+                         struct pf_rdv_step_res *res)
 {
     res->nb = want;
     res->blobs = pf_xcalloc((size_t)want, sizeof(uint8_t *));
@@ -305,7 +305,7 @@ static void client_parts(struct rdv_session *S, const struct pf_wire_fields *f, 
 
 static int client_step(struct rdv_session *S, const char *kind, bool ok, const char *err,
                        const void *blob, size_t len, int mode, double timeout, bool scatter,
-                       struct rdv_step_res *res)
+                       struct pf_rdv_step_res *res)
 {
     S->step_no++;
     struct pf_buf b;
@@ -339,7 +339,7 @@ static int client_step(struct rdv_session *S, const char *kind, bool ok, const c
     pf_wire_fields_int(&go, &msg.f, "go");
     step_record(S, &msg.f);
     res->go = go == 1;
-    if (res->go && (mode == STEP_ALLGATHER || scatter))
+    if (res->go && (mode == PF_RDV_ALLGATHER || scatter))
         client_parts(S, &msg.f, scatter ? 1 : S->n, res);
     pf_rdv_msg_free(&msg);
     if (!res->go) S->stopped = true;
@@ -347,7 +347,7 @@ static int client_step(struct rdv_session *S, const char *kind, bool ok, const c
 }
 
 int rdv_step(struct rdv_session *S, const char *kind, bool ok, const char *err, const void *blob,
-             size_t len, int mode, double timeout, struct rdv_step_res *res)
+             size_t len, int mode, double timeout, struct pf_rdv_step_res *res)
 {
     memset(res, 0, sizeof(*res));
     if (S->stopped && strcmp(kind, "report") != 0) return PF_ERR;
@@ -358,11 +358,11 @@ int rdv_step(struct rdv_session *S, const char *kind, bool ok, const char *err, 
 
 int rdv_step_scatter(struct rdv_session *S, const char *kind, bool ok, const char *err,
                      const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
-                     rdv_part_fn part, void *arg, struct rdv_step_res *res)
+                     rdv_part_fn part, void *arg, struct pf_rdv_step_res *res)
 {
     memset(res, 0, sizeof(*res));
     if (S->stopped || S->root_lost) return PF_ERR;
     struct scatter sc = {ready, part, arg};
-    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, STEP_GATHER, timeout, &sc, res);
-    return client_step(S, kind, ok, err, blob, len, STEP_GATHER, timeout, true, res);
+    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, &sc, res);
+    return client_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, true, res);
 }

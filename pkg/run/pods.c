@@ -247,18 +247,18 @@ static void fabric_agree(struct pf_run *R, struct pf_fleet *F)
             continue;
         ranks[n++].rank = r;
     }
-    struct pf_fabric_mismatch mm[PF_FLEET_LIST_MAX];
-    size_t k = pf_fabric_compare(mm, PF_FLEET_LIST_MAX, ranks, n);
+    struct pf_fabric_mismatch mm[PF_WIRE_LIST_MAX];
+    size_t k = pf_fabric_compare(mm, PF_WIRE_LIST_MAX, ranks, n);
     if (k) {
         struct pf_buf b;
         pf_buf_init(&b, 1 << 16);
-        for (size_t i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
+        for (size_t i = 0; i < k && i < PF_WIRE_LIST_MAX; i++) {
             char w[160];
             pf_fleet_who(w, sizeof(w), F, mm[i].rank);
             pf_buf_addf(&b, "%s%s: %s", i ? "; " : "", w, mm[i].message);
             pf_fleet_blame(F, mm[i].rank, "not in the job's NVLink domain: %s", mm[i].message);
         }
-        if (k > PF_FLEET_LIST_MAX) pf_buf_addf(&b, "; and %zu more", k - PF_FLEET_LIST_MAX);
+        if (k > PF_WIRE_LIST_MAX) pf_buf_addf(&b, "; and %zu more", k - PF_WIRE_LIST_MAX);
         pf_fleet_finding(&F->out, "gpu.fabric", "clique-mismatch", PF_FAIL, NULL,
                          "%zu of %zu ranks expecting multi-node NVLink are outside the NVLink "
                          "domain of the others: %s",

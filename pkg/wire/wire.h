@@ -105,6 +105,9 @@ bool pf_wire_mac_ok(const struct pf_wire_auth *a, int dir, const struct pf_wire_
 /* Random bytes from the kernel. */
 void pf_wire_random(void *out, size_t n);
 
+/* Ranks one message names before "and N more" (the meeting's and the fleet's alike). */
+#define PF_WIRE_LIST_MAX 12
+
 /* ---- marks ------------------------------------------------------------------------- */
 
 /* A rank lost, or a rank that reported a failure, with why (pkg/fleet judges them). */

@@ -36,17 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (pf_wire_fields_decode(&msg.f, data + 2, size - 2) < 0) return 0;
 
     struct rdv_session st, *S = &st;
-    memset(S, 0, sizeof(*S));
+    rdv_session_init(S);
     S->auth = data[1] & 1;
     S->token = S->auth ? "fuzz-token" : NULL;
     S->world = WORLD;
     S->n = (data[1] & 2) ? 2 : 0;
     pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
-    S->m = calloc(WORLD, sizeof(*S->m));
-    if (!S->m) abort();
-    for (int r = 0; r < WORLD; r++)
-        S->m[r].conn = -1;
-    S->m[0].state = M_JOINED;
+    rdv_members_init(S);
+    S->m[0].state = PF_RDV_JOINED;
     S->nsc = 2;
     S->sc = calloc(S->nsc, sizeof(*S->sc));
     if (!S->sc) abort();
@@ -61,20 +58,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t nf = fleet_findings(S);
         rdv_admit(S, i, &msg);
         int r = S->sc[i].rank;
-        if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != M_JOINED)) abort();
+        if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != PF_RDV_JOINED)) abort();
         if (unverified) {
             if (r >= 0 || fleet_findings(S) != nf) abort();
             for (int k = 0; k < WORLD; k++)
                 if (S->m[k].state != before[k]) abort();
         }
     }
-    for (size_t i = 0; i < S->nsc; i++)
-        if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
-    for (int r = 0; r < WORLD; r++)
-        pf_strlist_free(&S->m[r].env);
-    free(S->sc);
-    free(S->m);
-    rdv_notes_free(&S->notes);
+    rdv_session_free(S);
     pf_wire_fields_free(&msg.f);
     return 0;
 }

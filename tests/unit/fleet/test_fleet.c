@@ -184,7 +184,7 @@ static void test_lost_without_failures(void **state)
 }
 
 /* Hundreds lost (a thousand pods whose collective broke): a finding and a culprit for each of
- * the first PF_FLEET_LIST_MAX, one finding for the rest, every message of bounded size. */
+ * the first PF_WIRE_LIST_MAX, one finding for the rest, every message of bounded size. */
 static void test_many_lost(void **state)
 {
     (void)state;
@@ -206,8 +206,8 @@ static void test_many_lost(void **state)
         total += strlen(f.out.findings[i].message);
         assert_true(strlen(f.out.findings[i].message) < 1400);
     }
-    assert_int_equal(nlost, PF_FLEET_LIST_MAX + 1);
-    assert_int_equal(f.out.nculprits, PF_FLEET_LIST_MAX);
+    assert_int_equal(nlost, PF_WIRE_LIST_MAX + 1);
+    assert_int_equal(f.out.nculprits, PF_WIRE_LIST_MAX);
     const struct pf_fleet_finding *x = NULL;
     for (size_t i = 0; i < f.out.nfindings; i++)
         if (strstr(f.out.findings[i].message, "more ranks were lost")) x = &f.out.findings[i];

@@ -73,15 +73,13 @@ static void rig_open(struct rig *g, bool auth, size_t nconn)
 {
     memset(g, 0, sizeof(*g));
     struct rdv_session *S = &g->S;
+    rdv_session_init(S);
     S->auth = auth;
     S->token = auth ? "t0ken" : NULL;
     S->world = WORLD;
     pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
-    S->m = calloc(WORLD, sizeof(*S->m));
-    assert_non_null(S->m);
-    for (int r = 0; r < WORLD; r++)
-        S->m[r].conn = -1;
-    S->m[0].state = M_JOINED;
+    rdv_members_init(S);
+    S->m[0].state = PF_RDV_JOINED;
     S->nsc = nconn;
     S->sc = calloc(nconn, sizeof(*S->sc));
     assert_non_null(S->sc);
@@ -94,14 +92,7 @@ static void rig_open(struct rig *g, bool auth, size_t nconn)
 
 static void rig_close(struct rig *g)
 {
-    struct rdv_session *S = &g->S;
-    for (size_t i = 0; i < S->nsc; i++)
-        if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
-    for (int r = 0; r < WORLD; r++)
-        pf_strlist_free(&S->m[r].env);
-    free(S->sc);
-    free(S->m);
-    rdv_notes_free(&S->notes);
+    rdv_session_free(&g->S);
 }
 
 /* connection i sends a JOIN claiming rank of world, from pod; mac: 0 none, 1 good, 2 bad,
@@ -143,7 +134,7 @@ static void test_admitted(void **state)
     rig_open(&g, false, 1);
     join(&g, 0, 2, WORLD, "trainer-2", 0);
     assert_int_equal(g.S.sc[0].rank, 2);
-    assert_int_equal(g.S.m[2].state, M_JOINED);
+    assert_int_equal(g.S.m[2].state, PF_RDV_JOINED);
     assert_int_equal(g.S.m[2].conn, 0);
     assert_string_equal(g.S.m[2].pod, "trainer-2");
     assert_string_equal(g.S.m[2].node, "node-x");
@@ -171,7 +162,7 @@ static void test_unverified(void **state)
         rig_open(&g, cases[k].auth, 1);
         join(&g, 0, 2, WORLD, "trainer-2", cases[k].mac);
         size_t nf = nfindings(&g, false);
-        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 || g.S.m[2].state != M_EMPTY ||
+        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 || g.S.m[2].state != PF_RDV_MISSING ||
             g.S.refused != 1 || !g.S.m[2].refused_claim[0])
             fail_msg("%s: rank %d closing %d, %zu findings, slot %d, refused %d", cases[k].name,
                      g.S.sc[0].rank, g.S.sc[0].closing, nf, g.S.m[2].state, g.S.refused);
@@ -195,12 +186,12 @@ static void test_stranger_before_and_after(void **state)
     join(&g, 0, 2, WORLD, "trainer-2", 2);
     join(&g, 1, 2, WORLD, "trainer-2", 1);
     assert_int_equal(g.S.sc[1].rank, 2);
-    assert_int_equal(g.S.m[2].state, M_JOINED);
+    assert_int_equal(g.S.m[2].state, PF_RDV_JOINED);
     join(&g, 2, 2, WORLD, "impostor", 2);
     assert_true(g.S.sc[2].closing);
     assert_int_equal(g.S.m[2].conn, 1);
     assert_string_equal(g.S.m[2].pod, "trainer-2");
-    g.S.m[1].state = g.S.m[3].state = M_JOINED;
+    g.S.m[1].state = g.S.m[3].state = PF_RDV_JOINED;
     rdv_admit_report_claims(&g.S);
     assert_false(has_code(&g, "stranger-refused"));
     assert_int_equal(nfindings(&g, true), 0);
@@ -241,7 +232,7 @@ static void test_no_run(void **state)
     rig_open(&g, true, 1);
     join(&g, 0, 1, WORLD, "trainer-1", 3);
     assert_true(g.S.sc[0].closing);
-    assert_int_equal(g.S.m[1].state, M_EMPTY);
+    assert_int_equal(g.S.m[1].state, PF_RDV_MISSING);
     assert_true(has_code(&g, "version-mismatch"));
     rig_close(&g);
 }
@@ -268,7 +259,7 @@ static void test_refused(void **state)
             fail_msg("%s: rank %d closing %d, finding %s expected", cases[k].name, g.S.sc[0].rank,
                      g.S.sc[0].closing, cases[k].code);
         for (int r = 1; r < WORLD; r++)
-            assert_int_not_equal(g.S.m[r].state, M_JOINED);
+            assert_int_not_equal(g.S.m[r].state, PF_RDV_JOINED);
         rig_close(&g);
     }
 }
@@ -293,7 +284,7 @@ static void test_rejoin_duplicate_late(void **state)
     g.S.n = 2; /* the roster went out */
     join(&g, 3, 3, WORLD, "trainer-3", 1);
     assert_true(g.S.sc[3].closing);
-    assert_int_equal(g.S.m[3].state, M_EMPTY);
+    assert_int_equal(g.S.m[3].state, PF_RDV_MISSING);
     rig_close(&g);
 }
 

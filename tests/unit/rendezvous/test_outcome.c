@@ -332,7 +332,7 @@ static void test_join_env_left_out(void **state)
     assert_non_null(S.m);
     for (int r = 0; r < 4; r++)
         S.m[r].conn = -1;
-    S.m[0].state = M_JOINED;
+    S.m[0].state = PF_RDV_JOINED;
     S.nsc = 1;
     S.sc = calloc(1, sizeof(*S.sc));
     assert_non_null(S.sc);
@@ -340,7 +340,7 @@ static void test_join_env_left_out(void **state)
     S.sc[0].used = true;
     S.sc[0].rank = -1;
     rdv_admit(&S, 0, &msg);
-    assert_int_equal(S.m[3].state, M_JOINED);
+    assert_int_equal(S.m[3].state, PF_RDV_JOINED);
     assert_int_equal(S.m[3].env.n, k);
     struct got g;
     memset(&g, 0, sizeof(g));
