@@ -1,11 +1,11 @@
-/* Fuzz target: the rendezvous wire format (bytes from any peer that reaches the port): the
+/* Fuzz target: the wire format (bytes from any peer that reaches the port): the
  * frame decoder, then the fields of the payload and their getters, and the MAC check. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../pkg/rendezvous/rendezvous.h"
+#include "../../pkg/rendezvous/internal.h" /* PF_RDV_MAX_JOIN; wire.h */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../../pkg/fleet/internal.h"
-#include "../../../pkg/rendezvous/rendezvous.h"
+#include "../../../pkg/wire/wire.h"
 
 /* A SUMMARY as rank 0 writes it, with one of its number fields replaced by text. */
 static void summary_with(struct pf_buf *b, const char *key, const char *text)

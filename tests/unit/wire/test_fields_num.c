@@ -1,4 +1,4 @@
-/* rendezvous: the one decoder of decimal numbers a peer sends (pf_wire_fields_num): the whole
+/* wire: the one decoder of decimal numbers a peer sends (pf_wire_fields_num): the whole
  * field, finite, nothing around it; every refusal names the field. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../../pkg/rendezvous/rendezvous.h"
+#include "../../../pkg/wire/wire.h"
 
 static const struct {
     const char *text;
