@@ -279,6 +279,7 @@ void pf_fleet_agree(struct pf_fleet *f, double waited_s)
     disagree(f, known, nk, &nccl, out);
     free(known);
     env_mismatch(f, in, n);
+    pf_fleet_fabric_agree(f);
     free(in);
     free(out);
 }

@@ -40,6 +40,7 @@ struct pf_fleet_rank {
     long long world_claimed;
     char version[48], digest[96], nccl_version[64];
     struct pf_strlist env; /* "NAME=VALUE" of its NCCL_* variables (secrets hashed) */
+    char fabric[64];       /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
     /* its TCP all-reduce */
     bool ar_done;
     double ar_seconds;
@@ -110,6 +111,30 @@ void pf_fleet_blame(struct pf_fleet *f, int rank, const char *fmt, ...)
 
 /* ---- agree.c: after the join phase (check `rendezvous`) */
 
+/* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
+ * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
+ * its evidence (`fabric.clique`: "<clusterUuid>/<cliqueId>"). The ranks of one multi-node
+ * NVLink job must all share one; pf_fleet_fabric_compare writes one mismatch for every rank that
+ * differs from the identity most ranks have (ties: the lowest rank's) and returns how many
+ * differ (it writes at most max). */
+struct pf_fleet_fabric {
+    int rank;
+    char cluster_uuid[40]; /* "" when the rank has no fabric */
+    unsigned clique;
+};
+struct pf_fleet_fabric_mismatch {
+    int rank;
+    char message[200];
+};
+size_t pf_fleet_fabric_compare(struct pf_fleet_fabric_mismatch *out, size_t max,
+                               const struct pf_fleet_fabric *ranks, size_t n);
+/* Reads "<clusterUuid>/<cliqueId>" (gpu.fabric's evidence) into r; -1 when malformed. */
+int pf_fleet_fabric_parse(struct pf_fleet_fabric *r, const char *text);
+/* clique-mismatch (check gpu.fabric): the joined ranks whose JOIN carried a fabric identity
+ * (gpu.fabric ran: multi-node NVLink expected) must all share one cluster UUID and clique id,
+ * as NCCL's MNNVL set-up needs (docs/checks/10-gpu.md); each rank outside is a culprit. */
+void pf_fleet_fabric_agree(struct pf_fleet *f);
+
 /* Minority by value: groups ranks[0..n) by val, names the ranks outside the biggest group
  * (rank 0's group wins a tie) in out, the biggest group's value in major. Returns how many
  * are outside. */
@@ -117,7 +142,8 @@ typedef const char *(*pf_fleet_value_fn)(const struct pf_fleet *f, int rank, cha
 int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
                       int *out, char *major, size_t nmajor);
 /* missing-ranks, refused ranks, world-size-, version-, config-, nccl-version- and
- * env-mismatch. waited_s: how long rank 0 waited for the others. */
+ * env-mismatch, and gpu.fabric's clique-mismatch among the joined ranks that report a fabric
+ * (pf_fleet_fabric_agree). waited_s: how long rank 0 waited for the others. */
 void pf_fleet_agree(struct pf_fleet *f, double waited_s);
 
 /* ---- judge.c: after the collectives (check `collective.tcp`) and the final gather */

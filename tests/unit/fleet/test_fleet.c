@@ -82,6 +82,27 @@ static void b_refused(struct pf_fleet *f)
     f->r[1].state = PF_FLEET_REFUSED;
     strcpy(f->r[1].why, "refused at the rendezvous: its PREFLIGHT_TOKEN does not match");
 }
+/* gpu.fabric's claims: every rank in cluster U clique 7 but rank 2 (clique 9); ranks that
+ * report none (no multi-node NVLink expected) and ranks not joined are left out */
+#define FAB_U "8e3a5b1c-2d4f-4a6b-9c8d-7e6f5a4b3c2d"
+static void b_fabric(struct pf_fleet *f)
+{
+    for (int r = 0; r < 4; r++)
+        strcpy(f->r[r].fabric, r == 2 ? FAB_U "/9" : FAB_U "/7");
+}
+static void b_fabric_some(struct pf_fleet *f)
+{
+    strcpy(f->r[0].fabric, FAB_U "/7");
+    strcpy(f->r[1].fabric, FAB_U "/7");
+    strcpy(f->r[3].fabric, "not/a-clique"); /* malformed: left out */
+}
+static void b_fabric_refused(struct pf_fleet *f)
+{
+    b_fabric(f);
+    b_refused(f);
+    f->r[1].state = PF_FLEET_JOINED;
+    f->r[2].state = PF_FLEET_REFUSED; /* the odd one was refused: nothing to compare */
+}
 
 static void test_agree_table(void **state)
 {
@@ -99,6 +120,12 @@ static void test_agree_table(void **state)
         {"env", b_env, "env-mismatch",
          "NCCL_IB_HCA: rank 2 (trainer-2) =mlx5_1 (the others: mlx5_0)", -1},
         {"refused", b_refused, NULL, NULL, 1},
+        {"fabric", b_fabric, "clique-mismatch",
+         "1 of 4 ranks expecting multi-node NVLink are outside the NVLink domain of the others: "
+         "rank 2 (trainer-2): rank 2 is in clique 9 of cluster " FAB_U ", 3 of 4 ranks in clique 7",
+         2},
+        {"fabric-some", b_fabric_some, NULL, NULL, -1},
+        {"fabric-refused", b_fabric_refused, NULL, NULL, 2},
     };
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
         const struct agree_case *c = &cases[i];
