@@ -24,8 +24,10 @@ struct pf_check_def {
     const char *id;
     pf_check_fn fn; /* the local checks' function, pf_check_<id with '_' for '.'>; else NULL */
     unsigned modes;
-    const char *what;   /* one line: what it looks at */
-    const char *source; /* the file of its code, from the repository's root */
+    const char *what; /* one line: what it looks at */
+    /* the file of its code, from the repository's root; a stage check: the files that decide
+     * its findings, separated by spaces (a stage's `timeout` is the guard's, for every stage) */
+    const char *source;
     const char *doc;    /* its docs fragment (docs/checks/NN-*.md), which has "## `<id>`" */
     const char *test;   /* the test that exercises it most directly */
     const char *stages; /* PF_MODE_STAGE: the ids of the pkg/run stages that feed it */

@@ -27,7 +27,7 @@ static bool same(const struct pf_fleet_fabric *a, const struct pf_fleet_fabric *
 }
 
 size_t pf_fleet_fabric_compare(struct pf_fleet_fabric_mismatch *out, size_t max,
-                         const struct pf_fleet_fabric *ranks, size_t n)
+                               const struct pf_fleet_fabric *ranks, size_t n)
 {
     if (n == 0) return 0;
     /* the identity most ranks share; on a tie, the one of the lowest rank */

@@ -84,7 +84,8 @@ int pf_fleet_rails_decode(struct pf_fleet_rails *out, const uint8_t *p, size_t l
 {
     memset(out, 0, sizeof(*out));
     struct pf_wire_fields f;
-    if (!p || pf_wire_fields_decode(&f, p, len) < 0) return pf_err_set(PF_EINVAL, "malformed rails");
+    if (!p || pf_wire_fields_decode(&f, p, len) < 0)
+        return pf_err_set(PF_EINVAL, "malformed rails");
     long long port = 0;
     if (!get_int(&port, &f, "port", 0, 65535)) {
         pf_wire_fields_free(&f);

@@ -117,12 +117,13 @@ int pf_identity_split_hostport(char *host, size_t n, int *port, const char *text
  * (a rule returns 1), or finds the pod's inputs contradictory (< 0). */
 static const struct {
     const char *name;
-    int (*fn)(struct pf_identity_guess *g, const struct pf_env *env, const struct pf_identity_podinfo *pi);
+    int (*fn)(struct pf_identity_guess *g, const struct pf_env *env,
+              const struct pf_identity_podinfo *pi);
 } rules[] = {
     {"lws", pf_identity_rule_lws},
     {"volcano", pf_identity_rule_volcano},
     {"kubeflow", pf_identity_rule_kubeflow}, /* PyTorchJob, MPIJob */
-    {"pet", pf_identity_rule_torchrun},           /* TrainJob with envInjection, torchrun's PET_* */
+    {"pet", pf_identity_rule_torchrun},      /* TrainJob with envInjection, torchrun's PET_* */
     {"jobset", pf_identity_rule_jobset},     /* JobSet, TrainJob without PET_* */
     {"indexed-job", pf_identity_rule_indexed_job},
     {"ordinal", pf_identity_rule_ordinal}, /* RANK, StatefulSet, a hostname's ordinal */
@@ -172,7 +173,7 @@ static int apply_overrides(struct pf_identity_guess *g, const struct pf_identity
         return pf_err_set(PF_EUSAGE, "%s: %s", id->coord_from, why);
     }
     pf_identity_from(id, "%s=%s", o && o->coordinator[0] ? "PREFLIGHT_COORDINATOR" : "MASTER_ADDR",
-                coord);
+                     coord);
     /* MASTER_PORT is torch's port, not ours: a port only comes from our own flag */
     if (o && o->coordinator[0]) id->port = port;
     g->coord_missing[0] = '\0';
@@ -196,11 +197,12 @@ static void derive_coordinator(struct pf_identity_guess *g)
         pf_strcpy(id->coordinator, sizeof(id->coordinator), name0);
     pf_strcpy(id->coord_from, sizeof(id->coord_from),
               id->naming == PF_IDENTITY_NAMING_PYTORCH ? "PyTorchJob master name"
-                                                  : "hostname and subdomain");
+                                                       : "hostname and subdomain");
 }
 
 int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opts *o,
-                        const struct pf_env *env, const struct pf_identity_podinfo *pi, int default_port)
+                           const struct pf_env *env, const struct pf_identity_podinfo *pi,
+                           int default_port)
 {
     memset(out, 0, sizeof(*out));
     out->rank = -1;
@@ -256,16 +258,18 @@ int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opt
     return 0;
 }
 
-int pf_identity_derive(struct pf_identity *out, const struct pf_identity_opts *o, const struct pf_env *env,
-                    const char *hostname, const char *fqdn, enum pf_identity_pytorch_hint hint,
-                    int default_port)
+int pf_identity_derive(struct pf_identity *out, const struct pf_identity_opts *o,
+                       const struct pf_env *env, const char *hostname, const char *fqdn,
+                       enum pf_identity_pytorch_hint hint, int default_port)
 {
     /* the hint stands for a labels file: with Kubeflow's labels, or without */
     struct pf_k8s_kv kv = {.key = (char *)"training.kubeflow.org/operator-name",
                            .value = (char *)"pytorchjob-controller"};
-    struct pf_k8s_map labels = {hint == PF_IDENTITY_PT_YES ? &kv : NULL, hint == PF_IDENTITY_PT_YES};
-    struct pf_identity_podinfo pi = {
-        .hostname = hostname, .fqdn = fqdn, .labels = hint == PF_IDENTITY_PT_UNKNOWN ? NULL : &labels};
+    struct pf_k8s_map labels = {hint == PF_IDENTITY_PT_YES ? &kv : NULL,
+                                hint == PF_IDENTITY_PT_YES};
+    struct pf_identity_podinfo pi = {.hostname = hostname,
+                                     .fqdn = fqdn,
+                                     .labels = hint == PF_IDENTITY_PT_UNKNOWN ? NULL : &labels};
     return pf_identity_derive_pod(out, o, env, &pi, default_port);
 }
 

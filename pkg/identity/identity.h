@@ -28,8 +28,8 @@ enum pf_identity_naming {
     PF_IDENTITY_NAMING_ORDINAL,  /* <prefix>-<rank> (StatefulSet, Indexed Job, JobSet) */
     PF_IDENTITY_NAMING_PYTORCH,  /* <job>-master-0 is rank 0, <job>-worker-N is rank N+1 */
     PF_IDENTITY_NAMING_JOBSET,   /* <prefix>-<rank / per_job>-<rank % per_job> (JobSet, TrainJob) */
-    PF_IDENTITY_NAMING_MPI,      /* <job>-worker-<rank - shift>; rank 0 <job>-launcher when shift 1 */
-    PF_IDENTITY_NAMING_LWS,      /* rank 0 <prefix> (the leader), rank N <prefix>-N */
+    PF_IDENTITY_NAMING_MPI, /* <job>-worker-<rank - shift>; rank 0 <job>-launcher when shift 1 */
+    PF_IDENTITY_NAMING_LWS, /* rank 0 <prefix> (the leader), rank N <prefix>-N */
 };
 
 /* Whether the pod carries Kubeflow's training labels (from the podinfo labels file). */
@@ -71,16 +71,16 @@ struct pf_identity_podinfo {
  * hostname: gethostname(); fqdn: the canonical name of the host ("" or NULL when unknown);
  * default_port: the config's rendezvous port. PF_EUSAGE with a message naming the variable
  * when something is missing or malformed. A pure function: tested with tables. */
-int pf_identity_derive(struct pf_identity *out, const struct pf_identity_opts *o, const struct pf_env *env,
-                    const char *hostname, const char *fqdn, enum pf_identity_pytorch_hint hint,
-                    int default_port);
+int pf_identity_derive(struct pf_identity *out, const struct pf_identity_opts *o,
+                       const struct pf_env *env, const char *hostname, const char *fqdn,
+                       enum pf_identity_pytorch_hint hint, int default_port);
 
 /* Derives rank, world size and rank 0's address for every launcher preflight knows
  * (docs/launchers.md): options first, then the launcher's own variables, labels and names.
  * Fills rule, explain and from. PF_EUSAGE naming the missing piece and how to give it. Pure. */
 int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opts *o,
-                        const struct pf_env *env, const struct pf_identity_podinfo *pi,
-                        int default_port);
+                           const struct pf_env *env, const struct pf_identity_podinfo *pi,
+                           int default_port);
 
 /* The pod name rank would have under id's naming ("trainer-5"); "" when unknown. */
 void pf_identity_pod_name(char *out, size_t n, const struct pf_identity *id, int rank);

@@ -19,19 +19,19 @@ struct pf_identity_guess {
 /* Each rule returns 1 when it recognises the pod (and fills what it knows), 0 when not,
  * PF_EUSAGE when the pod's inputs are malformed. */
 int pf_identity_rule_lws(struct pf_identity_guess *g, const struct pf_env *env,
-                    const struct pf_identity_podinfo *pi);
-int pf_identity_rule_volcano(struct pf_identity_guess *g, const struct pf_env *env,
-                        const struct pf_identity_podinfo *pi);
-int pf_identity_rule_kubeflow(struct pf_identity_guess *g, const struct pf_env *env,
                          const struct pf_identity_podinfo *pi);
+int pf_identity_rule_volcano(struct pf_identity_guess *g, const struct pf_env *env,
+                             const struct pf_identity_podinfo *pi);
+int pf_identity_rule_kubeflow(struct pf_identity_guess *g, const struct pf_env *env,
+                              const struct pf_identity_podinfo *pi);
 int pf_identity_rule_torchrun(struct pf_identity_guess *g, const struct pf_env *env,
-                    const struct pf_identity_podinfo *pi);
+                              const struct pf_identity_podinfo *pi);
 int pf_identity_rule_jobset(struct pf_identity_guess *g, const struct pf_env *env,
-                       const struct pf_identity_podinfo *pi);
-int pf_identity_rule_indexed_job(struct pf_identity_guess *g, const struct pf_env *env,
                             const struct pf_identity_podinfo *pi);
+int pf_identity_rule_indexed_job(struct pf_identity_guess *g, const struct pf_env *env,
+                                 const struct pf_identity_podinfo *pi);
 int pf_identity_rule_ordinal(struct pf_identity_guess *g, const struct pf_env *env,
-                        const struct pf_identity_podinfo *pi);
+                             const struct pf_identity_podinfo *pi);
 
 /* A non-negative decimal integer up to 2^20, nothing else. */
 int pf_identity_parse_count(const char *s, long *out);

@@ -67,7 +67,8 @@ static int set_world(struct pf_identity_guess *g, const char *what, const char *
 static void set_coord(struct pf_identity_guess *g, const char *what, const char *addr)
 {
     int port = g->id->port; /* a launcher's port is the training's, not ours */
-    if (pf_identity_split_hostport(g->id->coordinator, sizeof(g->id->coordinator), &port, addr) < 0) {
+    if (pf_identity_split_hostport(g->id->coordinator, sizeof(g->id->coordinator), &port, addr) <
+        0) {
         g->id->coordinator[0] = '\0';
         return;
     }
@@ -95,7 +96,8 @@ static void first_label(char *out, size_t n, const char *name)
 static bool ordinal_naming(struct pf_identity_guess *g, long *ord)
 {
     long o;
-    if (!pf_identity_trailing_ordinal(g->host, g->id->prefix, sizeof(g->id->prefix), &o)) return false;
+    if (!pf_identity_trailing_ordinal(g->host, g->id->prefix, sizeof(g->id->prefix), &o))
+        return false;
     g->id->naming = PF_IDENTITY_NAMING_ORDINAL;
     if (ord) *ord = o;
     return true;
@@ -105,7 +107,7 @@ static bool ordinal_naming(struct pf_identity_guess *g, long *ord)
  * variables go to containers and init containers; api/leaderworkerset/v1 for the keys). Each
  * group is its own collective. */
 int pf_identity_rule_lws(struct pf_identity_guess *g, const struct pf_env *env,
-                    const struct pf_identity_podinfo *pi)
+                         const struct pf_identity_podinfo *pi)
 {
     const char *idx = pf_identity_env(env, "LWS_WORKER_INDEX");
     const char *size = pf_identity_env(env, "LWS_GROUP_SIZE");
@@ -148,7 +150,7 @@ int pf_identity_rule_lws(struct pf_identity_guess *g, const struct pf_env *env,
  * case with '-' as '_', containers and init containers; plugins/env/env.go: VC_TASK_INDEX;
  * labels from batch/v1alpha1/labels.go). */
 int pf_identity_rule_volcano(struct pf_identity_guess *g, const struct pf_env *env,
-                        const struct pf_identity_podinfo *pi)
+                             const struct pf_identity_podinfo *pi)
 {
     const char *idx = pf_identity_env(env, "VC_TASK_INDEX");
     const char *idx_name = "VC_TASK_INDEX";
@@ -288,8 +290,8 @@ static bool kubeflow_name(const char *h, char *job, size_t n, char *role, size_t
     return false;
 }
 
-static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_podinfo *pi, const char *job,
-                       const char *role, long ord, const char *why);
+static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_podinfo *pi,
+                       const char *job, const char *role, long ord, const char *why);
 
 /* ---- Kubeflow PyTorchJob (training-operator v1.9 pkg/controller.v1/pytorch/envvar.go: RANK,
  * WORLD_SIZE = pods x nprocPerNode, PET_NNODES, MASTER_ADDR in the main containers only) and
@@ -297,7 +299,7 @@ static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_pod
  * subdomain <job>, launcher <job>-launcher; labels training.kubeflow.org/operator-name,
  * job-role, replica-index). */
 int pf_identity_rule_kubeflow(struct pf_identity_guess *g, const struct pf_env *env,
-                         const struct pf_identity_podinfo *pi)
+                              const struct pf_identity_podinfo *pi)
 {
     const char *op = pf_identity_meta(pi, "training.kubeflow.org/operator-name");
     const char *jl = pf_identity_meta(pi, "training.kubeflow.org/job-name");
@@ -395,8 +397,8 @@ int pf_identity_rule_kubeflow(struct pf_identity_guess *g, const struct pf_env *
     return 1;
 }
 
-static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_podinfo *pi, const char *job,
-                       const char *role, long ord, const char *why)
+static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_podinfo *pi,
+                       const char *job, const char *role, long ord, const char *why)
 {
     const char *ridx = pf_identity_meta(pi, "training.kubeflow.org/replica-index");
     bool launcher = strcmp(role, "launcher") == 0;
@@ -444,7 +446,7 @@ static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_pod
  * init containers only with mlPolicy.torch.envInjection) and torchrun's own
  * (torch/distributed/run.py: every option from PET_<OPTION>). */
 int pf_identity_rule_torchrun(struct pf_identity_guess *g, const struct pf_env *env,
-                    const struct pf_identity_podinfo *pi)
+                              const struct pf_identity_podinfo *pi)
 {
     const char *nr = pf_identity_env(env, "PET_NODE_RANK");
     const char *nn = pf_identity_env(env, "PET_NNODES");
@@ -524,7 +526,7 @@ static int meta_count(long *out, const struct pf_identity_podinfo *pi, struct pf
 }
 
 int pf_identity_rule_jobset(struct pf_identity_guess *g, const struct pf_env *env,
-                       const struct pf_identity_podinfo *pi)
+                            const struct pf_identity_podinfo *pi)
 {
     const char *js = pf_identity_meta(pi, "jobset.sigs.k8s.io/jobset-name");
     const char *rj = pf_identity_meta(pi, "jobset.sigs.k8s.io/replicatedjob-name");
@@ -635,7 +637,7 @@ int pf_identity_rule_jobset(struct pf_identity_guess *g, const struct pf_env *en
 /* ---- Indexed Job (kubernetes pkg/controller/job/indexed_job_utils.go: JOB_COMPLETION_INDEX
  * in containers and init containers, hostname <job>-<index>; no subdomain of its own). */
 int pf_identity_rule_indexed_job(struct pf_identity_guess *g, const struct pf_env *env,
-                            const struct pf_identity_podinfo *pi)
+                                 const struct pf_identity_podinfo *pi)
 {
     const char *jci = pf_identity_env(env, "JOB_COMPLETION_INDEX");
     const char *what = "JOB_COMPLETION_INDEX";
@@ -675,7 +677,7 @@ int pf_identity_rule_indexed_job(struct pf_identity_guess *g, const struct pf_en
  * (kubernetes pkg/controller/statefulset/stateful_set_utils.go: hostname = pod name, subdomain
  * = serviceName), or any hostname with an ordinal. */
 int pf_identity_rule_ordinal(struct pf_identity_guess *g, const struct pf_env *env,
-                        const struct pf_identity_podinfo *pi)
+                             const struct pf_identity_podinfo *pi)
 {
     const char *rk = pf_identity_env(env, "RANK");
     const char *ws = pf_identity_env(env, "WORLD_SIZE");

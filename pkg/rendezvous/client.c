@@ -80,8 +80,8 @@ size_t rdv_join_payload(struct rdv_session *S, struct pf_buf *b, const uint8_t n
 }
 
 /* One dial of rank 0's address: fd, or -1 after saying why and sleeping the backoff. */
-static int client_dial(struct rdv_session *S, int attempt, double *backoff, char *last, size_t nlast,
-                       double *last_say, char *peer, size_t npeer)
+static int client_dial(struct rdv_session *S, int attempt, double *backoff, char *last,
+                       size_t nlast, double *last_say, char *peer, size_t npeer)
 {
     double now = pf_now();
     int fd;

@@ -1,6 +1,6 @@
-/* The rendezvous' own declarations, shared by its files (session.c, outcome.c, conn.c, server.c, admit.c,
- * client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of the
- * module's interface (rendezvous.h). */
+/* The rendezvous' own declarations, shared by its files (session.c, outcome.c, conn.c, server.c,
+ * admit.c, client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of
+ * the module's interface (rendezvous.h). */
 #ifndef PF_RENDEZVOUS_INTERNAL_H
 #define PF_RENDEZVOUS_INTERNAL_H
 
@@ -80,7 +80,7 @@ struct pf_rdv_peer {
 /* The roster: who is in the run, in rank order (ROSTER, docs/design.md "Wire protocol"). */
 struct pf_rdv_roster {
     uint8_t run[PF_WIRE_NONCE]; /* the run id: data connections name it */
-    int world;                 /* rank 0's world size */
+    int world;                  /* rank 0's world size */
     int n;
     struct pf_rdv_peer *peer;
 };
@@ -95,7 +95,7 @@ void pf_rdv_roster_free(struct pf_rdv_roster *ro);
 
 struct rdv_member {
     int state; /* PF_RDV_MISSING .. PF_RDV_LOST */
-    int conn; /* server connection index, -1 for none (and for rank 0 itself) */
+    int conn;  /* server connection index, -1 for none (and for rank 0 itself) */
     char pod[NAME_MAX_], node[NAME_MAX_], addr[64], data_ip[64];
     int data_port;
     long long world_claimed;
@@ -182,8 +182,8 @@ void rdv_notes_free(struct rdv_notes *q);
 void rdv_note_check(struct rdv_session *S, const char *check);
 /* A finding (once: the same check, code and text are noted once); fleet: every rank's
  * verdict carries it. false when it was noted before. */
-bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev, bool fleet,
-                      const char *text);
+bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev,
+                      bool fleet, const char *text);
 void rdv_skip(struct rdv_session *S, const char *check, bool soft, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void rdv_message(struct rdv_session *S, const char *check, const char *fmt, ...)
@@ -255,7 +255,7 @@ void rdv_env_left_out(struct rdv_session *S, int rank, long long n);
 #define PF_RDV_MAX_DHELLO 512
 struct pf_rdv_dhello {
     uint8_t run[PF_WIRE_NONCE]; /* the run id (the roster's) */
-    long long src, dst, shift; /* sender rank, receiver rank, ring shift */
+    long long src, dst, shift;  /* sender rank, receiver rank, ring shift */
 };
 /* The DHELLO payload: run, src, dst, shift. */
 void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h);
@@ -276,8 +276,8 @@ int rdv_client_parse_roster(struct rdv_session *S, const struct pf_rdv_msg *msg)
 /* ---- step.c */
 /* Rank 0: a STEP from connection i. */
 void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg);
-/* One step (mode PF_RDV_BARRIER ..): 0 when every rank goes on, PF_ERR when the run stops. res holds
- * the parts (ALLGATHER everywhere, GATHER at rank 0); free it with rdv_step_res_free. */
+/* One step (mode PF_RDV_BARRIER ..): 0 when every rank goes on, PF_ERR when the run stops. res
+ * holds the parts (ALLGATHER everywhere, GATHER at rank 0); free it with rdv_step_res_free. */
 int rdv_step(struct rdv_session *S, const char *kind, bool ok, const char *err, const void *blob,
              size_t len, int mode, double timeout, struct pf_rdv_step_res *res);
 void rdv_step_res_free(struct rdv_session *S, struct pf_rdv_step_res *r);
@@ -317,7 +317,8 @@ bool rdv_probe_hello(struct rdv_session *S, int fd, int *pos, int *round, double
  * with secrets hashed, the NCCL version, the NVLink fabric identity). Variables that do not
  * fit b are left out and counted in the field envLeftOut; returns that count. */
 #define RDV_ENV_LEFT_OUT_ROOM 40 /* the field envLeftOut: 1 + 10 + 4 + up to 20 digits */
-size_t rdv_join_payload(struct rdv_session *S, struct pf_buf *b, const uint8_t nonce[PF_WIRE_NONCE]);
+size_t rdv_join_payload(struct rdv_session *S, struct pf_buf *b,
+                        const uint8_t nonce[PF_WIRE_NONCE]);
 /* Joins rank 0 and waits for the roster: 0, or PF_ERR with findings recorded. */
 int rdv_client_join(struct rdv_session *S);
 

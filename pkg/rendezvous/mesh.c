@@ -118,7 +118,8 @@ static int pend_oldest(const struct pend *pend, int npend)
 /* Accepts what waits on the data port. Over PEND_MAX the oldest pending connection goes,
  * unless it is younger than UNAUTH_GRACE; out of descriptors, the listener rests. Sets
  * *rest_until when the listener is to rest. */
-static void mesh_accept_some(struct rdv_session *S, struct pend *pend, int *npend, double *rest_until)
+static void mesh_accept_some(struct rdv_session *S, struct pend *pend, int *npend,
+                             double *rest_until)
 {
     for (int k = 0; k < 16; k++) {
         double now = pf_now();

@@ -74,8 +74,8 @@ void rdv_note_check(struct rdv_session *S, const char *check)
     note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_CHECK, .check = check});
 }
 
-bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev, bool fleet,
-                      const char *text)
+bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev,
+                      bool fleet, const char *text)
 {
     char *k = pf_xasprintf("%s\x1f%s\x1f%s", check, code, text);
     bool seen = pf_strlist_has(&S->notes.found, k);

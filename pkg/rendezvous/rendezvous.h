@@ -65,7 +65,8 @@ void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
 /* A new session; notes the checks `rendezvous` and `collective.tcp`. PF_ERR (the check
  * skipped, saying why) when libsodium cannot start; *out is set first, either way, and is
  * freed by pf_rdv_close. */
-int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o, const struct pf_rdv_setup *su);
+int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
+                const struct pf_rdv_setup *su);
 void pf_rdv_close(struct pf_rdv *R);
 
 enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };

@@ -206,7 +206,8 @@ static int stage_meet(struct rdv_session *S)
 
 /* ---- the session */
 
-int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o, const struct pf_rdv_setup *su)
+int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
+                const struct pf_rdv_setup *su)
 {
     struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
     struct rdv_session *S = &R->st;

@@ -363,6 +363,7 @@ int rdv_step_scatter(struct rdv_session *S, const char *kind, bool ok, const cha
     memset(res, 0, sizeof(*res));
     if (S->stopped || S->root_lost) return PF_ERR;
     struct scatter sc = {ready, part, arg};
-    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, &sc, res);
+    if (S->rank == 0)
+        return root_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, &sc, res);
     return client_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, true, res);
 }

@@ -78,10 +78,10 @@ int pf_run_whoami(struct pf_identity *out, const struct pf_identity_opts *o, str
     if (r < 0) goto out;
     read_volcano(&volcano, ctx);
     struct pf_identity_podinfo pi = {.hostname = host,
-                                .fqdn = NULL,
-                                .labels = have_l ? &labels : NULL,
-                                .annotations = have_a ? &annotations : NULL,
-                                .volcano_hosts = volcano.n ? &volcano : NULL};
+                                     .fqdn = NULL,
+                                     .labels = have_l ? &labels : NULL,
+                                     .annotations = have_a ? &annotations : NULL,
+                                     .volcano_hosts = volcano.n ? &volcano : NULL};
     r = pf_identity_derive_pod(out, o, &ctx->env, &pi, default_port);
     if (out->wants_fqdn) { /* the answer depends on the subdomain: look it up */
         canonical_name(host, fqdn, sizeof(fqdn));

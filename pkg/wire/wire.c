@@ -45,7 +45,7 @@ void pf_wire_frame_header(uint8_t hdr[PF_WIRE_HDR], int type, int flags, uint32_
 }
 
 int pf_wire_frame_decode(struct pf_wire_frame *out, const uint8_t *buf, size_t len,
-                        size_t max_payload)
+                         size_t max_payload)
 {
     memset(out, 0, sizeof(*out));
     if (len == 0) return 0;
@@ -72,7 +72,7 @@ int pf_wire_frame_decode(struct pf_wire_frame *out, const uint8_t *buf, size_t l
     if (out->len > max_payload || out->len > PF_WIRE_MAX_PAYLOAD)
         return pf_err_set(PF_ETOOBIG, "frame of %u bytes is over the limit of %zu", out->len,
                           max_payload < PF_WIRE_MAX_PAYLOAD ? max_payload
-                                                           : (size_t)PF_WIRE_MAX_PAYLOAD);
+                                                            : (size_t)PF_WIRE_MAX_PAYLOAD);
     size_t total =
         PF_WIRE_HDR + (size_t)out->len + ((out->flags & PF_WIRE_F_MAC) ? PF_WIRE_MACLEN : 0);
     if (len < total) return 0;
@@ -205,7 +205,7 @@ int pf_wire_put_int(struct pf_buf *b, const char *key, long long v)
 }
 
 void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
-                const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len)
+                 const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len)
 {
     crypto_auth_hmacsha256_state st;
     const char *tok = a->token ? a->token : "";

@@ -51,9 +51,10 @@ struct pf_wire_frame {
  * is over max_payload. A frame of another protocol version still decodes (version says
  * which) so the caller can name the mismatch. Pure; the fuzz target's entry point. */
 int pf_wire_frame_decode(struct pf_wire_frame *out, const uint8_t *buf, size_t len,
-                        size_t max_payload);
+                         size_t max_payload);
 /* Writes a header for a frame of this type into hdr. */
-void pf_wire_frame_header(uint8_t hdr[PF_WIRE_HDR], int type, int flags, uint32_t seq, uint32_t len);
+void pf_wire_frame_header(uint8_t hdr[PF_WIRE_HDR], int type, int flags, uint32_t seq,
+                          uint32_t len);
 
 /* Payload: a sequence of fields [u8 key length][key][u32 BE value length][value]. Keys are
  * 1..64 printable ASCII bytes; a key may repeat (lists). */
@@ -99,7 +100,7 @@ struct pf_wire_auth {
     uint8_t nonce_c[PF_WIRE_NONCE]; /* the joiner's (JOIN) */
 };
 void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
-                const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len);
+                 const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len);
 /* Constant-time check of a frame's MAC; false when it has none. */
 bool pf_wire_mac_ok(const struct pf_wire_auth *a, int dir, const struct pf_wire_frame *f);
 /* Random bytes from the kernel. */
@@ -123,6 +124,5 @@ struct pf_wire_marks {
 void pf_wire_mark(struct pf_wire_marks *l, int rank, const char *why);
 bool pf_wire_marked(const struct pf_wire_marks *l, int rank);
 void pf_wire_marks_free(struct pf_wire_marks *l);
-
 
 #endif

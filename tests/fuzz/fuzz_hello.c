@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pf_rdv_dhello h;
     int n = pf_rdv_dhello_decode(&h, buf, len, &a);
     if (n > 0) {
-        if ((size_t)n > len || (size_t)n > PF_WIRE_HDR + PF_RDV_MAX_DHELLO + PF_WIRE_MACLEN) abort();
+        if ((size_t)n > len || (size_t)n > PF_WIRE_HDR + PF_RDV_MAX_DHELLO + PF_WIRE_MACLEN)
+            abort();
         struct pf_wire_frame f;
         if (pf_wire_frame_decode(&f, buf, len, PF_RDV_MAX_DHELLO) != n) abort();
         if (f.type != PF_WIRE_DHELLO || f.seq != 0) abort();

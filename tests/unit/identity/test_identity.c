@@ -602,9 +602,9 @@ static void test_identify_launchers(void **state)
         map_of(&labels, tc->labels);
         map_of(&annotations, tc->annotations);
         struct pf_identity_podinfo pi = {.hostname = tc->host,
-                                    .fqdn = tc->fqdn,
-                                    .labels = tc->labels ? &labels : NULL,
-                                    .annotations = tc->annotations ? &annotations : NULL};
+                                         .fqdn = tc->fqdn,
+                                         .labels = tc->labels ? &labels : NULL,
+                                         .annotations = tc->annotations ? &annotations : NULL};
         struct pf_identity_opts o = {.rank = -1, .world_size = tc->o_world ? tc->o_world : -1};
         if (tc->o_coord) snprintf(o.coordinator, sizeof(o.coordinator), "%s", tc->o_coord);
         struct pf_identity id;
@@ -794,7 +794,8 @@ static void test_split_hostport(void **state)
     }
     char small[5];
     int port = 0;
-    assert_int_equal(pf_identity_split_hostport(small, sizeof(small), &port, "hostname:80"), PF_ETOOBIG);
+    assert_int_equal(pf_identity_split_hostport(small, sizeof(small), &port, "hostname:80"),
+                     PF_ETOOBIG);
     assert_int_equal(pf_identity_split_hostport(small, sizeof(small), &port, NULL), PF_EINVAL);
 }
 

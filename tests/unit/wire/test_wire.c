@@ -94,7 +94,8 @@ static void test_frame_garbage(void **state)
     assert_int_equal(pf_wire_frame_decode(&f, g, 4, 1024), PF_EINVAL);
     /* an HTTP request on the port */
     const char *http = "GET / HTTP/1.1\r\n\r\n";
-    assert_int_equal(pf_wire_frame_decode(&f, (const uint8_t *)http, strlen(http), 1024), PF_EINVAL);
+    assert_int_equal(pf_wire_frame_decode(&f, (const uint8_t *)http, strlen(http), 1024),
+                     PF_EINVAL);
     assert_int_equal(pf_wire_frame_decode(&f, buf, 0, 1024), 0);
 
     /* unknown types */
