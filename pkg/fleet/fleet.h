@@ -7,7 +7,7 @@
  *
  * Also the codecs of what ranks send each other about results (each a fuzz target): the
  * SUMMARY, a rank's report (verdict and check statuses), its TCP all-reduce result and its
- * link measurements. Records are nested fields (pkg/rendezvous/proto.c), never tab-joined. */
+ * link measurements. Records are nested fields (pkg/wire/wire.c), never tab-joined. */
 #ifndef PF_FLEET_H
 #define PF_FLEET_H
 

@@ -1,6 +1,6 @@
 /* The codecs of what ranks tell each other about results: the SUMMARY, a rank's report, its
  * TCP all-reduce result and its link measurements. A record is one field whose value is a
- * nested field list (pkg/rendezvous/proto.c); numbers are decimal text. */
+ * nested field list (pkg/wire/wire.c); numbers are decimal text. */
 #include "internal.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Who am I, how many are we, and where is rank 0: pure functions of the options, the
  * environment, the host name and the pod's labels and annotations (docs/launchers.md holds
  * what every launcher gives a pod, read from its source). The launcher rules themselves are in
- * identity_launchers.c; this file holds the order they are tried in, the options that
+ * launchers.c; this file holds the order they are tried in (rules[]), the options that
  * override them, and the names of pods by rank. */
 #define _GNU_SOURCE
 #include "internal.h"
@@ -123,7 +123,7 @@ static const struct {
     {"lws", pf_identity_rule_lws},
     {"volcano", pf_identity_rule_volcano},
     {"kubeflow", pf_identity_rule_kubeflow}, /* PyTorchJob, MPIJob */
-    {"pet", pf_identity_rule_torchrun},      /* TrainJob with envInjection, torchrun's PET_* */
+    {"torchrun", pf_identity_rule_torchrun}, /* TrainJob with envInjection, torchrun's PET_* */
     {"jobset", pf_identity_rule_jobset},     /* JobSet, TrainJob without PET_* */
     {"indexed-job", pf_identity_rule_indexed_job},
     {"ordinal", pf_identity_rule_ordinal}, /* RANK, StatefulSet, a hostname's ordinal */

@@ -1,4 +1,4 @@
-/* rendezvous: the data connection's DHELLO (proto.c): what it names (run, sender, receiver,
+/* rendezvous: the data connection's DHELLO (conn.c): what it names (run, sender, receiver,
  * shift) and its HMAC, which binds all of them to the token, so that a stranger, another
  * run or another ring position is refused on a data port. */
 #include <stdarg.h>
