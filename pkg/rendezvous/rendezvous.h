@@ -2,15 +2,11 @@
  * there, and exchange what the stages of pkg/run need (barriers, gathers, the data mesh's
  * connections, the summary).
  *
- * Pieces, each usable alone (and unit-tested alone):
- *   identity  who am I, how many are we, where is rank 0 (pure functions of env + hostname)
- *   proto     the wire format: versioned, length-prefixed frames with a magic number and an
- *             optional HMAC-SHA256 bound to per-connection nonces (pure encode/decode)
- *   conn      one TCP connection carrying frames, every read and write under a deadline
- *   stage     the meeting: identity, budget, rank 0's server and JOIN admission, the
- *             joiners' side, the roster; then steps, the data mesh and the summary's
- *             delivery for pkg/run (internal.h: the parts)
- *   outcome   what the meeting concluded, as notes the caller writes into its verdict
+ * This header holds only what other modules call: the session (session.c: the meeting, its
+ * steps, the data mesh, probe connections, the summary's delivery) and what it concluded
+ * (outcome.c: notes the caller writes into its verdict). Who a pod is comes from
+ * pkg/identity, the bytes on the wire from pkg/wire; the parts (connections, rank 0's server,
+ * admission, the joiners' side, the roster) are declared in internal.h.
  *
  * The meeting knows nothing of verdicts, configs or the fleet: the caller hands it what it
  * needs (struct pf_rdv_setup) and takes back what it concluded (pf_rdv_note_next, the marks,
@@ -32,7 +28,6 @@
 /* One run among pods. Every wait is bounded by the setup's deadline less a second. */
 struct pf_rdv;
 struct pf_rdv_msg;
-struct pf_identity;
 
 /* What the caller hands the session: the config's values, the time it has, who this pod is,
  * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
