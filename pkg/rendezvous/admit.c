@@ -57,11 +57,11 @@ void rdv_admit_report_claims(struct rdv_session *S)
         const struct rdv_member *m = &S->m[r];
         if (m->state != PF_RDV_MISSING || !m->refused_claim[0]) continue;
         if (k++ == PF_WIRE_LIST_MAX) break;
-        rdv_fleet_finding(S, "rendezvous", "stranger-refused", RDV_WARN,
-                          "rank %d never joined; the last JOIN that claimed it was refused "
-                          "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
-                          "from rank 0's",
-                          r, m->refused_claim, r);
+        rdv_note_shared(S, "rendezvous", "stranger-refused", RDV_WARN,
+                        "rank %d never joined; the last JOIN that claimed it was refused "
+                        "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
+                        "from rank 0's",
+                        r, m->refused_claim, r);
     }
 }
 
@@ -72,10 +72,10 @@ static bool run_named(struct rdv_session *S, size_t i, const struct pf_rdv_msg *
     const struct pf_wire_field *run = pf_wire_fields_get(&msg->f, "run");
     if (run && run->vlen == PF_WIRE_NONCE && memcmp(run->val, S->join_run, PF_WIRE_NONCE) == 0)
         return true;
-    rdv_fleet_finding(S, "rendezvous", "version-mismatch", RDV_FAIL,
-                      "%s sent a JOIN that does not name this run: it runs another preflight "
-                      "version",
-                      claim);
+    rdv_note_shared(S, "rendezvous", "version-mismatch", RDV_FAIL,
+                    "%s sent a JOIN that does not name this run: it runs another preflight "
+                    "version",
+                    claim);
     rdv_sc_reject(S, i, "version-mismatch",
                   "rank 0 refused this pod: its JOIN does not name the run (another preflight "
                   "version)");
@@ -122,15 +122,15 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
         return;
     }
     if (r == 0) {
-        rdv_fleet_finding(S, "rendezvous", "duplicate-rank", RDV_FAIL, "%s, but rank 0 is %s",
-                          claim, S->pod);
+        rdv_note_shared(S, "rendezvous", "duplicate-rank", RDV_FAIL, "%s, but rank 0 is %s", claim,
+                        S->pod);
         rdv_sc_reject(S, i, "duplicate-rank", "rank 0 is another pod");
         return;
     }
     if (!in_range) {
-        rdv_fleet_finding(S, "rendezvous", "world-size-mismatch", RDV_FAIL,
-                          "%s of world size %lld: outside rank 0's world size %d", claim, world,
-                          S->world);
+        rdv_note_shared(S, "rendezvous", "world-size-mismatch", RDV_FAIL,
+                        "%s of world size %lld: outside rank 0's world size %d", claim, world,
+                        S->world);
         rdv_sc_reject(S, i, "world-size-mismatch", "this rank is outside rank 0's world size");
         return;
     }
@@ -144,7 +144,7 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
                     r, pod, addr);
             if (m->conn >= 0 && (size_t)m->conn != i) rdv_sc_close(S, (size_t)m->conn);
         } else {
-            rdv_fleet_finding(
+            rdv_note_shared(
                 S, "rendezvous", "duplicate-rank", RDV_FAIL,
                 "rank %lld is claimed by two pods: %s (joined from %s) and %s (from %s)", r, m->pod,
                 m->addr, pod, addr);

@@ -217,8 +217,8 @@ void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *
                           const char *msg);
 /* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary
  * every rank takes. */
-void rdv_fleet_finding(struct rdv_session *S, const char *check, const char *code, int sev,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void rdv_note_shared(struct rdv_session *S, const char *check, const char *code, int sev,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Appends "5, 11, 12": at most PF_WIRE_LIST_MAX, then "and K more". */
 void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
 /* What is under way, for a verdict written on a signal or at the deadline. */

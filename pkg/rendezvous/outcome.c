@@ -202,8 +202,8 @@ void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *
 
 /* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
  * rank takes. */
-void rdv_fleet_finding(struct rdv_session *S, const char *check, const char *code, int sev,
-                       const char *fmt, ...)
+void rdv_note_shared(struct rdv_session *S, const char *check, const char *code, int sev,
+                     const char *fmt, ...)
 {
     char msg[2048];
     va_list ap;

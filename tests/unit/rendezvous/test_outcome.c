@@ -193,8 +193,8 @@ static void test_finding_once(void **state)
     (void)state;
     struct rdv_session S;
     memset(&S, 0, sizeof(S));
-    rdv_fleet_finding(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
-    rdv_fleet_finding(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
+    rdv_note_shared(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
+    rdv_note_shared(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
     rdv_add_finding_text(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank 3 twice");
     rdv_add_finding_text(&S, "rendezvous", "timeout", RDV_FAIL, "rank 3 twice");
     struct got g;
