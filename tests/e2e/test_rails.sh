@@ -134,7 +134,10 @@ for ((i = 0; i < N; i++)); do
         'finding("net.rails", "rail-subnet-mismatch").startswith("network ml/rail-b: 1 of 8 pods are on another subnet than 10.214.2.0/24: rank 3 (trainer-3) on node-3, net2 (RDMA device mlx5_7) has 10.214.9.13/24")' \
         'finding("net.rails", "rail-unreachable").startswith("network ml/rail-b: rank 3 (trainer-3) on node-3, net2 (RDMA device mlx5_7), 10.214.9.13/24: to rank 4 (trainer-4)")' \
         'others(finding("net.rails", "rail-unreachable"), 3) == []' \
-        '"otherwise fine" not in finding("net.rails", "rail-unreachable")'
+        '"otherwise fine" not in finding("net.rails", "rail-unreachable")' \
+        "d['failureClass'] == ('node' if $i == 3 else 'peer')"
+    # a fault of trainer-3's node: only its pod exits 4 (node); the others exit 5 (peer)
+    expect_eq "subnet: trainer-$i exit code" "$(cat "$T/$SC/rc$i")" "$([ "$i" = 3 ] && echo 4 || echo 5)"
 done
 ip -n "$ns3" addr flush dev net2
 ip -n "$ns3" addr add "$(rail_ip 2 3)/24" dev net2
@@ -159,7 +162,9 @@ for ((i = 0; i < N; i++)); do
     expect "$i" 'codes("net.rails") == ["rail-mtu-blackhole"]' 'culprits() == [6]' \
         'check("net.rails")["status"] == "fail"' \
         'finding("net.rails", "rail-mtu-blackhole").startswith("network ml/rail-a: rank 6 (trainer-6) on node-6, net1 (RDMA device mlx5_12), 10.214.1.16/24 MTU 9000: its probe to rank 7 (trainer-7) and the one from rank 5 (trainer-5) connected, but no full-MTU-sized data went through")' \
-        'others(finding("net.rails", "rail-mtu-blackhole"), 6) == []'
+        'others(finding("net.rails", "rail-mtu-blackhole"), 6) == []' \
+        "d['failureClass'] == ('node' if $i == 6 else 'peer')"
+    expect_eq "blackhole: trainer-$i exit code" "$(cat "$T/$SC/rc$i")" "$([ "$i" = 6 ] && echo 4 || echo 5)"
 done
 ip -n "$PODS_SW" link set "${PODS_PREFIX}a6" mtu 9000
 
