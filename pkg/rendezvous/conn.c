@@ -471,6 +471,7 @@ int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t l
         r = pf_err_set(PF_EINVAL, "DHELLO without its run, src, dst or shift");
     else
         memcpy(out->run, run->val, PF_WIRE_NONCE);
+    if (r == 0 && pf_wire_fields_int(&out->round, &fl, "round") < 0) out->round = -1;
     pf_wire_fields_free(&fl);
     return r < 0 ? r : n;
 }

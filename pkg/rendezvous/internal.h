@@ -252,12 +252,7 @@ void rdv_admit_report_claims(struct rdv_session *S);
 void rdv_env_left_out(struct rdv_session *S, int rank, long long n);
 
 /* ---- conn.c: the data connection's opener */
-#define PF_RDV_MAX_DHELLO 512
-struct pf_rdv_dhello {
-    uint8_t run[PF_WIRE_NONCE]; /* the run id (the roster's) */
-    long long src, dst, shift;  /* sender rank, receiver rank, ring shift */
-};
-/* The DHELLO payload: run, src, dst, shift. */
+/* The DHELLO payload: run, src, dst, shift (struct pf_rdv_dhello: rendezvous.h). */
 void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h);
 /* Decodes the DHELLO frame at the start of buf (peer input): the bytes it takes, 0 while
  * more are needed, PF_EINVAL when it is not a DHELLO of this protocol at sequence 0, lacks a
@@ -310,7 +305,16 @@ int rdv_probe_accept_many(struct rdv_session *S, int n, const int *pos, const in
                           double deadline, char *why, size_t nwhy);
 int rdv_probe_dial_addr(struct rdv_session *S, int round, int pos, const struct pf_rdv_addr *a,
                         double deadline, char *why, size_t nwhy);
-bool rdv_probe_hello(struct rdv_session *S, int fd, int *pos, int *round, double deadline);
+/* pollfds and serve until take took `want` or the deadline: how many it took. */
+int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline, pf_rdv_take_fn take,
+                        void *arg);
+/* The next connection on listener lfd, non-blocking and close-on-exec; -1 when there is none
+ * (errno says why). Out of descriptors or memory the listener stays readable, so it rests
+ * 100 ms first: a poll loop around it does not spin. */
+int pf_rdv_accept(int lfd);
+/* ---- accept.c: the data listeners' accept discipline, for the session S's run and rank */
+void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_session *S, const int *lfd,
+                       int nlfd);
 
 /* ---- client.c */
 /* The JOIN's fields: who this pod is, what it sees (the setup's claims: NCCL_* variables

@@ -6,6 +6,8 @@
 # the VF's RDMA device as the SR-IOV device plugin reports it). No RDMA NIC, SR-IOV VF or
 # Kubernetes runs here: the rails are veths and the annotation is written by the test.
 #   healthy    every rail at MTU 9000 on its subnet: net.rails passes, no rail finding
+#   strangers  the same with a stranger holding 3 idle connections on every port the pods
+#              listen on (rails' listeners, data ports): still a pass everywhere
 #   subnet     trainer-3's net2 on another subnet: rail-subnet-mismatch and rail-unreachable
 #              name trainer-3's net2, the only culprit
 #   mtu        trainer-5's net1 at MTU 1500, the others 9000: rail-mtu-mismatch names it
@@ -122,6 +124,34 @@ for ((i = 0; i < N; i++)); do
 done
 expect 0 '[n["name"] for n in check("net.rails")["evidence"]["networks"]] == ["ml/rail-a", "ml/rail-b"]' \
     'all(n["probed"] == 8 and n["mtu"] == 9000 for n in check("net.rails")["evidence"]["networks"])'
+
+# ---- strangers: from the switch (an address on each network), a stranger that finds every
+# port the pods listen on (the rails' listeners included) and holds 3 idle connections to
+# each, sending nothing: the rails are healthy and must pass as above
+ip -n "$PODS_SW" addr add 10.214.1.250/24 dev br1
+ip -n "$PODS_SW" addr add 10.214.2.250/24 dev br2
+targets=()
+for ((i = 0; i < N; i++)); do
+    targets+=("$(pods_ns "$i")=$(pods_ip "$i"),$(rail_ip 1 "$i"),$(rail_ip 2 "$i")")
+done
+mkdir -p "$T/strangers"
+python3 "$PREFLIGHT_SRC/tests/e2e/idle_stranger.py" --from "$PODS_SW" --seconds 60 --per 3 \
+    --skip 29915 "${targets[@]}" >"$T/strangers/stranger.out" 2>&1 &
+STRANGER=$!
+run_all strangers 29915
+kill "$STRANGER" 2>/dev/null
+wait "$STRANGER" 2>/dev/null
+# the stranger sat on rails listeners (bound to the rails' own addresses), not only on eth0
+if grep -qE 'idle connections to 10\.214\.[12]\.' "$T/strangers/stranger.out"; then
+    ok "strangers: idle connections held on the rails' listeners ($(tail -n 1 "$T/strangers/stranger.out"))"
+else notok "strangers: idle connections held on the rails' listeners" "$(tail -n 3 "$T/strangers/stranger.out")"; fi
+for ((i = 0; i < N; i++)); do
+    expect "$i" 'check("net.rails")["status"] == "pass"' 'codes("net.rails") == []' \
+        'culprits() == []' 'd["verdict"] in ("pass", "warn")'
+    expect_eq "strangers: trainer-$i exit code" "$(cat "$T/$SC/rc$i")" 0
+done
+ip -n "$PODS_SW" addr del 10.214.1.250/24 dev br1
+ip -n "$PODS_SW" addr del 10.214.2.250/24 dev br2
 
 # ---- subnet: trainer-3's net2 on 10.214.9.0/24
 ns3=$(pods_ns 3)
