@@ -147,7 +147,7 @@ int pf_run_run(struct pf_run *R)
     struct run_pods pods;
     memset(&pods, 0, sizeof(pods));
     pods.met = RUN_NOT_MET;
-    pf_buf_init(&pods.sum, PF_RDV_MAX_PAYLOAD);
+    pf_buf_init(&pods.sum, PF_WIRE_MAX_PAYLOAD);
     R->pods = &pods;
     int r = pf_run_stages(R, pf_run_run_table, pf_run_run_table_len);
     pf_rdv_close(pods.rdv);

@@ -56,7 +56,7 @@ struct pf_run_opts {
     char **environ_;
     void (*progress)(void *arg, const char *line); /* progress lines; NULL: none */
     void *progress_arg;
-    struct pf_rdv_opts rdv; /* `run`: how to find the other pods */
+    struct pf_identity_opts rdv; /* `run`: how to find the other pods */
 };
 
 struct run_pods; /* the stages among pods (pkg/run/internal.h) */
@@ -124,11 +124,11 @@ int pf_run_check(struct pf_run *R);
 /* `preflight run`: every stage, from the local checks to the report. */
 int pf_run_run(struct pf_run *R);
 
-/* Who this pod is: gathers what pf_rdv_identify_pod reads (the host name, its FQDN when the
+/* Who this pod is: gathers what pf_identity_derive_pod reads (the host name, its FQDN when the
  * answer depends on it, the podinfo files under ctx's root, /etc/volcano) and calls it. */
-int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+int pf_run_whoami(struct pf_identity *out, const struct pf_identity_opts *o, struct pf_ctx *ctx,
                   int default_port);
 /* The identity as evidence: {rule, rank, worldSize, coordinator, member, explain, from}. */
-void pf_run_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id);
+void pf_run_ident_evidence(struct pf_node *map, const struct pf_identity *id);
 
 #endif

@@ -217,7 +217,7 @@ static void on_my_own(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     struct pf_rdv *rdv = P->rdv;
-    const struct pf_rdv_marks *lost = pf_rdv_lost(rdv);
+    const struct pf_wire_marks *lost = pf_rdv_lost(rdv);
     for (size_t i = 0; i < lost->n; i++) {
         int lr = lost->v[i].rank;
         const char *why = lost->v[i].why;
