@@ -160,7 +160,7 @@ void rdv_note_culprit(struct rdv_stage *S, int rank, const char *pod, const char
 void rdv_say(struct rdv_stage *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- stage.c: naming ranks, findings, the guard */
-double rdv_left_s(const struct rdv_stage *S);
+double rdv_wait_end(const struct rdv_stage *S, double secs);
 /* The pod name of rank: as it joined, from the roster, or from the naming rule. */
 const char *rdv_pod_of(const struct rdv_stage *S, int rank, char *buf, size_t n);
 const char *rdv_node_of(const struct rdv_stage *S, int rank);
@@ -251,7 +251,7 @@ bool rdv_flushed(struct rdv_stage *S);
 /* ---- mesh.c */
 /* Opens one data connection per probed shift and accepts one from each: 0, or PF_ERR with
  * err saying which. */
-int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr);
+int rdv_mesh_connect(struct rdv_stage *S, double deadline, char *err, size_t nerr);
 void rdv_mesh_close(struct rdv_stage *S);
 
 /* ---- probe.c: pf_rdv_probe_connect (rendezvous.h) */

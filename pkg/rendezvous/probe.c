@@ -76,7 +76,7 @@ static bool hello_read(struct rdv_stage *S, int fd, long long *src, long long *r
     c.dir_in = PF_RDV_DIR_DATA;
     c.max_payload = 512;
     struct pf_rdv_msg m = {0};
-    double d = pf_now() + 2 < deadline ? pf_now() + 2 : deadline;
+    double d = S->su.waits.dhello > 0 ? pf_deadline_in(S->su.waits.dhello, deadline) : deadline;
     bool ok = false;
     *src = *round = -1;
     if (pf_rdv_conn_recv(&c, &m, S->auth, d) == 0 && m.type == PF_RDV_DHELLO) {
