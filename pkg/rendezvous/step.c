@@ -315,7 +315,8 @@ static int client_step(struct rdv_stage *S, const char *kind, bool ok, const cha
     pf_rdv_put_int(&b, "ok", ok);
     if (err && *err) pf_rdv_put_str(&b, "err", err);
     if (len) pf_rdv_put(&b, "b", blob, len);
-    int r = pf_rdv_conn_send(&S->ctl, PF_RDV_STEP, b.data, b.len, rdv_wait_end(S, S->su.waits.step));
+    int r =
+        pf_rdv_conn_send(&S->ctl, PF_RDV_STEP, b.data, b.len, rdv_wait_end(S, S->su.waits.step));
     pf_buf_free(&b);
     struct pf_rdv_msg msg = {0};
     if (r == 0) {

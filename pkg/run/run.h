@@ -69,10 +69,10 @@ struct pf_run_timing {
 #define PF_RUN_FRAME_S 10.0   /* a JOIN or RESULT sent; the HELLO of a new connection read */
 #define PF_RUN_FLUSH_S 5.0    /* rank 0: the roster, or the SUMMARY, flushed to every rank */
 #define PF_RUN_SUMMARY_S 30.0 /* a rank waits for rank 0's SUMMARY */
-#define PF_RUN_STEP_S 15.0    /* a step's message sent; its answer: the step's own wait + this;
-                               * a probe step (tcp.probe, rails.probe): the probe + this */
-#define PF_RUN_CLOSE_S 2.0    /* rank 0 lets a refused connection read why, then closes it */
-#define PF_RUN_DHELLO_S 2.0   /* a data connection's DHELLO read */
+/* a step's message sent; its answer: the step's own wait + this (a probe step's: the probe's) */
+#define PF_RUN_STEP_S 15.0
+#define PF_RUN_CLOSE_S 2.0  /* rank 0 lets a refused connection read why, then closes it */
+#define PF_RUN_DHELLO_S 2.0 /* a data connection's DHELLO read */
 
 /* A wait that is a share of the time left: of what is left before pf_run_waits_end, at least
  * min and at most max seconds. */

@@ -71,14 +71,14 @@ static void test_deadline_share(void **state)
         double left, share, lo, hi;
         double want; /* seconds after now; < 0: the deadline itself */
     } rows[] = {
-        {100, 0.3, 3, 60, 30},   /* the share */
-        {1000, 0.3, 3, 60, 60},  /* at most hi */
-        {5, 0.3, 3, 60, 3},      /* at least lo */
-        {2, 0.3, 3, 60, -1},     /* lo would pass the deadline: the deadline */
-        {-5, 0.3, 3, 60, -1},    /* past already: the deadline */
-        {600, 0.03, 2, 10, 10},  /* a probe at --timeout 600 */
-        {60, 0.03, 2, 10, 2},    /* ... at 60 */
-        {0, 0.4, 3, 300, 300},   /* no deadline: hi */
+        {100, 0.3, 3, 60, 30},  /* the share */
+        {1000, 0.3, 3, 60, 60}, /* at most hi */
+        {5, 0.3, 3, 60, 3},     /* at least lo */
+        {2, 0.3, 3, 60, -1},    /* lo would pass the deadline: the deadline */
+        {-5, 0.3, 3, 60, -1},   /* past already: the deadline */
+        {600, 0.03, 2, 10, 10}, /* a probe at --timeout 600 */
+        {60, 0.03, 2, 10, 2},   /* ... at 60 */
+        {0, 0.4, 3, 300, 300},  /* no deadline: hi */
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         double before = pf_now();

@@ -193,8 +193,8 @@ static void test_waits_at_deadlines(void **state)
                     fail_msg("at %.0f s, %s: %.6f, not the waits' end", rows[i].deadline, ids[k],
                              d - before);
             } else if (d < before + want - 1e-6 || d > after + want + 1e-6) {
-                fail_msg("at %.0f s, %s: %.6f s, want %.2f", rows[i].deadline, ids[k],
-                         d - before, want);
+                fail_msg("at %.0f s, %s: %.6f s, want %.2f", rows[i].deadline, ids[k], d - before,
+                         want);
             }
         }
 }
@@ -222,8 +222,8 @@ static void test_waits_documented(void **state)
         if (k == pf_run_waits_len) fail_msg("docs/design.md has wait %s, pf_run_waits not", id);
         const struct pf_run_wait *w = &pf_run_waits[k];
         if (fabs(w->share * 100 - pct) > 1e-9 || w->min != lo || w->max != hi)
-            fail_msg("wait %s: docs/design.md says %g%% (%g-%g s), pf_run_waits %g%% (%g-%g s)",
-                     id, pct, lo, hi, w->share * 100, w->min, w->max);
+            fail_msg("wait %s: docs/design.md says %g%% (%g-%g s), pf_run_waits %g%% (%g-%g s)", id,
+                     pct, lo, hi, w->share * 100, w->min, w->max);
         if (seen[k]) fail_msg("docs/design.md has wait %s twice", id);
         seen[k] = true;
     }
