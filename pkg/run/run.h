@@ -71,8 +71,7 @@ struct pf_run_timing {
 #define PF_RUN_SUMMARY_S 30.0 /* a rank waits for rank 0's SUMMARY */
 /* a step's message sent; its answer: the step's own wait + this (a probe step's: the probe's) */
 #define PF_RUN_STEP_S 15.0
-#define PF_RUN_CLOSE_S 2.0  /* rank 0 lets a refused connection read why, then closes it */
-#define PF_RUN_DHELLO_S 2.0 /* a data connection's DHELLO read */
+#define PF_RUN_CLOSE_S 2.0 /* rank 0 lets a refused connection read why, then closes it */
 
 /* A wait that is a share of the time left: of what is left before pf_run_waits_end, at least
  * min and at most max seconds. */
