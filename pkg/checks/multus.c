@@ -40,7 +40,7 @@ static int load_podinfo(struct pf_k8s_podinfo *pi, struct pf_ctx *ctx, bool expe
     if (r < 0 || pi->netstatus || !pi->have_annotations) return r;
     if (!(expected || pi->networks_requested || pi->netstatus_empty)) return 0;
     double budget = ctx->config ? ctx->config->podinfo_wait_s : 10;
-    double left = pf_verdict_guard_remaining() - 1.0;
+    double left = pf_ctx_left(ctx, 0);
     if (budget > left) budget = left;
     double t0 = pf_now(), next = 0;
     while (budget > 0) {

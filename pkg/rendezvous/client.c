@@ -85,7 +85,7 @@ static int client_dial(struct rdv_session *S, int attempt, double *backoff, char
 {
     double now = pf_now();
     int fd;
-    double dd = now + 5 < S->join_deadline ? now + 5 : S->join_deadline;
+    double dd = pf_deadline_in(S->su.waits.dial > 0 ? S->su.waits.dial : 1e9, S->join_deadline);
     if (pf_rdv_dial(&fd, peer, npeer, S->id.coordinator, S->id.port, dd) == 0) return fd;
     snprintf(last, nlast, "%s", pf_err_msg());
     if (attempt <= 2 || (attempt & (attempt - 1)) == 0 || now - *last_say > 10) {
@@ -115,7 +115,7 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
     S->ctl.auth.token = S->token;
     pf_rdv_sockaddr_ip(S->root_ip, sizeof(S->root_ip), fd, true);
     pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
-    double hd = pf_now() + 10;
+    double hd = rdv_wait_end(S, S->su.waits.frame);
     int r = pf_rdv_conn_recv(&S->ctl, msg, false, hd);
     if (r < 0 || msg->type != PF_WIRE_HELLO) {
         snprintf(last, nlast, "%s", r < 0 ? pf_err_msg() : "no HELLO from rank 0");
@@ -147,7 +147,7 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
                 "do not compare them",
                 left_out, PF_RDV_MAX_JOIN);
     }
-    r = pf_rdv_conn_send(&S->ctl, PF_WIRE_JOIN, b.data, b.len, pf_now() + 10);
+    r = pf_rdv_conn_send(&S->ctl, PF_WIRE_JOIN, b.data, b.len, rdv_wait_end(S, S->su.waits.frame));
     pf_buf_free(&b);
     if (r == 0) {
         rdv_guard(S, "rendezvous", "joined rank 0 at %s; waiting for rank 0 to start the run",

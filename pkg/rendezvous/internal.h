@@ -206,7 +206,7 @@ void rdv_session_init(struct rdv_session *S);
 void rdv_session_free(struct rdv_session *S);
 
 /* ---- outcome.c: naming ranks, findings, the guard */
-double rdv_left_s(const struct rdv_session *S);
+double rdv_wait_end(const struct rdv_session *S, double secs);
 /* The pod name of rank: as it joined, from the roster, or from the naming rule. */
 const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n);
 const char *rdv_node_of(const struct rdv_session *S, int rank);
@@ -294,7 +294,7 @@ bool rdv_flushed(struct rdv_session *S);
 /* ---- mesh.c */
 /* Opens one data connection per probed shift and accepts one from each: 0, or PF_ERR with
  * err saying which. */
-int rdv_mesh_connect(struct rdv_session *S, char *err, size_t nerr);
+int rdv_mesh_connect(struct rdv_session *S, double deadline, char *err, size_t nerr);
 void rdv_mesh_close(struct rdv_session *S);
 
 /* ---- probe.c: pf_rdv_probe_connect (rendezvous.h) */

@@ -79,11 +79,11 @@ static int mesh_accept_in(struct rdv_session *S, double deadline)
     return have;
 }
 
-int rdv_mesh_connect(struct rdv_session *S, char *err, size_t nerr)
+int rdv_mesh_connect(struct rdv_session *S, double deadline, char *err, size_t nerr)
 {
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
-    double deadline = pf_now() + pf_clampd(rdv_left_s(S) * 0.2, 3, 30);
+    if (deadline <= 0 || deadline > S->cutoff) deadline = S->cutoff;
     struct pf_wire_auth da = {0};
     da.on = S->auth;
     da.token = S->token;

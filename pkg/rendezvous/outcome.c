@@ -161,9 +161,9 @@ void rdv_say(struct rdv_session *S, const char *fmt, ...)
 
 /* ---- naming ranks, findings, the guard: what every file of the meeting calls */
 
-double rdv_left_s(const struct rdv_session *S)
+double rdv_wait_end(const struct rdv_session *S, double secs)
 {
-    return S->cutoff - pf_now();
+    return secs > 0 ? pf_deadline_in(secs, S->cutoff) : S->cutoff;
 }
 
 const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n)

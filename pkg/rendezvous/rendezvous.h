@@ -26,17 +26,30 @@
 
 /* ---- the meeting, as the stages of pkg/run call it --------------------------------- */
 
-/* One run among pods. Every wait is bounded by the setup's deadline less a second. */
+/* One run among pods. Every wait is bounded by the setup's deadline (the cutoff). */
 struct pf_rdv;
 struct pf_rdv_msg;
 
 /* What the caller hands the session: the config's values, the time it has, who this pod is,
  * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
+/* The meeting's fixed waits in seconds, each also bounded by the cutoff; 0: the cutoff alone
+ * (pkg/run gives them: run.h's PF_RUN_*_S). */
+struct pf_rdv_waits {
+    double dial;    /* one dial of rank 0's address */
+    double frame;   /* a JOIN or RESULT sent; the HELLO of a new connection read */
+    double flush;   /* rank 0: the roster, or the SUMMARY, flushed to every rank */
+    double summary; /* a rank waits for rank 0's SUMMARY */
+    double step;    /* a step's message sent; its answer: the step's timeout + this */
+    double close;   /* rank 0 lets a refused connection read why, then closes it */
+};
+
 struct pf_rdv_setup {
-    double timeout_s;      /* rendezvous.timeoutSeconds: the join phase's length; <= 0: 600 */
     const char *interface; /* rendezvous.interface: the data port binds to its IPv4 address */
     const char *digest;    /* the config's digest: every rank's must be the same */
-    double deadline;       /* pf_now() seconds by which the run ends (the guard's); 0: none */
+    /* the caller's clock (pf_now() times; 0: none): no wait ends past deadline (the
+     * cutoff); rank 0 serves JOINs until join_deadline, the others join until then */
+    double deadline, join_deadline;
+    struct pf_rdv_waits waits;
     /* who this pod is (pkg/run's pf_run_whoami); NULL: unknown, id_error says why */
     const struct pf_identity *id;
     const char *id_error;
@@ -89,9 +102,8 @@ const char *pf_rdv_iface(const struct pf_rdv *R);
 const char *pf_rdv_root_ip(const struct pf_rdv *R);
 /* Rank 0's rendezvous port. */
 int pf_rdv_port(const struct pf_rdv *R);
-/* When the session started (pf_now()) and the seconds left before its cutoff. */
+/* When the session started (pf_now()). */
 double pf_rdv_t0(const struct pf_rdv *R);
-double pf_rdv_left_s(const struct pf_rdv *R);
 /* A step stopped the run (a rank lost or failed). */
 bool pf_rdv_stopped(const struct pf_rdv *R);
 /* The ranks lost and the ranks that reported a failure, with why. */
@@ -180,9 +192,11 @@ struct pf_rdv_mesh {
     int out_fd[3], in_fd[3]; /* owned by the session: pf_rdv_mesh_close closes them */
 };
 /* Connects the ring shifts the caller put in out->shifts[0 .. out->nshifts) (1 to 3 shifts,
- * each 1 .. size-1: the link probes' survey shifts), then fills in the descriptors.
+ * each 1 .. size-1: the link probes' survey shifts) by deadline (and the cutoff), then fills
+ * in the descriptors.
  * 0, or PF_ERR with err saying which connection failed. */
-int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr);
+int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, double deadline, char *err,
+                        size_t nerr);
 void pf_rdv_mesh_close(struct pf_rdv *R);
 /* A connection of its own for one probe between this rank and roster position pos, where
  * the mesh has none (a confirmation round): send dials pos's data port and opens it with a

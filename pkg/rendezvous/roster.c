@@ -133,7 +133,7 @@ void rdv_root_send_roster(struct rdv_session *S)
     if (pf_rdv_roster_encode(&b, &S->ro) < 0)
         rdv_say(S, "%s: the other ranks get a shortened roster", pf_err_msg());
     /* encoded once; a window of ranks at a time holds a copy in its output queue */
-    rdv_send_all(S, PF_WIRE_ROSTER, b.data, b.len, NULL, NULL, pf_now() + 5);
+    rdv_send_all(S, PF_WIRE_ROSTER, b.data, b.len, NULL, NULL, rdv_wait_end(S, S->su.waits.flush));
     pf_buf_free(&b);
 }
 

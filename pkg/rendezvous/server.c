@@ -45,7 +45,7 @@ void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char
     pf_rdv_conn_queue(&S->sc[i].c, PF_WIRE_REJECT, b.data, b.len);
     pf_buf_free(&b);
     S->sc[i].closing = true;
-    S->sc[i].close_by = pf_now() + 2.0;
+    S->sc[i].close_by = rdv_wait_end(S, S->su.waits.close);
     S->sc[i].rank = -1;
 }
 

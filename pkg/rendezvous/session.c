@@ -124,17 +124,12 @@ static int stage_identity(struct rdv_session *S)
     return 0;
 }
 
-/* The time budget: the setup's deadline, less a second to write the verdict. */
+/* The time budget is the caller's: nothing waits past the setup's deadline (the cutoff),
+ * the join phase ends at its join deadline (none given: the cutoff). */
 static void stage_budget(struct rdv_session *S)
 {
-    double left = S->su.deadline > 0 ? S->su.deadline - pf_now() : 1e9;
-    if (left < 0) left = 0;
-    bool bounded = left < 1e8;
-    S->cutoff = bounded ? S->t0 + left - 1.0 : S->t0 + 1e9;
-    double rdv_to = S->su.timeout_s > 0 ? S->su.timeout_s : 600;
-    double reserve = bounded ? pf_clampd(left * 0.3, 3, 60) : 0;
-    double join = bounded && left - reserve < rdv_to ? left - reserve : rdv_to;
-    S->join_deadline = S->t0 + (join > 1 ? join : 1);
+    S->cutoff = S->su.deadline > 0 ? S->su.deadline : S->t0 + 1e9;
+    S->join_deadline = S->su.join_deadline > 0 ? S->su.join_deadline : S->cutoff;
 }
 
 /* Rank 0: serve JOINs until all came or the join deadline. pkg/run's agreement follows,
@@ -152,7 +147,7 @@ static void roster_root(struct rdv_session *S)
 {
     double t_last = S->last_join;
     rdv_root_send_roster(S);
-    rdv_serve(S, pf_now() + 5 < S->cutoff ? pf_now() + 5 : S->cutoff, rdv_flushed);
+    rdv_serve(S, rdv_wait_end(S, S->su.waits.flush), rdv_flushed);
     S->roster_at = pf_now();
     if (t_last > 0)
         rdv_ev_dbl(S, "lastArrivalToRosterSeconds", round((S->roster_at - t_last) * 1e6) / 1e6);
@@ -312,11 +307,6 @@ double pf_rdv_t0(const struct pf_rdv *R)
     return R->st.t0;
 }
 
-double pf_rdv_left_s(const struct pf_rdv *R)
-{
-    return rdv_left_s(&R->st);
-}
-
 bool pf_rdv_stopped(const struct pf_rdv *R)
 {
     return R->st.stopped;
@@ -416,7 +406,8 @@ void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
     memset(res, 0, sizeof(*res));
 }
 
-int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr)
+int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, double deadline, char *err,
+                        size_t nerr)
 {
     struct rdv_session *S = &R->st;
     if (out->nshifts < 1 || out->nshifts > 3) {
@@ -433,7 +424,7 @@ int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, si
     S->nshifts = out->nshifts;
     for (int k = 0; k < out->nshifts; k++)
         S->shifts[k] = out->shifts[k];
-    int r = rdv_mesh_connect(S, err, nerr);
+    int r = rdv_mesh_connect(S, deadline, err, nerr);
     out->nshifts = S->nshifts;
     for (int k = 0; k < 3; k++) {
         out->shifts[k] = S->shifts[k];
@@ -452,8 +443,8 @@ void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len)
 {
     struct rdv_session *S = &R->st;
     /* one encoded copy; a window of ranks at a time holds it in its output queue */
-    rdv_send_all(S, PF_WIRE_SUMMARY, payload, len, NULL, NULL, pf_deadline_in(5, S->cutoff));
-    rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
+    rdv_send_all(S, PF_WIRE_SUMMARY, payload, len, NULL, NULL, rdv_wait_end(S, S->su.waits.flush));
+    rdv_serve(S, rdv_wait_end(S, S->su.waits.flush), rdv_flushed);
 }
 
 int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out)
@@ -461,7 +452,7 @@ int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out)
     struct rdv_session *S = &R->st;
     memset(out, 0, sizeof(*out));
     if (S->root_lost) return PF_ERR;
-    int r = pf_rdv_conn_recv(&S->ctl, out, S->auth, pf_deadline_in(30, S->cutoff));
+    int r = pf_rdv_conn_recv(&S->ctl, out, S->auth, rdv_wait_end(S, S->su.waits.summary));
     if (r < 0 && !S->root_lost) {
         S->root_lost = true;
         snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());

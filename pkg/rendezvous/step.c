@@ -275,7 +275,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
         rdv_say(S, "%s step: %s", kind, pf_err_msg());
     }
     rdv_send_all(S, PF_WIRE_RESULT, b.data, b.len, sc && go ? scatter_part : NULL, (void *)sc,
-                 pf_now() + 10);
+                 rdv_wait_end(S, S->su.waits.frame));
     pf_buf_free(&b);
     res->go = go;
     if (!go) S->stopped = true;
@@ -315,13 +315,13 @@ static int client_step(struct rdv_session *S, const char *kind, bool ok, const c
     pf_wire_put_int(&b, "ok", ok);
     if (err && *err) pf_wire_put_str(&b, "err", err);
     if (len) pf_wire_put(&b, "b", blob, len);
-    double d = pf_now() + 15;
-    int r = pf_rdv_conn_send(&S->ctl, PF_WIRE_STEP, b.data, b.len, d < S->cutoff ? d : S->cutoff);
+    int r =
+        pf_rdv_conn_send(&S->ctl, PF_WIRE_STEP, b.data, b.len, rdv_wait_end(S, S->su.waits.step));
     pf_buf_free(&b);
     struct pf_rdv_msg msg = {0};
     if (r == 0) {
-        d = pf_now() + timeout + 15;
-        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, d < S->cutoff ? d : S->cutoff);
+        double d = rdv_wait_end(S, timeout + S->su.waits.step);
+        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, d);
     }
     if (r < 0 || msg.type != PF_WIRE_RESULT) {
         if (!S->root_lost) {

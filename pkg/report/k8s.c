@@ -315,8 +315,8 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
     v->duration_seconds = pf_now() - t0;
     pf_verdict_finalize(v, policy, policy_arg);
     if (cfg->report_events || cfg->report_annotate) {
-        /* leave a second of the run's deadline for writing the verdict */
-        double budget = pf_verdict_guard_remaining() - 1.0;
+        /* within the stage's deadline: the rest is the verdict's */
+        double budget = pf_ctx_left(ctx, 0);
         if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
         double t = pf_now();
         struct pf_check *c = pf_verdict_add_check(v, "report.kubernetes");

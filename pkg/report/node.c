@@ -270,7 +270,7 @@ void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_
             if (v->checks[i].findings[j].status == PF_FAIL &&
                 v->checks[i].findings[j].cls == PF_CLASS_NODE)
                 code = v->checks[i].findings[j].code;
-    double budget = pf_verdict_guard_remaining() - 1.0;
+    double budget = pf_ctx_left(ctx, 0);
     if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
     char code_copy[PF_CODE_MAX];
     snprintf(code_copy, sizeof(code_copy), "%s", code ? code : "");

@@ -185,8 +185,22 @@ static void meet_noted(void *arg)
     run_rdv_notes(arg);
 }
 
-/* What the meeting is handed: the config's values, the guard's deadline, who this pod is,
- * and its JOIN's claims (the NCCL version and gpu.fabric's clique the local checks found). */
+/* The join phase's end: rendezvous.timeoutSeconds (600 s when unset) from now, but leaving
+ * the stages after it their reserve (meet.reserve) of the time left; at least a second. */
+static double join_deadline(const struct pf_run *R)
+{
+    double now = pf_now(), end = pf_run_waits_end(R);
+    double join = R->config.rendezvous_timeout_s > 0 ? R->config.rendezvous_timeout_s : 600;
+    if (end > 0) {
+        double left = end - now - (pf_run_wait(R, "meet.reserve") - now);
+        if (left < join) join = left;
+    }
+    return now + (join > 1 ? join : 1);
+}
+
+/* What the meeting is handed: the config's values, the run's deadlines and fixed waits, who
+ * this pod is, and its JOIN's claims (the NCCL version and gpu.fabric's clique the local
+ * checks found). */
 static void meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
 {
     struct run_pods *P = R->pods;
@@ -205,12 +219,17 @@ static void meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
     P->pod = pn ? pf_xstrdup(pn) : NULL;
     P->node = nn ? pf_xstrdup(nn) : NULL;
     pf_rdv_join_env(&P->join_env, &R->ctx.env, pf_verdict_is_secret_name);
-    double left = pf_verdict_guard_remaining();
     *su = (struct pf_rdv_setup){
-        .timeout_s = cfg->rendezvous_timeout_s,
         .interface = cfg->rendezvous_interface,
         .digest = P->digest,
-        .deadline = left < 1e8 ? pf_now() + left : 0,
+        .deadline = pf_run_waits_end(R),
+        .join_deadline = join_deadline(R),
+        .waits = {.dial = PF_RUN_DIAL_S,
+                  .frame = PF_RUN_FRAME_S,
+                  .flush = PF_RUN_FLUSH_S,
+                  .summary = PF_RUN_SUMMARY_S,
+                  .step = PF_RUN_STEP_S,
+                  .close = PF_RUN_CLOSE_S},
         .id = known ? &P->id : NULL,
         .id_error = P->id_error,
         .pod = P->pod,

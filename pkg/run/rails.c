@@ -278,7 +278,7 @@ int run_stage_rails(struct pf_run *R)
     run_rails_mine(&X.mine, &R->ctx);
     int lfd[PF_RDV_ACCEPT_LFDS], nlfd = 0, port = 0;
     if (X.mine.n > 0 && (nlfd = rails_listen(&X.mine, lfd, &port)) > 0) X.mine.port = port;
-    double probe_s = pf_clampd(pf_rdv_left_s(rdv) * 0.08, 3, 15), step_s = probe_s + 15;
+    double probe_s = pf_run_wait_s(R, "rails.probe"), step_s = probe_s + PF_RUN_STEP_S;
     run_guard(R, CHECK, "exchanging the rails of %d pods", pf_rdv_size(rdv));
     struct pf_fleet_rail_task t[PF_FLEET_RAIL_TASKS];
     struct pf_fleet_rail_result res[PF_FLEET_RAIL_TASKS];

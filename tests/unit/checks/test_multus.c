@@ -64,6 +64,24 @@ static void test_annotation_missing(void **state)
     th_env_close(&r);
 }
 
+/* The wait ends at the context's deadline (pkg/run hands each stage the run's): past it, the
+ * check does not wait its podinfo.waitSeconds of 60 s. With none (every other test here),
+ * podinfo.waitSeconds alone bounds the wait. */
+static void test_wait_within_the_deadline(void **state)
+{
+    (void)state;
+    struct th_env r;
+    setup(&r, "fixtures/podinfo-empty");
+    r.cfg.podinfo_wait_s = 60;
+    r.ctx.deadline = pf_now() - 1;
+    run_check(&r);
+    assert_string_equal(th_codes_status(r.c), "annotation-missing:fail");
+    const struct pf_node *w = pf_node_get(r.c->evidence, "waitedSeconds");
+    assert_non_null(w);
+    assert_true(w->d < 30);
+    th_env_close(&r);
+}
+
 static void test_annotation_invalid(void **state)
 {
     (void)state;
@@ -207,6 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_skip_without_annotation_or_expectation),
         cmocka_unit_test(test_annotation_missing),
+        cmocka_unit_test(test_wait_within_the_deadline),
         cmocka_unit_test(test_annotation_invalid),
         cmocka_unit_test(test_loopback_as_secondary),
         cmocka_unit_test(test_messages),
