@@ -442,7 +442,11 @@ int pf_k8s_rdma_list(struct pf_k8s_rdmadevs *out, const struct pf_host *h)
             snprintf(d->pci, sizeof(d->pci), "%s", bdf);
         (void)pf_host_link_basename(d->driver, sizeof(d->driver), h,
                                     "/sys/class/infiniband/%s/device/driver", names.v[i]);
-        long long numa;
+        long long numa, vendor;
+        if (pf_host_read_ll(&vendor, h, "/sys/class/infiniband/%s/device/vendor", names.v[i]) ==
+                0 &&
+            vendor > 0 && vendor <= 0xffff)
+            d->vendor = (unsigned)vendor;
         if (pf_host_read_ll(&numa, h, "/sys/class/infiniband/%s/device/numa_node", names.v[i]) ==
                 0 &&
             numa >= 0 && numa < 1 << 16)

@@ -111,6 +111,7 @@ struct pf_k8s_rdmadev {
     char name[64];
     char pci[32];       /* "" when the device is not a PCI function */
     char driver[64];    /* the PCI driver ("mlx5_core", "efa"), "" when unknown */
+    unsigned vendor;    /* PCI vendor (0x1d0f: Amazon, EFA), 0 when unknown */
     int numa;           /* -1 when unknown */
     char netdevs[256];  /* the entries of device/net joined with ',', "" when none (EFA has none) */
 };

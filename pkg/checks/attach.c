@@ -1,0 +1,225 @@
+/* net.multus, part two: the attachments other sources promise (GKE multi-networking, DRA
+ * claims, device-plugin resources; pkg/k8s/attach.h) against what the pod holds, and, when no
+ * source describes anything, what the namespace holds. */
+#define _GNU_SOURCE
+#include "attach.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "../k8s/k8s.h"
+
+#define EFA_VENDOR 0x1d0fu
+
+void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs,
+                    const struct pf_ctx *ctx, const struct pf_k8s_podinfo *pi)
+{
+    pf_k8s_attach_gather(a, errs, pi, pf_env_get(&ctx->env, PF_K8S_DEVICE_RESOURCES_ENV));
+}
+
+bool pf_attach_other_match(const struct pf_k8s_attachments *a, const char *want)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].src != PF_K8S_SRC_MULTUS && pf_k8s_attach_matches(&a->v[i], want)) return true;
+    return false;
+}
+
+void pf_attach_other_names(struct pf_strlist *out, const struct pf_k8s_attachments *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        if (a->v[i].src != PF_K8S_SRC_MULTUS && !a->v[i].cluster)
+            pf_strlist_addf(out, "%s (%s)", a->v[i].name, pf_k8s_attach_src_name(a->v[i].src));
+}
+
+static void join_ifs(char *out, size_t n, const struct pf_netif_list *ifs)
+{
+    struct pf_strlist l = {0};
+    for (size_t i = 0; i < ifs->n; i++)
+        pf_strlist_add(&l, ifs->v[i].name);
+    pf_strlist_join(out, n, &l, ", ");
+    if (!l.n) snprintf(out, n, "none");
+    pf_strlist_free(&l);
+}
+
+/* An attachment that names an interface: it must be in the namespace, up, with its addresses. */
+static bool check_iface(struct pf_check *out, const struct pf_k8s_attach *a,
+                        const struct pf_netif_list *ifs, struct pf_node *m)
+{
+    const char *src = pf_k8s_attach_src_name(a->src);
+    const struct pf_netif *nif = pf_netif_find(ifs, a->interface);
+    pf_node_set_bool(m, "present", nif != NULL);
+    if (!nif) {
+        char have[512];
+        join_ifs(have, sizeof(have), ifs);
+        pf_check_add_finding(out, "attachment-missing", PF_FAIL, NULL,
+                             "%s %s (%s) promises interface %s, which this pod's network namespace "
+                             "does not have (have: %s)",
+                             src, a->name, pf_k8s_attach_src_where(a->src), a->interface, have);
+        return false;
+    }
+    pf_node_set_bool(m, "up", nif->up);
+    if (!nif->up || !nif->carrier) {
+        pf_check_add_finding(out, "iface-down", PF_FAIL, NULL, "%s (%s %s) is %s", a->interface,
+                             src, a->name, nif->up ? "up but has no carrier" : "down");
+        return false;
+    }
+    bool ok = true;
+    for (size_t k = 0; k < a->ips.n; k++) {
+        if (pf_netif_has_addr(nif, a->ips.v[k])) continue;
+        pf_check_add_finding(out, "ip-missing", PF_FAIL, NULL,
+                             "%s (%s %s) does not hold %s, the address %s lists", a->interface, src,
+                             a->name, a->ips.v[k], pf_k8s_attach_src_where(a->src));
+        ok = false;
+    }
+    return ok;
+}
+
+/* The uverbs nodes of /dev/infiniband the pod was given, as their RDMA devices. */
+static void given_devices(struct pf_strlist *out, const struct pf_ctx *ctx)
+{
+    struct pf_strlist nodes = {0};
+    (void)pf_host_list(&nodes, &ctx->host, "/dev/infiniband");
+    for (size_t i = 0; i < nodes.n; i++) {
+        char ib[64];
+        if (strncmp(nodes.v[i], "uverbs", 6) != 0) continue;
+        if (pf_host_read(ib, sizeof(ib), &ctx->host, "/sys/class/infiniband_verbs/%s/ibdev",
+                         nodes.v[i]) >= 0 &&
+            *pf_trim(ib))
+            pf_strlist_add(out, ib);
+    }
+    pf_strlist_free(&nodes);
+    pf_err_clear();
+}
+
+static bool is_efa_resource(const char *name)
+{
+    return strcmp(name, "vpc.amazonaws.com/efa") == 0;
+}
+
+static bool is_efa(const struct pf_k8s_rdmadev *d)
+{
+    return strcmp(d->driver, "efa") == 0 || d->vendor == EFA_VENDOR;
+}
+
+/* A device-plugin resource: the pod must hold the devices it promises. EFA: one verbs device
+ * of the efa driver per unit; an rdma/ resource (shared or exclusive HCAs): at least one
+ * verbs device. */
+static bool check_resource(struct pf_check *out, const struct pf_ctx *ctx,
+                           const struct pf_k8s_attach *a, const struct pf_k8s_rdmadevs *devs,
+                           const struct pf_strlist *given, struct pf_node *m)
+{
+    bool efa = is_efa_resource(a->name);
+    struct pf_strlist held = {0};
+    for (size_t i = 0; i < given->n; i++)
+        for (size_t k = 0; k < devs->n; k++)
+            if (strcmp(devs->v[k].name, given->v[i]) == 0 && (!efa || is_efa(&devs->v[k])))
+                pf_strlist_add(&held, given->v[i]);
+    long want = efa ? a->count : (a->count > 0 ? 1 : 0);
+    struct pf_node *s = pf_node_set_seq(m, "devices");
+    for (size_t i = 0; i < held.n; i++)
+        pf_node_add_str(s, held.v[i]);
+    bool ok = (long)held.n >= want;
+    if (!ok) {
+        char list[512];
+        pf_strlist_join(list, sizeof(list), &held, ", ");
+        pf_check_add_finding(
+            out, "attachment-missing", PF_FAIL, NULL,
+            "device-plugin resource %s=%ld (%s) promises %ld %s device%s, the pod holds %zu (%s in "
+            "%s/dev/infiniband)",
+            a->name, a->count, pf_k8s_attach_src_where(a->src), want, efa ? "EFA" : "RDMA",
+            want == 1 ? "" : "s", held.n, held.n ? list : "none", ctx->host.root);
+    }
+    pf_strlist_free(&held);
+    return ok;
+}
+
+size_t pf_attach_check_other(struct pf_check *out, const struct pf_ctx *ctx,
+                             const struct pf_k8s_attachments *a, const struct pf_netif_list *ifs,
+                             struct pf_strlist *okdesc)
+{
+    size_t n = 0;
+    struct pf_k8s_rdmadevs devs = {0};
+    struct pf_strlist given = {0};
+    bool have_devs = false;
+    struct pf_node *ev = NULL;
+    for (size_t i = 0; i < a->n; i++) {
+        const struct pf_k8s_attach *x = &a->v[i];
+        if (x->src == PF_K8S_SRC_MULTUS) continue;
+        if (!ev) ev = pf_node_set_seq(out->evidence, "attachments");
+        struct pf_node *m = pf_node_add_map(ev);
+        pf_node_set_str(m, "source", pf_k8s_attach_src_name(x->src));
+        pf_node_set_str(m, "name", x->name);
+        if (*x->interface) pf_node_set_str(m, "interface", x->interface);
+        if (*x->device) pf_node_set_str(m, "device", x->device);
+        if (x->count) pf_node_set_int(m, "count", x->count);
+        if (x->ips.n) {
+            struct pf_node *s = pf_node_set_seq(m, "ips");
+            for (size_t k = 0; k < x->ips.n; k++)
+                pf_node_add_str(s, x->ips.v[k]);
+        }
+        if (x->cluster) {
+            pf_node_set_bool(m, "default", true);
+            continue;
+        }
+        bool ok;
+        if (x->src == PF_K8S_SRC_DEVPLUGIN) {
+            if (!have_devs) {
+                (void)pf_k8s_rdma_list(&devs, &ctx->host);
+                given_devices(&given, ctx);
+                pf_err_clear();
+                have_devs = true;
+            }
+            ok = check_resource(out, ctx, x, &devs, &given, m);
+        } else if (*x->interface) {
+            ok = check_iface(out, x, ifs, m);
+        } else {
+            continue; /* a DRA device without network data (a GPU claim): nothing to see */
+        }
+        n++;
+        if (ok)
+            pf_strlist_addf(okdesc, "%s%s%s", x->name, *x->interface ? " on " : "",
+                            x->interface);
+    }
+    pf_strlist_free(&given);
+    pf_k8s_rdma_free(&devs);
+    return n;
+}
+
+static bool usable(const struct pf_netif *nif)
+{
+    if (nif->loopback) return false;
+    return true;
+}
+
+void pf_attach_list_namespace(struct pf_check *out, const struct pf_ctx *ctx,
+                              const struct pf_netif_list *ifs)
+{
+    struct pf_node *ns = pf_node_set_map(out->evidence, "namespace");
+    pf_node_set_str(ns, "note", "no attachment metadata found: what the namespace holds");
+    struct pf_node *nd = pf_node_set_seq(ns, "netdevs");
+    for (size_t i = 0; ifs && i < ifs->n; i++) {
+        const struct pf_netif *nif = &ifs->v[i];
+        if (!usable(nif)) continue;
+        struct pf_node *m = pf_node_add_map(nd);
+        pf_node_set_str(m, "name", nif->name);
+        pf_node_set_bool(m, "up", nif->up);
+        struct pf_node *s = pf_node_set_seq(m, "addresses");
+        for (size_t k = 0; k < nif->naddrs; k++)
+            pf_node_add_strf(s, "%s/%d", nif->addrs[k].text, nif->addrs[k].prefix_len);
+    }
+    struct pf_k8s_rdmadevs devs = {0};
+    (void)pf_k8s_rdma_list(&devs, &ctx->host);
+    pf_err_clear();
+    struct pf_node *rd = pf_node_set_seq(ns, "rdma");
+    for (size_t i = 0; i < devs.n; i++) {
+        struct pf_node *m = pf_node_add_map(rd);
+        pf_node_set_str(m, "name", devs.v[i].name);
+        if (*devs.v[i].pci) pf_node_set_str(m, "pciAddress", devs.v[i].pci);
+        if (devs.v[i].numa >= 0) pf_node_set_int(m, "numaNode", devs.v[i].numa);
+        if (*devs.v[i].netdevs) pf_node_set_str(m, "netdevs", devs.v[i].netdevs);
+    }
+    pf_k8s_rdma_free(&devs);
+}
