@@ -28,7 +28,7 @@ const char *pf_k8s_attach_src_where(enum pf_k8s_attach_src s)
     case PF_K8S_SRC_MULTUS: return "the Multus network-status annotation";
     case PF_K8S_SRC_GKE: return "annotation " PF_K8S_GKE_INTERFACES_ANNOT;
     case PF_K8S_SRC_DRA: return "ResourceClaim status";
-    case PF_K8S_SRC_DEVPLUGIN: return "the pod's limits (" PF_K8S_DEVICE_RESOURCES_ENV ")";
+    case PF_K8S_SRC_DEVPLUGIN: return PF_K8S_DEVICE_RESOURCES_ENV ", the pod's limits";
     }
     return "?";
 }
@@ -38,9 +38,6 @@ static void truncate_to(struct pf_k8s_attachments *a, size_t keep);
 void pf_k8s_attachments_free(struct pf_k8s_attachments *a)
 {
     truncate_to(a, 0);
-    free(a->v);
-    a->v = NULL;
-    a->n = 0;
 }
 
 struct pf_k8s_attach *pf_k8s_attach_add(struct pf_k8s_attachments *a, enum pf_k8s_attach_src s,
@@ -102,6 +99,7 @@ void pf_k8s_attach_from_netstatus(struct pf_k8s_attachments *out,
         if (!a) return;
         set_str(&a->interface, n->interface);
         set_str(&a->mac, n->mac);
+        a->mtu = n->mtu;
         for (size_t k = 0; k < n->ips.n; k++)
             pf_strlist_add(&a->ips, n->ips.v[k]);
         for (size_t k = 0; k < n->rdma_devices.n; k++)
@@ -155,6 +153,10 @@ static void truncate_to(struct pf_k8s_attachments *a, size_t keep)
         pf_strlist_free(&x->rdma);
     }
     a->n = keep;
+    if (keep == 0) {
+        free(a->v);
+        a->v = NULL;
+    }
 }
 
 /* ---------------------------------------------------------------- GKE */
@@ -358,6 +360,8 @@ int pf_k8s_resources_parse(struct pf_k8s_attachments *out, const char *text)
     for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         pf_trim(t);
         if (!*t) continue;
+        char item[96];
+        snprintf(item, sizeof(item), "%s", t);
         char *eq = strchr(t, '=');
         char *slash = strchr(t, '/');
         char *end = NULL;
@@ -372,9 +376,8 @@ int pf_k8s_resources_parse(struct pf_k8s_attachments *out, const char *text)
         }
         if (!eq || n < 0 || !slash || slash > eq || slash == t || !slash[1] ||
             strchr(slash + 1, '/')) {
-            r = pf_err_set(PF_EINVAL,
-                           "%s: \"%.80s\" is not resource=count (like vpc.amazonaws.com/efa=4)",
-                           PF_K8S_DEVICE_RESOURCES_ENV, t);
+            r = pf_err_set(PF_EINVAL, "\"%s\" is not resource=count (like vpc.amazonaws.com/efa=4)",
+                           item);
             break;
         }
         struct pf_k8s_attach *a = pf_k8s_attach_add(out, PF_K8S_SRC_DEVPLUGIN, t);

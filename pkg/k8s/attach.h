@@ -54,6 +54,7 @@ struct pf_k8s_attach {
     struct pf_strlist ips;  /* bare addresses (a CIDR's "/len" dropped) */
     struct pf_strlist rdma; /* RDMA devices the source names */
     char pci[32];           /* PCI address the source names, "" when none */
+    int mtu;                /* the MTU the source records, 0 when none */
     long count;             /* device plugin: devices the resource promises; else 0 */
     bool cluster;           /* the cluster network (Multus default, GKE network "default") */
     bool reported;          /* GKE: interface-status lists it; DRA: status.devices has it */
