@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# net.multus with the pod's networks given otherwise than by Multus (pkg/k8s/attach.h):
+#   GKE multi-networking: `preflight check` in a network namespace holding the interfaces of
+#     an A3 Ultra pod (eth0 on "default", eth1 on "gvnic-1", eth2..eth9 on "rdma-0".."rdma-7"),
+#     the downward-API folder holding GKE's annotations as the kubelet writes them
+#     (tests/fixtures/attach/gke-*.json, gen-podinfo.py): all present, one missing, an address
+#     lost, expect.networks naming GKE networks (no wait for Multus), no metadata at all;
+#   device plugins: the EFA device plugin's resource from a pod spec's limits
+#     (tests/fixtures/attach/efa-pod.json) against node-efa's verbs devices, and the RDMA
+#     shared device plugin's (rdma-shared-pod.json) against node-8gpu-ndr's.
+# Each asserts the check's status, finding codes and the exit code.
+source "$(dirname "$0")/lib.sh"
+
+need_root "attachments in a network namespace" || exit 0
+command -v ip >/dev/null || { skip "attachments in a network namespace" "ip (iproute2) not installed"; exit 0; }
+
+POD=pfl$$a
+HOST=pfl$$b
+cleanup() {
+    ip netns del "$POD" 2>/dev/null
+    ip netns del "$HOST" 2>/dev/null
+    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
+}
+trap cleanup EXIT
+ip netns add "$POD" || { notok "create network namespace $POD"; exit 1; }
+ip netns add "$HOST" || { notok "create network namespace $HOST"; exit 1; }
+ip -n "$POD" link set lo up
+
+# veth NAME MTU ADDR/LEN: NAME in the pod, its peer on the node's side, both up
+veth() {
+    ip link add "h-$1" netns "$HOST" type veth peer name "$1" netns "$POD" || return 1
+    ip -n "$HOST" link set "h-$1" mtu "$2" up
+    ip -n "$POD" link set "$1" mtu "$2"
+    ip -n "$POD" addr add "$3" dev "$1"
+    ip -n "$POD" link set "$1" up
+}
+# the addresses gke-interface-status.json lists
+veth eth0 1460 10.124.3.17/24 && veth eth1 8244 192.168.1.17/24 || { notok "create veths"; exit 1; }
+for i in 0 1 2 3 4 5 6 7; do
+    veth "eth$((i + 2))" 8896 "192.168.$((10 + i)).17/24" || { notok "create veths"; exit 1; }
+done
+links_up "$POD" eth0 eth1 eth2 eth3 eth4 eth5 eth6 eth7 eth8 eth9
+
+ROOT=$T/root
+mkdir -p "$ROOT/dev/shm" "$ROOT/proc/sys/net/ipv4"
+printf '32768\t60999\n' >"$ROOT/proc/sys/net/ipv4/ip_local_port_range"
+PI=$ROOT/etc/podinfo
+GKE_IFS=$(cat "$FIX/attach/gke-interfaces.json")
+GKE_ST=$(cat "$FIX/attach/gke-interface-status.json")
+
+# podinfo [gen-podinfo options]: DIR/annotations and DIR/labels as the kubelet writes them
+podinfo() {
+    rm -rf "${PI:?}"
+    echo '[]' | python3 "$FIX/gen-podinfo.py" "$PI" - --key none "$@"
+}
+gke() {
+    podinfo --annotation networking.gke.io/default-interface=eth0 \
+        --annotation "networking.gke.io/interfaces=$GKE_IFS" "$@"
+}
+
+# pf NAME ROOT CONFIG [VAR=VALUE...]: `preflight check` in the pod's namespace
+pf() {
+    local name=$1 root=$2 cfg=$3
+    shift 3
+    ip netns exec "$POD" timeout 60 env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "$@" \
+        "$PREFLIGHT" check --root "$root" --config "$cfg" --format yaml --verdict - \
+        >"$T/$name.yaml" 2>"$T/$name.err"
+    echo $? >"$T/$name.rc"
+}
+st() { yq "$T/$1.yaml" "(check('$2') or {}).get('status')"; }
+codes_() { yq "$T/$1.yaml" "','.join(sorted(f['code'] for f in (check('$2') or {}).get('findings') or []))"; }
+expect_check() { expect_eq "$1: $2 is $3 [$4]" "$(st "$1" "$2") [$(codes_ "$1" "$2")]" "$3 [$4]"; }
+expect_msg() {
+    expect_eq "$1: $3 message names '$4'" \
+        "$(yq "$T/$1.yaml" "any('''$4''' in f['message'] for f in (check('$2') or {}).get('findings') or [] if f['code'] == '$3')")" \
+        True
+}
+# net_ok NAME: no check of the network family fails (the exit code may come from others)
+net_ok() {
+    expect_eq "$1: no net.* check fails" \
+        "$(yq "$T/$1.yaml" "[c['id'] for c in d['checks'] if c['status'] == 'fail' and c['id'].startswith('net.')]")" "[]"
+}
+
+printf 'podinfo:\n  waitSeconds: 2\n' >"$T/cfg.yaml"
+printf 'expect:\n  networks: [rdma-0, rdma-7, gvnic-1]\npodinfo:\n  waitSeconds: 30\n' >"$T/cfg-expect.yaml"
+
+# ---- GKE: every interface present, with the addresses interface-status lists
+gke --annotation "networking.gke.io/interface-status=$GKE_ST"
+pf gke-ok "$ROOT" "$T/cfg-expect.yaml"
+expect_check gke-ok net.multus pass ""
+net_ok gke-ok
+expect_eq "gke-ok: message" "$(yq "$T/gke-ok.yaml" "check('net.multus')['message'].split(':')[0]")" \
+    "9 of 9 attachments present"
+expect_eq "gke-ok: evidence names source and interface" \
+    "$(yq "$T/gke-ok.yaml" "[(a['source'], a['name'], a['interface'], a['present']) for a in check('net.multus')['evidence']['attachments'] if a['name'] == 'rdma-3']")" \
+    '[["gke", "rdma-3", "eth5", true]]'
+expect_eq "gke-ok: expect.networks met by GKE networks, no wait for Multus" \
+    "$(yq "$T/gke-ok.yaml" "check('net.multus')['evidence'].get('waitedSeconds')")" None
+rails=$(yq "$T/gke-ok.yaml" "check('net.multus')['evidence']['attachments'][0].get('default')")
+expect_eq "gke-ok: the cluster network is marked, not checked" "$rails" True
+
+# ---- one interface missing: the finding names the source, the network and the interface
+ip -n "$POD" link del eth5
+pf gke-missing "$ROOT" "$T/cfg.yaml"
+expect_check gke-missing net.multus fail "attachment-missing"
+expect_msg gke-missing net.multus attachment-missing "gke rdma-3 (annotation networking.gke.io/interfaces) promises interface eth5"
+expect_eq "gke-missing: exit code 1" "$(cat "$T/gke-missing.rc")" 1
+# ... and an address the status lists, gone
+ip -n "$POD" addr del 192.168.12.17/24 dev eth4
+pf gke-noip "$ROOT" "$T/cfg.yaml"
+expect_check gke-noip net.multus fail "attachment-missing,ip-missing"
+expect_msg gke-noip net.multus ip-missing "eth4 (gke rdma-2) does not hold 192.168.12.17"
+
+# ---- a GKE network expected that the pod did not get
+printf 'expect:\n  networks: [rdma-8]\npodinfo:\n  waitSeconds: 1\n' >"$T/cfg-rdma8.yaml"
+pf gke-notasked "$ROOT" "$T/cfg-rdma8.yaml"
+expect_msg gke-notasked net.multus network-missing "network rdma-8 is not attached (attached: gvnic-1 (gke), rdma-0 (gke)"
+
+# ---- an annotation that is not GKE's shape
+podinfo --annotation 'networking.gke.io/interfaces=[{"interfaceName":"eth1"}]'
+pf gke-bad "$ROOT" "$T/cfg.yaml"
+expect_check gke-bad net.multus fail "annotation-invalid"
+expect_msg gke-bad net.multus annotation-invalid "annotation networking.gke.io/interfaces: annotation networking.gke.io/interfaces element 1"
+
+# ---- no metadata: the namespace's devices listed, no false failure
+podinfo
+pf none "$ROOT" "$T/cfg.yaml"
+expect_check none net.multus skip ""
+net_ok none
+expect_eq "none: evidence lists the namespace's netdevs with addresses" \
+    "$(yq "$T/none.yaml" "[(n['name'], n['addresses'][0]) for n in check('net.multus')['evidence']['namespace']['netdevs'] if n['name'] == 'eth2']")" \
+    '[["eth2", "192.168.10.17/24"]]'
+expect_eq "none: evidence lists no RDMA device (the root has none)" \
+    "$(yq "$T/none.yaml" "check('net.multus')['evidence']['namespace']['rdma']")" '[]'
+expect_eq "none: message says no attachment metadata was found" \
+    "$(yq "$T/none.yaml" "check('net.multus')['message'].startswith('no attachment metadata found')")" True
+
+# ---- device plugins: the resources of a pod spec's limits against the verbs devices
+# resources FILE: "name=count,..." of the extended resources in the container's limits
+resources() {
+    python3 -c 'import json,sys
+l = json.load(open(sys.argv[1]))["resources"]["limits"]
+print(",".join("%s=%s" % (k, v) for k, v in sorted(l.items()) if "/" in k and not k.startswith("nvidia.com/")))' "$1"
+}
+podinfo
+EFA=$T/efa
+bash "$FIX/materialize.sh" "$FIX/node-efa" "$EFA" 2>/dev/null
+mkdir -p "$EFA/proc/sys/net/ipv4" && printf '32768\t60999\n' >"$EFA/proc/sys/net/ipv4/ip_local_port_range"
+EFA_RES=$(resources "$FIX/attach/efa-pod.json")
+expect_eq "efa: the pod spec's resource" "$EFA_RES" "vpc.amazonaws.com/efa=32"
+pf efa-short "$EFA" "$T/cfg.yaml" PREFLIGHT_DEVICE_RESOURCES="$EFA_RES"
+expect_check efa-short net.multus fail "attachment-missing"
+expect_msg efa-short net.multus attachment-missing "vpc.amazonaws.com/efa=32 (PREFLIGHT_DEVICE_RESOURCES, the pod's limits) promises 32 EFA devices, the pod holds 2 (efa_0, efa_1"
+pf efa-ok "$EFA" "$T/cfg.yaml" PREFLIGHT_DEVICE_RESOURCES=vpc.amazonaws.com/efa=2
+expect_check efa-ok net.multus pass ""
+rm -f "$EFA/dev/infiniband/uverbs1"
+pf efa-lost "$EFA" "$T/cfg.yaml" PREFLIGHT_DEVICE_RESOURCES=vpc.amazonaws.com/efa=2
+expect_msg efa-lost net.multus attachment-missing "promises 2 EFA devices, the pod holds 1 (efa_0"
+
+# the RDMA shared device plugin's resource on an NDR node (mlx5 HCAs, /dev/infiniband/uverbsN)
+IB=$T/ib
+bash "$FIX/materialize.sh" "$FIX/node-8gpu-ndr" "$IB" 2>/dev/null
+mkdir -p "$IB/proc/sys/net/ipv4" && printf '32768\t60999\n' >"$IB/proc/sys/net/ipv4/ip_local_port_range"
+IB_RES=$(resources "$FIX/attach/rdma-shared-pod.json")
+expect_eq "ib: the pod spec's resource" "$IB_RES" "rdma/hca_shared_devices_a=1"
+pf ib-ok "$IB" "$T/cfg.yaml" PREFLIGHT_DEVICE_RESOURCES="$IB_RES"
+expect_check ib-ok net.multus pass ""
+expect_eq "ib-ok: evidence lists the verbs devices the pod holds" \
+    "$(yq "$T/ib-ok.yaml" "check('net.multus')['evidence']['attachments'][0]['devices'][0]")" mlx5_0
+rm -rf "$IB/dev/infiniband"
+pf ib-none "$IB" "$T/cfg.yaml" PREFLIGHT_DEVICE_RESOURCES="$IB_RES"
+expect_check ib-none net.multus fail "attachment-missing"
+expect_msg ib-none net.multus attachment-missing "rdma/hca_shared_devices_a=1 (PREFLIGHT_DEVICE_RESOURCES, the pod's limits) promises 1 RDMA device, the pod holds 0 (none"
