@@ -11,13 +11,116 @@
 #include <sys/socket.h>
 
 #include "../k8s/k8s.h"
+#include "../kapi/kapi.h"
 
 #define EFA_VENDOR 0x1d0fu
 
-void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs,
+#define CLAIMS_BUDGET_S 5.0
+#define POD_BODY_MAX (4u << 20)
+
+/* GET path into *res; true on HTTP 200. */
+static bool api_get(struct pf_kapi_res *res, const struct pf_kapi *api, const char *path,
+                    double deadline)
+{
+    pf_kapi_request_max(res, api, "GET", path, "application/json", "", deadline, POD_BODY_MAX);
+    return res->curl_code == PF_CURLE_OK && res->status == 200;
+}
+
+static void api_error(char *out, size_t n, const struct pf_kapi_res *res, const char *path)
+{
+    if (res->curl_code != PF_CURLE_OK)
+        snprintf(out, n, "GET %s: %s", path, res->error);
+    else if (res->status == 401 || res->status == 403)
+        snprintf(out, n,
+                 "GET %s: HTTP %ld: the pod's ServiceAccount may not read it (the chart's "
+                 "rbac.readClaims grants get on pods and resourceclaims)",
+                 path, res->status);
+    else
+        snprintf(out, n, "GET %s: HTTP %ld", path, res->status);
+}
+
+/* DRA: the pod (its claims' names), then each ResourceClaim, through the API server when the
+ * pod runs in a cluster; evidence "dra" says what was read or why not. resource.k8s.io v1
+ * first (Kubernetes 1.34), then v1beta2 and v1beta1 on 404. */
+static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs,
+                        struct pf_check *out, const struct pf_ctx *ctx,
+                        const struct pf_k8s_podinfo *pi)
+{
+    struct pf_kapi api;
+    if (pf_kapi_open(&api, &ctx->env, &ctx->host) == PF_ENOENT) {
+        pf_err_clear();
+        return; /* not in a cluster: nothing to ask */
+    }
+    struct pf_node *ev = pf_node_set_map(out->evidence, "dra");
+    char ns_file[256] = "", err[1400] = "";
+    const char *pod = pi->name ? pi->name : pf_env_get(&ctx->env, "POD_NAME");
+    const char *ns = pi->namespace_ ? pi->namespace_ : pf_env_get(&ctx->env, "POD_NAMESPACE");
+    if ((!ns || !*ns) &&
+        pf_host_read(ns_file, sizeof(ns_file), &ctx->host, "%s/namespace", PF_KAPI_SA_DIR) > 0)
+        ns = pf_trim(ns_file);
+    const char *why = NULL;
+    if (!api.token) {
+        snprintf(err, sizeof(err), "%s", pf_err_msg());
+    } else if (!pod || !*pod || !ns || !*ns) {
+        snprintf(err, sizeof(err), "the pod's name or namespace is unknown (podinfo name and "
+                                   "namespace, or POD_NAME and POD_NAMESPACE)");
+    } else if (!pf_kapi_load(&ctx->env, &why)) {
+        snprintf(err, sizeof(err), "libcurl cannot be loaded: %s", why);
+    }
+    if (*err) {
+        pf_node_set_str(ev, "error", err);
+        pf_kapi_close(&api);
+        pf_err_clear();
+        return;
+    }
+    double left = pf_verdict_guard_remaining() - 1.0;
+    double deadline = pf_now() + (left < CLAIMS_BUDGET_S ? left : CLAIMS_BUDGET_S);
+    pf_node_set_str(ev, "apiServer", api.base);
+    char path[1024];
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
+    struct pf_kapi_res res;
+    struct pf_strlist claims = {0};
+    if (!api_get(&res, &api, path, deadline)) {
+        api_error(err, sizeof(err), &res, path);
+    } else if (pf_k8s_pod_claims_parse(&claims, res.body.data, res.body.len) < 0) {
+        snprintf(err, sizeof(err), "GET %s: %s", path, pf_err_msg());
+        pf_strlist_add(errs, err);
+        err[0] = '\0';
+    }
+    pf_buf_free(&res.body);
+    struct pf_node *read = pf_node_set_seq(ev, "claims");
+    static const char *const versions[] = {"v1", "v1beta2", "v1beta1"};
+    for (size_t i = 0; i < claims.n && !*err; i++) {
+        for (size_t v = 0; v < PF_ARRAY_LEN(versions); v++) {
+            snprintf(path, sizeof(path), "/apis/resource.k8s.io/%s/namespaces/%s/resourceclaims/%s",
+                     versions[v], ns, claims.v[i]);
+            bool ok = api_get(&res, &api, path, deadline);
+            bool again = !ok && res.curl_code == PF_CURLE_OK && res.status == 404;
+            if (ok) {
+                pf_node_add_strf(read, "%s (resource.k8s.io/%s)", claims.v[i], versions[v]);
+                if (pf_k8s_claim_parse(a, res.body.data, res.body.len) < 0) {
+                    char m[1600];
+                    snprintf(m, sizeof(m), "GET %s: %s", path, pf_err_msg());
+                    pf_strlist_add(errs, m);
+                }
+            } else if (!again || v + 1 == PF_ARRAY_LEN(versions)) {
+                api_error(err, sizeof(err), &res, path);
+            }
+            pf_buf_free(&res.body);
+            if (ok || !again) break;
+        }
+    }
+    if (*err) pf_node_set_str(ev, "error", err);
+    pf_strlist_free(&claims);
+    pf_kapi_close(&api);
+    pf_err_clear();
+}
+
+void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs, struct pf_check *out,
                     const struct pf_ctx *ctx, const struct pf_k8s_podinfo *pi)
 {
     pf_k8s_attach_gather(a, errs, pi, pf_env_get(&ctx->env, PF_K8S_DEVICE_RESOURCES_ENV));
+    load_claims(a, errs, out, ctx, pi);
 }
 
 bool pf_attach_other_match(const struct pf_k8s_attachments *a, const char *want)

@@ -11,9 +11,10 @@
 #include "checks.h"
 
 struct pf_k8s_podinfo;
-/* Every source's attachments for this pod (the podinfo annotations, PREFLIGHT_DEVICE_RESOURCES);
- * a source that does not parse goes to errs. */
-void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs,
+/* Every source's attachments for this pod (the podinfo annotations, PREFLIGHT_DEVICE_RESOURCES,
+ * and in a cluster the pod's ResourceClaims through the API server, with evidence "dra"); a
+ * source that does not parse goes to errs. */
+void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs, struct pf_check *out,
                     const struct pf_ctx *ctx, const struct pf_k8s_podinfo *pi);
 /* Whether a source other than Multus answers to an expect.networks entry. */
 bool pf_attach_other_match(const struct pf_k8s_attachments *a, const char *want);

@@ -318,7 +318,7 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
         (void)read_podinfo(&pre, ctx);
         free(pre.netstatus);
         pre.netstatus = NULL; /* Multus: below, after the wait */
-        pf_attach_load(&att, &atterr, ctx, &pre);
+        pf_attach_load(&att, &atterr, out, ctx, &pre);
         pf_k8s_podinfo_free(&pre);
         pf_err_clear();
     }

@@ -350,6 +350,48 @@ out:
     return r;
 }
 
+static int claim_names(struct pf_strlist *out, json_t *list, const char *what)
+{
+    if (!list || json_is_null(list)) return 0;
+    if (!json_is_array(list) || json_array_size(list) > PF_K8S_MAX_ATTACH)
+        return pf_err_set(PF_EINVAL, "Pod: %s is not a list (of at most %d)", what,
+                          PF_K8S_MAX_ATTACH);
+    size_t i;
+    json_t *el;
+    json_array_foreach(list, i, el)
+    {
+        const char *n = json_is_object(el) ? opt_str(el, "resourceClaimName") : NULL;
+        if (!n) return pf_err_set(PF_EINVAL, "Pod: %s[%zu] is not an object", what, i);
+        if (*n && !pf_strlist_has(out, n)) pf_strlist_add(out, n);
+    }
+    return 0;
+}
+
+int pf_k8s_pod_claims_parse(struct pf_strlist *out, const char *json, size_t len)
+{
+    json_t *root = load("Pod", json, len, JSON_OBJECT);
+    if (!root) return PF_EINVAL;
+    int r = 0;
+    const char *kind = opt_str(root, "kind");
+    json_t *spec = json_object_get(root, "spec");
+    json_t *status = json_object_get(root, "status");
+    struct pf_strlist got = {0};
+    if (!kind || (*kind && strcmp(kind, "Pod") != 0)) {
+        r = pf_err_set(PF_EINVAL, "not a Pod (kind %s)", kind ? kind : "not a string");
+    } else if ((spec && !json_is_object(spec)) || (status && !json_is_null(status) &&
+                                                   !json_is_object(status))) {
+        r = pf_err_set(PF_EINVAL, "Pod: spec or status is not an object");
+    } else if ((r = claim_names(&got, json_object_get(status, "resourceClaimStatuses"),
+                                "status.resourceClaimStatuses")) == 0) {
+        r = claim_names(&got, json_object_get(spec, "resourceClaims"), "spec.resourceClaims");
+    }
+    for (size_t i = 0; r == 0 && i < got.n; i++)
+        if (!pf_strlist_has(out, got.v[i])) pf_strlist_add(out, got.v[i]);
+    pf_strlist_free(&got);
+    json_decref(root);
+    return r;
+}
+
 /* ---------------------------------------------------------------- device plugins */
 
 int pf_k8s_resources_parse(struct pf_k8s_attachments *out, const char *text)

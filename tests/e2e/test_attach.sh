@@ -105,7 +105,9 @@ ip -n "$POD" link del eth5
 pf gke-missing "$ROOT" "$T/cfg.yaml"
 expect_check gke-missing net.multus fail "attachment-missing"
 expect_msg gke-missing net.multus attachment-missing "gke rdma-3 (annotation networking.gke.io/interfaces) promises interface eth5"
-expect_eq "gke-missing: exit code 1" "$(cat "$T/gke-missing.rc")" 1
+expect_eq "gke-missing: the verdict fails, class node" \
+    "$(yq "$T/gke-missing.yaml" "(d['verdict'], d['failureClass'])")" '["fail", "node"]'
+expect_eq "gke-missing: exit code not 0" "$([ "$(cat "$T/gke-missing.rc")" != 0 ] && echo yes)" yes
 # ... and an address the status lists, gone
 ip -n "$POD" addr del 192.168.12.17/24 dev eth4
 pf gke-noip "$ROOT" "$T/cfg.yaml"
@@ -172,3 +174,93 @@ rm -rf "$IB/dev/infiniband"
 pf ib-none "$IB" "$T/cfg.yaml" PREFLIGHT_DEVICE_RESOURCES="$IB_RES"
 expect_check ib-none net.multus fail "attachment-missing"
 expect_msg ib-none net.multus attachment-missing "rdma/hca_shared_devices_a=1 (PREFLIGHT_DEVICE_RESOURCES, the pod's limits) promises 1 RDMA device, the pod holds 0 (none"
+
+# ---- DRA: the pod and its ResourceClaims read from a stand-in API server (kapi_standin.py)
+# serving the samples of tests/fixtures/attach at the paths a real API server serves them
+command -v openssl >/dev/null || { skip "dra" "openssl not installed"; exit 0; }
+mkdir -p "$T/ca"
+(
+    cd "$T/ca"
+    openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 \
+        -subj "/CN=preflight-test-ca" 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+        -subj "/CN=kubernetes" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:kubernetes.default.svc\n' >ext.cnf
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt \
+        -days 2 -extfile ext.cnf 2>/dev/null
+) || { notok "dra: make test certificates" "openssl failed"; exit 0; }
+SA=$ROOT/var/run/secrets/kubernetes.io/serviceaccount
+mkdir -p "$SA"
+TOKEN="eyJhbGciOiJSUzI1NiJ9.attach-$$"
+printf '%s' "$TOKEN" >"$SA/token"
+printf 'ml' >"$SA/namespace"
+cp "$T/ca/ca.crt" "$SA/ca.crt"
+veth rdma0 9000 10.210.1.11/24 && veth rdma1 9000 10.210.2.11/24 || { notok "dra: create veths"; exit 1; }
+links_up "$POD" rdma0 rdma1
+
+SERVER_PID=""
+stop_server() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""; }
+trap 'stop_server; cleanup' EXIT
+# serve NAME ROUTES-JSON: starts the stand-in in the pod's namespace; sets PORT, LOG
+serve() {
+    stop_server
+    LOG=$T/requests-$1.jsonl
+    : >"$LOG"
+    rm -f "$T/port"
+    printf '%s' "$2" >"$T/routes-$1.json"
+    ip netns exec "$POD" python3 "$PREFLIGHT_SRC/tests/e2e/kapi_standin.py" "$T/ca" "$T/port" \
+        "$LOG" "$TOKEN" "$T/routes-$1.json" &
+    SERVER_PID=$!
+    for _ in $(seq 1 100); do [ -s "$T/port" ] && break; sleep 0.1; done
+    PORT=$(cat "$T/port" 2>/dev/null)
+    [ -n "$PORT" ]
+}
+requests() { python3 -c 'import json,sys; print(" ".join(json.loads(l)["path"] + ("" if json.loads(l)["auth"] else "(no token)") for l in open(sys.argv[1])))' "$LOG"; }
+P=/api/v1/namespaces/ml/pods/worker-0
+C=/apis/resource.k8s.io
+ROUTES_OK="{\"$P\": [200, \"$FIX/attach/pod-dra.json\"],
+  \"$C/v1/namespaces/ml/resourceclaims/worker-0-rdma-x7k2p\": [200, \"$FIX/attach/dranet-claim-rdma.json\"],
+  \"$C/v1beta1/namespaces/ml/resourceclaims/shared-gpus\": [200, \"$FIX/attach/gpu-claim-v1beta1.json\"]}"
+podinfo
+printf 'worker-0' >"$PI/name"
+printf 'ml' >"$PI/namespace"
+printf 'expect:\n  networks: [worker-0-rdma-x7k2p]\npodinfo:\n  waitSeconds: 30\n' >"$T/cfg-dra.yaml"
+kenv() { echo KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT"; }
+
+if serve ok "$ROUTES_OK"; then
+    pf dra-ok "$ROOT" "$T/cfg-dra.yaml" $(kenv)
+    expect_check dra-ok net.multus pass ""
+    expect_eq "dra-ok: the requests a real API server answers, in order, with the token" "$(requests)" \
+        "$P $C/v1/namespaces/ml/resourceclaims/worker-0-rdma-x7k2p $C/v1/namespaces/ml/resourceclaims/shared-gpus $C/v1beta2/namespaces/ml/resourceclaims/shared-gpus $C/v1beta1/namespaces/ml/resourceclaims/shared-gpus"
+    expect_eq "dra-ok: message" "$(yq "$T/dra-ok.yaml" "check('net.multus')['message']")" \
+        "2 of 2 attachments present: worker-0-rdma-x7k2p/nic0 on rdma0, worker-0-rdma-x7k2p/nic1 on rdma1 (no Multus network-status)"
+    expect_eq "dra-ok: claims read, with their API version" \
+        "$(yq "$T/dra-ok.yaml" "check('net.multus')['evidence']['dra']['claims']")" \
+        '["worker-0-rdma-x7k2p (resource.k8s.io/v1)", "shared-gpus (resource.k8s.io/v1beta1)"]'
+    expect_eq "dra-ok: the GPU claim's device listed, not judged" \
+        "$(yq "$T/dra-ok.yaml" "[a['device'] for a in check('net.multus')['evidence']['attachments'] if 'interface' not in a]")" \
+        '["gpu.nvidia.com/gpu-node-1/gpu-0"]'
+    expect_eq "dra-ok: expect.networks met by the claim, no wait for Multus" \
+        "$(yq "$T/dra-ok.yaml" "check('net.multus')['evidence'].get('waitedSeconds')")" None
+
+    # one device's interface gone from the namespace
+    ip -n "$POD" link del rdma1
+    pf dra-missing "$ROOT" "$T/cfg.yaml" $(kenv)
+    expect_check dra-missing net.multus fail "attachment-missing"
+    expect_msg dra-missing net.multus attachment-missing "dra worker-0-rdma-x7k2p/nic1 (ResourceClaim status) promises interface rdma1"
+else
+    notok "dra: start the stand-in API server" "no port"
+fi
+
+# the ServiceAccount may not read the pod: said in the evidence, no false failure
+if serve forbidden "{\"$P\": [403, \"$FIX/attach/README\"]}"; then
+    pf dra-forbidden "$ROOT" "$T/cfg.yaml" $(kenv)
+    expect_check dra-forbidden net.multus skip ""
+    expect_eq "dra-forbidden: evidence says why no claim was read" \
+        "$(yq "$T/dra-forbidden.yaml" "'HTTP 403' in check('net.multus')['evidence']['dra']['error']")" True
+    expect_eq "dra-forbidden: the namespace's devices listed" \
+        "$(yq "$T/dra-forbidden.yaml" "'rdma0' in [n['name'] for n in check('net.multus')['evidence']['namespace']['netdevs']]")" True
+else
+    notok "dra: start the stand-in API server (forbidden)" "no port"
+fi
+stop_server
