@@ -40,12 +40,14 @@ static void api_error(char *out, size_t n, const struct pf_kapi_res *res, const 
 }
 
 /* DRA: the pod (its claims' names), then each ResourceClaim, through the API server when the
- * pod runs in a cluster; evidence "dra" says what was read or why not. resource.k8s.io v1
+ * pod runs in a cluster and PREFLIGHT_READ_CLAIMS is 1 or true (the chart's rbac.readClaims); evidence "dra" says what was read or why not. resource.k8s.io v1
  * first (Kubernetes 1.34), then v1beta2 and v1beta1 on 404. */
 static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs,
                         struct pf_check *out, const struct pf_ctx *ctx,
                         const struct pf_k8s_podinfo *pi)
 {
+    const char *on = pf_env_get(&ctx->env, PF_ATTACH_READ_CLAIMS_ENV);
+    if (!on || (strcmp(on, "1") != 0 && strcasecmp(on, "true") != 0)) return; /* not asked */
     struct pf_kapi api;
     if (pf_kapi_open(&api, &ctx->env, &ctx->host) == PF_ENOENT) {
         pf_err_clear();

@@ -10,9 +10,14 @@
 #include "../netif/netif.h"
 #include "checks.h"
 
+/* "1" or "true": read the pod's ResourceClaims from the API server (needs get on pods and
+ * resourceclaims in the pod's namespace). */
+#define PF_ATTACH_READ_CLAIMS_ENV "PREFLIGHT_READ_CLAIMS"
+
 struct pf_k8s_podinfo;
 /* Every source's attachments for this pod (the podinfo annotations, PREFLIGHT_DEVICE_RESOURCES,
- * and in a cluster the pod's ResourceClaims through the API server, with evidence "dra"); a
+ * and, when PREFLIGHT_READ_CLAIMS asks, the pod's ResourceClaims through the API server, with
+ * evidence "dra"); a
  * source that does not parse goes to errs. */
 void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs, struct pf_check *out,
                     const struct pf_ctx *ctx, const struct pf_k8s_podinfo *pi);

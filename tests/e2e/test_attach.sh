@@ -106,7 +106,7 @@ pf gke-missing "$ROOT" "$T/cfg.yaml"
 expect_check gke-missing net.multus fail "attachment-missing"
 expect_msg gke-missing net.multus attachment-missing "gke rdma-3 (annotation networking.gke.io/interfaces) promises interface eth5"
 expect_eq "gke-missing: the verdict fails, class node" \
-    "$(yq "$T/gke-missing.yaml" "(d['verdict'], d['failureClass'])")" '["fail", "node"]'
+    "$(yq "$T/gke-missing.yaml" "[d['verdict'], d['failureClass']]")" '["fail", "node"]'
 expect_eq "gke-missing: exit code not 0" "$([ "$(cat "$T/gke-missing.rc")" != 0 ] && echo yes)" yes
 # ... and an address the status lists, gone
 ip -n "$POD" addr del 192.168.12.17/24 dev eth4
@@ -225,7 +225,7 @@ podinfo
 printf 'worker-0' >"$PI/name"
 printf 'ml' >"$PI/namespace"
 printf 'expect:\n  networks: [worker-0-rdma-x7k2p]\npodinfo:\n  waitSeconds: 30\n' >"$T/cfg-dra.yaml"
-kenv() { echo KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT"; }
+kenv() { echo KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" PREFLIGHT_READ_CLAIMS=true; }
 
 if serve ok "$ROUTES_OK"; then
     pf dra-ok "$ROOT" "$T/cfg-dra.yaml" $(kenv)
@@ -260,6 +260,11 @@ if serve forbidden "{\"$P\": [403, \"$FIX/attach/README\"]}"; then
         "$(yq "$T/dra-forbidden.yaml" "'HTTP 403' in check('net.multus')['evidence']['dra']['error']")" True
     expect_eq "dra-forbidden: the namespace's devices listed" \
         "$(yq "$T/dra-forbidden.yaml" "'rdma0' in [n['name'] for n in check('net.multus')['evidence']['namespace']['netdevs']]")" True
+    # not asked to (PREFLIGHT_READ_CLAIMS unset): no request at all
+    : >"$LOG"
+    pf dra-off "$ROOT" "$T/cfg.yaml" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT"
+    expect_eq "dra-off: no request without PREFLIGHT_READ_CLAIMS" "$(requests)" ""
+    expect_check dra-off net.multus skip ""
 else
     notok "dra: start the stand-in API server (forbidden)" "no port"
 fi
