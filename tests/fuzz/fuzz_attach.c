@@ -1,5 +1,5 @@
 /* Fuzz target: the attachment sources of pkg/k8s/attach.c. The first byte picks the parser:
- * 'c' a ResourceClaim, 'g' GKE's networking.gke.io/interfaces (with the interface-status after
+ * 'c' a ResourceClaim, 'p' a Pod's claims, 'g' GKE's networking.gke.io/interfaces (with the interface-status after
  * a NUL byte, when there is one), anything else PREFLIGHT_DEVICE_RESOURCES. */
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +30,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int r;
     if (data[0] == 'c') {
         r = pf_k8s_claim_parse(&a, p, n);
+    } else if (data[0] == 'p') {
+        struct pf_strlist c = {0};
+        if (pf_k8s_pod_claims_parse(&c, p, n) < 0 && c.n != 0) abort();
+        for (size_t i = 0; i < c.n; i++)
+            if (!c.v[i] || !*c.v[i]) abort();
+        pf_strlist_free(&c);
+        return 0;
     } else if (data[0] == 'g') {
         const char *nul = memchr(p, '\0', n);
         size_t l1 = nul ? (size_t)(nul - p) : n;

@@ -121,6 +121,22 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
         secretKeyRef:
           name: {{ include "preflight.secretName" $ctx }}
           key: token
+    {{- /* the device plugins' resources of the limits, for net.multus (docs/kubernetes.md):
+         the downward API cannot expose extended resources */}}
+    {{- $devres := list }}
+    {{- range $k, $n := (default dict (default dict $v.resources).limits) }}
+    {{- if and (contains "/" $k) (not (hasPrefix "nvidia.com/" $k)) }}
+    {{- $devres = append $devres (printf "%s=%v" $k $n) }}
+    {{- end }}
+    {{- end }}
+    {{- with $devres }}
+    - name: PREFLIGHT_DEVICE_RESOURCES
+      value: {{ join "," . | quote }}
+    {{- end }}
+    {{- if (default dict $v.rbac).readClaims }}
+    - name: PREFLIGHT_READ_CLAIMS
+      value: "true"
+    {{- end }}
     {{- with $v.env }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

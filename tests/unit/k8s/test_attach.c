@@ -103,6 +103,30 @@ static void test_claim_errors(void **state)
     }
 }
 
+static void test_pod_claims(void **state)
+{
+    (void)state;
+    size_t len;
+    char *j = sample("pod-dra.json", &len);
+    struct pf_strlist c = {0};
+    assert_int_equal(pf_k8s_pod_claims_parse(&c, j, len), 0);
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.v[0], "worker-0-rdma-x7k2p"); /* from the template, by its status */
+    assert_string_equal(c.v[1], "shared-gpus");
+    pf_strlist_free(&c);
+    static const char none[] = "{\"kind\":\"Pod\",\"spec\":{\"containers\":[]}}";
+    assert_int_equal(pf_k8s_pod_claims_parse(&c, none, strlen(none)), 0);
+    assert_int_equal(c.n, 0);
+    static const char *const bad[] = {"[]", "{\"kind\":\"Node\"}", "{\"spec\":[]}",
+                                      "{\"spec\":{\"resourceClaims\":{}}}",
+                                      "{\"status\":{\"resourceClaimStatuses\":[1]}}"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(pf_k8s_pod_claims_parse(&c, bad[i], strlen(bad[i])), PF_EINVAL);
+        assert_int_equal(c.n, 0);
+    }
+    free(j);
+}
+
 static void test_gke(void **state)
 {
     (void)state;
@@ -232,7 +256,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_claim_dranet_doc),  cmocka_unit_test(test_claim_two_devices_and_unallocated),
-        cmocka_unit_test(test_claim_errors),      cmocka_unit_test(test_gke),
+        cmocka_unit_test(test_claim_errors), cmocka_unit_test(test_pod_claims),      cmocka_unit_test(test_gke),
         cmocka_unit_test(test_resources),         cmocka_unit_test(test_gather_podinfo),
         cmocka_unit_test(test_rdma_list),
     };
