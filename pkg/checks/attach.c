@@ -40,11 +40,11 @@ static void api_error(char *out, size_t n, const struct pf_kapi_res *res, const 
 }
 
 /* DRA: the pod (its claims' names), then each ResourceClaim, through the API server when the
- * pod runs in a cluster and PREFLIGHT_READ_CLAIMS is 1 or true (the chart's rbac.readClaims); evidence "dra" says what was read or why not. resource.k8s.io v1
- * first (Kubernetes 1.34), then v1beta2 and v1beta1 on 404. */
-static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs,
-                        struct pf_check *out, const struct pf_ctx *ctx,
-                        const struct pf_k8s_podinfo *pi)
+ * pod runs in a cluster and PREFLIGHT_READ_CLAIMS is 1 or true (the chart's rbac.readClaims);
+ * evidence "dra" says what was read or why not. resource.k8s.io v1 first (Kubernetes 1.34), then
+ * v1beta2 and v1beta1 on 404. */
+static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, struct pf_check *out,
+                        const struct pf_ctx *ctx, const struct pf_k8s_podinfo *pi)
 {
     const char *on = pf_env_get(&ctx->env, PF_ATTACH_READ_CLAIMS_ENV);
     if (!on || (strcmp(on, "1") != 0 && strcasecmp(on, "true") != 0)) return; /* not asked */
@@ -64,8 +64,9 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs,
     if (!api.token) {
         snprintf(err, sizeof(err), "%s", pf_err_msg());
     } else if (!pod || !*pod || !ns || !*ns) {
-        snprintf(err, sizeof(err), "the pod's name or namespace is unknown (podinfo name and "
-                                   "namespace, or POD_NAME and POD_NAMESPACE)");
+        snprintf(err, sizeof(err),
+                 "the pod's name or namespace is unknown (podinfo name and "
+                 "namespace, or POD_NAME and POD_NAMESPACE)");
     } else if (!pf_kapi_load(&ctx->env, &why)) {
         snprintf(err, sizeof(err), "libcurl cannot be loaded: %s", why);
     }
@@ -285,8 +286,7 @@ size_t pf_attach_check_other(struct pf_check *out, const struct pf_ctx *ctx,
         }
         n++;
         if (ok)
-            pf_strlist_addf(okdesc, "%s%s%s", x->name, *x->interface ? " on " : "",
-                            x->interface);
+            pf_strlist_addf(okdesc, "%s%s%s", x->name, *x->interface ? " on " : "", x->interface);
     }
     pf_strlist_free(&given);
     pf_k8s_rdma_free(&devs);

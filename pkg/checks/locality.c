@@ -136,8 +136,8 @@ static void list_nics(struct pdev **out, size_t *n, struct pf_node *ev, const st
         (void)pf_host_list(&netdevs, h, "/sys/class/infiniband/%s/device/net", hca);
         const struct pf_k8s_attach *a = attachment_of(&att, hca, d.bdf, &netdevs);
         if (a)
-            pf_node_set_strf(m, "attachment", "%s %s%s%s", pf_k8s_attach_src_name(a->src),
-                             a->name, *a->interface ? " on " : "", a->interface);
+            pf_node_set_strf(m, "attachment", "%s %s%s%s", pf_k8s_attach_src_name(a->src), a->name,
+                             *a->interface ? " on " : "", a->interface);
         pf_strlist_free(&netdevs);
         if (usable) {
             *out = pf_xrealloc(*out, (*n + 1) * sizeof(**out));

@@ -263,8 +263,7 @@ static void check_socket_ifname(struct pf_check *out, const struct pf_ctx *ctx,
  * a name another source uses (a GKE network, a DRA claim or claim/request, a device-plugin
  * resource) */
 static void check_expected(struct pf_check *out, const struct pf_strlist *want,
-                           const struct pf_k8s_netstatus *ns,
-                           const struct pf_k8s_attachments *att)
+                           const struct pf_k8s_netstatus *ns, const struct pf_k8s_attachments *att)
 {
     for (size_t w = 0; want && w < want->n; w++) {
         bool found = pf_attach_other_match(att, want->v[w]);

@@ -14,10 +14,14 @@
 const char *pf_k8s_attach_src_name(enum pf_k8s_attach_src s)
 {
     switch (s) {
-    case PF_K8S_SRC_MULTUS: return "multus";
-    case PF_K8S_SRC_GKE: return "gke";
-    case PF_K8S_SRC_DRA: return "dra";
-    case PF_K8S_SRC_DEVPLUGIN: return "device-plugin";
+    case PF_K8S_SRC_MULTUS:
+        return "multus";
+    case PF_K8S_SRC_GKE:
+        return "gke";
+    case PF_K8S_SRC_DRA:
+        return "dra";
+    case PF_K8S_SRC_DEVPLUGIN:
+        return "device-plugin";
     }
     return "?";
 }
@@ -25,10 +29,14 @@ const char *pf_k8s_attach_src_name(enum pf_k8s_attach_src s)
 const char *pf_k8s_attach_src_where(enum pf_k8s_attach_src s)
 {
     switch (s) {
-    case PF_K8S_SRC_MULTUS: return "the Multus network-status annotation";
-    case PF_K8S_SRC_GKE: return "annotation " PF_K8S_GKE_INTERFACES_ANNOT;
-    case PF_K8S_SRC_DRA: return "ResourceClaim status";
-    case PF_K8S_SRC_DEVPLUGIN: return PF_K8S_DEVICE_RESOURCES_ENV ", the pod's limits";
+    case PF_K8S_SRC_MULTUS:
+        return "the Multus network-status annotation";
+    case PF_K8S_SRC_GKE:
+        return "annotation " PF_K8S_GKE_INTERFACES_ANNOT;
+    case PF_K8S_SRC_DRA:
+        return "ResourceClaim status";
+    case PF_K8S_SRC_DEVPLUGIN:
+        return PF_K8S_DEVICE_RESOURCES_ENV ", the pod's limits";
     }
     return "?";
 }
@@ -65,7 +73,8 @@ bool pf_k8s_attach_matches(const struct pf_k8s_attach *a, const char *expected)
 {
     if (!*a->name) return false;
     switch (a->src) {
-    case PF_K8S_SRC_MULTUS: return pf_k8s_network_name_match(expected, a->name);
+    case PF_K8S_SRC_MULTUS:
+        return pf_k8s_network_name_match(expected, a->name);
     case PF_K8S_SRC_DRA: {
         if (strcmp(expected, a->name) == 0) return true;
         const char *slash = strchr(a->name, '/');
@@ -73,7 +82,8 @@ bool pf_k8s_attach_matches(const struct pf_k8s_attach *a, const char *expected)
                strncmp(expected, a->name, (size_t)(slash - a->name)) == 0;
     }
     case PF_K8S_SRC_GKE:
-    case PF_K8S_SRC_DEVPLUGIN: return strcmp(expected, a->name) == 0;
+    case PF_K8S_SRC_DEVPLUGIN:
+        return strcmp(expected, a->name) == 0;
     }
     return false;
 }
@@ -90,8 +100,7 @@ static void add_ip(struct pf_strlist *l, const char *s)
 
 /* ---------------------------------------------------------------- Multus */
 
-void pf_k8s_attach_from_netstatus(struct pf_k8s_attachments *out,
-                                  const struct pf_k8s_netstatus *ns)
+void pf_k8s_attach_from_netstatus(struct pf_k8s_attachments *out, const struct pf_k8s_netstatus *ns)
 {
     for (size_t i = 0; i < ns->n; i++) {
         const struct pf_k8s_network *n = &ns->v[i];
@@ -161,8 +170,7 @@ static void truncate_to(struct pf_k8s_attachments *a, size_t keep)
 
 /* ---------------------------------------------------------------- GKE */
 
-static int gke_status(struct pf_k8s_attachments *out, size_t first, const char *json,
-                      size_t len)
+static int gke_status(struct pf_k8s_attachments *out, size_t first, const char *json, size_t len)
 {
     json_t *root = load("annotation " PF_K8S_GKE_STATUS_ANNOT, json, len, JSON_ARRAY);
     if (!root) return PF_EINVAL;
@@ -206,7 +214,8 @@ int pf_k8s_gke_parse(struct pf_k8s_attachments *out, const char *interfaces, siz
     if (!root) return PF_EINVAL;
     int r = 0;
     if (json_array_size(root) > PF_K8S_MAX_NETWORKS) {
-        r = pf_err_set(PF_EINVAL, "annotation " PF_K8S_GKE_INTERFACES_ANNOT " lists %zu (at most %d)",
+        r = pf_err_set(PF_EINVAL,
+                       "annotation " PF_K8S_GKE_INTERFACES_ANNOT " lists %zu (at most %d)",
                        json_array_size(root), PF_K8S_MAX_NETWORKS);
         goto out;
     }
@@ -254,8 +263,7 @@ static json_t *device_status(json_t *devices, const char *driver, const char *po
     json_array_foreach(devices, i, d)
     {
         if (!json_is_object(d)) continue;
-        const char *dr = opt_str(d, "driver"), *po = opt_str(d, "pool"),
-                   *de = opt_str(d, "device");
+        const char *dr = opt_str(d, "driver"), *po = opt_str(d, "pool"), *de = opt_str(d, "device");
         if (dr && po && de && strcmp(dr, driver) == 0 && strcmp(po, pool) == 0 &&
             strcmp(de, device) == 0)
             return d;
@@ -280,7 +288,8 @@ static int claim_network_data(struct pf_k8s_attach *a, const char *claim, json_t
     json_t *ip;
     json_array_foreach(ips, j, ip)
     {
-        if (!json_is_string(ip)) return claim_err(claim, "networkData.ips is not a list of strings");
+        if (!json_is_string(ip))
+            return claim_err(claim, "networkData.ips is not a list of strings");
         add_ip(&a->ips, json_string_value(ip));
     }
     return 0;
@@ -378,8 +387,8 @@ int pf_k8s_pod_claims_parse(struct pf_strlist *out, const char *json, size_t len
     struct pf_strlist got = {0};
     if (!kind || (*kind && strcmp(kind, "Pod") != 0)) {
         r = pf_err_set(PF_EINVAL, "not a Pod (kind %s)", kind ? kind : "not a string");
-    } else if ((spec && !json_is_object(spec)) || (status && !json_is_null(status) &&
-                                                   !json_is_object(status))) {
+    } else if ((spec && !json_is_object(spec)) ||
+               (status && !json_is_null(status) && !json_is_object(status))) {
         r = pf_err_set(PF_EINVAL, "Pod: spec or status is not an object");
     } else if ((r = claim_names(&got, json_object_get(status, "resourceClaimStatuses"),
                                 "status.resourceClaimStatuses")) == 0) {

@@ -47,10 +47,10 @@ enum pf_k8s_attach_src { PF_K8S_SRC_MULTUS, PF_K8S_SRC_GKE, PF_K8S_SRC_DRA, PF_K
 
 struct pf_k8s_attach {
     enum pf_k8s_attach_src src;
-    char *name;      /* Multus "ns/nad", GKE network, DRA "claim/request", a resource name */
-    char *interface; /* the netdev in the pod the source promises; "" when it names none */
-    char *device;    /* DRA "driver/pool/device"; "" otherwise */
-    char *mac;       /* "" when not said */
+    char *name;             /* Multus "ns/nad", GKE network, DRA "claim/request", a resource name */
+    char *interface;        /* the netdev in the pod the source promises; "" when it names none */
+    char *device;           /* DRA "driver/pool/device"; "" otherwise */
+    char *mac;              /* "" when not said */
     struct pf_strlist ips;  /* bare addresses (a CIDR's "/len" dropped) */
     struct pf_strlist rdma; /* RDMA devices the source names */
     char pci[32];           /* PCI address the source names, "" when none */
@@ -116,11 +116,11 @@ void pf_k8s_attach_gather(struct pf_k8s_attachments *out, struct pf_strlist *err
 /* ---- what the namespace holds: the RDMA devices under /sys/class/infiniband */
 struct pf_k8s_rdmadev {
     char name[64];
-    char pci[32];       /* "" when the device is not a PCI function */
-    char driver[64];    /* the PCI driver ("mlx5_core", "efa"), "" when unknown */
-    unsigned vendor;    /* PCI vendor (0x1d0f: Amazon, EFA), 0 when unknown */
-    int numa;           /* -1 when unknown */
-    char netdevs[256];  /* the entries of device/net joined with ',', "" when none (EFA has none) */
+    char pci[32];      /* "" when the device is not a PCI function */
+    char driver[64];   /* the PCI driver ("mlx5_core", "efa"), "" when unknown */
+    unsigned vendor;   /* PCI vendor (0x1d0f: Amazon, EFA), 0 when unknown */
+    int numa;          /* -1 when unknown */
+    char netdevs[256]; /* the entries of device/net joined with ',', "" when none (EFA has none) */
 };
 struct pf_k8s_rdmadevs {
     struct pf_k8s_rdmadev *v;

@@ -136,8 +136,7 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
 #endif
 
 void pf_kapi_request(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
-                     const char *path, const char *content_type, const char *body,
-                     double deadline)
+                     const char *path, const char *content_type, const char *body, double deadline)
 {
     pf_kapi_request_max(res, a, method, path, content_type, body, deadline, 0);
 }

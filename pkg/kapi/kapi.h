@@ -43,8 +43,7 @@ void pf_kapi_close(struct pf_kapi *a);
 /* One request (pf_kapi_load must have succeeded); res->body must be freed by the caller.
  * body_max 0 keeps 64 KiB. */
 void pf_kapi_request(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
-                     const char *path, const char *content_type, const char *body,
-                     double deadline);
+                     const char *path, const char *content_type, const char *body, double deadline);
 void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
                          const char *path, const char *content_type, const char *body,
                          double deadline, size_t body_max);

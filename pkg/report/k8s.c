@@ -101,7 +101,8 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         pf_report_event_body(&body, v, who, ts);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", who->ns);
         double t = pf_now();
-        pf_kapi_request(&res, a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
+        pf_kapi_request(&res, a, "POST", path, "application/json", body.data ? body.data : "{}",
+                        deadline);
         pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
         if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
         if (http_ok(&res)) {
@@ -119,7 +120,7 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", who->ns, who->name);
         double t = pf_now();
         pf_kapi_request(&res, a, "PATCH", path, "application/merge-patch+json",
-                body.data ? body.data : "{}", deadline);
+                        body.data ? body.data : "{}", deadline);
         pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
         if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
         if (http_ok(&res))

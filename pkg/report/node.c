@@ -136,8 +136,8 @@ int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const 
 }
 
 #ifndef PF_STATIC
-static void node_finding(struct pf_check *out, const struct pf_kapi_res *res, const struct pf_kapi *a,
-                         const char *what, const char *node)
+static void node_finding(struct pf_check *out, const struct pf_kapi_res *res,
+                         const struct pf_kapi *a, const char *what, const char *node)
 {
     if (res->curl_code == PF_CURLE_OPERATION_TIMEDOUT)
         pf_check_add_finding(out, "api-timeout", PF_WARN, NULL,
@@ -205,7 +205,7 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
     if (how == PF_MARK_NODE_LABEL) {
         pf_report_node_label_patch(&body, code);
         pf_kapi_request(&res, &a, "PATCH", path, "application/merge-patch+json", body.data,
-                              deadline);
+                        deadline);
         done = res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300;
         if (!done) node_finding(out, &res, &a, "labelling node", node);
         pf_buf_free(&res.body);
@@ -226,7 +226,7 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
             }
             pf_buf_free(&res.body);
             pf_kapi_request(&res, &a, "PATCH", path, "application/strategic-merge-patch+json",
-                                  body.data, deadline);
+                            body.data, deadline);
             done = res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300;
             if (!done && (res.status != 409 || attempt == 1))
                 node_finding(out, &res, &a, "tainting node", node);

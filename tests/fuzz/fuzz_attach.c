@@ -1,6 +1,7 @@
 /* Fuzz target: the attachment sources of pkg/k8s/attach.c. The first byte picks the parser:
- * 'c' a ResourceClaim, 'p' a Pod's claims, 'g' GKE's networking.gke.io/interfaces (with the interface-status after
- * a NUL byte, when there is one), anything else PREFLIGHT_DEVICE_RESOURCES. */
+ * 'c' a ResourceClaim, 'p' a Pod's claims, 'g' GKE's networking.gke.io/interfaces (with the
+ * interface-status after a NUL byte, when there is one), anything else PREFLIGHT_DEVICE_RESOURCES.
+ */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -81,8 +81,7 @@ static void test_device_plugin_resources(void **state)
         run_check(&r);
         const char *codes = th_codes_status(r.c);
         const char *text = r.c->nfindings ? r.c->findings[0].message : r.c->message;
-        if (strcmp(codes, rows[i].codes) != 0 ||
-            !strstr(text, rows[i].needle))
+        if (strcmp(codes, rows[i].codes) != 0 || !strstr(text, rows[i].needle))
             fail_msg("%zu: codes [%s], \"%s\"", i, codes, text);
         th_env_close(&r);
     }

@@ -84,7 +84,8 @@ static void test_claim_errors(void **state)
         {"[]", "not a JSON object"},
         {"{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}", "not a ResourceClaim (kind Pod)"},
         {"{\"kind\":\"ResourceClaim\"}", "without metadata.name"},
-        {"{\"metadata\":{\"name\":\"c\"},\"status\":{\"allocation\":{\"devices\":{\"results\":{}}}}}",
+        {"{\"metadata\":{\"name\":\"c\"},\"status\":{\"allocation\":{\"devices\":{\"results\":{}}}}"
+         "}",
          "ResourceClaim c: status.allocation.devices.results is not a list"},
         {"{\"metadata\":{\"name\":\"c\"},\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
          "\"request\":\"r\"}]}}}}",
@@ -183,8 +184,8 @@ static void test_resources(void **state)
     assert_int_equal(a.v[1].count, 1);
     assert_true(pf_k8s_attach_matches(&a.v[1], "rdma/hca_shared_devices_a"));
     pf_k8s_attachments_free(&a);
-    static const char *const bad[] = {"efa=1", "rdma/ib", "rdma/ib=x", "rdma/ib=-1", "/ib=1",
-                                      "a/b/c=1", "rdma/=1", "rdma/ib=1,x"};
+    static const char *const bad[] = {"efa=1", "rdma/ib", "rdma/ib=x", "rdma/ib=-1",
+                                      "/ib=1", "a/b/c=1", "rdma/=1",   "rdma/ib=1,x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(pf_k8s_resources_parse(&a, bad[i]), PF_EINVAL);
         assert_int_equal(a.n, 0);
@@ -200,11 +201,12 @@ static void test_gather_podinfo(void **state)
     /* a podinfo folder with GKE's annotations and no Multus */
     char dir[128], cmd[1024];
     th_tmpdir(dir, sizeof(dir), "attach");
-    snprintf(cmd, sizeof(cmd),
-             "echo [] | python3 fixtures/gen-podinfo.py %s/podinfo - --key none "
-             "--annotation networking.gke.io/default-interface=eth0 "
-             "--annotation \"networking.gke.io/interfaces=$(cat fixtures/attach/gke-interfaces.json)\"",
-             dir);
+    snprintf(
+        cmd, sizeof(cmd),
+        "echo [] | python3 fixtures/gen-podinfo.py %s/podinfo - --key none "
+        "--annotation networking.gke.io/default-interface=eth0 "
+        "--annotation \"networking.gke.io/interfaces=$(cat fixtures/attach/gke-interfaces.json)\"",
+        dir);
     th_sh("%s", cmd);
     struct pf_host h;
     assert_int_equal(pf_host_init(&h, ""), 0);
@@ -255,9 +257,13 @@ static void test_rdma_list(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_claim_dranet_doc),  cmocka_unit_test(test_claim_two_devices_and_unallocated),
-        cmocka_unit_test(test_claim_errors), cmocka_unit_test(test_pod_claims),      cmocka_unit_test(test_gke),
-        cmocka_unit_test(test_resources),         cmocka_unit_test(test_gather_podinfo),
+        cmocka_unit_test(test_claim_dranet_doc),
+        cmocka_unit_test(test_claim_two_devices_and_unallocated),
+        cmocka_unit_test(test_claim_errors),
+        cmocka_unit_test(test_pod_claims),
+        cmocka_unit_test(test_gke),
+        cmocka_unit_test(test_resources),
+        cmocka_unit_test(test_gather_podinfo),
         cmocka_unit_test(test_rdma_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
