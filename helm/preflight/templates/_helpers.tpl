@@ -233,7 +233,8 @@ mount nothing else of preflight's in the trainer (never preflight-sa).
 
 {{/*
 preflight.volumes: the volumes the containers above mount. Argument: (dict "ctx" $).
-When preflight talks to the API server (config.report.events, .annotate or .markNode), one of
+When preflight talks to the API server (config.report.events, .annotate or .markNode, or
+rbac.readClaims), one of
 them is preflight-sa: the ServiceAccount token (bound to the pod, expiring), the cluster CA and
 the namespace, mounted by the preflight container alone at the path every pod's automatic
 token has (/var/run/secrets/kubernetes.io/serviceaccount). Your pod must then set
