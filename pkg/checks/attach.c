@@ -53,7 +53,7 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
         pf_err_clear();
         return; /* not in a cluster: nothing to ask */
     }
-    struct pf_node *ev = pf_node_set_map(out->evidence, "dra");
+    struct pf_node *ev = out ? pf_node_set_map(out->evidence, "dra") : NULL;
     char ns_file[256] = "", err[1400] = "";
     const char *pod = pi->name ? pi->name : pf_env_get(&ctx->env, "POD_NAME");
     const char *ns = pi->namespace_ ? pi->namespace_ : pf_env_get(&ctx->env, "POD_NAMESPACE");
@@ -71,14 +71,14 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
         snprintf(err, sizeof(err), "libcurl cannot be loaded: %s", why);
     }
     if (*err) {
-        pf_node_set_str(ev, "error", err);
+        if (ev) pf_node_set_str(ev, "error", err);
         pf_kapi_close(&api);
         pf_err_clear();
         return;
     }
     double left = pf_verdict_guard_remaining() - 1.0;
     double deadline = pf_now() + (left < CLAIMS_BUDGET_S ? left : CLAIMS_BUDGET_S);
-    pf_node_set_str(ev, "apiServer", api.base);
+    if (ev) pf_node_set_str(ev, "apiServer", api.base);
     char path[1024];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);
     struct pf_kapi_res res;
@@ -87,11 +87,11 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
         api_error(err, sizeof(err), &res, path);
     } else if (pf_k8s_pod_claims_parse(&claims, res.body.data, res.body.len) < 0) {
         snprintf(err, sizeof(err), "GET %s: %s", path, pf_err_msg());
-        pf_strlist_add(errs, err);
+        if (errs) pf_strlist_add(errs, err);
         err[0] = '\0';
     }
     pf_buf_free(&res.body);
-    struct pf_node *read = pf_node_set_seq(ev, "claims");
+    struct pf_node *read = ev ? pf_node_set_seq(ev, "claims") : NULL;
     static const char *const versions[] = {"v1", "v1beta2", "v1beta1"};
     for (size_t i = 0; i < claims.n && !*err; i++) {
         for (size_t v = 0; v < PF_ARRAY_LEN(versions); v++) {
@@ -100,11 +100,12 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
             bool ok = api_get(&res, &api, path, deadline);
             bool again = !ok && res.curl_code == PF_CURLE_OK && res.status == 404;
             if (ok) {
-                pf_node_add_strf(read, "%s (resource.k8s.io/%s)", claims.v[i], versions[v]);
+                if (read)
+                    pf_node_add_strf(read, "%s (resource.k8s.io/%s)", claims.v[i], versions[v]);
                 if (pf_k8s_claim_parse(a, res.body.data, res.body.len) < 0) {
                     char m[1600];
                     snprintf(m, sizeof(m), "GET %s: %s", path, pf_err_msg());
-                    pf_strlist_add(errs, m);
+                    if (errs) pf_strlist_add(errs, m);
                 }
             } else if (!again || v + 1 == PF_ARRAY_LEN(versions)) {
                 api_error(err, sizeof(err), &res, path);
@@ -113,7 +114,7 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
             if (ok || !again) break;
         }
     }
-    if (*err) pf_node_set_str(ev, "error", err);
+    if (*err && ev) pf_node_set_str(ev, "error", err);
     pf_strlist_free(&claims);
     pf_kapi_close(&api);
     pf_err_clear();
@@ -124,6 +125,15 @@ void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs, struc
 {
     pf_k8s_attach_gather(a, errs, pi, pf_env_get(&ctx->env, PF_K8S_DEVICE_RESOURCES_ENV));
     load_claims(a, errs, out, ctx, pi);
+}
+
+void pf_checks_attachments(struct pf_k8s_attachments *out, const struct pf_ctx *ctx)
+{
+    struct pf_k8s_podinfo pi;
+    (void)pf_k8s_podinfo_read_env(&pi, &ctx->host, &ctx->env);
+    pf_attach_load(out, NULL, NULL, ctx, &pi);
+    pf_k8s_podinfo_free(&pi);
+    pf_err_clear();
 }
 
 bool pf_attach_other_match(const struct pf_k8s_attachments *a, const char *want)

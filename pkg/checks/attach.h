@@ -17,8 +17,8 @@
 struct pf_k8s_podinfo;
 /* Every source's attachments for this pod (the podinfo annotations, PREFLIGHT_DEVICE_RESOURCES,
  * and, when PREFLIGHT_READ_CLAIMS asks, the pod's ResourceClaims through the API server, with
- * evidence "dra"); a
- * source that does not parse goes to errs. */
+ * evidence "dra" when out is not NULL); a source that does not parse goes to errs (may be
+ * NULL). */
 void pf_attach_load(struct pf_k8s_attachments *a, struct pf_strlist *errs, struct pf_check *out,
                     const struct pf_ctx *ctx, const struct pf_k8s_podinfo *pi);
 /* Whether a source other than Multus answers to an expect.networks entry. */

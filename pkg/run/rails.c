@@ -12,7 +12,8 @@
  *   3. the results go to rank 0 in a gather; it names the bad rails. Every rank's verdict
  *      gets the findings with the SUMMARY.
  * Skipped, saying why, when no pod has a rail. The rails are the secondary networks of every
- * source of pkg/k8s/attach.h that names an interface (Multus, GKE, DRA network data). */
+ * source of pkg/k8s/attach.h that names an interface (Multus, GKE, and DRA network data when
+ * PREFLIGHT_READ_CLAIMS asks: pf_checks_attachments). */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -24,6 +25,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../checks/checks.h"
 #include "../k8s/attach.h"
 #include "../k8s/k8s.h"
 #include "../netif/netif.h"
@@ -59,10 +61,8 @@ static void rail_from(struct pf_fleet_rail *r, const struct pf_k8s_attach *a,
 int run_rails_mine(struct pf_fleet_rails *out, const struct pf_ctx *ctx)
 {
     memset(out, 0, sizeof(*out));
-    struct pf_k8s_podinfo pi;
-    (void)pf_k8s_podinfo_read_env(&pi, &ctx->host, &ctx->env);
     struct pf_k8s_attachments att;
-    pf_k8s_attach_gather(&att, NULL, &pi, pf_env_get(&ctx->env, PF_K8S_DEVICE_RESOURCES_ENV));
+    pf_checks_attachments(&att, ctx);
     struct pf_netif_list l = {0};
     if (att.n && pf_netif_list(&l) == 0) {
         for (size_t i = 0; i < att.n && out->n < PF_FLEET_RAILS_MAX; i++) {
@@ -73,7 +73,6 @@ int run_rails_mine(struct pf_fleet_rails *out, const struct pf_ctx *ctx)
     pf_err_clear();
     pf_netif_list_free(&l);
     pf_k8s_attachments_free(&att);
-    pf_k8s_podinfo_free(&pi);
     return 0;
 }
 
