@@ -289,6 +289,12 @@ size_t pf_attach_check_other(struct pf_check *out, const struct pf_ctx *ctx,
                 have_devs = true;
             }
             ok = check_resource(out, ctx, x, &devs, &given, m);
+        } else if (x->not_ready[0]) {
+            pf_node_set_str(m, "notReady", x->not_ready);
+            pf_check_add_finding(out, "attachment-missing", PF_FAIL, NULL,
+                                 "%s %s: the driver reports device %s not Ready (%s)",
+                                 pf_k8s_attach_src_name(x->src), x->name, x->device, x->not_ready);
+            ok = false;
         } else if (*x->interface) {
             ok = check_iface(out, x, ifs, m);
         } else {

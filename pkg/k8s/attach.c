@@ -271,9 +271,29 @@ static json_t *device_status(json_t *devices, const char *driver, const char *po
     return NULL;
 }
 
+/* A condition of type Ready whose status is False (metav1.Condition: type, status, reason,
+ * message), as "reason: message". */
+static void claim_ready(struct pf_k8s_attach *a, json_t *st)
+{
+    json_t *conds = json_object_get(st, "conditions");
+    size_t i;
+    json_t *c;
+    json_array_foreach(conds, i, c)
+    {
+        const char *type = json_is_object(c) ? opt_str(c, "type") : NULL;
+        const char *status = type ? opt_str(c, "status") : NULL;
+        if (!status || strcmp(type, "Ready") != 0 || strcmp(status, "False") != 0) continue;
+        const char *reason = opt_str(c, "reason"), *msg = opt_str(c, "message");
+        snprintf(a->not_ready, sizeof(a->not_ready), "%s%s%s", reason ? reason : "",
+                 reason && *reason && msg && *msg ? ": " : "", msg ? msg : "");
+        if (!a->not_ready[0]) snprintf(a->not_ready, sizeof(a->not_ready), "Ready is False");
+    }
+}
+
 static int claim_network_data(struct pf_k8s_attach *a, const char *claim, json_t *st)
 {
     a->reported = true;
+    claim_ready(a, st);
     json_t *nd = json_object_get(st, "networkData");
     if (!nd || json_is_null(nd)) return 0;
     const char *ifn = json_is_object(nd) ? opt_str(nd, "interfaceName") : NULL;

@@ -58,6 +58,8 @@ struct pf_k8s_attach {
     long count;             /* device plugin: devices the resource promises; else 0 */
     bool cluster;           /* the cluster network (Multus default, GKE network "default") */
     bool reported;          /* GKE: interface-status lists it; DRA: status.devices has it */
+    char not_ready[256];    /* DRA: a condition of type Ready with status False, as
+                               "reason: message"; "" otherwise */
 };
 struct pf_k8s_attachments {
     struct pf_k8s_attach *v;

@@ -243,7 +243,23 @@ if serve ok "$ROUTES_OK"; then
     expect_eq "dra-ok: expect.networks met by the claim, no wait for Multus" \
         "$(yq "$T/dra-ok.yaml" "check('net.multus')['evidence'].get('waitedSeconds')")" None
 
+    # the driver reports a device not Ready (a condition of type Ready, status False)
+    python3 - "$FIX/attach/dranet-claim-rdma.json" "$T/claim-notready.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["status"]["devices"][1]["conditions"][0].update(
+    status="False", reason="NetworkDeviceError", message="failed to move rdma1 into the pod")
+json.dump(c, open(sys.argv[2], "w"))
+PY
+    ROUTES_NR=${ROUTES_OK/$FIX\/attach\/dranet-claim-rdma.json/$T\/claim-notready.json}
+    if serve notready "$ROUTES_NR"; then
+        pf dra-notready "$ROOT" "$T/cfg.yaml" $(kenv)
+        expect_check dra-notready net.multus fail "attachment-missing"
+        expect_msg dra-notready net.multus attachment-missing "dra worker-0-rdma-x7k2p/nic1: the driver reports device dra.net/gpu-node-1/pci-0000-91-00-0 not Ready (NetworkDeviceError: failed to move rdma1 into the pod)"
+    fi
+
     # one device's interface gone from the namespace
+    serve ok2 "$ROUTES_OK" || notok "dra: restart the stand-in API server" "no port"
     ip -n "$POD" link del rdma1
     pf dra-missing "$ROOT" "$T/cfg.yaml" $(kenv)
     expect_check dra-missing net.multus fail "attachment-missing"

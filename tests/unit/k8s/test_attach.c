@@ -39,6 +39,7 @@ static void test_claim_dranet_doc(void **state)
     assert_int_equal(a.v[0].ips.n, 1);
     assert_string_equal(a.v[0].ips.v[0], "169.254.169.13");
     assert_true(a.v[0].reported);
+    assert_string_equal(a.v[0].not_ready, ""); /* Ready is True */
     assert_true(pf_k8s_attach_matches(&a.v[0], "dummy-interface-static-ip-route"));
     assert_true(pf_k8s_attach_matches(&a.v[0], "dummy-interface-static-ip-route/req-dummy"));
     assert_false(pf_k8s_attach_matches(&a.v[0], "dummy-interface"));
@@ -72,6 +73,22 @@ static void test_claim_two_devices_and_unallocated(void **state)
     assert_false(a.v[2].reported);
     pf_k8s_attachments_free(&a);
     free(j);
+}
+
+static void test_claim_not_ready(void **state)
+{
+    (void)state;
+    static const char j[] =
+        "{\"metadata\":{\"name\":\"c\"},\"status\":{\"allocation\":{\"devices\":{\"results\":"
+        "[{\"request\":\"r\",\"driver\":\"dra.net\",\"pool\":\"p\",\"device\":\"x\"}]}},"
+        "\"devices\":[{\"driver\":\"dra.net\",\"pool\":\"p\",\"device\":\"x\",\"conditions\":"
+        "[{\"type\":\"NetworkReady\",\"status\":\"False\"},{\"type\":\"Ready\",\"status\":"
+        "\"False\",\"reason\":\"NetworkDeviceError\",\"message\":\"link not found\"}]}]}}";
+    struct pf_k8s_attachments a = {0};
+    assert_int_equal(pf_k8s_claim_parse(&a, j, strlen(j)), 0);
+    assert_int_equal(a.n, 1);
+    assert_string_equal(a.v[0].not_ready, "NetworkDeviceError: link not found");
+    pf_k8s_attachments_free(&a);
 }
 
 static void test_claim_errors(void **state)
@@ -261,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_claim_two_devices_and_unallocated),
         cmocka_unit_test(test_claim_errors),
         cmocka_unit_test(test_pod_claims),
+        cmocka_unit_test(test_claim_not_ready),
         cmocka_unit_test(test_gke),
         cmocka_unit_test(test_resources),
         cmocka_unit_test(test_gather_podinfo),
