@@ -44,8 +44,7 @@ static int pend_oldest(const struct pf_rdv_acceptor *A)
     return o;
 }
 
-int pf_rdv_acceptor_pollfds(struct pf_rdv_acceptor *A, struct pollfd *pfd, double now,
-                            double *wake)
+int pf_rdv_acceptor_pollfds(struct pf_rdv_acceptor *A, struct pollfd *pfd, double now, double *wake)
 {
     for (int i = A->npend - 1; i >= 0; i--) {
         if (now - A->pend[i].opened >= RDV_PEND_WAIT)
@@ -142,8 +141,8 @@ int pf_rdv_acceptor_serve(struct pf_rdv_acceptor *A, const struct pollfd *pfd, i
     return taken;
 }
 
-int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline,
-                        pf_rdv_take_fn take, void *arg)
+int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline, pf_rdv_take_fn take,
+                        void *arg)
 {
     int have = 0;
     while (have < want) {
