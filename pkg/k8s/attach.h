@@ -17,12 +17,13 @@
  *               {driver, pool, device, networkData     KEP-4817); google/dranet writes
  *               {interfaceName, ips, hardwareAddress}} networkData (site/content/docs/concepts/
  *                                                      interface-status.md, v1.0)
- *   device      extended resources in the pod's        aws/eks-charts stable/aws-efa-k8s-
- *   plugin      limits: vpc.amazonaws.com/efa,         device-plugin (resource
- *               rdma/<name> (rdma/hca_shared_devices_a vpc.amazonaws.com/efa);
- *               rdma/ib ...), as PREFLIGHT_DEVICE_     Mellanox/k8s-rdma-shared-dev-plugin
- *               RESOURCES "name=count,..." (the        README (resourcePrefix "rdma",
- *               downward API cannot expose extended    resourceName hca_shared_devices_a)
+ *   device      extended resources in the pod's        AWS's EFA device plugin (aws/eks-
+ *   plugin      limits: vpc.amazonaws.com/efa,         charts stable/aws-efa-k8s-device-plugin
+ *               rdma/<name> (rdma/hca_shared_devices_a installs it; the resource name as AWS's
+ *               rdma/ib ...), as PREFLIGHT_DEVICE_     EKS docs request it); Mellanox/k8s-rdma-
+ *               RESOURCES "name=count,..." (the        shared-dev-plugin README (configList
+ *               downward API cannot expose extended    resourceName hca_shared_devices_a, under
+ *                                                      the plugin's default prefix "rdma")
  *               resources: Kubernetes validates
  *               resourceFieldRef to cpu, memory,
  *               ephemeral-storage and hugepages)
