@@ -176,6 +176,12 @@ void pf_checks_record_advice(struct pf_check *c, const struct pf_ctx *ctx);
 /* Every check's `advice` evidence, as "<check id>: <text>", for the human form. */
 void pf_checks_advice(struct pf_strlist *out, const struct pf_verdict *v);
 
+/* The pod's attachments from every source net.multus reads (pkg/k8s/attach.h: Multus,
+ * GKE, device-plugin resources, and the ResourceClaims when PREFLIGHT_READ_CLAIMS asks), for
+ * the rails stage; no wait, no findings. Free with pf_k8s_attachments_free. */
+struct pf_k8s_attachments;
+void pf_checks_attachments(struct pf_k8s_attachments *out, const struct pf_ctx *ctx);
+
 /* ifname-no-match for an NCCL_SOCKET_IFNAME list l that names none of the interfaces ifs, with
  * the nearest interface name as a did-you-mean (net.interfaces, and nccl.env under `preflight
  * env` in the pod). */
