@@ -1,6 +1,7 @@
 /* What the subcommands share: the session with the command line's options, progress lines on
  * stderr, and the verdict delivered (the file, then the human form or the YAML on stdout). */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,14 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
     ro->progress = progress_line;
     ro->progress_arg = o->err;
     ro->rdv = o->rdv;
-    return pf_run_open(R, ro, guard);
+    int r = pf_run_open(R, ro, guard);
+    if (r == 0 && o->pushgateway)
+        snprintf(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), "%s",
+                 o->pushgateway);
+    if (r == 0 && o->results)
+        snprintf(R->config.report_results_file, sizeof(R->config.report_results_file), "%s",
+                 o->results);
+    return r;
 }
 
 bool pf_cmd_human(const struct pf_options *o)

@@ -42,7 +42,7 @@ static void http_do(struct http *res, const struct api *a, const char *method, c
         snprintf(res->error, sizeof(res->error), "curl_easy_init failed");
         return;
     }
-    char url[1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
+    char url[2048 + 800], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
     snprintf(url, sizeof(url), "%s%s", a->base, path);
     snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
     struct curl_slist *hdr = NULL;
@@ -64,6 +64,8 @@ static void http_do(struct http *res, const struct api *a, const char *method, c
     curl->easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
     curl->easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
     if (a->cafile[0]) curl->easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
+    if (a->user) curl->easy_setopt(h, PF_CURLOPT_USERNAME, a->user);
+    if (a->password) curl->easy_setopt(h, PF_CURLOPT_PASSWORD, a->password);
     res->curl_code = (int)curl->easy_perform(h);
     if (res->curl_code == PF_CURLE_OK)
         curl->easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);
@@ -334,4 +336,6 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
             pf_verdict_finalize(v, policy, policy_arg);
         }
     }
+    pf_report_results_stage(ctx, policy, policy_arg);
+    pf_report_push_stage(ctx, policy, policy_arg, t0);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "report.h"
@@ -87,6 +88,113 @@ static void text_of(char *out, size_t n, const struct pf_node *map, const char *
         snprintf(out, n, "%s", x->str);
     else
         snprintf(out, n, "%s", "");
+}
+
+double pf_report_metrics_now;
+
+/* What a culprit's reason blames (docs/checks/90-report.md): a rail when it names one, a link
+ * when it names one, else the node. */
+static const char *culprit_kind(const char *reason)
+{
+    if (reason && strstr(reason, "rail")) return "rail";
+    if (reason && strstr(reason, "link")) return "link";
+    return "node";
+}
+
+/* preflight_culprit: one sample per culprit the verdict names (rank 0's summary lists at
+ * most its list's maximum, so a fleet of 1,000 pods adds at most that many series). The
+ * labels are culprit_pod and culprit_node: a Pushgateway overwrites pod and node with this
+ * pod's grouping key. */
+static void culprits(struct pf_buf *out, const struct pf_verdict *v)
+{
+    if (!v->culprits || !v->culprits->first) return;
+    family(out, "preflight_culprit",
+           "A pod this run blames, with its node and what failed: kind node (the pod or its "
+           "node), link (a path between two pods) or rail (one rail of the fabric); always 1.");
+    for (const struct pf_node *c = v->culprits->first; c; c = c->next) {
+        char rank[32], pod[256], node[256];
+        text_of(rank, sizeof(rank), c, "rank");
+        text_of(pod, sizeof(pod), c, "pod");
+        text_of(node, sizeof(node), c, "node");
+        const char *l[] = {"culprit_pod",  pod,
+                           "culprit_node", node,
+                           "culprit_rank", rank,
+                           "kind",         culprit_kind(pf_node_get_str(c, "reason")),
+                           NULL};
+        sample(out, "preflight_culprit", l, 1);
+    }
+}
+
+/* The NCCL Inspector plugin's range label (NVIDIA/nccl v2.30.7-1,
+ * plugins/profiler/inspector/inspector_prom.cc, inspectorPromFormatMessageSizeRange): the
+ * size in the largest unit of 1024 up to TB, floored, as "<n>-<n+1><unit>". */
+void pf_report_inspector_size(char *out, size_t n, unsigned long long bytes)
+{
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    if (bytes == 0) {
+        snprintf(out, n, "0B");
+        return;
+    }
+    double x = (double)bytes;
+    size_t u = 0;
+    while (x >= 1024.0 && u < 4) {
+        x /= 1024.0;
+        u++;
+    }
+    double lo = floor(x) < 1.0 ? 1.0 : floor(x);
+    snprintf(out, n, "%.0f-%.0f%s", lo, lo + 1, units[u]);
+}
+
+/* The NCCL results once more under the names and labels of the NCCL Inspector plugin's
+ * Prometheus mode (same file, inspectorPromGetLabelsColl and inspectorPromWriteCollBucket), so
+ * that its Grafana dashboard shows them beside the training job's own. */
+static void inspector(struct pf_buf *out, const struct pf_verdict *v, const char *node)
+{
+    static const struct {
+        const char *name, *key, *help;
+        double scale;
+    } m[] = {
+        {"nccl_bus_bandwidth_gbs", "busbwGBps",
+         "NCCL bus bandwidth in GB/s (collectives), as the NCCL Inspector plugin names it.", 1},
+        {"nccl_collective_exec_time_microseconds", "timeUs",
+         "Execution time in microseconds (collectives), as the NCCL Inspector plugin names it.", 1},
+    };
+    const char *job = getenv("SLURM_JOB_ID");
+    for (size_t k = 0; k < PF_ARRAY_LEN(m); k++) {
+        bool any = false;
+        for (const struct pf_node *c = v->collectives ? v->collectives->first : NULL; c;
+             c = c->next) {
+            const char *backend = pf_node_get_str(c, "backend");
+            if (!backend || strcmp(backend, "nccl") != 0) continue;
+            bool found;
+            double d = num(c, m[k].key, &found);
+            if (!found) continue;
+            if (!any) family(out, m[k].name, m[k].help);
+            any = true;
+            char ranks[32], size[32], coll[32];
+            text_of(ranks, sizeof(ranks), c, "ranks");
+            const struct pf_node *b = pf_node_get(c, "bytes");
+            pf_report_inspector_size(size, sizeof(size),
+                                     b && b->kind == PF_NODE_INT && b->i > 0 ? (unsigned long long)b->i
+                                                                              : 0);
+            const char *op = pf_node_get_str(c, "op");
+            snprintf(coll, sizeof(coll), "%s",
+                     !op                               ? "unknown"
+                     : strcmp(op, "allreduce") == 0     ? "AllReduce"
+                     : strcmp(op, "allgather") == 0     ? "AllGather"
+                     : strcmp(op, "reducescatter") == 0 ? "ReduceScatter"
+                     : strcmp(op, "alltoall") == 0      ? "AllToAll"
+                     : strcmp(op, "broadcast") == 0     ? "Broadcast"
+                                                        : op);
+            const char *l[] = {"version",   "v5.1",      "slurm_job_id", job && *job ? job : "unknown",
+                               "node",      node,        "gpu",          "unknown",
+                               "comm_name", "preflight", "n_nodes",      ranks,
+                               "nranks",    ranks,       "collective",   coll,
+                               "message_size", size,     "algo_proto",   "unknown",
+                               NULL};
+            sample(out, m[k].name, l, d * m[k].scale);
+        }
+    }
 }
 
 int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
@@ -171,8 +279,15 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
         sample(out, "preflight_rendezvous_seconds", NULL, found ? d : c->seconds);
     }
 
+    culprits(out, v);
+    inspector(out, v, node);
+
     family(out, "preflight_duration_seconds", "Seconds the whole run took.");
     sample(out, "preflight_duration_seconds", NULL, v->duration_seconds);
+    family(out, "preflight_last_run_timestamp_seconds",
+           "Unix time the run ended (what alerts on stale or missing runs compare with time()).");
+    sample(out, "preflight_last_run_timestamp_seconds", NULL,
+           pf_report_metrics_now ? pf_report_metrics_now : (double)time(NULL));
     sample_pod = NULL;
     return out->len > start && out->len < out->max ? 0 : PF_ETOOBIG;
 }
