@@ -105,7 +105,7 @@ static const char *culprit_kind(const char *reason)
  * most its list's maximum, so a fleet of 1,000 pods adds at most that many series). The
  * labels are culprit_pod and culprit_node: a Pushgateway overwrites pod and node with this
  * pod's grouping key. */
-static void culprits(struct pf_buf *out, const struct pf_verdict *v)
+static void culprits(struct pf_buf *out, const struct pf_verdict *v, const char *workload)
 {
     if (!v->culprits || !v->culprits->first) return;
     family(out, "preflight_culprit",
@@ -120,8 +120,64 @@ static void culprits(struct pf_buf *out, const struct pf_verdict *v)
                            "culprit_node", node,
                            "culprit_rank", rank,
                            "kind",         culprit_kind(pf_node_get_str(c, "reason")),
+                           "workload",     workload,
                            NULL};
         sample(out, "preflight_culprit", l, 1);
+    }
+}
+
+/* The training job a pod belongs to, what alerts count distinct jobs by: the first of the
+ * job labels the downward API gives (Job, JobSet, Kubeflow, app.kubernetes.io/instance), else
+ * the pod's name without its "-<ordinal>" (trainer-3 -> trainer). */
+static void workload_of(char *out, size_t n, const struct pf_node *pod)
+{
+    static const char *const keys[] = {"batch.kubernetes.io/job-name", "jobset.sigs.k8s.io/jobset-name",
+                                       "training.kubeflow.org/job-name", "app.kubernetes.io/instance"};
+    const struct pf_node *labels = pf_node_get(pod, "labels");
+    for (size_t i = 0; labels && labels->kind == PF_NODE_MAP && i < PF_ARRAY_LEN(keys); i++) {
+        const char *v = pf_node_get_str(labels, keys[i]);
+        if (v && *v) {
+            snprintf(out, n, "%s", v);
+            return;
+        }
+    }
+    text_of(out, n, pod, "name");
+    char *dash = strrchr(out, '-');
+    if (dash && dash != out && dash[1] && strspn(dash + 1, "0123456789") == strlen(dash + 1))
+        *dash = '\0';
+}
+
+/* Rank 0's link probe figures (check collective.tcp): the links it lists (every one up to 48,
+ * else the 48 slowest: pkg/run/summary.c) and the median; bounded whatever the fleet's size. */
+static void links(struct pf_buf *out, const struct pf_verdict *v)
+{
+    const struct pf_check *c = NULL;
+    for (size_t k = 0; k < v->nchecks; k++)
+        if (strcmp(v->checks[k].id, "collective.tcp") == 0) c = &v->checks[k];
+    if (!c || !c->evidence) return;
+    const struct pf_node *l = pf_node_get(c->evidence, "links");
+    if (!l) l = pf_node_get(c->evidence, "slowestLinks");
+    bool any = false;
+    for (const struct pf_node *x = l && l->kind == PF_NODE_SEQ ? l->first : NULL; x; x = x->next) {
+        bool found;
+        double d = num(x, "gbps", &found);
+        if (!found) continue;
+        if (!any)
+            family(out, "preflight_link_gbps",
+                   "Rank 0's link probe: Gb/s from one rank to the next (all links up to 48, "
+                   "else the 48 slowest).");
+        any = true;
+        char from[32], to[32];
+        text_of(from, sizeof(from), x, "from");
+        text_of(to, sizeof(to), x, "to");
+        const char *lb[] = {"from_rank", from, "to_rank", to, NULL};
+        sample(out, "preflight_link_gbps", lb, d);
+    }
+    bool found;
+    double med = num(c->evidence, "medianLinkGbps", &found);
+    if (found) {
+        family(out, "preflight_link_median_gbps", "The median of rank 0's link probes, Gb/s.");
+        sample(out, "preflight_link_median_gbps", NULL, med);
     }
 }
 
@@ -173,6 +229,8 @@ static void inspector(struct pf_buf *out, const struct pf_verdict *v, const char
             any = true;
             char ranks[32], size[32], coll[32];
             text_of(ranks, sizeof(ranks), c, "ranks");
+            if (!ranks[0]) text_of(ranks, sizeof(ranks), v->pod, "worldSize");
+            if (!ranks[0]) snprintf(ranks, sizeof(ranks), "unknown");
             const struct pf_node *b = pf_node_get(c, "bytes");
             pf_report_inspector_size(size, sizeof(size),
                                      b && b->kind == PF_NODE_INT && b->i > 0 ? (unsigned long long)b->i
@@ -205,10 +263,13 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
     text_of(ns, sizeof(ns), v->pod, "namespace");
     text_of(node, sizeof(node), v->pod, "node");
     text_of(rank, sizeof(rank), v->pod, "rank");
+    char workload[256];
+    workload_of(workload, sizeof(workload), v->pod);
     sample_pod = pod;
     family(out, "preflight_info", "The run this file describes (always 1).");
     const char *info[] = {"version", PF_VERSION, "pod",  pod,  "namespace", ns,
-                          "node",    node,       "rank", rank, NULL};
+                          "node",    node,       "rank", rank, "workload",  workload,
+                          NULL};
     sample(out, "preflight_info", info, 1);
 
     family(out, "preflight_verdict",
@@ -226,7 +287,8 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
            "(this pod's node) and peer (another pod or the path to it); all 0 when it passes.");
     static const enum pf_class classes[] = {PF_CLASS_SPEC, PF_CLASS_NODE, PF_CLASS_PEER};
     for (size_t i = 0; i < PF_ARRAY_LEN(classes); i++) {
-        const char *l[] = {"node", node, "class", pf_class_name(classes[i]), NULL};
+        const char *l[] = {"node", node, "class", pf_class_name(classes[i]), "workload", workload,
+                           NULL};
         sample(out, "preflight_failure_class", l, v->failure_class == classes[i]);
     }
 
@@ -250,6 +312,9 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
          "collective's factor, 2(n-1)/n for all-reduce)."},
         {"preflight_collective_algbw_gbps", "algbwGBps",
          "Algorithm bandwidth of each collective in GB/s (bytes / time, as nccl-tests)."},
+        {"preflight_collective_busbw_floor_gbps", "expectedMinBusbwGBps",
+         "The bus bandwidth each collective must reach (config tcp.minBusbwGBps or the NCCL "
+         "floor of docs/performance.md), GB/s; absent where none applies."},
     };
     for (size_t m = 0; m < PF_ARRAY_LEN(bw); m++) {
         bool any = false;
@@ -279,7 +344,8 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
         sample(out, "preflight_rendezvous_seconds", NULL, found ? d : c->seconds);
     }
 
-    culprits(out, v);
+    culprits(out, v, workload);
+    links(out, v);
     inspector(out, v, node);
 
     family(out, "preflight_duration_seconds", "Seconds the whole run took.");
