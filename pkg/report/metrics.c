@@ -92,11 +92,13 @@ static void text_of(char *out, size_t n, const struct pf_node *map, const char *
 
 double pf_report_metrics_now;
 
-/* What a culprit's reason blames (docs/checks/90-report.md): a rail when it names one, a link
- * when it names one, else the node. */
+/* What a culprit's reason blames (docs/checks/90-report.md): the node for a slow node (whose
+ * reason speaks of its links), else a rail when it names one, a link when it names one, else
+ * the node. */
 static const char *culprit_kind(const char *reason)
 {
-    if (reason && strstr(reason, "rail")) return "rail";
+    if (!reason || strncmp(reason, "slow node", 9) == 0) return "node";
+    if (strstr(reason, "rail")) return "rail";
     if (reason && strstr(reason, "link")) return "link";
     return "node";
 }
@@ -112,6 +114,16 @@ static void culprits(struct pf_buf *out, const struct pf_verdict *v, const char 
            "A pod this run blames, with its node and what failed: kind node (the pod or its "
            "node), link (a path between two pods) or rail (one rail of the fabric); always 1.");
     for (const struct pf_node *c = v->culprits->first; c; c = c->next) {
+        /* a rank blamed twice for the same kind (two reasons) is one series */
+        const char *kind = culprit_kind(pf_node_get_str(c, "reason"));
+        const struct pf_node *r = pf_node_get(c, "rank");
+        bool seen = false;
+        for (const struct pf_node *e = v->culprits->first; e != c && !seen; e = e->next) {
+            const struct pf_node *er = pf_node_get(e, "rank");
+            seen = r && er && r->i == er->i &&
+                   strcmp(culprit_kind(pf_node_get_str(e, "reason")), kind) == 0;
+        }
+        if (seen) continue;
         char rank[32], pod[256], node[256];
         text_of(rank, sizeof(rank), c, "rank");
         text_of(pod, sizeof(pod), c, "pod");
@@ -119,7 +131,7 @@ static void culprits(struct pf_buf *out, const struct pf_verdict *v, const char 
         const char *l[] = {"culprit_pod",  pod,
                            "culprit_node", node,
                            "culprit_rank", rank,
-                           "kind",         culprit_kind(pf_node_get_str(c, "reason")),
+                           "kind",         kind,
                            "workload",     workload,
                            NULL};
         sample(out, "preflight_culprit", l, 1);
@@ -147,9 +159,44 @@ static void workload_of(char *out, size_t n, const struct pf_node *pod)
         *dash = '\0';
 }
 
+static bool same_link(const struct pf_node *a, const struct pf_node *b)
+{
+    const struct pf_node *af = pf_node_get(a, "from"), *at = pf_node_get(a, "to");
+    const struct pf_node *bf = pf_node_get(b, "from"), *bt = pf_node_get(b, "to");
+    return af && at && bf && bt && af->i == bf->i && at->i == bt->i;
+}
+
+/* A link probed in several rounds is listed once a round: one series, its slowest figure (in
+ * *gbps), at its first listing; false at the others. */
+static bool first_of_link(const struct pf_node *seq, const struct pf_node *x, double *gbps)
+{
+    for (const struct pf_node *e = seq->first; e != x; e = e->next)
+        if (same_link(e, x)) return false;
+    for (const struct pf_node *e = x->next; e; e = e->next) {
+        bool found;
+        double d = num(e, "gbps", &found);
+        if (found && same_link(e, x) && d < *gbps) *gbps = d;
+    }
+    return true;
+}
+
 /* Rank 0's link probe figures (check collective.tcp): the links it lists (every one up to 48,
  * else the 48 slowest: pkg/run/summary.c) and the median; bounded whatever the fleet's size. */
-static void links(struct pf_buf *out, const struct pf_verdict *v)
+/* The node of a rank, from rank 0's list of ranks ("" when unknown). */
+static void node_of_rank(char *out, size_t n, const struct pf_verdict *v, const char *rank)
+{
+    out[0] = '\0';
+    for (const struct pf_node *r = v->ranks ? v->ranks->first : NULL; r; r = r->next) {
+        char k[32];
+        text_of(k, sizeof(k), r, "rank");
+        if (strcmp(k, rank) == 0) {
+            text_of(out, n, r, "node");
+            return;
+        }
+    }
+}
+
+static void links(struct pf_buf *out, const struct pf_verdict *v, const char *workload)
 {
     const struct pf_check *c = NULL;
     for (size_t k = 0; k < v->nchecks; k++)
@@ -161,16 +208,19 @@ static void links(struct pf_buf *out, const struct pf_verdict *v)
     for (const struct pf_node *x = l && l->kind == PF_NODE_SEQ ? l->first : NULL; x; x = x->next) {
         bool found;
         double d = num(x, "gbps", &found);
-        if (!found) continue;
+        if (!found || !first_of_link(l, x, &d)) continue;
         if (!any)
             family(out, "preflight_link_gbps",
-                   "Rank 0's link probe: Gb/s from one rank to the next (all links up to 48, "
-                   "else the 48 slowest).");
+                   "Rank 0's link probe: Gb/s from one rank to another, with their nodes (all "
+                   "links up to 48, else the 48 slowest; a link's slowest round).");
         any = true;
-        char from[32], to[32];
+        char from[32], to[32], from_node[256], to_node[256];
         text_of(from, sizeof(from), x, "from");
         text_of(to, sizeof(to), x, "to");
-        const char *lb[] = {"from_rank", from, "to_rank", to, NULL};
+        node_of_rank(from_node, sizeof(from_node), v, from);
+        node_of_rank(to_node, sizeof(to_node), v, to);
+        const char *lb[] = {"from_rank", from,    "to_rank",  to,       "from_node", from_node,
+                            "to_node",   to_node, "workload", workload, NULL};
         sample(out, "preflight_link_gbps", lb, d);
     }
     bool found;
@@ -345,7 +395,7 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
     }
 
     culprits(out, v, workload);
-    links(out, v);
+    links(out, v, workload);
     inspector(out, v, node);
 
     family(out, "preflight_duration_seconds", "Seconds the whole run took.");

@@ -106,19 +106,28 @@ static bool retryable(const struct http *res)
     return res->status >= 500 || res->status == 429;
 }
 
-/* The first line of a reply body, for the finding (the Pushgateway explains a 400 there). */
+/* A reply body in one line, for the finding (the Pushgateway explains a 400 there, one error
+ * a line): line breaks become "; ", other control and non-ASCII bytes '?'. */
 static void first_line(char *out, size_t n, const char *body)
 {
-    size_t i = 0;
-    for (; body && body[i] && body[i] != '\n' && i + 1 < n; i++)
-        out[i] = (body[i] >= 0x20 && body[i] < 0x7f) ? body[i] : '?';
-    out[i] = '\0';
+    size_t o = 0;
+    for (size_t i = 0; body && body[i] && o + 3 < n; i++) {
+        unsigned char ch = (unsigned char)body[i];
+        if (ch == '\n') {
+            while (body[i + 1] == '\n' || body[i + 1] == '\t' || body[i + 1] == ' ')
+                i++;
+            if (body[i + 1]) out[o++] = ';', out[o++] = ' ';
+        } else {
+            out[o++] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
+        }
+    }
+    out[o] = '\0';
 }
 
 static void push_finding(struct pf_check *out, const struct http *res, const char *url,
                          int attempts, double budget)
 {
-    char detail[200];
+    char detail[400];
     first_line(detail, sizeof(detail), pf_buf_str(&res->body));
     if (res->curl_code == PF_CURLE_OPERATION_TIMEDOUT)
         pf_check_add_finding(out, "push-timeout", PF_WARN, NULL,
@@ -137,7 +146,8 @@ static void push_finding(struct pf_check *out, const struct http *res, const cha
 }
 #endif
 
-void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base, double budget_s)
+void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
+                    const struct pf_buf *body, double budget_s)
 {
     const struct pf_config *cfg = ctx->config;
     const struct pf_verdict *v = ctx->verdict;
@@ -194,15 +204,6 @@ void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base, 
     if (token[0]) a.token = token;
     if (user[0]) a.user = user, a.password = pass;
 
-    struct pf_buf body;
-    pf_buf_init(&body, 8 << 20);
-    if (pf_report_metrics_text(&body, v) < 0) {
-        pf_check_add_finding(out, "push-failed", PF_WARN, NULL,
-                             "push to the Pushgateway at %s: the metrics are over %zu bytes",
-                             pf_buf_str(&url), body.max);
-        pf_buf_free(&body);
-        goto out;
-    }
     double t0 = pf_now(), deadline = t0 + budget_s, backoff = 0.2;
     struct http res;
     memset(&res, 0, sizeof(res));
@@ -210,7 +211,7 @@ void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base, 
     for (;;) {
         attempt++;
         pf_report_api_request(&res, &a, "PUT", "", "text/plain; version=0.0.4; charset=utf-8",
-                              pf_buf_str(&body), deadline);
+                              pf_buf_str(body), deadline);
         bool ok = res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300;
         if (ok || attempt >= PF_REPORT_PUSH_ATTEMPTS || !retryable(&res) ||
             pf_now() + backoff + 0.1 >= deadline)
@@ -224,11 +225,10 @@ void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base, 
     if (res.status) pf_node_set_int(out->evidence, "httpStatus", res.status);
     if (res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300)
         pf_check_set_message(out, "metrics pushed to %s (%zu bytes, HTTP %ld)", pf_buf_str(&url),
-                             body.len, res.status);
+                             body->len, res.status);
     else
         push_finding(out, &res, pf_buf_str(&url), attempt, budget_s);
     pf_buf_free(&res.body);
-    pf_buf_free(&body);
 out:
     memset(token, 0, sizeof(token));
     memset(pass, 0, sizeof(pass));
@@ -254,8 +254,18 @@ void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_
     double budget = (pf_verdict_guard_remaining() - 1.0) * PF_REPORT_PUSH_SHARE;
     if (budget > PF_REPORT_PUSH_BUDGET_S) budget = PF_REPORT_PUSH_BUDGET_S;
     double t = pf_now();
+    /* the metrics of the verdict as it stands, before the push's own check joins it */
+    struct pf_buf body;
+    pf_buf_init(&body, 8 << 20);
+    bool fits = pf_report_metrics_text(&body, v) == 0;
     struct pf_check *c = pf_verdict_add_check(v, "report.metrics");
-    pf_report_push(c, ctx, base, budget);
+    if (fits)
+        pf_report_push(c, ctx, base, &body, budget);
+    else
+        pf_check_add_finding(c, "push-failed", PF_WARN, NULL,
+                             "push to the Pushgateway at %s: the metrics are over %zu bytes", base,
+                             body.max);
+    pf_buf_free(&body);
     c->seconds += pf_now() - t;
     pf_verdict_finalize(v, policy, policy_arg);
 }

@@ -123,10 +123,11 @@ int pf_report_push_url(struct pf_buf *out, const char *base, const char *ns, con
 /* The Pushgateway this run pushes to: report.pushgateway, else PREFLIGHT_PUSHGATEWAY; NULL
  * for none. */
 const char *pf_report_pushgateway_url(const struct pf_ctx *ctx);
-/* PUTs the verdict's metrics to the group of this pod within budget_s; the outcome goes into
- * out (check `report.metrics`): a message on success, a warn push-failed (HTTP status),
- * push-unreachable, push-timeout or push-credentials otherwise. */
-void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base, double budget_s);
+/* PUTs body (the verdict's metrics, pf_report_metrics_text) to the group of this pod within
+ * budget_s; the outcome goes into out (check `report.metrics`): a message on success, a warn
+ * push-failed (HTTP status), push-unreachable, push-timeout or push-credentials otherwise. */
+void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
+                    const struct pf_buf *body, double budget_s);
 /* The push at the end of `check` and `run` (nothing when no Pushgateway is configured):
  * finalizes the verdict, pushes, finalizes again. t0 is the run's start. */
 void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0);

@@ -98,8 +98,18 @@ static void verdict(struct pf_verdict *v)
         pf_node_set_int(l, "to", (i + 1) % 3);
         pf_node_set_dbl(l, "gbps", i == 1 ? 0.5 : 9.5);
     }
+    struct pf_node *again = pf_node_add_map(links); /* a second round's sample of 1 -> 2 */
+    pf_node_set_int(again, "from", 1);
+    pf_node_set_int(again, "to", 2);
+    pf_node_set_dbl(again, "gbps", 0.25);
     pf_node_set_dbl(c->evidence, "medianLinkGbps", 9.5);
+    for (int i = 0; i < 3; i++) { /* rank 0's list of ranks: their nodes */
+        struct pf_node *r = pf_node_add_map(v->ranks);
+        pf_node_set_int(r, "rank", i);
+        pf_node_set_str(r, "node", i == 0 ? "gpu-node-1" : i == 1 ? "gpu-node-2" : "gpu-node-3");
+    }
     pf_verdict_add_culprit(v, 2, "trainer-2", "gpu-node-3", "slow: 0.5 Gb/s, median 9.5 Gb/s");
+    pf_verdict_add_culprit(v, 2, "trainer-2", "gpu-node-3", "lost during the collectives");
     pf_verdict_add_culprit(v, 1, "trainer-1", "gpu-node-2", "the link from rank 1 is slow");
     pf_verdict_add_culprit(v, 4, "trainer-4", "gpu-node-5", "rail 2 (mlx5_2) unreachable");
     struct pf_node *coll = pf_node_add_map(v->collectives);
@@ -142,7 +152,14 @@ static void test_push_metrics(void **state)
     has(b.data, ",culprit_rank=\"4\",kind=\"rail\",workload=\"llama-7b\"} 1\n");
     has(b.data, "preflight_failure_class{pod=\"trainer-0\",node=\"gpu-node-1\",class=\"node\","
                 "workload=\"llama-7b\"} ");
-    has(b.data, "preflight_link_gbps{pod=\"trainer-0\",from_rank=\"1\",to_rank=\"2\"} 0.5\n");
+    /* one series a link, its slowest round; one a culprit and kind (the Pushgateway refuses
+     * a push with two samples of one series) */
+    has(b.data, "preflight_link_gbps{pod=\"trainer-0\",from_rank=\"1\",to_rank=\"2\",from_node="
+                "\"gpu-node-2\",to_node=\"gpu-node-3\",workload=\"llama-7b\"} 0.25\n");
+    assert_null(strstr(b.data, "to_rank=\"2\"} 0.5\n"));
+    const char *cu = strstr(b.data, "culprit_rank=\"2\",kind=\"node\"");
+    assert_non_null(cu);
+    assert_null(strstr(cu + 1, "culprit_rank=\"2\",kind=\"node\""));
     has(b.data, "preflight_link_median_gbps{pod=\"trainer-0\"} 9.5\n");
     has(b.data, "preflight_collective_busbw_floor_gbps{pod=\"trainer-0\",backend=\"nccl\","
                 "op=\"allreduce\",bytes=\"268435456\"} 300\n");
