@@ -38,9 +38,18 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
     ro->progress_arg = o->err;
     ro->rdv = o->rdv;
     int r = pf_run_open(R, ro, guard);
-    if (r == 0 && o->pushgateway)
-        snprintf(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), "%s",
-                 o->pushgateway);
+    /* --pushgateway, else PREFLIGHT_PUSHGATEWAY, over report.pushgateway */
+    const char *pgw = o->pushgateway;
+    if (r == 0 && !pgw) {
+        pgw = pf_env_get(&R->ctx.env, "PREFLIGHT_PUSHGATEWAY");
+        if (pgw && !*pgw) pgw = NULL;
+        if (pgw && strncmp(pgw, "http://", 7) != 0 && strncmp(pgw, "https://", 8) != 0)
+            r = pf_err_set(PF_EUSAGE,
+                           "PREFLIGHT_PUSHGATEWAY: expected an http:// or https:// URL, found \"%s\"",
+                           pgw);
+    }
+    if (r == 0 && pgw)
+        snprintf(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), "%s", pgw);
     if (r == 0 && o->results)
         snprintf(R->config.report_results_file, sizeof(R->config.report_results_file), "%s",
                  o->results);

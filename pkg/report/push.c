@@ -238,9 +238,7 @@ out:
 
 const char *pf_report_pushgateway_url(const struct pf_ctx *ctx)
 {
-    const char *e = pf_env_get(&ctx->env, "PREFLIGHT_PUSHGATEWAY");
-    if (ctx->config->report_pushgateway[0]) return ctx->config->report_pushgateway;
-    return e && *e ? e : NULL;
+    return ctx->config->report_pushgateway[0] ? ctx->config->report_pushgateway : NULL;
 }
 
 void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0)

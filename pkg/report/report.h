@@ -120,8 +120,8 @@ int pf_report_metrics_write(const struct pf_verdict *v, const char *path);
  * README, "URL"). */
 int pf_report_push_url(struct pf_buf *out, const char *base, const char *ns, const char *pod,
                        const char *node);
-/* The Pushgateway this run pushes to: report.pushgateway, else PREFLIGHT_PUSHGATEWAY; NULL
- * for none. */
+/* The Pushgateway this run pushes to: report.pushgateway (which --pushgateway, else
+ * PREFLIGHT_PUSHGATEWAY, overrides: cmd/preflight/session.c); NULL for none. */
 const char *pf_report_pushgateway_url(const struct pf_ctx *ctx);
 /* PUTs body (the verdict's metrics, pf_report_metrics_text) to the group of this pod within
  * budget_s; the outcome goes into out (check `report.metrics`): a message on success, a warn
