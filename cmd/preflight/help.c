@@ -175,10 +175,25 @@ const char *pf_cli_suggest_command(const char *word)
 
 const char *pf_cli_suggest_option(const char *word)
 {
-    static const char *const names[] = {
-        "--config", "--verdict",     "--root",    "--format",   "--strict",         "--timeout",
-        "--rank",   "--world-size",  "--port",    "--env-file", "--list",           "--verbose",
-        "--help",   "--coordinator", "--version", "--dry-run",  "--termination-log", "--pushgateway", "--results"};
+    static const char *const names[] = {"--config",
+                                        "--verdict",
+                                        "--root",
+                                        "--format",
+                                        "--strict",
+                                        "--timeout",
+                                        "--rank",
+                                        "--world-size",
+                                        "--port",
+                                        "--env-file",
+                                        "--list",
+                                        "--verbose",
+                                        "--help",
+                                        "--coordinator",
+                                        "--version",
+                                        "--dry-run",
+                                        "--termination-log",
+                                        "--pushgateway",
+                                        "--results"};
     return nearest(word, names, PF_ARRAY_LEN(names));
 }
 

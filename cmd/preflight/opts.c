@@ -217,9 +217,8 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
         o->termination_log = val, set->termination_log = true;
         return -1;
     case O_PUSHGATEWAY:
-        if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0)
-            return pf_cli_usage_error(cli->cmd, "--pushgateway: expected an http:// or https:// "
-                                                "URL, found \"%s\"", val);
+        if (pf_http_url_check("--pushgateway", val) < 0)
+            return pf_cli_usage_error(cli->cmd, "%s", pf_err_msg());
         o->pushgateway = val, set->pushgateway = true;
         return -1;
     case O_RESULTS:

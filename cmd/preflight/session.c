@@ -43,10 +43,7 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
     if (r == 0 && !pgw) {
         pgw = pf_env_get(&R->ctx.env, "PREFLIGHT_PUSHGATEWAY");
         if (pgw && !*pgw) pgw = NULL;
-        if (pgw && strncmp(pgw, "http://", 7) != 0 && strncmp(pgw, "https://", 8) != 0)
-            r = pf_err_set(PF_EUSAGE,
-                           "PREFLIGHT_PUSHGATEWAY: expected an http:// or https:// URL, found \"%s\"",
-                           pgw);
+        if (pgw) r = pf_http_url_check("PREFLIGHT_PUSHGATEWAY", pgw);
     }
     if (r == 0 && pgw)
         snprintf(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), "%s", pgw);

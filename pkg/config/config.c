@@ -594,8 +594,10 @@ FIELD(f_pushgateway)
 {
     char *u = x->c->report_pushgateway;
     int r = get_str(x, v, key, u, sizeof(x->c->report_pushgateway));
-    if (r == 0 && *u && strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
-        return bad(x, v, key, "expected an http:// or https:// URL, found \"%s\"", u);
+    if (r == 0 && *u && pf_http_url_check("url", u) < 0) {
+        const char *m = strchr(pf_err_msg(), ':');
+        return bad(x, v, key, "%s", m ? m + 2 : pf_err_msg());
+    }
     return r;
 }
 
@@ -649,13 +651,10 @@ FIELD(f_results)
 
 FIELD(f_report)
 {
-    static const struct field fields[] = {{"events", f_events},
-                                          {"annotate", f_annotate},
-                                          {"metricsFile", f_metrics},
-                                          {"markNode", f_mark_node},
-                                          {"pushgateway", f_pushgateway},
-                                          {"pushgatewayAuth", f_push_auth},
-                                          {"resultsFile", f_results}};
+    static const struct field fields[] = {
+        {"events", f_events},      {"annotate", f_annotate},       {"metricsFile", f_metrics},
+        {"markNode", f_mark_node}, {"pushgateway", f_pushgateway}, {"pushgatewayAuth", f_push_auth},
+        {"resultsFile", f_results}};
     return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
 }
 

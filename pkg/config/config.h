@@ -65,7 +65,7 @@ struct pf_config {
     bool report_events;
     bool report_annotate;
     char report_metrics_file[1024];
-    int report_mark_node; /* enum pf_mark_node */
+    int report_mark_node;          /* enum pf_mark_node */
     char report_pushgateway[1024]; /* report.pushgateway: http(s)://host:port, or "" */
     /* report.pushgatewayAuth: files as secrets are mounted ("" when unset) */
     char report_push_bearer_file[1024];

@@ -128,11 +128,8 @@ static void culprits(struct pf_buf *out, const struct pf_verdict *v, const char 
         text_of(rank, sizeof(rank), c, "rank");
         text_of(pod, sizeof(pod), c, "pod");
         text_of(node, sizeof(node), c, "node");
-        const char *l[] = {"culprit_pod",  pod,
-                           "culprit_node", node,
-                           "culprit_rank", rank,
-                           "kind",         kind,
-                           "workload",     workload,
+        const char *l[] = {"culprit_pod", pod,    "culprit_node", node,       "culprit_rank",
+                           rank,          "kind", kind,           "workload", workload,
                            NULL};
         sample(out, "preflight_culprit", l, 1);
     }
@@ -143,8 +140,9 @@ static void culprits(struct pf_buf *out, const struct pf_verdict *v, const char 
  * the pod's name without its "-<ordinal>" (trainer-3 -> trainer). */
 static void workload_of(char *out, size_t n, const struct pf_node *pod)
 {
-    static const char *const keys[] = {"batch.kubernetes.io/job-name", "jobset.sigs.k8s.io/jobset-name",
-                                       "training.kubeflow.org/job-name", "app.kubernetes.io/instance"};
+    static const char *const keys[] = {
+        "batch.kubernetes.io/job-name", "jobset.sigs.k8s.io/jobset-name",
+        "training.kubeflow.org/job-name", "app.kubernetes.io/instance"};
     const struct pf_node *labels = pf_node_get(pod, "labels");
     for (size_t i = 0; labels && labels->kind == PF_NODE_MAP && i < PF_ARRAY_LEN(keys); i++) {
         const char *v = pf_node_get_str(labels, keys[i]);
@@ -282,23 +280,38 @@ static void inspector(struct pf_buf *out, const struct pf_verdict *v, const char
             if (!ranks[0]) text_of(ranks, sizeof(ranks), v->pod, "worldSize");
             if (!ranks[0]) snprintf(ranks, sizeof(ranks), "unknown");
             const struct pf_node *b = pf_node_get(c, "bytes");
-            pf_report_inspector_size(size, sizeof(size),
-                                     b && b->kind == PF_NODE_INT && b->i > 0 ? (unsigned long long)b->i
-                                                                              : 0);
+            pf_report_inspector_size(
+                size, sizeof(size),
+                b && b->kind == PF_NODE_INT && b->i > 0 ? (unsigned long long)b->i : 0);
             const char *op = pf_node_get_str(c, "op");
             snprintf(coll, sizeof(coll), "%s",
-                     !op                               ? "unknown"
+                     !op                                ? "unknown"
                      : strcmp(op, "allreduce") == 0     ? "AllReduce"
                      : strcmp(op, "allgather") == 0     ? "AllGather"
                      : strcmp(op, "reducescatter") == 0 ? "ReduceScatter"
                      : strcmp(op, "alltoall") == 0      ? "AllToAll"
                      : strcmp(op, "broadcast") == 0     ? "Broadcast"
                                                         : op);
-            const char *l[] = {"version",   "v5.1",      "slurm_job_id", job && *job ? job : "unknown",
-                               "node",      node,        "gpu",          "unknown",
-                               "comm_name", "preflight", "n_nodes",      ranks,
-                               "nranks",    ranks,       "collective",   coll,
-                               "message_size", size,     "algo_proto",   "unknown",
+            const char *l[] = {"version",
+                               "v5.1",
+                               "slurm_job_id",
+                               job && *job ? job : "unknown",
+                               "node",
+                               node,
+                               "gpu",
+                               "unknown",
+                               "comm_name",
+                               "preflight",
+                               "n_nodes",
+                               ranks,
+                               "nranks",
+                               ranks,
+                               "collective",
+                               coll,
+                               "message_size",
+                               size,
+                               "algo_proto",
+                               "unknown",
                                NULL};
             sample(out, m[k].name, l, d * m[k].scale);
         }
@@ -317,9 +330,8 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
     workload_of(workload, sizeof(workload), v->pod);
     sample_pod = pod;
     family(out, "preflight_info", "The run this file describes (always 1).");
-    const char *info[] = {"version", PF_VERSION, "pod",  pod,  "namespace", ns,
-                          "node",    node,       "rank", rank, "workload",  workload,
-                          NULL};
+    const char *info[] = {"version", PF_VERSION, "pod", pod,        "namespace", ns,  "node",
+                          node,      "rank",     rank,  "workload", workload,    NULL};
     sample(out, "preflight_info", info, 1);
 
     family(out, "preflight_verdict",
@@ -337,8 +349,8 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
            "(this pod's node) and peer (another pod or the path to it); all 0 when it passes.");
     static const enum pf_class classes[] = {PF_CLASS_SPEC, PF_CLASS_NODE, PF_CLASS_PEER};
     for (size_t i = 0; i < PF_ARRAY_LEN(classes); i++) {
-        const char *l[] = {"node", node, "class", pf_class_name(classes[i]), "workload", workload,
-                           NULL};
+        const char *l[] = {"node",     node,     "class", pf_class_name(classes[i]),
+                           "workload", workload, NULL};
         sample(out, "preflight_failure_class", l, v->failure_class == classes[i]);
     }
 

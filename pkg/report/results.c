@@ -53,15 +53,17 @@ static const char *str_or(const char *s, const char *dflt)
 static const char *redop_of(const char *op)
 {
     return op && (strcmp(op, "allreduce") == 0 || strcmp(op, "reducescatter") == 0) ? "sum"
-                                                                                      : "none";
+                                                                                    : "none";
 }
 
 static const char *experiment_of(const char *op)
 {
     static const struct {
         const char *op, *name;
-    } t[] = {{"allreduce", "all_reduce_perf"},         {"allgather", "all_gather_perf"},
-             {"reducescatter", "reduce_scatter_perf"}, {"alltoall", "alltoall_perf"},
+    } t[] = {{"allreduce", "all_reduce_perf"},
+             {"allgather", "all_gather_perf"},
+             {"reducescatter", "reduce_scatter_perf"},
+             {"alltoall", "alltoall_perf"},
              {"broadcast", "broadcast_perf"}};
     for (size_t i = 0; op && i < PF_ARRAY_LEN(t); i++)
         if (strcmp(op, t[i].op) == 0) return t[i].name;
@@ -95,7 +97,8 @@ int pf_report_results_json(char **out, const struct pf_verdict *v)
         if (!backend || strcmp(backend, "nccl") != 0) continue;
         const char *op = pf_node_get_str(c, "op");
         long long bytes = int_of(c, "bytes", 0);
-        if (bytes > 0 && (lo == 0 || (unsigned long long)bytes < lo)) lo = (unsigned long long)bytes;
+        if (bytes > 0 && (lo == 0 || (unsigned long long)bytes < lo))
+            lo = (unsigned long long)bytes;
         if ((unsigned long long)bytes > hi) hi = (unsigned long long)bytes;
         const struct pf_node *ok = pf_node_get(c, "correct");
         bool correct = !ok || ok->kind != PF_NODE_BOOL || ok->b;
@@ -162,7 +165,8 @@ int pf_report_results_json(char **out, const struct pf_verdict *v)
     json_object_set_new(doc, "out_of_bounds", oob);
     json_t *avg = json_object();
     json_object_set_new(avg, "bandwidth", json_real(nbw ? bw_sum / nbw : 0));
-    json_object_set_new(avg, "okay", floor_known ? json_boolean(floor_ok) : json_string("unchecked"));
+    json_object_set_new(avg, "okay",
+                        floor_known ? json_boolean(floor_ok) : json_string("unchecked"));
     json_object_set_new(doc, "average_bus_bandwidth", avg);
     char now[32];
     pf_utc_timestamp(now, sizeof(now));

@@ -73,6 +73,8 @@ static void test_report_push_keys(void **state)
     } bad[] = {
         {"report: {pushgateway: pgw:9091}\n",
          "c.yaml:1: report.pushgateway: expected an http:// or https:// URL, found \"pgw:9091\""},
+        {"report: {pushgateway: 'https://u:p@pgw:9091/'}\n",
+         "report.pushgateway: credentials in the URL would show in the verdict"},
         {"report:\n  pushgatewayAuth: {bearerTokenFile: token}\n",
          "report.pushgatewayAuth.bearerTokenFile: must be an absolute path"},
         {"report:\n  pushgatewayAuth: {usernameFile: /u}\n",

@@ -188,14 +188,14 @@ static void same_layout(const json_t *want, const json_t *got, const char *path)
     if (strcmp(path, ".average_bus_bandwidth.okay") == 0 &&
         (json_is_boolean(got) || json_is_string(got)))
         return;
-    if (json_typeof(want) != json_typeof(got) &&
-        !(json_is_boolean(want) && json_is_boolean(got)))
+    if (json_typeof(want) != json_typeof(got) && !(json_is_boolean(want) && json_is_boolean(got)))
         fail_msg("%s: JSON type %d, want %d", path, json_typeof(got), json_typeof(want));
     if (json_is_object(want)) {
         const char *key;
         json_t *w;
         void *gi = json_object_iter((json_t *)got);
-        json_object_foreach ((json_t *)want, key, w) {
+        json_object_foreach((json_t *)want, key, w)
+        {
             char sub[256];
             snprintf(sub, sizeof(sub), "%s.%s", path, key);
             if (!gi) fail_msg("%s: missing", sub);
@@ -243,10 +243,9 @@ static void test_results_json(void **state)
     assert_float_equal(json_real_value(json_object_get(oop, "bus_bw")), 337.7, 1e-9);
     assert_float_equal(json_real_value(json_object_get(oop, "nwrong")), 0, 0);
     json_t *cfg = json_object_get(got, "config");
-    assert_string_equal(
-        json_string_value(json_object_get(json_array_get(json_object_get(cfg, "devices"), 0),
-                                          "hostname")),
-        "gpu-node-1");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(cfg, "devices"), 0), "hostname")),
+                        "gpu-node-1");
     json_t *avg = json_object_get(got, "average_bus_bandwidth");
     assert_float_equal(json_real_value(json_object_get(avg, "bandwidth")), 337.7, 1e-9);
     assert_true(json_is_true(json_object_get(avg, "okay"))); /* 337.7 >= the 300 floor */
