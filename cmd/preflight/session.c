@@ -21,7 +21,16 @@ static void progress_line(void *arg, const char *line)
     FILE *f = arg;
     char ts[32];
     pf_utc_timestamp(ts, sizeof(ts));
+    /* one progress message, one line: a peer's bytes in it (a pod name, an address) never
+     * move the cursor or start a forged line */
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    if (!pf_text_is_safe(line, false)) {
+        (void)pf_text_escape(&b, line, false);
+        line = pf_buf_str(&b);
+    }
     fprintf(f, "%s preflight: %s\n", ts, line);
+    pf_buf_free(&b);
     fflush(f);
 }
 

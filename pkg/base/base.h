@@ -168,4 +168,12 @@ int pf_file_mkdir_parents(const char *path);
  * a symlink to one is written in place. 0, or PF_ERR with the message. */
 int pf_file_replace(const char *path, const void *data, size_t len, unsigned mode);
 
+/* Appends s to out with what a terminal or a log would act on made visible: C0 controls
+ * (ESC, CR, BEL, ...) and DEL as \xNN, \r and \n as two characters (newlines kept as they
+ * are with keep_newlines), C1 controls and Unicode line breaks and bidirectional overrides
+ * as \uNNNN, bytes that are not UTF-8 as \xNN. 0, or the pf_buf error when out is full. */
+int pf_text_escape(struct pf_buf *out, const char *s, bool keep_newlines);
+/* Whether pf_text_escape would leave s as it is (the common case: no copy needed). */
+bool pf_text_is_safe(const char *s, bool keep_newlines);
+
 #endif

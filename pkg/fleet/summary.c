@@ -210,13 +210,24 @@ int pf_fleet_summary_decode(struct pf_fleet_summary *out, const uint8_t *p, size
     return 0;
 }
 
+/* A check as this rank found it itself: a finding of the whole job that every rank carries
+ * (marked fleet: another pod's rail, a clique mismatch) is rank 0's judgement already, not a
+ * sign against this pod, so it leaves the status and the codes reported. */
 static void check_record(struct pf_buf *r, const void *items, size_t i)
 {
     const struct pf_check *c = (const struct pf_check *)items + i;
+    enum pf_status own = PF_PASS;
+    bool any_fleet = false;
+    for (size_t k = 0; k < c->nfindings; k++) {
+        if (c->findings[k].fleet)
+            any_fleet = true;
+        else if (c->findings[k].status > own)
+            own = c->findings[k].status;
+    }
     pf_rdv_put_str(r, "id", c->id);
-    pf_rdv_put_str(r, "status", pf_status_name(c->status));
+    pf_rdv_put_str(r, "status", pf_status_name(any_fleet && c->status > PF_PASS ? own : c->status));
     for (size_t k = 0; k < c->nfindings; k++)
-        pf_rdv_put_str(r, "code", c->findings[k].code);
+        if (!c->findings[k].fleet) pf_rdv_put_str(r, "code", c->findings[k].code);
 }
 
 int pf_fleet_report_encode(struct pf_buf *out, const struct pf_verdict *v)

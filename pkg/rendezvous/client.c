@@ -172,32 +172,37 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
     return 0;
 }
 
-/* Rank 0's answer to the JOIN: a REJECT, or the roster. 0, or PF_ERR with findings. */
-static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg)
+/* Rank 0's answer to the JOIN: a REJECT, or the roster. 0, PF_ERR with findings, or
+ * ANSWER_UNVERIFIED (last says what came): with a token, an answer whose MAC fails is not
+ * believed. Whoever answers at rank 0's address without the token (a stale DNS record, a
+ * reused pod IP, a stranger) cannot end this pod's join; it tries again until its deadline. */
+#define ANSWER_UNVERIFIED 2
+static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg, char *last, size_t nlast)
 {
+    if (S->auth && !msg->mac_ok) {
+        char code[48] = "";
+        pf_rdv_fields_str(code, sizeof(code), &msg->f, "code");
+        snprintf(last, nlast, "%s%s%s%s from %s fails the token check: not believed",
+                 msg->type == PF_RDV_REJECT ? "a REJECT" : "an answer", code[0] ? " (" : "", code,
+                 code[0] ? ")" : "", S->ctl.peer);
+        return ANSWER_UNVERIFIED;
+    }
     if (msg->type == PF_RDV_REJECT) {
         char code[48] = "", text[512] = "";
         pf_rdv_fields_str(code, sizeof(code), &msg->f, "code");
         pf_rdv_fields_str(text, sizeof(text), &msg->f, "message");
-        bool verified = !S->auth || msg->mac_ok;
         static const char *const known[] = {"auth-failed", "duplicate-rank", "world-size-mismatch",
                                             "version-mismatch", "missing-ranks"};
         const char *use = "timeout";
         for (size_t k = 0; k < PF_ARRAY_LEN(known); k++)
             if (strcmp(code, known[k]) == 0) use = known[k];
-        char m2[768];
-        snprintf(m2, sizeof(m2), "%s%s", text,
-                 verified ? "" : " (rank 0's answer fails the token check: the tokens differ)");
-        rdv_add_finding_text(S, "rendezvous", use, RDV_FAIL, m2);
-        rdv_say(S, "rank 0 refused this pod: %s", m2);
+        rdv_add_finding_text(S, "rendezvous", use, RDV_FAIL, text);
+        rdv_say(S, "rank 0 refused this pod: %s", text);
         return PF_ERR;
     }
-    if (msg->type != PF_RDV_ROSTER || (S->auth && !msg->mac_ok)) {
+    if (msg->type != PF_RDV_ROSTER) {
         rdv_add_finding_text(S, "rendezvous", "auth-failed", RDV_FAIL,
-                             S->auth && !msg->mac_ok
-                                 ? "rank 0's answer fails the token check: rank 0 has another "
-                                   "PREFLIGHT_TOKEN, or none"
-                                 : "rank 0 sent an unexpected frame");
+                             "rank 0 sent an unexpected frame");
         return PF_ERR;
     }
     if (rdv_client_parse_roster(S, msg) < 0) {
@@ -207,6 +212,19 @@ static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg)
     return 0;
 }
 
+/* The join deadline passed and every answer at rank 0's address failed the token check. */
+static int client_unverified(struct rdv_stage *S, int n, const char *last)
+{
+    char m2[1024];
+    snprintf(m2, sizeof(m2),
+             "%d answer%s at rank 0's address %s:%d failed the token check (last: %s): this "
+             "pod's PREFLIGHT_TOKEN differs from rank 0's, or something else answers at that "
+             "address (a stale DNS record, a reused pod IP); this pod kept trying for %.0f s",
+             n, n == 1 ? "" : "s", S->id.coordinator, S->id.port, last, pf_now() - S->t0);
+    rdv_add_finding_text(S, "rendezvous", "auth-failed", RDV_FAIL, m2);
+    return PF_ERR;
+}
+
 int rdv_client_join(struct rdv_stage *S)
 {
     double backoff = 0.25;
@@ -214,6 +232,7 @@ int rdv_client_join(struct rdv_stage *S)
     char b0[NAME_MAX_];
     const char *pod0 = rdv_pod_of(S, 0, b0, sizeof(b0));
     double last_say = 0;
+    int unverified = 0; /* answers at rank 0's address that failed the token check */
     for (int attempt = 1;; attempt++) {
         if (pf_now() >= S->join_deadline) break;
         char peer[96];
@@ -224,10 +243,17 @@ int rdv_client_join(struct rdv_stage *S)
         int r = client_hello_join(S, fd, peer, backoff, last, sizeof(last), &msg);
         if (r == 1) continue;
         if (r < 0) return PF_ERR;
-        r = client_answer(S, &msg);
+        r = client_answer(S, &msg, last, sizeof(last));
         pf_rdv_msg_free(&msg);
-        return r;
+        if (r != ANSWER_UNVERIFIED) return r;
+        unverified++;
+        rdv_say(S, "%s; trying again", last);
+        pf_rdv_conn_close(&S->ctl);
+        S->have_ctl = false;
+        sleep_s(backoff);
+        backoff = backoff * 2 > 5 ? 5 : backoff * 2;
     }
+    if (unverified) return client_unverified(S, unverified, last);
     /* never reached rank 0 */
     char m2[1024];
     snprintf(m2, sizeof(m2), "rank 0%s%s%s never answered at %s:%d within %.0f s (last error: %s)",

@@ -204,12 +204,7 @@ void rdv_admit_report_claims(struct rdv_stage *S);
 void rdv_env_left_out(struct rdv_stage *S, int rank, long long n);
 
 /* ---- proto.c: the data connection's opener */
-#define PF_RDV_MAX_DHELLO 512
-struct pf_rdv_dhello {
-    uint8_t run[PF_RDV_NONCE]; /* the run id (the roster's) */
-    long long src, dst, shift; /* sender rank, receiver rank, ring shift */
-};
-/* The DHELLO payload: run, src, dst, shift. */
+/* The DHELLO payload: run, src, dst, shift (struct pf_rdv_dhello: rendezvous.h). */
 void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h);
 /* Decodes the DHELLO frame at the start of buf (peer input): the bytes it takes, 0 while
  * more are needed, PF_EINVAL when it is not a DHELLO of this protocol at sequence 0, lacks a
@@ -262,7 +257,9 @@ int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int 
                           double deadline, char *why, size_t nwhy);
 int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf_rdv_addr *a,
                         double deadline, char *why, size_t nwhy);
-bool rdv_probe_hello(struct rdv_stage *S, int fd, int *pos, int *round, double deadline);
+/* ---- accept.c: the data listeners' accept discipline, for the session S's run and rank */
+void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_stage *S, const int *lfd,
+                       int nlfd);
 
 /* ---- client.c */
 /* The JOIN's fields: who this pod is, what it sees (the setup's claims: NCCL_* variables

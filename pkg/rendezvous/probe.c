@@ -64,81 +64,24 @@ static int probe_dial(struct rdv_stage *S, int round, int q, double deadline, ch
     return fd;
 }
 
-/* Whether fd's first frame is a DHELLO of this run to this rank; *src and *round say from
- * which rank, for which round. Nothing follows it until this rank sends the ready byte, so
- * reading it whole takes no probe data. */
-static bool hello_read(struct rdv_stage *S, int fd, long long *src, long long *round,
-                       double deadline)
-{
-    struct pf_rdv_conn c;
-    pf_rdv_conn_init(&c, fd, "probe", false);
-    data_auth(S, &c.auth);
-    c.dir_in = PF_RDV_DIR_DATA;
-    c.max_payload = 512;
-    struct pf_rdv_msg m = {0};
-    double d = pf_now() + 2 < deadline ? pf_now() + 2 : deadline;
-    bool ok = false;
-    *src = *round = -1;
-    if (pf_rdv_conn_recv(&c, &m, S->auth, d) == 0 && m.type == PF_RDV_DHELLO) {
-        const struct pf_rdv_field *run = pf_rdv_fields_get(&m.f, "run");
-        long long dst = -1;
-        pf_rdv_fields_int(src, &m.f, "src");
-        pf_rdv_fields_int(&dst, &m.f, "dst");
-        pf_rdv_fields_int(round, &m.f, "round");
-        ok = run && run->vlen == PF_RDV_NONCE && memcmp(run->val, S->ro.run, PF_RDV_NONCE) == 0 &&
-             dst == S->rank;
-    }
-    pf_rdv_msg_free(&m);
-    c.fd = -1;
-    pf_rdv_conn_close(&c);
-    return ok;
-}
+/* The connections a probe waits for: from position pos[i] for round[i], i < n. */
+struct probe_want {
+    const struct rdv_stage *S;
+    int n;
+    const int *pos, *round;
+    int *fds;
+};
 
-/* Whether fd's first frame is the DHELLO of this run, from rank src to this rank, for this
- * round. */
-static bool probe_hello_ok(struct rdv_stage *S, int fd, int src, int round, double deadline)
+/* Takes a connection whose DHELLO is one still missing. */
+static bool probe_take(void *arg, int fd, const struct pf_rdv_dhello *h)
 {
-    long long s = -1, rd = -1;
-    return hello_read(S, fd, &s, &rd, deadline) && s == src && rd == round;
-}
-
-/* The next connection on the data port, accepted before deadline (pf_rdv_accept); -1 once
- * the deadline passed. */
-static int data_accept(const struct rdv_stage *S, double deadline)
-{
-    for (;;) {
-        double now = pf_now();
-        if (now >= deadline) return -1;
-        struct pollfd pfd = {S->data_lfd, POLLIN, 0};
-        if (poll(&pfd, 1, (int)((deadline - now) * 1000) + 1) <= 0) continue;
-        int fd = pf_rdv_accept(S->data_lfd);
-        if (fd >= 0) return fd;
-    }
-}
-
-/* A confirmation connection from position q, accepted on the data port before deadline;
- * strangers and leftovers are closed. */
-static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, char *why,
-                        size_t nwhy)
-{
-    int fd;
-    while ((fd = data_accept(S, deadline)) >= 0) {
-        if (probe_hello_ok(S, fd, S->rk[q], round, deadline)) return fd;
-        close(fd);
-    }
-    char w[160];
-    rdv_who(w, sizeof(w), S, S->rk[q]);
-    snprintf(why, nwhy, "no probe connection from %s within the deadline", w);
-    return -1;
-}
-
-/* The connection expected from pos[i] for round[i], i < n, still missing: its index, or -1. */
-static int probe_expected(const struct rdv_stage *S, int n, const int *pos, const int *round,
-                          const int *fds, long long src, long long rd)
-{
-    for (int i = 0; i < n; i++)
-        if (fds[i] < 0 && S->rk[pos[i]] == src && round[i] == rd) return i;
-    return -1;
+    struct probe_want *w = arg;
+    for (int i = 0; i < w->n; i++)
+        if (w->fds[i] < 0 && w->S->rk[w->pos[i]] == h->src && w->round[i] == h->round) {
+            w->fds[i] = fd;
+            return true;
+        }
+    return false;
 }
 
 int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int *round, int *fds,
@@ -151,29 +94,28 @@ int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int 
             return n;
         }
     }
-    int missing = n;
-    while (missing > 0) {
-        int fd = data_accept(S, deadline);
-        if (fd < 0) break;
-        long long src, rd;
-        int i = hello_read(S, fd, &src, &rd, deadline)
-                    ? probe_expected(S, n, pos, round, fds, src, rd)
-                    : -1;
-        if (i < 0) {
-            close(fd);
-            continue;
-        }
-        fds[i] = fd;
-        missing--;
-    }
+    struct probe_want w = {S, n, pos, round, fds};
+    struct pf_rdv_acceptor *A = pf_xcalloc(1, sizeof(*A));
+    rdv_acceptor_init(A, S, &S->data_lfd, 1);
+    int missing = n - pf_rdv_acceptor_run(A, n, deadline, probe_take, &w);
+    pf_rdv_acceptor_close(A);
+    free(A);
     for (int i = 0; i < n && missing; i++) {
         if (fds[i] >= 0) continue;
-        char w[160];
-        rdv_who(w, sizeof(w), S, S->rk[pos[i]]);
-        snprintf(why, nwhy, "no probe connection from %s within the deadline", w);
+        char who[160];
+        rdv_who(who, sizeof(who), S, S->rk[pos[i]]);
+        snprintf(why, nwhy, "no probe connection from %s within the deadline", who);
         break;
     }
     return missing;
+}
+
+/* A confirmation connection from position q, accepted on the data port before deadline. */
+static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, char *why,
+                        size_t nwhy)
+{
+    int fd = -1;
+    return rdv_probe_accept_many(S, 1, &q, &round, &fd, deadline, why, nwhy) == 0 ? fd : -1;
 }
 
 int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
@@ -234,17 +176,4 @@ int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf
         return -1;
     }
     return fd;
-}
-
-bool rdv_probe_hello(struct rdv_stage *S, int fd, int *pos, int *round, double deadline)
-{
-    long long src = -1, rd = -1;
-    if (!hello_read(S, fd, &src, &rd, deadline) || rd < 0 || rd > INT32_MAX) return false;
-    for (int q = 0; q < S->n; q++)
-        if (S->rk[q] == src && q != S->pos) {
-            *pos = q;
-            *round = (int)rd;
-            return true;
-        }
-    return false;
 }

@@ -262,6 +262,7 @@ int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t l
         r = pf_err_set(PF_EINVAL, "DHELLO without its run, src, dst or shift");
     else
         memcpy(out->run, run->val, PF_RDV_NONCE);
+    if (r == 0 && pf_rdv_fields_int(&out->round, &fl, "round") < 0) out->round = -1;
     pf_rdv_fields_free(&fl);
     return r < 0 ? r : n;
 }

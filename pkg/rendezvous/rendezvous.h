@@ -18,6 +18,7 @@
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -235,9 +236,6 @@ struct pf_rdv_addr {
  * or -1 with why. */
 int pf_rdv_probe_dial_addr(struct pf_rdv *R, int round, int pos, const struct pf_rdv_addr *a,
                            double deadline, char *why, size_t nwhy);
-/* Reads the DHELLO on fd, a connection the caller accepted on a listener of its own: true
- * when it is this run's and names this rank, with the sender's roster position and round. */
-bool pf_rdv_probe_hello(struct pf_rdv *R, int fd, int *pos, int *round, double deadline);
 
 /* ---- the summary: rank 0 sends it to every joined rank, the others wait for it */
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len);
@@ -466,6 +464,56 @@ int pf_rdv_conn_recv(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
 int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, double deadline);
 /* A listening TCP socket on addr ("" = any) and port (0 = ephemeral); *port gets the port. */
 int pf_rdv_listen(int *fd, const char *addr, int *port);
+
+/* ---- accept.c: every data listener's accept discipline (the data port's mesh, probes and
+ * grid connections, the rails' listeners): non-blocking, at most PF_RDV_PEND_MAX connections
+ * that have not sent their DHELLO, 3 s each, read side by side, the oldest evicted past its
+ * grace, the listeners resting when out of descriptors (docs/threat-model-rendezvous.md). */
+#define PF_RDV_MAX_DHELLO 512
+/* A data connection's opener, checked by the acceptor (run id, receiver, HMAC). */
+struct pf_rdv_dhello {
+    uint8_t run[PF_RDV_NONCE]; /* the run id (the roster's) */
+    long long src, dst, shift; /* sender rank, receiver rank, ring shift */
+    long long round;           /* a probe's round; -1 for the mesh's connections */
+};
+#define PF_RDV_PEND_MAX 64
+#define PF_RDV_ACCEPT_LFDS 8
+struct pf_rdv_pend {
+    int fd;
+    double opened;
+    size_t got;
+    uint8_t buf[PF_RDV_HDR + PF_RDV_MAX_DHELLO + PF_RDV_MACLEN];
+};
+struct pf_rdv_acceptor {
+    int lfd[PF_RDV_ACCEPT_LFDS];
+    int nlfd;
+    struct pf_rdv_auth auth;
+    uint8_t run[PF_RDV_NONCE];
+    long long rank;
+    struct pf_rdv_pend pend[PF_RDV_PEND_MAX];
+    int npend;
+    double rest_until;
+};
+/* Offered a connection whose DHELLO names this run and this rank: true takes fd (the callee
+ * owns it then), false has it closed. */
+typedef bool (*pf_rdv_take_fn)(void *arg, int fd, const struct pf_rdv_dhello *h);
+/* For the listeners lfd[0..nlfd) of the session R's rank. */
+void pf_rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct pf_rdv *R, const int *lfd,
+                          int nlfd);
+/* What to poll (the pending connections, then the listeners unless resting; at most
+ * PF_RDV_PEND_MAX + PF_RDV_ACCEPT_LFDS), dropping those past their wait; *wake is lowered to
+ * the next moment something expires. */
+int pf_rdv_acceptor_pollfds(struct pf_rdv_acceptor *A, struct pollfd *pfd, double now,
+                            double *wake);
+/* After poll over those n: reads the pending, accepts the new, offers each complete DHELLO
+ * to take; how many it took. */
+int pf_rdv_acceptor_serve(struct pf_rdv_acceptor *A, const struct pollfd *pfd, int n,
+                          pf_rdv_take_fn take, void *arg);
+/* pollfds and serve until take took `want` or the deadline: how many it took. */
+int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline, pf_rdv_take_fn take,
+                        void *arg);
+/* Closes the pending connections (the listeners stay the caller's). */
+void pf_rdv_acceptor_close(struct pf_rdv_acceptor *A);
 /* The next connection on listener lfd, non-blocking and close-on-exec; -1 when there is none
  * (errno says why). Out of descriptors or memory the listener stays readable, so it rests
  * 100 ms first: a poll loop around it does not spin. */

@@ -479,9 +479,10 @@ int pf_rdv_probe_dial_addr(struct pf_rdv *R, int round, int pos, const struct pf
     return rdv_probe_dial_addr(&R->st, round, pos, a, deadline, why, nwhy);
 }
 
-bool pf_rdv_probe_hello(struct pf_rdv *R, int fd, int *pos, int *round, double deadline)
+void pf_rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct pf_rdv *R, const int *lfd,
+                          int nlfd)
 {
-    return rdv_probe_hello(&R->st, fd, pos, round, deadline);
+    rdv_acceptor_init(A, &R->st, lfd, nlfd);
 }
 
 void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)

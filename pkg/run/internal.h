@@ -91,10 +91,10 @@ int run_probe_links(struct pf_run *R);
 #define PF_RUN_RAIL_ROUND 4096
 /* This pod's rails: the network-status's secondary networks, as its interfaces are. */
 int run_rails_mine(struct pf_fleet_rails *out, const struct pf_ctx *ctx);
-/* Runs this rank's rail tasks on lfd (its listener) for probe_s seconds at most; one result
- * a send task into res (PF_FLEET_RAIL_TASKS of room). Returns how many. */
-size_t run_rails_probe(struct pf_run *R, int lfd, const struct pf_fleet_rails *mine,
-                       const struct pf_fleet_rail_task *t, size_t nt, double probe_s,
-                       struct pf_fleet_rail_result *res);
+/* Runs this rank's rail tasks on its listeners lfd[0..nlfd) for probe_s seconds at most; one
+ * result a send task into res (PF_FLEET_RAIL_TASKS of room). Returns how many. */
+size_t run_rails_probe(struct pf_run *R, const int *lfd, int nlfd,
+                       const struct pf_fleet_rails *mine, const struct pf_fleet_rail_task *t,
+                       size_t nt, double probe_s, struct pf_fleet_rail_result *res);
 
 #endif

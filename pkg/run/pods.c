@@ -32,6 +32,19 @@ void run_add_finding_text(struct pf_run *R, const char *check, const char *code,
     pf_check_add_finding(c, code, st, remedy && *remedy ? remedy : NULL, "%s", msg);
 }
 
+/* run_add_finding_text of a finding of the whole job (the fleet's), marked so: its class is
+ * node only on a pod the culprits name (pf_verdict_classify). */
+static void add_fleet_finding(struct pf_run *R, const char *check, const char *code,
+                              enum pf_status st, const char *remedy, const char *msg)
+{
+    run_add_finding_text(R, check, code, st, remedy, msg);
+    struct pf_check *c = run_chk(R, check);
+    for (size_t i = 0; i < c->nfindings; i++)
+        if (strcmp(c->findings[i].code, code) == 0 && c->findings[i].message &&
+            strcmp(c->findings[i].message, msg) == 0)
+            c->findings[i].fleet = true;
+}
+
 void run_guard(struct pf_run *R, const char *stage_id, const char *fmt, ...)
 {
     char doing[768];
@@ -82,7 +95,7 @@ void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool on
             strcmp(x->check, "collective.tcp") != 0 && strcmp(x->check, "gpu.fabric") != 0 &&
             strcmp(x->check, "net.rails") != 0)
             continue;
-        run_add_finding_text(R, x->check, x->code, x->status, x->remedy, x->message);
+        add_fleet_finding(R, x->check, x->code, x->status, x->remedy, x->message);
     }
     for (size_t i = 0; i < s->nculprits; i++)
         pf_verdict_add_culprit(&R->verdict, s->culprits[i].rank, s->culprits[i].pod,
@@ -111,7 +124,10 @@ static void apply_note(struct pf_run *R, const struct pf_rdv_note *x)
     enum pf_status st = x->fail ? PF_FAIL : PF_WARN;
     switch (x->kind) {
     case PF_RDV_NOTE_FINDING:
-        run_add_finding_text(R, x->check, x->code, st, NULL, x->text);
+        if (x->fleet)
+            add_fleet_finding(R, x->check, x->code, st, NULL, x->text);
+        else
+            run_add_finding_text(R, x->check, x->code, st, NULL, x->text);
         if (x->fleet && P->have_fleet)
             pf_fleet_finding(&P->F.out, x->check, x->code, st, NULL, "%s", x->text);
         break;

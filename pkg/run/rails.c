@@ -224,6 +224,35 @@ static void my_evidence(struct pf_run *R, const struct pf_fleet_rails *mine,
     pf_buf_free(&m);
 }
 
+/* The rails' listeners: one on each rail's own address, all on one port (the one the pod
+ * publishes), so that a probe reaches this pod only through the rail it tests and nothing
+ * on the cluster network can take its place; where that cannot be had (a rail without an
+ * address, the port taken on another rail), one on every address. How many, in lfd. */
+static int rails_listen(const struct pf_fleet_rails *mine, int *lfd, int *port)
+{
+    for (int attempt = 0; attempt < 8; attempt++) {
+        int n = 0;
+        bool ok = true;
+        *port = 0;
+        for (int i = 0; i < mine->n && ok; i++) {
+            if (!mine->r[i].ip[0]) continue;
+            int p = *port;
+            if (n == PF_RDV_ACCEPT_LFDS || pf_rdv_listen(&lfd[n], mine->r[i].ip, &p) < 0) {
+                ok = false;
+                break;
+            }
+            *port = p;
+            n++;
+        }
+        if (ok && n > 0) return n;
+        for (int i = 0; i < n; i++)
+            close(lfd[i]);
+        if (ok) break; /* no rail with an address */
+    }
+    *port = 0;
+    return pf_rdv_listen(&lfd[0], "", port) == 0 ? 1 : 0;
+}
+
 static const char *stage_skip(const struct run_pods *P)
 {
     if (P->met == RUN_ALONE) return "world of one: no other pod to probe the rails with";
@@ -247,8 +276,8 @@ int run_stage_rails(struct pf_run *R)
     memset(&X, 0, sizeof(X));
     X.R = R;
     run_rails_mine(&X.mine, &R->ctx);
-    int lfd = -1, port = 0;
-    if (X.mine.n > 0 && pf_rdv_listen(&lfd, "", &port) == 0) X.mine.port = port;
+    int lfd[PF_RDV_ACCEPT_LFDS], nlfd = 0, port = 0;
+    if (X.mine.n > 0 && (nlfd = rails_listen(&X.mine, lfd, &port)) > 0) X.mine.port = port;
     double probe_s = pf_clampd(pf_rdv_left_s(rdv) * 0.08, 3, 15), step_s = probe_s + 15;
     run_guard(R, CHECK, "exchanging the rails of %d pods", pf_rdv_size(rdv));
     struct pf_fleet_rail_task t[PF_FLEET_RAIL_TASKS];
@@ -262,13 +291,14 @@ int run_stage_rails(struct pf_run *R)
     } else {
         run_guard(R, CHECK, "probing the rails between %d pods on %d networks", pf_rdv_size(rdv),
                   nets);
-        size_t nres = run_rails_probe(R, lfd, &X.mine, t, nt, probe_s, res);
+        size_t nres = run_rails_probe(R, lfd, nlfd, &X.mine, t, nt, probe_s, res);
         pf_ctx_progress(&R->ctx, "rails: %zu probe%s on %d network%s", nres, nres == 1 ? "" : "s",
                         nets, nets == 1 ? "" : "s");
         gather_results(&X, res, nres, step_s);
         my_evidence(R, &X.mine, t, nt, res, nres);
     }
-    if (lfd >= 0) close(lfd);
+    for (int i = 0; i < nlfd; i++)
+        close(lfd[i]);
     if (X.have_plan) pf_fleet_railplan_free(&X.plan);
     free(X.all);
     return 0;

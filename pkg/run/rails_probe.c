@@ -1,7 +1,8 @@
 /* The probes of stage rails (rails.c): every send task dials the neighbour's rail address
  * from this pod's rail (pf_rdv_probe_dial_addr), every expected probe is accepted on this
- * rank's own listener and its DHELLO checked (pf_rdv_probe_hello); then one poll loop moves
- * all of them at once, so no rank waits on another to finish sending first:
+ * rank's own listeners, one on each rail's address, under the accept discipline of every data
+ * listener (pf_rdv_acceptor: a stranger's idle connection holds up nobody); one poll loop
+ * moves all of them at once, so no rank waits on another to finish sending first:
  *
  *   sender                               receiver
  *   connect, DHELLO          ───────►    accept, check the DHELLO
@@ -54,7 +55,8 @@ struct probe {
     struct pf_run *R;
     const struct pf_fleet_rail_task *t;
     size_t nt;
-    int lfd;
+    const struct pf_fleet_rails *mine;
+    struct pf_rdv_acceptor *A; /* the listeners and the connections still to say DHELLO */
     double deadline;
     struct out out[PF_FLEET_RAIL_TASKS];
     size_t nout;
@@ -103,25 +105,28 @@ static void dial_all(struct probe *P, const struct pf_fleet_rails *mine,
     }
 }
 
-/* A connection on the listener: kept when its DHELLO is an expected probe's. */
-static void accept_one(struct probe *P, const struct pf_fleet_rails *mine)
+/* A connection whose DHELLO (run, this rank: checked) comes from an expected probe's peer
+ * for its round: taken, and told to start with the ready byte. */
+static bool rails_take(void *arg, int fd, const struct pf_rdv_dhello *h)
 {
-    int fd = pf_rdv_accept(P->lfd);
-    if (fd < 0) return;
-    int pos = -1, round = -1;
-    if (pf_rdv_probe_hello(P->R->pods->rdv, fd, &pos, &round, P->deadline))
-        for (size_t i = 0; i < P->nt; i++) {
-            const struct pf_fleet_rail_task *t = &P->t[i];
-            if (t->send || P->taken[i] || t->peer != pos || PF_RUN_RAIL_ROUND + t->net != round)
-                continue;
-            if (send(fd, "R", 1, MSG_NOSIGNAL) != 1) break;
-            P->taken[i] = true;
-            const struct pf_fleet_rail *mr = rail_of(mine, t->name);
-            int mtu = mr && mr->mtu > HDRS + 64 ? mr->mtu : 1500;
-            P->in[P->nin++] = (struct in){fd, (int)i, mtu, 0, 0, false};
-            return;
-        }
-    close(fd);
+    struct probe *P = arg;
+    const struct pf_rdv *rdv = P->R->pods->rdv;
+    const int *rk = pf_rdv_ranks(rdv);
+    int pos = -1;
+    for (int q = 0; q < pf_rdv_size(rdv); q++)
+        if (rk[q] == h->src && q != pf_rdv_pos(rdv)) pos = q;
+    for (size_t i = 0; pos >= 0 && i < P->nt; i++) {
+        const struct pf_fleet_rail_task *t = &P->t[i];
+        if (t->send || P->taken[i] || t->peer != pos || PF_RUN_RAIL_ROUND + t->net != h->round)
+            continue;
+        if (send(fd, "R", 1, MSG_NOSIGNAL) != 1) return false;
+        P->taken[i] = true;
+        const struct pf_fleet_rail *mr = rail_of(P->mine, t->name);
+        int mtu = mr && mr->mtu > HDRS + 64 ? mr->mtu : 1500;
+        P->in[P->nin++] = (struct in){fd, (int)i, mtu, 0, 0, false};
+        return true;
+    }
+    return false;
 }
 
 static void out_done(struct out *o, int state, double gbps)
@@ -286,18 +291,18 @@ static bool all_done(const struct probe *P)
     return P->nin == P->expect;
 }
 
-/* One round of poll over the listener, the senders and the receivers. */
-static void poll_once(struct probe *P, const struct pf_fleet_rails *mine)
+/* One round of poll over the listeners (and the connections still to say DHELLO), the
+ * senders and the receivers. */
+static void poll_once(struct probe *P)
 {
-    struct pollfd pfd[1 + 2 * PF_FLEET_RAIL_TASKS];
-    void *who[1 + 2 * PF_FLEET_RAIL_TASKS];
-    bool is_out[1 + 2 * PF_FLEET_RAIL_TASKS];
-    nfds_t n = 0;
-    if (P->nin < P->expect) {
-        pfd[n] = (struct pollfd){P->lfd, POLLIN, 0};
-        who[n] = NULL;
-        is_out[n++] = false;
-    }
+    enum { NA = PF_RDV_PEND_MAX + PF_RDV_ACCEPT_LFDS };
+    struct pollfd pfd[NA + 2 * PF_FLEET_RAIL_TASKS];
+    void *who[NA + 2 * PF_FLEET_RAIL_TASKS];
+    bool is_out[NA + 2 * PF_FLEET_RAIL_TASKS];
+    double now = pf_now(), wake = now + 0.2 < P->deadline ? now + 0.2 : P->deadline;
+    nfds_t na = 0, n = 0;
+    if (P->nin < P->expect) na = (nfds_t)pf_rdv_acceptor_pollfds(P->A, pfd, now, &wake);
+    n = na;
     for (size_t i = 0; i < P->nout; i++) {
         struct out *o = &P->out[i];
         if (o->state == OUT_DONE) continue;
@@ -312,39 +317,41 @@ static void poll_once(struct probe *P, const struct pf_fleet_rails *mine)
         who[n] = &P->in[i];
         is_out[n++] = false;
     }
-    double left = P->deadline - pf_now();
-    int ms = left > 0.2 ? 200 : (int)(left * 1000) + 1;
-    if (poll(pfd, n, ms) <= 0) return;
-    for (nfds_t i = 0; i < n; i++) {
+    if (poll(pfd, n, (int)((wake - now) * 1000) + 1) <= 0) return;
+    /* the receivers and senders first: serving the listeners adds receivers */
+    for (nfds_t i = na; i < n; i++) {
         if (!pfd[i].revents) continue;
-        if (!who[i])
-            accept_one(P, mine);
-        else if (is_out[i])
+        if (is_out[i])
             out_event(P, who[i]);
         else
             in_event(P, who[i]);
     }
+    if (na) pf_rdv_acceptor_serve(P->A, pfd, (int)na, rails_take, P);
 }
 
-size_t run_rails_probe(struct pf_run *R, int lfd, const struct pf_fleet_rails *mine,
-                       const struct pf_fleet_rail_task *t, size_t nt, double probe_s,
-                       struct pf_fleet_rail_result *res)
+size_t run_rails_probe(struct pf_run *R, const int *lfd, int nlfd,
+                       const struct pf_fleet_rails *mine, const struct pf_fleet_rail_task *t,
+                       size_t nt, double probe_s, struct pf_fleet_rail_result *res)
 {
     struct probe *P = pf_xcalloc(1, sizeof(*P));
     P->R = R;
     P->t = t;
     P->nt = nt < PF_FLEET_RAIL_TASKS ? nt : PF_FLEET_RAIL_TASKS;
-    P->lfd = lfd;
+    P->mine = mine;
+    P->A = pf_xcalloc(1, sizeof(*P->A));
+    pf_rdv_acceptor_init(P->A, R->pods->rdv, lfd, nlfd);
     P->deadline = pf_now() + probe_s;
     P->buf = pf_xcalloc(1, CHUNK_MAX);
     size_t nres = 0;
     dial_all(P, mine, res, &nres);
     while (!all_done(P) && pf_now() < P->deadline)
-        poll_once(P, mine);
+        poll_once(P);
     for (size_t i = 0; i < P->nout; i++)
         out_deadline(&P->out[i], probe_s);
     for (size_t i = 0; i < P->nin; i++)
         if (P->in[i].fd >= 0) close(P->in[i].fd);
+    pf_rdv_acceptor_close(P->A);
+    free(P->A);
     free(P->buf);
     free(P);
     return nres;

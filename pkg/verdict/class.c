@@ -35,6 +35,9 @@ void pf_verdict_classify(struct pf_verdict *v)
     /* another pod is named: a collective that failed here failed with it (a peer died during
      * NCCL's init, say), so moving this pod to another node would not help */
     bool other = v->culprits->count > 0 && !me;
+    /* a finding of the whole job (another pod's broken rail, a clique mismatch) is a fault of
+     * this pod's node only when the culprits name this pod: on every other pod it is a peer's
+     * fault, which marks nothing (docs/checks.md, "class") */
     enum pf_status floor = v->warn_fails ? PF_WARN : PF_FAIL;
     enum pf_class worst = PF_CLASS_NONE;
     for (size_t i = 0; i < v->nchecks; i++) {
@@ -44,6 +47,7 @@ void pf_verdict_classify(struct pf_verdict *v)
             if (me && f->cls == PF_CLASS_PEER) f->cls = PF_CLASS_NODE;
             if (other && f->cls == PF_CLASS_NODE && strncmp(c->id, "collective.", 11) == 0)
                 f->cls = PF_CLASS_PEER;
+            if (!me && f->fleet && f->cls == PF_CLASS_NODE) f->cls = PF_CLASS_PEER;
             if (f->status >= floor && f->cls > worst) worst = f->cls;
         }
     }

@@ -57,8 +57,29 @@ static void hw_nl(struct hw *h)
     h->pending = false;
 }
 
-/* Prints s as it is (no wrapping), counting its columns. */
+/* Text that came from outside (peers' fields, environment values, log lines, host names)
+ * with control sequences, carriage returns and (unless keep_newlines) newlines made visible
+ * (pf_text_escape): a stranger's bytes never move the cursor or forge a line. The text
+ * itself when it is safe already; else a copy in *tmp (freed by the caller). */
+static const char *hw_safe(struct pf_buf *tmp, const char *s, bool keep_newlines)
+{
+    pf_buf_init(tmp, 1 << 20);
+    if (pf_text_is_safe(s, keep_newlines)) return s;
+    (void)pf_text_escape(tmp, s, keep_newlines);
+    return pf_buf_str(tmp);
+}
+
+static void hw_put_raw(struct hw *h, const char *s);
+
+/* Prints s as it is (no wrapping), counting its columns; outside text made safe. */
 static void hw_put(struct hw *h, const char *s)
+{
+    struct pf_buf tmp;
+    hw_put_raw(h, hw_safe(&tmp, s, false));
+    pf_buf_free(&tmp);
+}
+
+static void hw_put_raw(struct hw *h, const char *s)
 {
     if (h->pending && h->col > 0) {
         fputc(' ', h->f);
@@ -78,8 +99,9 @@ static void hw_pad(struct hw *h, int to)
 }
 
 /* Prints text word by word from the current column, breaking lines at the width and
- * continuing them at indent. A word longer than a line gets a line of its own. */
-static void hw_words(struct hw *h, int indent, const char *text)
+ * continuing them at indent. A word longer than a line gets a line of its own. A newline
+ * in text starts a new line at indent. */
+static void hw_words_raw(struct hw *h, int indent, const char *text)
 {
     for (const char *p = text; *p;) {
         if (*p == '\n') {
@@ -110,9 +132,20 @@ static void hw_words(struct hw *h, int indent, const char *text)
     }
 }
 
+/* hw_words_raw of text made safe: a newline in it is shown as \n, not obeyed (a message
+ * may carry a peer's bytes). */
+static void hw_words(struct hw *h, int indent, const char *text)
+{
+    struct pf_buf tmp;
+    hw_words_raw(h, indent, hw_safe(&tmp, text, false));
+    pf_buf_free(&tmp);
+}
+
 /* Prints text on what is left of the line, cut with "..." when it does not fit. */
 static void hw_one_line(struct hw *h, const char *text)
 {
+    struct pf_buf tmp;
+    text = hw_safe(&tmp, text, false);
     if (h->pending && h->col > 0) {
         fputc(' ', h->f);
         h->col++;
@@ -121,7 +154,8 @@ static void hw_one_line(struct hw *h, const char *text)
     int room = h->width - h->col;
     size_t n = strcspn(text, "\n");
     if (text_cols(text, n) <= room && !text[n]) {
-        hw_put(h, text);
+        hw_put_raw(h, text);
+        pf_buf_free(&tmp);
         return;
     }
     size_t cut = 0;
@@ -137,6 +171,7 @@ static void hw_one_line(struct hw *h, const char *text)
     fwrite(text, 1, cut, h->f);
     fputs("...", h->f);
     h->col += text_cols(text, cut) + 3;
+    pf_buf_free(&tmp);
 }
 
 static void hw_status(struct hw *h, enum pf_status s)

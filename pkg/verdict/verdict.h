@@ -80,6 +80,9 @@ struct pf_finding {
     char *message;
     char *remedy;
     enum pf_class cls; /* PF_CLASS_NONE: the class docs/checks.md gives the code (finalize) */
+    /* a finding of the whole job that every rank's verdict carries (rank 0's agreement and
+     * summary): class node only on a pod the culprits name, peer on the others */
+    bool fleet;
 };
 
 struct pf_check {

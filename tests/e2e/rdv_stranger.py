@@ -17,6 +17,8 @@ Subcommands (every one bounded in count and in time; targets are addresses the t
            large payload, send most of it and then trickle one byte a second
   cpu      CPU seconds (utime + stime) a process spends over a wall-clock window
   rss      sample a process's VmRSS and VmHWM until it exits
+  fakeroot listen at rank 0's address for a while and answer every JOIN with a REJECT
+           without MAC (what a stale DNS record or a reused pod IP can put there)
   freeport print a TCP port that is free on 127.0.0.1
 """
 import argparse
@@ -474,6 +476,39 @@ def cmd_freeport(_a):
     return 0
 
 
+def cmd_fakeroot(a):
+    host, port = a.listen.rsplit(":", 1)
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((host, int(port)))
+    ls.listen(16)
+    print(f"fakeroot: listening on {a.listen} for {a.seconds} s", flush=True)
+    end = time.monotonic() + min(a.seconds, MAX_SECONDS)
+    answered = 0
+    while time.monotonic() < end and answered < 1000:
+        ls.settimeout(max(0.05, end - time.monotonic()))
+        try:
+            c, _ = ls.accept()
+        except (socket.timeout, OSError):
+            continue
+        hello = b"".join([field("nonce", os.urandom(NONCE)), field("run", os.urandom(NONCE)),
+                          field("proto", PROTO), field("version", a.version),
+                          field("auth", "hmac-sha256"), field("world", a.world)])
+        try:
+            c.sendall(header(T_HELLO, 0, 0, len(hello)) + hello)
+            join = recv_frame(c, time.monotonic() + 3)
+            if join is not None and join[0] == T_JOIN:
+                rej = field("code", "auth-failed") + field("message", "rank 0 refused this pod")
+                c.sendall(header(T_REJECT, 0, 1, len(rej)) + rej)
+                answered += 1
+        except OSError:
+            pass
+        c.close()
+    ls.close()
+    print(f"fakeroot: answered {answered} JOINs with a REJECT without MAC", flush=True)
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -516,10 +551,15 @@ def main():
     m.add_argument("--pid", type=int, required=True)
     m.add_argument("--seconds", type=float, default=60)
     m.add_argument("--interval", type=float, default=0.1)
+    fr = sub.add_parser("fakeroot")
+    fr.add_argument("--listen", required=True)
+    fr.add_argument("--seconds", type=float, default=5)
+    fr.add_argument("--world", type=int, default=2)
+    fr.add_argument("--version", default="0.1.0")
     sub.add_parser("freeport")
     a = p.parse_args()
     return {"join": cmd_join, "proxy": cmd_proxy, "replay": cmd_replay, "flood": cmd_flood,
-            "cpu": cmd_cpu, "rss": cmd_rss, "freeport": cmd_freeport}[a.cmd](a)
+            "cpu": cmd_cpu, "rss": cmd_rss, "freeport": cmd_freeport, "fakeroot": cmd_fakeroot}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,12 @@
 #       the run still passes and the verdict is written
 #   c7  a rank out of file descriptors in the data mesh (ulimit -n 40, 60 idle connections on
 #       its data port): no busy loop, the mesh still forms
+#   c8  a tokenless JOIN whose pod and node fields hold an escape sequence, a carriage return
+#       and a newline followed by a forged log line, for a rank that never comes: rank 0's log
+#       and every pod's human verdict show those bytes escaped, never raw
+#   c9  a fake rank 0 at rank 0's address (a stale DNS record, a reused pod IP) answers every
+#       JOIN with a REJECT without MAC for 4 s, then the real rank 0 starts there: the joiner
+#       does not believe the REJECT, keeps trying, and the run passes
 # What is asserted is docs/threat-model-rendezvous.md: nothing an unauthenticated peer sends
 # changes the run (no rank slot taken, no failing finding, no culprit, no warning while the
 # rank it claimed joins; rank 0's evidence counts it with its address), and no listener
@@ -76,7 +82,7 @@ launch() {
             POD_NAME="trainer-$r" POD_NAMESPACE=ml NODE_NAME="node-$r" PREFLIGHT_TOKEN="$TOKEN" \
             "$PREFLIGHT" run --config "$CFG" --rank "$r" --world-size "$W" \
             --coordinator "127.0.0.1:$cport" --port "$PORT" --verdict "$d/v$r.yaml" \
-            --format yaml --timeout "$TO" >>"$d/out$r" 2>&1 &
+            --format "${FMT:-yaml}" --timeout "$TO" >>"$d/out$r" 2>&1 &
         echo $! >"$d/pid$r"
         wait $!
         echo "$? $((($(date +%s%N) - s) / 1000000))" >"$d/res$r"
@@ -442,6 +448,55 @@ sc_c5() { mesh_case c5-data-port "" 40 10 127.0.0.90; }
 sc_c7() { mesh_case c7-data-no-fds 40 60 0 127.0.0.92; }
 
 # ---- c6. rank 0 out of file descriptors: 100 idle connections against ulimit -n 64
+# ---- c8. peer bytes on terminals and logs
+sc_c8() {
+    scenario c8-hostile-names 3 12
+    local r forged='2026-01-01T00:00:00Z preflight: verdict pass, all ranks joined'
+    FMT=human launch 0
+    FMT=human launch 1
+    if wait_for_text "$T/$SC/out0" 'rank 1 .*joined' 20; then
+        attack "$T/$SC/stranger" join --to "127.0.0.1:$PORT" --src 127.0.0.95 --rank 2 \
+            --world 3 --pod $'trainer-2\033[2J\033]0;owned\a\r\n'"$forged" \
+            --node $'node-2\r\033[31mFAKE'
+        ok "c8: stranger from 127.0.0.95 claimed rank 2 with hostile names"
+    else notok "c8: rank 1 joined rank 0" "$(tail -n 2 "$T/$SC/out0" | tr '\n' '|')"; fi
+    finish 0 1
+    for r in 0 1; do
+        if LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/$SC/out$r"; then
+            notok "c8: rank $r's log and human verdict hold no raw control byte" \
+                "$(LC_ALL=C grep -n $'[\x01-\x08\x0b-\x1f\x7f]' "$T/$SC/out$r" | head -3 | cat -v)"
+        else ok "c8: rank $r's log and human verdict hold no raw control byte"; fi
+        if grep -qF -- "$forged" "$T/$SC/out$r" && grep -E "^ *$forged" "$T/$SC/out$r" >/dev/null; then
+            notok "c8: rank $r: the forged line does not start a line" "$(grep -F -- "$forged" "$T/$SC/out$r" | head -2)"
+        else ok "c8: rank $r: the forged line does not start a line"; fi
+    done
+    if [ -z "${ADVERSARY_DRY:-}" ]; then
+        check "c8: rank 0 shows the claim, escaped" grep -qF 'trainer-2\x1b[2J' "$T/$SC/out0"
+    fi
+}
+
+# ---- c9. an unauthenticated REJECT is not believed
+sc_c9() {
+    scenario c9-fake-root 2 25
+    local fpid
+    if [ -n "${ADVERSARY_DRY:-}" ]; then fpid=; else
+        helper fakeroot fakeroot --listen "127.0.0.1:$PORT" --seconds 4 --world 2
+        fpid=$SPID
+        wait_for_text "$T/$SC/fakeroot" 'listening' 10
+    fi
+    launch 1
+    [ -n "$fpid" ] && wait "$fpid" 2>/dev/null
+    launch 0
+    finish 0 1
+    if [ -z "${ADVERSARY_DRY:-}" ]; then
+        if grep -qE 'answered [1-9][0-9]* JOINs' "$T/$SC/fakeroot"; then
+            ok "c9: the fake rank 0 answered rank 1's JOIN ($(tail -n 1 "$T/$SC/fakeroot"))"
+        else notok "c9: the fake rank 0 answered rank 1's JOIN" "$(cat "$T/$SC/fakeroot")"; fi
+        check "c9: rank 1 said it did not believe the REJECT" grep -q 'fails the token check: not believed' "$T/$SC/out1"
+    fi
+    for r in 0 1; do expect "$r" 0 "${HEALTHY[@]}"; done
+}
+
 sc_c6() {
     scenario c6-no-fds 2 30
     launch 0 "$PORT" 64
@@ -471,7 +526,7 @@ sc_c6() {
 }
 
 [ -n "${ADVERSARY_DRY:-}" ] && echo "# dry run: every case without its stranger"
-for s in c1 c2 c3 c4 c5 c6 c7; do
+for s in c1 c2 c3 c4 c5 c6 c7 c8 c9; do
     [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $s "* ]] || continue
     "sc_$s"
 done

@@ -131,6 +131,13 @@ expect_eq "fabric: 2 pods, other clique: rank 1's verdict has it too" "$(st cq-1
 contains "fabric: 2 pods, other clique: rank 1 is a culprit for it" \
     "$(yq "$T/cq-0/v.yaml" "[c['reason'] for c in d.get('culprits') or [] if c['rank'] == 1]")" \
     "not in the job's NVLink domain: rank 1 is in clique 7"
+# a fault of rank 1's node alone: rank 1 exits 4 (node), rank 0 exits 5 (peer) and is no culprit
+expect_eq "fabric: 2 pods, other clique: rank 0 class peer, exit 5" \
+    "$(yq "$T/cq-0/v.yaml" "d['failureClass']") $(cat "$T/cq-0/rc")" "peer 5"
+expect_eq "fabric: 2 pods, other clique: rank 1 class node, exit 4" \
+    "$(yq "$T/cq-1/v.yaml" "d['failureClass']") $(cat "$T/cq-1/rc")" "node 4"
+expect_eq "fabric: 2 pods, other clique: the culprits are rank 1 alone" \
+    "$(yq "$T/cq-0/v.yaml" "sorted(c['rank'] for c in d.get('culprits') or [])")" "[1]"
 # the same clique on both: no finding
 rk cs-0 0 29872 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 &
 rk cs-1 1 29872 NCCL_MNNVL_ENABLE=1 DOUBLE_NVML_GPUS=2 &

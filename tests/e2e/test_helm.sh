@@ -3,8 +3,10 @@
 # compared exactly with tests/k8s/golden/helm-*.yaml (PF_UPDATE_GOLDEN=1 rewrites them), every
 # rendered object validated against the Kubernetes 1.30 API schemas, values.schema.json
 # refusing bad values, the random token, the named templates from a parent chart, and the
-# rendered config accepted by preflight itself. No cluster: `helm install` and `helm test`
-# cannot run here.
+# rendered config accepted by preflight itself, the ServiceAccount token mounted by the preflight
+# container alone, and the admission policies (their CEL evaluated by an npm CEL library against
+# sample requests). No cluster: `helm install` and `helm test` cannot run here, and no API
+# server compiles or enforces the policies.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "helm" "$TOOLS_WHY"; exit 0; fi
@@ -131,6 +133,53 @@ expect_eq "helm: no RBAC, own ServiceAccount" \
 expect_eq "helm: rendezvous port follows service.port" \
     "$(q "$E" 'yaml.safe_load(get("ConfigMap")["data"]["config.yaml"])["rendezvous"]["port"]')" "31000"
 
+# ---- the API token reaches the preflight container alone, and the admission policies. No API
+# server runs here: these check the renders; the policies' CEL is evaluated by an npm CEL
+# library (tests/k8s/cel-policy.mjs), not by an API server.
+# preflight's keys and token folder, read from its source (pkg/report/report.h)
+hdr() { python3 -c '
+import re, sys
+src = open(sys.argv[1]).read()
+print(re.search(r"#define " + sys.argv[2] + r"\s+(?:\\\n\s*)?\"([^\"]+)\"", src).group(1))' "$PREFLIGHT_SRC/pkg/report/report.h" "$1"; }
+NODE_KEY=$(hdr PF_REPORT_NODE_KEY); SA_DIR=$(hdr PF_REPORT_SA_DIR)
+ANN_KEYS="$(hdr PF_REPORT_ANNOTATION) $(hdr PF_REPORT_ANNOTATION_SUMMARY) $(hdr PF_REPORT_ANNOTATION_CLASS)"
+expect_eq "helm: preflight's keys read from pkg/report/report.h" "$NODE_KEY|$SA_DIR|$ANN_KEYS" \
+    "preflight.dev/unfit|/var/run/secrets/kubernetes.io/serviceaccount|preflight.dev/verdict preflight.dev/summary preflight.dev/failure-class"
+for r in "$T"/render-*.yaml; do
+    n=$(basename "$r" .yaml); n=${n#render-}
+    if [ "$n" = existing-secret ]; then # report.events false, no annotate, no markNode: no API use
+        expect_eq "helm $n: no API use: the pod automounts no token and no container mounts one" \
+            "$(python3 "$K/tokenmounts.py" "$r" "$SA_DIR")" "Job: automount=False mounts= files= exp=[]"
+        continue
+    fi
+    expect_eq "helm $n: the pod automounts no token; the preflight container alone mounts token, ca.crt and namespace (read-only, expiring) at $SA_DIR" \
+        "$(python3 "$K/tokenmounts.py" "$r" "$SA_DIR")" "Job: automount=False mounts=preflight(ro) files=ca.crt,namespace,token exp=[3600]"
+done
+expect_eq "helm: the ServiceAccount automounts no token" "$(q "$D" 'get("ServiceAccount").get("automountServiceAccountToken")')" "False"
+for api in events=true annotate=true markNode=label; do
+    "$HELM" template pf "$CHART" -n ml --set config.report.events=false --set "config.report.$api" >"$T/api.yaml" 2>"$T/err"
+    expect_eq "helm: $api alone mounts the token into the preflight container" \
+        "$(python3 "$K/tokenmounts.py" "$T/api.yaml" "$SA_DIR")" "Job: automount=False mounts=preflight(ro) files=ca.crt,namespace,token exp=[3600]"
+done
+expect_eq "helm: markNode taint: the policy limits the ServiceAccount's node writes, in the CEL preflight's taint key" \
+    "$(q "$C" '[get("ValidatingAdmissionPolicy")["spec"]["matchConditions"][0]["expression"], get("ValidatingAdmissionPolicyBinding")["spec"]["policyName"] == get("ValidatingAdmissionPolicy")["metadata"]["name"], get("ValidatingAdmissionPolicy")["spec"]["failurePolicy"], get("ValidatingAdmissionPolicy")["spec"]["variables"][0]["expression"], "authentication.kubernetes.io/node-name" in yaml.safe_dump(get("ValidatingAdmissionPolicy")["spec"])]')" \
+    '["request.userInfo.username == \"system:serviceaccount:ml:fabric-check\"", true, "Fail", "'"'$NODE_KEY'"'", true]'
+expect_eq "helm: annotate: the policy limits the ServiceAccount's pod writes, in the CEL preflight's annotation keys" \
+    "$(q "$X" '[[p["spec"]["matchConstraints"]["resourceRules"][0]["resources"] for p in docs if p["kind"] == "ValidatingAdmissionPolicy"], get("ValidatingAdmissionPolicy")["spec"]["variables"][0]["expression"]]')" \
+    "[[[\"pods\"]], \"[$(for k in $ANN_KEYS; do printf "'%s', " "$k"; done | sed 's/, $//')]\"]"
+apcount() { "$HELM" template pf "$CHART" -n ml --set config.report.markNode=label "$@" 2>&1 | grep -c '^kind: ValidatingAdmissionPolicy$'; }
+expect_eq "helm: rbac.admissionPolicy auto: rendered when the cluster serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy, not otherwise; false: never; true: always" \
+    "$(apcount) $(apcount --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy) $(apcount --set rbac.admissionPolicy=false --api-versions admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy) $(apcount --set rbac.admissionPolicy=true)" \
+    "0 1 0 1"
+if cel_tools; then
+    "$HELM" template pf "$CHART" -n ml --set config.report.markNode=taint --set config.report.annotate=true \
+        --set rbac.admissionPolicy=true >"$T/policies.yaml" 2>"$T/err"
+    # shellcheck disable=SC2086
+    $CEL_POLICY "$T/policies.yaml" "$NODE_KEY" $ANN_KEYS
+else
+    skip "helm: admission policies' CEL evaluated" "$TOOLS_WHY"
+fi
+
 # ---- values.schema.json refuses bad values
 for bad in "$K"/bad-values/*.yaml; do
     n=$(basename "$bad" .yaml)
@@ -153,6 +202,8 @@ if "$HELM" dependency build "$P" >"$T/err" 2>&1 && "$HELM" template t "$P" -n ml
     expect_eq "helm parent chart: preflight initContainer with the pod count and GPUs" \
         "$(q "$P2" '[(c["name"], [e["value"] for e in c["env"] if e["name"] == "PREFLIGHT_WORLD_SIZE"], c["resources"]["limits"]) for c in get("StatefulSet")["spec"]["template"]["spec"]["initContainers"]]')" \
         '[["preflight", ["4"], {"nvidia.com/gpu": 8}]]'
+    expect_eq "helm parent chart: the pod automounts no token; the preflight initContainer alone mounts it, not the trainer" \
+        "$(python3 "$K/tokenmounts.py" "$P2" "$SA_DIR")" "StatefulSet: automount=False mounts=preflight(ro) files=ca.crt,namespace,token exp=[3600]"
     expect_eq "helm parent chart: pods carry the Service's selector label" \
         "$(q "$P2" 'all(get("StatefulSet")["spec"]["template"]["metadata"]["labels"].get(k) == v for k, v in get("Service")["spec"]["selector"].items())')" "True"
 else

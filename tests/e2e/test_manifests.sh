@@ -4,7 +4,8 @@
 # MPIJob, Volcano Job, LeaderWorkerSet), against the openAPIV3Schema of the launcher's own
 # CRD (tests/k8s/crds/, SOURCES.md names where each comes from); the validator itself shown to
 # refuse bad objects; the properties the rendezvous depends on; and the ConfigMap's config
-# accepted by preflight. No cluster and no launcher controller runs here.
+# accepted by preflight; the API token mounted by the preflight container alone. No cluster and
+# no launcher controller runs here.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "manifests" "$TOOLS_WHY"; exit 0; fi
@@ -183,3 +184,18 @@ for w in jobset trainjob; do
         "$(lq "$M/$w.yaml" 'json.dumps([[(r["action"], r.get("onExitCodes", {}).get("values")) for r in rj["template"]["spec"]["podFailurePolicy"]["rules"]] + [rj["template"]["spec"]["backoffLimit"]] for rj in (kind("JobSet") if "JobSet" in [d["kind"] for d in docs] else kind("TrainingRuntime")["spec"]["template"])["spec"]["replicatedJobs"]]) + " " + json.dumps([(r["action"], r["onJobFailureReasons"]) for r in (kind("JobSet")["spec"] if "JobSet" in [d["kind"] for d in docs] else kind("TrainingRuntime")["spec"]["template"]["spec"])["failurePolicy"]["rules"]])')" \
         '[[["FailJob", [1, 2, 3]], ["Count", [4]], ["Count", [5]], ["Ignore", null], 0]] [["FailJobSet", ["PodFailurePolicy"]], ["RestartJobSet", ["BackoffLimitExceeded"]]]'
 done
+
+# ---- the API token goes to the preflight container alone: every pod of the ServiceAccount
+# preflight automounts none, its preflight container mounts a projected, expiring token
+# read-only at the folder preflight reads (pkg/report/report.h), the trainer nothing of it
+SA_DIR=$(sed -nE 's/^#define PF_REPORT_SA_DIR "([^"]+)".*/\1/p' "$PREFLIGHT_SRC/pkg/report/report.h")
+for f in "$M"/*.yaml; do
+    n=$(basename "$f" .yaml)
+    want=$(grep -cE '^ *serviceAccountName: preflight\b' "$f")
+    [ "$want" -gt 0 ] || continue
+    got=$(python3 "$PREFLIGHT_SRC/tests/k8s/tokenmounts.py" "$f" "$SA_DIR" sa | grep -F '(preflight):' |
+        grep -cE ': automount=False mounts=preflight\(ro\) files=ca.crt,namespace,token exp=\[3600\]$')
+    expect_eq "$n: its $want pod template(s) with the ServiceAccount preflight automount no token; preflight's container alone mounts it (read-only, expiring, at $SA_DIR)" "$got" "$want"
+done
+expect_eq "rbac: the ServiceAccount automounts no token" \
+    "$(q "$M/rbac.yaml" 'get("ServiceAccount").get("automountServiceAccountToken")')" "False"

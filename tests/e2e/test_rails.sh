@@ -6,6 +6,8 @@
 # the VF's RDMA device as the SR-IOV device plugin reports it). No RDMA NIC, SR-IOV VF or
 # Kubernetes runs here: the rails are veths and the annotation is written by the test.
 #   healthy    every rail at MTU 9000 on its subnet: net.rails passes, no rail finding
+#   strangers  the same with a stranger holding 3 idle connections on every port the pods
+#              listen on (rails' listeners, data ports): still a pass everywhere
 #   subnet     trainer-3's net2 on another subnet: rail-subnet-mismatch and rail-unreachable
 #              name trainer-3's net2, the only culprit
 #   mtu        trainer-5's net1 at MTU 1500, the others 9000: rail-mtu-mismatch names it
@@ -123,6 +125,34 @@ done
 expect 0 '[n["name"] for n in check("net.rails")["evidence"]["networks"]] == ["ml/rail-a", "ml/rail-b"]' \
     'all(n["probed"] == 8 and n["mtu"] == 9000 for n in check("net.rails")["evidence"]["networks"])'
 
+# ---- strangers: from the switch (an address on each network), a stranger that finds every
+# port the pods listen on (the rails' listeners included) and holds 3 idle connections to
+# each, sending nothing: the rails are healthy and must pass as above
+ip -n "$PODS_SW" addr add 10.214.1.250/24 dev br1
+ip -n "$PODS_SW" addr add 10.214.2.250/24 dev br2
+targets=()
+for ((i = 0; i < N; i++)); do
+    targets+=("$(pods_ns "$i")=$(pods_ip "$i"),$(rail_ip 1 "$i"),$(rail_ip 2 "$i")")
+done
+mkdir -p "$T/strangers"
+python3 "$PREFLIGHT_SRC/tests/e2e/idle_stranger.py" --from "$PODS_SW" --seconds 60 --per 3 \
+    --skip 29915 "${targets[@]}" >"$T/strangers/stranger.out" 2>&1 &
+STRANGER=$!
+run_all strangers 29915
+kill "$STRANGER" 2>/dev/null
+wait "$STRANGER" 2>/dev/null
+# the stranger sat on rails listeners (bound to the rails' own addresses), not only on eth0
+if grep -qE 'idle connections to 10\.214\.[12]\.' "$T/strangers/stranger.out"; then
+    ok "strangers: idle connections held on the rails' listeners ($(tail -n 1 "$T/strangers/stranger.out"))"
+else notok "strangers: idle connections held on the rails' listeners" "$(tail -n 3 "$T/strangers/stranger.out")"; fi
+for ((i = 0; i < N; i++)); do
+    expect "$i" 'check("net.rails")["status"] == "pass"' 'codes("net.rails") == []' \
+        'culprits() == []' 'd["verdict"] in ("pass", "warn")'
+    expect_eq "strangers: trainer-$i exit code" "$(cat "$T/$SC/rc$i")" 0
+done
+ip -n "$PODS_SW" addr del 10.214.1.250/24 dev br1
+ip -n "$PODS_SW" addr del 10.214.2.250/24 dev br2
+
 # ---- subnet: trainer-3's net2 on 10.214.9.0/24
 ns3=$(pods_ns 3)
 ip -n "$ns3" addr flush dev net2
@@ -134,7 +164,10 @@ for ((i = 0; i < N; i++)); do
         'finding("net.rails", "rail-subnet-mismatch").startswith("network ml/rail-b: 1 of 8 pods are on another subnet than 10.214.2.0/24: rank 3 (trainer-3) on node-3, net2 (RDMA device mlx5_7) has 10.214.9.13/24")' \
         'finding("net.rails", "rail-unreachable").startswith("network ml/rail-b: rank 3 (trainer-3) on node-3, net2 (RDMA device mlx5_7), 10.214.9.13/24: to rank 4 (trainer-4)")' \
         'others(finding("net.rails", "rail-unreachable"), 3) == []' \
-        '"otherwise fine" not in finding("net.rails", "rail-unreachable")'
+        '"otherwise fine" not in finding("net.rails", "rail-unreachable")' \
+        "d['failureClass'] == ('node' if $i == 3 else 'peer')"
+    # a fault of trainer-3's node: only its pod exits 4 (node); the others exit 5 (peer)
+    expect_eq "subnet: trainer-$i exit code" "$(cat "$T/$SC/rc$i")" "$([ "$i" = 3 ] && echo 4 || echo 5)"
 done
 ip -n "$ns3" addr flush dev net2
 ip -n "$ns3" addr add "$(rail_ip 2 3)/24" dev net2
@@ -159,7 +192,9 @@ for ((i = 0; i < N; i++)); do
     expect "$i" 'codes("net.rails") == ["rail-mtu-blackhole"]' 'culprits() == [6]' \
         'check("net.rails")["status"] == "fail"' \
         'finding("net.rails", "rail-mtu-blackhole").startswith("network ml/rail-a: rank 6 (trainer-6) on node-6, net1 (RDMA device mlx5_12), 10.214.1.16/24 MTU 9000: its probe to rank 7 (trainer-7) and the one from rank 5 (trainer-5) connected, but no full-MTU-sized data went through")' \
-        'others(finding("net.rails", "rail-mtu-blackhole"), 6) == []'
+        'others(finding("net.rails", "rail-mtu-blackhole"), 6) == []' \
+        "d['failureClass'] == ('node' if $i == 6 else 'peer')"
+    expect_eq "blackhole: trainer-$i exit code" "$(cat "$T/$SC/rc$i")" "$([ "$i" = 6 ] && echo 4 || echo 5)"
 done
 ip -n "$PODS_SW" link set "${PODS_PREFIX}a6" mtu 9000
 

@@ -252,8 +252,9 @@ sc_g() {
 }
 
 # ---- h. one pod with a wrong PREFLIGHT_TOKEN. Rank 0 cannot tell it from a stranger, so it
-# believes nothing its JOIN claims: that pod fails with auth-failed in its own verdict (exit 3,
-# spec); the others start without it at the join deadline, name it in missing-ranks (exit 5,
+# believes nothing its JOIN claims. Nor does that pod believe rank 0's REJECT, whose MAC fails
+# with its token (it could come from anyone at rank 0's address): it keeps trying until its join
+# deadline and then fails with auth-failed in its own verdict (exit 3, spec); the others start without it at the join deadline, name it in missing-ranks (exit 5,
 # peer) and warn that a JOIN claiming its rank from its address failed the token check
 sc_h() {
     scenario h-token 29680 20 "$T/small.yaml"

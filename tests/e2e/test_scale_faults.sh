@@ -4,6 +4,8 @@
 #   link  one direction of one link shaped with tc (trainer-2 -> trainer-5 at 40 Mbit/s, an
 #         htb class and a u32 filter on trainer-2's eth0 for trainer-5's address): a
 #         slow-link finding naming both ends, no slow node, no culprit
+#   strangers  the same, with a stranger holding an idle connection on every port the pods
+#         listen on (data ports included, during the confirmation probes): the same verdicts
 #   node  every link of trainer-4 shaped (its eth0 and its port on the switch, 40 Mbit/s):
 #         a slow-node finding and exactly one culprit, trainer-4
 #   cpu   trainer-6 pinned to one core that two busy loops hold: no slow link, and no culprit
@@ -55,9 +57,11 @@ expect() { pods_expect collective.tcp "$@"; }
 
 tbf='tbf rate 40mbit burst 16kb latency 500ms'
 
-# ---- link: trainer-2 -> trainer-5 only
+# ---- link: trainer-2 -> trainer-5 only (strangers: the same, with a stranger on the switch
+# holding one idle connection to every port the pods listen on, the data ports during the
+# confirmation probes included; it changes nothing)
 sc_link() {
-    local ns2
+    local ns2 name=${1:-link} port=${2:-29810} stranger=
     ns2=$(pods_ns 2)
     # htb with one shaped class; what no filter picks bypasses it (default 0)
     ip netns exec "$ns2" tc qdisc add dev eth0 root handle 1: htb default 0 &&
@@ -66,8 +70,24 @@ sc_link() {
         ip netns exec "$ns2" tc filter add dev eth0 parent 1: protocol ip prio 1 u32 \
             match ip dst "$(pods_ip 5)/32" flowid 1:10 ||
         { notok "link: tc on trainer-2 for trainer-5"; return; }
-    run_all link 29810
+    if [ "$name" = strangers ]; then
+        local targets=() k
+        for ((k = 0; k < N; k++)); do targets+=("$(pods_ns "$k")=$(pods_ip "$k")"); done
+        mkdir -p "$T/$name"
+        python3 "$PREFLIGHT_SRC/tests/e2e/idle_stranger.py" --from "$PODS_SW" --seconds 120 \
+            --per 1 --skip "$port" "${targets[@]}" >"$T/$name/stranger.out" 2>&1 &
+        stranger=$!
+    fi
+    run_all "$name" "$port"
     ip netns exec "$ns2" tc qdisc del dev eth0 root
+    if [ -n "$stranger" ]; then
+        kill "$stranger" 2>/dev/null
+        wait "$stranger" 2>/dev/null
+        local held
+        held=$(sed -nE 's/^idle_stranger: held ([0-9]+) .*/\1/p' "$T/$name/stranger.out")
+        if [ "${held:-0}" -ge "$N" ]; then ok "strangers: idle connections on the pods' ports ($held)"
+        else notok "strangers: idle connections on the pods' ports" "$(tail -n 2 "$T/$name/stranger.out")"; fi
+    fi
     local i
     for ((i = 0; i < N; i++)); do
         expect "$i" 'd["verdict"] == "warn"' 'codes("collective.tcp") == ["slow-link"]' \
@@ -110,8 +130,10 @@ sc_cpu() {
     done
 }
 
+sc_strangers() { sc_link strangers 29840; }
+
 # ONLY="link node" runs those scenarios alone
-for s in link node cpu; do
+for s in link strangers node cpu; do
     [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $s "* ]] || continue
     "sc_$s"
 done

@@ -25,3 +25,13 @@ k8s_tools() {
     fi
     "$HELM" version --short >/dev/null 2>&1 || { TOOLS_WHY="helm does not run"; return 1; }
 }
+# A CEL evaluator (npm @marcbachmann/cel-js, no dependencies) for the chart's admission
+# policies, into the same folder; sets CEL_POLICY; returns 1 with TOOLS_WHY set when it cannot
+# be had.
+CEL_POLICY="node $PREFLIGHT_SRC/tests/k8s/cel-policy.mjs"
+cel_tools() {
+    [ -f "$TOOLS/node_modules/@marcbachmann/cel-js/lib/index.js" ] && return 0
+    command -v npm >/dev/null || { TOOLS_WHY="npm missing (apt-get install npm)"; return 1; }
+    (cd "$TOOLS" && timeout 300 npm install --no-audit --no-fund --loglevel=error --prefix . @marcbachmann/cel-js@8.0.0) \
+        >"$TOOLS/npm-cel.log" 2>&1 || { TOOLS_WHY="npm install failed: $(tail -1 "$TOOLS/npm-cel.log")"; return 1; }
+}

@@ -78,6 +78,9 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
   worldSize    number of pods in the rendezvous (required)
   coordinator  rank 0's HOST[:PORT] (optional: derived from the hostname and subdomain)
   name         container name (default "preflight")
+With API use (config.report.events, .annotate, .markNode) it mounts the volume preflight-sa
+(preflight.volumes): the pod must set automountServiceAccountToken: false, so that no other
+container gets the token.
 */}}
 {{- define "preflight.container" -}}
 {{- $ctx := .ctx -}}
@@ -153,6 +156,9 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
     {{- if $v.trainingImage }}
     - {name: preflight-bin, mountPath: /opt/preflight, readOnly: true}
     {{- end }}
+    {{- if include "preflight.usesApi" $ctx }}
+    - {name: preflight-sa, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+    {{- end }}
     {{- with $v.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -198,7 +204,9 @@ starts only when the verdict is pass or warn. Argument: the dict of preflight.co
     {{- include "preflight.initContainer" (dict "ctx" $ "worldSize" 8) | nindent 8 }}
   volumes:
     {{- include "preflight.volumes" (dict "ctx" $) | nindent 8 }}
-Mount the volume preflight-verdict at /run/preflight in the trainer to read verdict.yaml.
+  automountServiceAccountToken: false   # the API token goes to preflight alone (preflight-sa)
+Mount the volume preflight-verdict at /run/preflight in the trainer to read verdict.yaml;
+mount nothing else of preflight's in the trainer (never preflight-sa).
 */}}
 {{- define "preflight.initContainer" -}}
 {{- with include "preflight.installContainer" . }}
@@ -207,7 +215,25 @@ Mount the volume preflight-verdict at /run/preflight in the trainer to read verd
 {{ include "preflight.container" . }}
 {{- end -}}
 
-{{/* preflight.volumes: the volumes the containers above mount. Argument: (dict "ctx" $). */}}
+{{/*
+preflight.volumes: the volumes the containers above mount. Argument: (dict "ctx" $).
+When preflight talks to the API server (config.report.events, .annotate or .markNode), one of
+them is preflight-sa: the ServiceAccount token (bound to the pod, expiring), the cluster CA and
+the namespace, mounted by the preflight container alone at the path every pod's automatic
+token has (/var/run/secrets/kubernetes.io/serviceaccount). Your pod must then set
+  automountServiceAccountToken: false
+at pod level (the chart's ServiceAccount says false too, but a pod's true wins): otherwise
+the kubelet mounts the token into every container, your trainer's included, which could then
+do whatever the ServiceAccount may (patch nodes with report.markNode).
+*/}}
+{{- define "preflight.usesApi" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- $r := default dict $v.config.report -}}
+{{- if or $r.events $r.annotate (has (default "none" $r.markNode) (list "label" "taint")) -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{- define "preflight.volumes" -}}
 {{- $ctx := .ctx -}}
 {{- $v := include "preflight.v" $ctx | fromYaml -}}
@@ -232,6 +258,19 @@ Mount the volume preflight-verdict at /run/preflight in the trainer to read verd
 {{- if $v.trainingImage }}
 - name: preflight-bin
   emptyDir: {}
+{{- end }}
+{{- if include "preflight.usesApi" $ctx }}
+- name: preflight-sa
+  projected:
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 3600   # the kubelet renews it; a leaked copy dies within the hour
+      - configMap:
+          name: kube-root-ca.crt
+          items: [{key: ca.crt, path: ca.crt}]
+      - downwardAPI:
+          items: [{path: namespace, fieldRef: {fieldPath: metadata.namespace}}]
 {{- end }}
 {{- with $v.extraVolumes }}
 {{ toYaml . }}

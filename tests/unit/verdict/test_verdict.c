@@ -288,6 +288,40 @@ static void test_culprit_pod_turns_peer_into_node(void **state)
     pf_verdict_free(&v);
 }
 
+/* A finding of the whole job (fleet: another pod's rail, a clique mismatch) is a node fault
+ * only on the pod the culprits name; on every other pod, and when nobody is named, a peer's. */
+static void test_fleet_finding_is_node_only_on_the_culprit(void **state)
+{
+    (void)state;
+    static const struct {
+        int culprit; /* -1: none */
+        bool fleet;
+        int code;
+        const char *cls;
+    } t[] = {
+        {-1, true, 5, "peer"},  /* nobody named: not this node's fault */
+        {5, true, 5, "peer"},   /* another pod named */
+        {3, true, 4, "node"},   /* this pod named */
+        {-1, false, 4, "node"}, /* this pod's own finding keeps its class */
+        {5, false, 4, "node"},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(t); i++) {
+        struct pf_verdict v;
+        pf_verdict_init(&v);
+        pf_node_set_str(v.pod, "name", "trainer-3");
+        pf_node_set_int(v.pod, "rank", 3);
+        struct pf_check *c = pf_verdict_add_check(&v, "net.rails");
+        struct pf_finding *f =
+            pf_check_add_finding(c, "rail-down", PF_FAIL, NULL, "network ml/rail-a: down");
+        f->fleet = t[i].fleet;
+        if (t[i].culprit >= 0) pf_verdict_add_culprit(&v, t[i].culprit, "x", "n", "its rail");
+        pf_verdict_finalize(&v, NULL, NULL);
+        assert_int_equal(pf_verdict_exit_code(&v), t[i].code);
+        assert_string_equal(pf_class_name(v.failure_class), t[i].cls);
+        pf_verdict_free(&v);
+    }
+}
+
 static void test_reason_line(void **state)
 {
     (void)state;
@@ -445,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_atomic_write),
         cmocka_unit_test(test_yaml_invalid_utf8),
         cmocka_unit_test(test_failure_class_and_exit_code),
+        cmocka_unit_test(test_fleet_finding_is_node_only_on_the_culprit),
         cmocka_unit_test(test_culprit_pod_turns_peer_into_node),
         cmocka_unit_test(test_reason_line),
         cmocka_unit_test(test_yaml_plain_resolution),
