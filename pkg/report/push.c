@@ -158,6 +158,7 @@ void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
     pf_node_set_str(out->evidence, "pushgateway", pf_buf_str(&url));
 #ifdef PF_STATIC
     (void)cfg;
+    (void)body;
     (void)budget_s;
     pf_check_add_finding(out, "push-unreachable", PF_WARN, NULL,
                          "push to the Pushgateway at %s: the static build has no libcurl; use the "

@@ -140,7 +140,7 @@ expect_push_warn() {
         case "$msg" in *"$t"*) ok "$name: the warning says '$t'" ;;
         *) notok "$name: the warning says '$t'" "message: $msg" ;; esac
     done
-    expect_eq "$name: the other checks as without a push" "$(checks_but_report "$name")" "$(checks_but_report base)"
+    expect_eq "$name: the other checks as without a push" "$(checks_but_report "$name")" "$(checks_but_report "${BASE:-base}")"
     expect_eq "$name: exit code 0 (never a gate)" "$(cat "$T/$name.rc")" 0
 }
 
@@ -202,6 +202,26 @@ cfg nocred "$UTLS" "  pushgatewayAuth:
 "
 pf fnocred POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20 --config "$T/nocred.cfg"
 expect_push_warn fnocred push-credentials "bearerTokenFile" "$T/secrets/missing"
+
+# the static build has no libcurl: it says so, and keeps its verdict
+if [ -x "${PREFLIGHT_STATIC:-}" ]; then
+    PREFLIGHT_SAVED=$PREFLIGHT PREFLIGHT=$PREFLIGHT_STATIC
+    pf sbase POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20
+    pf fstatic POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20 --pushgateway "$U401"
+    PREFLIGHT=$PREFLIGHT_SAVED
+    BASE=sbase expect_push_warn fstatic push-unreachable "$U401/metrics/job/preflight" "static build"
+else
+    skip "static: the push" "bin/preflight-static not built (make static)"
+fi
+
+# --results: nccl-tests' -J layout (no NCCL here: no results, the rest as the writer has it)
+pf res POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20 --results "$T/res.json"
+expect_eq "--results: nccl-tests' top-level keys in order, no NCCL results" \
+    "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(list(d), d["version"], d["results"], d["config"]["devices"][0]["hostname"])' "$T/res.json" 2>&1)" \
+    "['version', 'start_time', 'args', 'env', 'nccl_version', 'config', 'results', 'out_of_bounds', 'average_bus_bandwidth', 'end_time'] 3 [] gpu-node-9"
+pf resbad POD_NAME=probe-0 -- --timeout 20 --results "$T/no/such/dir/res.json"
+expect_eq "--results into a missing folder: a warn results-write-failed, exit 0" \
+    "$(yq "$T/resbad.yaml" 'codes("report.metrics")') $(cat "$T/resbad.rc")" '["results-write-failed"] 0'
 
 cfg badurl "ftp://x"
 pf fbadurl -- --config "$T/badurl.cfg"
