@@ -229,6 +229,49 @@ static void links(struct pf_buf *out, const struct pf_verdict *v, const char *wo
     }
 }
 
+/* The rail probes (check net.rails): this pod's own probe on each of its rails (its rails:
+ * a handful), and on rank 0 each network's median; bounded whatever the fleet's size. */
+static void rails(struct pf_buf *out, const struct pf_verdict *v)
+{
+    const struct pf_check *c = NULL;
+    for (size_t k = 0; k < v->nchecks; k++)
+        if (strcmp(v->checks[k].id, "net.rails") == 0) c = &v->checks[k];
+    if (!c || !c->evidence) return;
+    const struct pf_node *seq = pf_node_get(c->evidence, "rails");
+    bool any = false;
+    for (const struct pf_node *r = seq && seq->kind == PF_NODE_SEQ ? seq->first : NULL; r;
+         r = r->next) {
+        bool found;
+        double d = num(pf_node_get(r, "probe"), "gbps", &found);
+        if (!found) continue;
+        if (!any)
+            family(out, "preflight_rail_probe_gbps",
+                   "This pod's probe of each of its rails (a secondary network), Gb/s.");
+        any = true;
+        char net[256], iface[64];
+        text_of(net, sizeof(net), r, "network");
+        text_of(iface, sizeof(iface), r, "interface");
+        const char *l[] = {"network", net, "interface", iface, NULL};
+        sample(out, "preflight_rail_probe_gbps", l, d);
+    }
+    seq = pf_node_get(c->evidence, "networks");
+    any = false;
+    for (const struct pf_node *n = seq && seq->kind == PF_NODE_SEQ ? seq->first : NULL; n;
+         n = n->next) {
+        bool found;
+        double d = num(n, "medianGbps", &found);
+        if (!found) continue;
+        if (!any)
+            family(out, "preflight_rail_median_gbps",
+                   "Rank 0: the median of the rail probes on each network, Gb/s.");
+        any = true;
+        char net[256];
+        text_of(net, sizeof(net), n, "name");
+        const char *l[] = {"network", net, NULL};
+        sample(out, "preflight_rail_median_gbps", l, d);
+    }
+}
+
 /* The NCCL Inspector plugin's range label (NVIDIA/nccl v2.30.7-1,
  * plugins/profiler/inspector/inspector_prom.cc, inspectorPromFormatMessageSizeRange): the
  * size in the largest unit of 1024 up to TB, floored, as "<n>-<n+1><unit>". */
@@ -408,6 +451,7 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
 
     culprits(out, v, workload);
     links(out, v, workload);
+    rails(out, v);
     inspector(out, v, node);
 
     family(out, "preflight_duration_seconds", "Seconds the whole run took.");

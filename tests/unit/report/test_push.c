@@ -112,6 +112,20 @@ static void verdict(struct pf_verdict *v)
     pf_verdict_add_culprit(v, 2, "trainer-2", "gpu-node-3", "lost during the collectives");
     pf_verdict_add_culprit(v, 1, "trainer-1", "gpu-node-2", "the link from rank 1 is slow");
     pf_verdict_add_culprit(v, 4, "trainer-4", "gpu-node-5", "rail 2 (mlx5_2) unreachable");
+    c = pf_verdict_add_check(v, "net.rails");
+    struct pf_node *rl = pf_node_set_seq(c->evidence, "rails");
+    struct pf_node *r1 = pf_node_add_map(rl);
+    pf_node_set_str(r1, "network", "ml/rail-1");
+    pf_node_set_str(r1, "interface", "net1");
+    pf_node_set_dbl(pf_node_set_map(r1, "probe"), "gbps", 96.5);
+    struct pf_node *r2 = pf_node_add_map(rl); /* a failed probe: no figure */
+    pf_node_set_str(r2, "network", "ml/rail-2");
+    pf_node_set_str(r2, "interface", "net2");
+    pf_node_set_str(pf_node_set_map(r2, "probe"), "error", "nothing acknowledged");
+    struct pf_node *nets = pf_node_set_seq(c->evidence, "networks");
+    struct pf_node *n1 = pf_node_add_map(nets);
+    pf_node_set_str(n1, "name", "ml/rail-1");
+    pf_node_set_dbl(n1, "medianGbps", 97.25);
     struct pf_node *coll = pf_node_add_map(v->collectives);
     pf_node_set_str(coll, "backend", "nccl");
     pf_node_set_str(coll, "op", "allreduce");
@@ -161,6 +175,10 @@ static void test_push_metrics(void **state)
     assert_non_null(cu);
     assert_null(strstr(cu + 1, "culprit_rank=\"2\",kind=\"node\""));
     has(b.data, "preflight_link_median_gbps{pod=\"trainer-0\"} 9.5\n");
+    has(b.data, "preflight_rail_probe_gbps{pod=\"trainer-0\",network=\"ml/rail-1\",interface="
+                "\"net1\"} 96.5\n");
+    assert_null(strstr(b.data, "interface=\"net2\""));
+    has(b.data, "preflight_rail_median_gbps{pod=\"trainer-0\",network=\"ml/rail-1\"} 97.25\n");
     has(b.data, "preflight_collective_busbw_floor_gbps{pod=\"trainer-0\",backend=\"nccl\","
                 "op=\"allreduce\",bytes=\"268435456\"} 300\n");
     /* the NCCL Inspector plugin's names and label set (NCCL v2.30.7-1), NCCL results only */
