@@ -641,6 +641,8 @@ FIELD(f_push_auth)
     int r = walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
     if (r == 0 && !x->c->report_push_username_file[0] != !x->c->report_push_password_file[0])
         return bad(x, v, key, "usernameFile and passwordFile go together");
+    if (r == 0 && x->c->report_push_username_file[0] && x->c->report_push_bearer_file[0])
+        return bad(x, v, key, "bearerTokenFile or usernameFile and passwordFile, not both");
     return r;
 }
 

@@ -79,6 +79,8 @@ static void test_report_push_keys(void **state)
          "report.pushgatewayAuth.bearerTokenFile: must be an absolute path"},
         {"report:\n  pushgatewayAuth: {usernameFile: /u}\n",
          "report.pushgatewayAuth: usernameFile and passwordFile go together"},
+        {"report:\n  pushgatewayAuth: {bearerTokenFile: /t, usernameFile: /u, passwordFile: /p}\n",
+         "report.pushgatewayAuth: bearerTokenFile or usernameFile and passwordFile, not both"},
         {"report:\n  pushgatewayAuth: {caFle: /ca}\n",
          "report.pushgatewayAuth.caFle: unknown key (did you mean 'caFile'?)"},
         {"report: {resultsFile: out.json}\n", "report.resultsFile: must be an absolute path"},
