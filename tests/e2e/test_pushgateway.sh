@@ -307,7 +307,7 @@ qwait() {
 vals() { python3 -c 'import json,sys; print(" ".join(sorted(s["value"][1] for s in json.loads(sys.argv[1]))))' "$1"; }
 label() { python3 -c 'import json,sys; print(" ".join(sorted(s["metric"].get(sys.argv[2], "-") for s in json.loads(sys.argv[1]))))' "$1" "$2"; }
 
-if qwait 'up{job="pushgateway"} == 1' 30 >/dev/null; then ok "prometheus scrapes the pushgateway"; else
+if qwait 'up{job="pushgateway"} == 1' 60 >/dev/null; then ok "prometheus scrapes the pushgateway"; else
     notok "prometheus scrapes the pushgateway" "$(tail -3 "$T/prom.log" | tr '\n' '|')"; exit 1; fi
 
 # ---- `preflight check` pushes: one with plain names, one without a namespace and a node
