@@ -122,6 +122,8 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
     curl->easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
     curl->easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
     if (a->cafile[0]) curl->easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
+    if (a->user) curl->easy_setopt(h, PF_CURLOPT_USERNAME, a->user);
+    if (a->password) curl->easy_setopt(h, PF_CURLOPT_PASSWORD, a->password);
     res->curl_code = (int)curl->easy_perform(h);
     if (res->curl_code == PF_CURLE_OK)
         curl->easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);
