@@ -100,7 +100,7 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
         snprintf(res->error, sizeof(res->error), "curl_easy_init failed");
         return;
     }
-    char url[1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
+    char url[2048 + 1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
     snprintf(url, sizeof(url), "%s%s", a->base, path);
     snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
     struct curl_slist *hdr = NULL;
