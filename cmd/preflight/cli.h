@@ -25,13 +25,15 @@ struct pf_options {
     bool strict;
     double timeout_s;     /* 0: none */
     const char *env_file; /* `env --env-file` */
-    struct pf_rdv_opts rdv;
+    struct pf_identity_opts rdv;
     char **environ_; /* the process's environment */
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */
     bool out_is_tty;
     int width;                   /* the human form's line width: COLUMNS, the terminal's, else 80 */
     bool verbose;                /* -v: every check with its findings in the human form */
+    const char *pushgateway;     /* --pushgateway URL: over report.pushgateway */
+    const char *results;         /* --results FILE: over report.resultsFile */
     const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
     bool dry_run;                /* run --dry-run: print the identity, join nothing */
 };

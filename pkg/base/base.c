@@ -333,6 +333,16 @@ double pf_deadline_in(double secs, double cutoff)
     return d < cutoff ? d : cutoff;
 }
 
+double pf_deadline_share(double deadline, double share, double lo, double hi)
+{
+    double now = pf_now();
+    if (deadline <= 0) return now + hi;
+    double left = deadline - now;
+    if (left <= 0) return deadline;
+    double d = now + pf_clampd(left * share, lo, hi);
+    return d < deadline ? d : deadline;
+}
+
 double pf_clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
@@ -359,4 +369,21 @@ double pf_median(double *v, size_t n)
 const char *pf_name_of(const char *const *names, size_t n, int i, const char *dflt)
 {
     return i >= 0 && (size_t)i < n && names[i] ? names[i] : dflt;
+}
+
+int pf_http_url_check(const char *what, const char *url)
+{
+    const char *host = strncmp(url, "http://", 7) == 0    ? url + 7
+                       : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                          : NULL;
+    if (!host || !*host || *host == '/')
+        return pf_err_set(PF_EUSAGE, "%s: expected an http:// or https:// URL, found \"%s\"", what,
+                          url);
+    size_t n = strcspn(host, "/?#");
+    if (memchr(host, '@', n))
+        return pf_err_set(PF_EUSAGE,
+                          "%s: credentials in the URL would show in the verdict and the logs; "
+                          "give them as files (report.pushgatewayAuth)",
+                          what);
+    return 0;
 }

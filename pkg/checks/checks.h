@@ -24,8 +24,10 @@ struct pf_check_def {
     const char *id;
     pf_check_fn fn; /* the local checks' function, pf_check_<id with '_' for '.'>; else NULL */
     unsigned modes;
-    const char *what;   /* one line: what it looks at */
-    const char *source; /* the file of its code, from the repository's root */
+    const char *what; /* one line: what it looks at */
+    /* the file of its code, from the repository's root; a stage check: the files that decide
+     * its findings, separated by spaces (a stage's `timeout` is the guard's, for every stage) */
+    const char *source;
     const char *doc;    /* its docs fragment (docs/checks/NN-*.md), which has "## `<id>`" */
     const char *test;   /* the test that exercises it most directly */
     const char *stages; /* PF_MODE_STAGE: the ids of the pkg/run stages that feed it */
@@ -174,6 +176,12 @@ void pf_checks_record_advice(struct pf_check *c, const struct pf_ctx *ctx);
 /* Every check's `advice` evidence, as "<check id>: <text>", for the human form. */
 void pf_checks_advice(struct pf_strlist *out, const struct pf_verdict *v);
 
+/* The pod's attachments from every source net.multus reads (pkg/k8s/attach.h: Multus,
+ * GKE, device-plugin resources, and the ResourceClaims when PREFLIGHT_READ_CLAIMS asks), for
+ * the rails stage; no wait, no findings. Free with pf_k8s_attachments_free. */
+struct pf_k8s_attachments;
+void pf_checks_attachments(struct pf_k8s_attachments *out, const struct pf_ctx *ctx);
+
 /* ifname-no-match for an NCCL_SOCKET_IFNAME list l that names none of the interfaces ifs, with
  * the nearest interface name as a did-you-mean (net.interfaces, and nccl.env under `preflight
  * env` in the pod). */
@@ -181,26 +189,6 @@ struct pf_netif_list;
 struct pf_ncclenv_list;
 void pf_checks_ifname_no_match(struct pf_check *out, struct pf_ctx *ctx,
                                const struct pf_netif_list *ifs, const struct pf_ncclenv_list *l);
-
-/* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
- * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
- * its evidence (`fabric.clique`: "<clusterUuid>/<cliqueId>"). The ranks of one multi-node
- * NVLink job must all share one; pf_fabric_compare writes one mismatch for every rank that
- * differs from the identity most ranks have (ties: the lowest rank's) and returns how many
- * differ (it writes at most max). */
-struct pf_fabric_rank {
-    int rank;
-    char cluster_uuid[40]; /* "" when the rank has no fabric */
-    unsigned clique;
-};
-struct pf_fabric_mismatch {
-    int rank;
-    char message[200];
-};
-size_t pf_fabric_compare(struct pf_fabric_mismatch *out, size_t max,
-                         const struct pf_fabric_rank *ranks, size_t n);
-/* Reads "<clusterUuid>/<cliqueId>" (gpu.fabric's evidence) into r; -1 when malformed. */
-int pf_fabric_parse(struct pf_fabric_rank *r, const char *text);
 
 /* rdma.counters runs around the collectives, not from the table: a snapshot of every port's
  * error counters before (pf_counters_snapshot, NULL when there are no HCAs), and the check

@@ -201,6 +201,7 @@ enum field_type {
     F_NUM,      /* a double in [lo, hi] */
     F_BOOL,     /* a bool */
     F_STR,      /* a char[size] */
+    F_PATH,     /* a char[size]: "" or an absolute path (a mounted secret, a result file) */
     F_ENUM,     /* an int: values[i] (or i) for names[i] */
     F_ENUM_STR, /* a char[size]: names[i] itself */
     F_MAP,      /* a mapping of the keys in sub[] */
@@ -236,6 +237,10 @@ struct field {
 #define STR(k, m)                                                                                  \
     {                                                                                              \
         .name = k, .type = F_STR, CFG(m)                                                           \
+    }
+#define PATH(k, m)                                                                                 \
+    {                                                                                              \
+        .name = k, .type = F_PATH, CFG(m)                                                          \
     }
 #define ENUM(k, m, ...)                                                                            \
     {                                                                                              \
@@ -285,6 +290,11 @@ static int set_field(struct ctx *x, const struct field *f, void *base, yaml_node
         return get_bool(x, v, key, (bool *)(void *)p);
     case F_STR:
         return get_str(x, v, key, p, f->size);
+    case F_PATH: {
+        int r = get_str(x, v, key, p, f->size);
+        if (r == 0 && p[0] && p[0] != '/') return bad(x, v, key, "must be an absolute path");
+        return r;
+    }
     case F_ENUM:
     case F_ENUM_STR: {
         size_t count = 0;
@@ -478,6 +488,33 @@ FIELD(f_metrics)
     return r;
 }
 
+FIELD(f_pushgateway)
+{
+    char *u = x->c->report_pushgateway;
+    int r = get_str(x, v, key, u, sizeof(x->c->report_pushgateway));
+    if (r == 0 && *u && pf_http_url_check("url", u) < 0) {
+        const char *m = strchr(pf_err_msg(), ':');
+        return bad(x, v, key, "%s", m ? m + 2 : pf_err_msg());
+    }
+    return r;
+}
+
+FIELD(f_push_auth)
+{
+    static const struct field fields[] = {
+        PATH("bearerTokenFile", report_push_bearer_file),
+        PATH("usernameFile", report_push_username_file),
+        PATH("passwordFile", report_push_password_file),
+        PATH("caFile", report_push_ca_file),
+    };
+    int r = walk_map(x, v, key, fields, PF_ARRAY_LEN(fields), x->c);
+    if (r == 0 && !x->c->report_push_username_file[0] != !x->c->report_push_password_file[0])
+        return bad(x, v, key, "usernameFile and passwordFile go together");
+    if (r == 0 && x->c->report_push_username_file[0] && x->c->report_push_bearer_file[0])
+        return bad(x, v, key, "bearerTokenFile or usernameFile and passwordFile, not both");
+    return r;
+}
+
 /* The keys, by section (docs/configuration.md). */
 static const struct field expect_fields[] = {
     ENUM("rdma", expect_rdma, "auto", "required", "none"),
@@ -523,6 +560,9 @@ static const struct field report_fields[] = {
     BOOL("annotate", report_annotate),
     FN("metricsFile", f_metrics),
     ENUM("markNode", report_mark_node, "none", "label", "taint"),
+    FN("pushgateway", f_pushgateway),
+    FN("pushgatewayAuth", f_push_auth),
+    PATH("resultsFile", report_results_file),
 };
 static const struct field top_fields[] = {
     MAP("expect", expect_fields),

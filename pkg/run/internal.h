@@ -18,7 +18,7 @@ struct run_pods {
     struct pf_rdv *rdv;
     int met; /* RUN_NOT_MET, RUN_ALONE, RUN_MET */
     /* what the meeting was handed (pointers of its setup) */
-    struct pf_rdv_ident id;
+    struct pf_identity id;
     char id_error[1024];
     char digest[96];
     char *nccl_version, *fabric, *pod, *node;
@@ -78,6 +78,7 @@ int run_stage_gpu(struct pf_run *R);
 int run_stage_rails(struct pf_run *R);
 int run_stage_summary(struct pf_run *R);
 int run_stage_report(struct pf_run *R);
+int run_stage_push(struct pf_run *R);
 
 /* ---- probes.c */
 /* The probe rounds among the roster's ranks (pf_coll_rounds_run over the mesh and the

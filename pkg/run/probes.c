@@ -153,8 +153,8 @@ int run_probe_links(struct pf_run *R)
     P.R = R;
     P.own[0] = P.own[1] = -1;
     P.fail_peer = -1;
-    P.probe_s = pf_clampd(pf_rdv_left_s(Q->rdv) * 0.03, 2, 10);
-    P.step_s = P.probe_s + 15;
+    P.probe_s = pf_run_wait_s(R, "tcp.probe");
+    P.step_s = P.probe_s + PF_RUN_STEP_S;
     bool root = pf_rdv_rank(Q->rdv) == 0;
     if (root) pf_coll_coord_init(&P.co, pf_rdv_size(Q->rdv), PF_COLL_SLOW_RATIO);
     struct pf_coll_rounds_ops ops = {&P, probe_next, probe_link, probe_release};

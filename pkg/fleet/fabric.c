@@ -1,14 +1,14 @@
 /* gpu.fabric's cross-rank part: the NVLink fabric identity (cluster UUID and clique id) every
- * rank of a multi-node NVLink job must share. */
+ * rank of a multi-node NVLink job must share, compared among the ranks' JOIN claims. */
 #define _GNU_SOURCE
-#include "checks.h"
+#include "fleet.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int pf_fabric_parse(struct pf_fabric_rank *r, const char *text)
+int pf_fleet_fabric_parse(struct pf_fleet_fabric *r, const char *text)
 {
     const char *slash = text ? strrchr(text, '/') : NULL;
     if (!slash || (size_t)(slash - text) >= sizeof(r->cluster_uuid) || !slash[1]) return -1;
@@ -21,13 +21,13 @@ int pf_fabric_parse(struct pf_fabric_rank *r, const char *text)
     return 0;
 }
 
-static bool same(const struct pf_fabric_rank *a, const struct pf_fabric_rank *b)
+static bool same(const struct pf_fleet_fabric *a, const struct pf_fleet_fabric *b)
 {
     return a->clique == b->clique && strcmp(a->cluster_uuid, b->cluster_uuid) == 0;
 }
 
-size_t pf_fabric_compare(struct pf_fabric_mismatch *out, size_t max,
-                         const struct pf_fabric_rank *ranks, size_t n)
+size_t pf_fleet_fabric_compare(struct pf_fleet_fabric_mismatch *out, size_t max,
+                               const struct pf_fleet_fabric *ranks, size_t n)
 {
     if (n == 0) return 0;
     /* the identity most ranks share; on a tie, the one of the lowest rank */
@@ -47,10 +47,10 @@ size_t pf_fabric_compare(struct pf_fabric_mismatch *out, size_t max,
             best_rank = low;
         }
     }
-    const struct pf_fabric_rank *want = &ranks[best];
+    const struct pf_fleet_fabric *want = &ranks[best];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct pf_fabric_rank *r = &ranks[i];
+        const struct pf_fleet_fabric *r = &ranks[i];
         if (same(r, want)) continue;
         if (k < max) {
             out[k].rank = r->rank;
@@ -72,4 +72,35 @@ size_t pf_fabric_compare(struct pf_fabric_mismatch *out, size_t max,
         k++;
     }
     return k;
+}
+
+void pf_fleet_fabric_agree(struct pf_fleet *f)
+{
+    struct pf_fleet_fabric *ranks = pf_xcalloc((size_t)f->world + 1, sizeof(*ranks));
+    size_t n = 0;
+    for (int r = 0; r < f->world; r++) {
+        if (f->r[r].state != PF_FLEET_JOINED || !f->r[r].fabric[0] ||
+            pf_fleet_fabric_parse(&ranks[n], f->r[r].fabric) < 0)
+            continue;
+        ranks[n++].rank = r;
+    }
+    struct pf_fleet_fabric_mismatch mm[PF_WIRE_LIST_MAX];
+    size_t k = pf_fleet_fabric_compare(mm, PF_WIRE_LIST_MAX, ranks, n);
+    if (k) {
+        struct pf_buf b;
+        pf_buf_init(&b, PF_BUF_TEXT);
+        for (size_t i = 0; i < k && i < PF_WIRE_LIST_MAX; i++) {
+            char w[160];
+            pf_fleet_who(w, sizeof(w), f, mm[i].rank);
+            pf_buf_addf(&b, "%s%s: %s", i ? "; " : "", w, mm[i].message);
+            pf_fleet_blame(f, mm[i].rank, "not in the job's NVLink domain: %s", mm[i].message);
+        }
+        if (k > PF_WIRE_LIST_MAX) pf_buf_addf(&b, "; and %zu more", k - PF_WIRE_LIST_MAX);
+        pf_fleet_finding(&f->out, "gpu.fabric", "clique-mismatch", PF_FAIL, NULL,
+                         "%zu of %zu ranks expecting multi-node NVLink are outside the NVLink "
+                         "domain of the others: %s",
+                         k, n, pf_buf_str(&b));
+        pf_buf_free(&b);
+    }
+    free(ranks);
 }

@@ -1,10 +1,10 @@
 /* Who am I, how many are we, and where is rank 0: pure functions of the options, the
  * environment, the host name and the pod's labels and annotations (docs/launchers.md holds
  * what every launcher gives a pod, read from its source). The launcher rules themselves are in
- * identity_launchers.c; this file holds the order they are tried in, the options that
+ * launchers.c; this file holds the order they are tried in (rules[]), the options that
  * override them, and the names of pods by rank. */
 #define _GNU_SOURCE
-#include "identity.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -15,7 +15,7 @@
 
 #define RANK_MAX (1 << 20)
 
-int pf_rdv_parse_count(const char *s, long *out)
+int pf_identity_parse_count(const char *s, long *out)
 {
     if (!s || !*s) return PF_EINVAL;
     for (const char *p = s; *p; p++)
@@ -27,20 +27,20 @@ int pf_rdv_parse_count(const char *s, long *out)
     return 0;
 }
 
-const char *pf_rdv_env(const struct pf_env *env, const char *name)
+const char *pf_identity_env(const struct pf_env *env, const char *name)
 {
     const char *s = env ? pf_env_get(env, name) : NULL;
     return s && *s ? s : NULL;
 }
 
-const char *pf_rdv_meta(const struct pf_rdv_podinfo *pi, const char *key)
+const char *pf_identity_meta(const struct pf_identity_podinfo *pi, const char *key)
 {
     const char *s = pi->labels ? pf_k8s_map_get(pi->labels, key) : NULL;
     if (!s && pi->annotations) s = pf_k8s_map_get(pi->annotations, key);
     return s && *s ? s : NULL;
 }
 
-bool pf_rdv_meta_prefix(const struct pf_rdv_podinfo *pi, const char *prefix)
+bool pf_identity_meta_prefix(const struct pf_identity_podinfo *pi, const char *prefix)
 {
     const struct pf_k8s_map *m[2] = {pi->labels, pi->annotations};
     for (int k = 0; k < 2; k++)
@@ -49,7 +49,7 @@ bool pf_rdv_meta_prefix(const struct pf_rdv_podinfo *pi, const char *prefix)
     return false;
 }
 
-void pf_rdv_from(struct pf_rdv_ident *id, const char *fmt, ...)
+void pf_identity_from(struct pf_identity *id, const char *fmt, ...)
 {
     if (id->nfrom >= (int)PF_ARRAY_LEN(id->from)) return;
     va_list ap;
@@ -61,7 +61,7 @@ void pf_rdv_from(struct pf_rdv_ident *id, const char *fmt, ...)
     id->nfrom++;
 }
 
-bool pf_rdv_trailing_ordinal(const char *h, char *prefix, size_t n, long *ord)
+bool pf_identity_trailing_ordinal(const char *h, char *prefix, size_t n, long *ord)
 {
     size_t len = strlen(h);
     size_t i = len;
@@ -76,7 +76,7 @@ bool pf_rdv_trailing_ordinal(const char *h, char *prefix, size_t n, long *ord)
     return true;
 }
 
-int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text)
+int pf_identity_split_hostport(char *host, size_t n, int *port, const char *text)
 {
     const char *t = text ? text : "";
     const char *h = t, *he = NULL, *ps = NULL;
@@ -104,7 +104,7 @@ int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text)
     if ((size_t)(he - h) >= n) return pf_err_set(PF_ETOOBIG, "\"%s\": host name too long", t);
     if (ps) {
         long p;
-        if (pf_rdv_parse_count(ps, &p) < 0 || p < 1 || p > 65535)
+        if (pf_identity_parse_count(ps, &p) < 0 || p < 1 || p > 65535)
             return pf_err_set(PF_EINVAL, "\"%s\": port must be 1..65535", t);
         *port = (int)p;
     }
@@ -117,18 +117,19 @@ int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text)
  * (a rule returns 1), or finds the pod's inputs contradictory (< 0). */
 static const struct {
     const char *name;
-    int (*fn)(struct pf_rdv_guess *g, const struct pf_env *env, const struct pf_rdv_podinfo *pi);
+    int (*fn)(struct pf_identity_guess *g, const struct pf_env *env,
+              const struct pf_identity_podinfo *pi);
 } rules[] = {
-    {"lws", pf_rdv_rule_lws},
-    {"volcano", pf_rdv_rule_volcano},
-    {"kubeflow", pf_rdv_rule_kubeflow}, /* PyTorchJob, MPIJob */
-    {"pet", pf_rdv_rule_pet},           /* TrainJob with envInjection, torchrun's PET_* */
-    {"jobset", pf_rdv_rule_jobset},     /* JobSet, TrainJob without PET_* */
-    {"indexed-job", pf_rdv_rule_indexed_job},
-    {"ordinal", pf_rdv_rule_ordinal}, /* RANK, StatefulSet, a hostname's ordinal */
+    {"lws", pf_identity_rule_lws},
+    {"volcano", pf_identity_rule_volcano},
+    {"kubeflow", pf_identity_rule_kubeflow}, /* PyTorchJob, MPIJob */
+    {"torchrun", pf_identity_rule_torchrun}, /* TrainJob with envInjection, torchrun's PET_* */
+    {"jobset", pf_identity_rule_jobset},     /* JobSet, TrainJob without PET_* */
+    {"indexed-job", pf_identity_rule_indexed_job},
+    {"ordinal", pf_identity_rule_ordinal}, /* RANK, StatefulSet, a hostname's ordinal */
 };
 
-static void domain_of(struct pf_rdv_ident *out, const char *host, const char *fqdn)
+static void domain_of(struct pf_identity *out, const char *host, const char *fqdn)
 {
     if (fqdn && *fqdn && *host) {
         size_t hl = strlen(host);
@@ -140,39 +141,39 @@ static void domain_of(struct pf_rdv_ident *out, const char *host, const char *fq
 }
 
 /* The options and MASTER_ADDR: each overrides one piece of what the rule found. */
-static int apply_overrides(struct pf_rdv_guess *g, const struct pf_rdv_opts *o,
+static int apply_overrides(struct pf_identity_guess *g, const struct pf_identity_opts *o,
                            const struct pf_env *env)
 {
-    struct pf_rdv_ident *id = g->id;
+    struct pf_identity *id = g->id;
     if (o && o->rank >= 0) {
         id->rank = o->rank;
         id->member = true;
         pf_strcpy(id->rank_from, sizeof(id->rank_from), "--rank (PREFLIGHT_RANK)");
-        pf_rdv_from(id, "PREFLIGHT_RANK=%d", o->rank);
+        pf_identity_from(id, "PREFLIGHT_RANK=%d", o->rank);
     }
     if (o && o->world_size > 0) {
         id->world_size = o->world_size;
         pf_strcpy(id->world_from, sizeof(id->world_from), "--world-size (PREFLIGHT_WORLD_SIZE)");
-        pf_rdv_from(id, "PREFLIGHT_WORLD_SIZE=%d", o->world_size);
+        pf_identity_from(id, "PREFLIGHT_WORLD_SIZE=%d", o->world_size);
     }
     const char *coord = NULL, *s;
     if (o && o->coordinator[0]) {
         coord = o->coordinator;
         pf_strcpy(id->coord_from, sizeof(id->coord_from), "--coordinator (PREFLIGHT_COORDINATOR)");
-    } else if ((s = pf_rdv_env(env, "MASTER_ADDR")) && !g->coord_strong) {
+    } else if ((s = pf_identity_env(env, "MASTER_ADDR")) && !g->coord_strong) {
         coord = s;
         pf_strcpy(id->coord_from, sizeof(id->coord_from), "MASTER_ADDR");
     }
     if (!coord) return 0;
     int port = id->port;
-    int r = pf_rdv_split_hostport(id->coordinator, sizeof(id->coordinator), &port, coord);
+    int r = pf_identity_split_hostport(id->coordinator, sizeof(id->coordinator), &port, coord);
     if (r < 0) {
         char why[256]; /* pf_err_set writes where pf_err_msg reads: copy it first */
         pf_strcpy(why, sizeof(why), pf_err_msg());
         return pf_err_set(PF_EUSAGE, "%s: %s", id->coord_from, why);
     }
-    pf_rdv_from(id, "%s=%s", o && o->coordinator[0] ? "PREFLIGHT_COORDINATOR" : "MASTER_ADDR",
-                coord);
+    pf_identity_from(id, "%s=%s", o && o->coordinator[0] ? "PREFLIGHT_COORDINATOR" : "MASTER_ADDR",
+                     coord);
     /* MASTER_PORT is torch's port, not ours: a port only comes from our own flag */
     if (o && o->coordinator[0]) id->port = port;
     g->coord_missing[0] = '\0';
@@ -180,39 +181,40 @@ static int apply_overrides(struct pf_rdv_guess *g, const struct pf_rdv_opts *o,
 }
 
 /* rank 0's address from the naming and the domain, when no rule or option gave one */
-static void derive_coordinator(struct pf_rdv_guess *g)
+static void derive_coordinator(struct pf_identity_guess *g)
 {
-    struct pf_rdv_ident *id = g->id;
+    struct pf_identity *id = g->id;
     if (id->coordinator[0] || g->coord_missing[0]) return;
     char name0[300];
-    pf_rdv_pod_name(name0, sizeof(name0), id, 0);
+    pf_identity_pod_name(name0, sizeof(name0), id, 0);
     if (!name0[0]) return;
     id->wants_fqdn = true;
-    if (id->domain[0] && id->naming != PF_RDV_NAMING_PYTORCH)
+    if (id->domain[0] && id->naming != PF_IDENTITY_NAMING_PYTORCH)
         pf_snprintf(id->coordinator, sizeof(id->coordinator), "%s.%s", name0, id->domain);
-    else if (g->default_domain[0] && id->naming != PF_RDV_NAMING_PYTORCH)
+    else if (g->default_domain[0] && id->naming != PF_IDENTITY_NAMING_PYTORCH)
         pf_snprintf(id->coordinator, sizeof(id->coordinator), "%s.%s", name0, g->default_domain);
     else
         pf_strcpy(id->coordinator, sizeof(id->coordinator), name0);
     pf_strcpy(id->coord_from, sizeof(id->coord_from),
-              id->naming == PF_RDV_NAMING_PYTORCH ? "PyTorchJob master name"
-                                                  : "hostname and subdomain");
+              id->naming == PF_IDENTITY_NAMING_PYTORCH ? "PyTorchJob master name"
+                                                       : "hostname and subdomain");
 }
 
-int pf_rdv_identify_pod(struct pf_rdv_ident *out, const struct pf_rdv_opts *o,
-                        const struct pf_env *env, const struct pf_rdv_podinfo *pi, int default_port)
+int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opts *o,
+                           const struct pf_env *env, const struct pf_identity_podinfo *pi,
+                           int default_port)
 {
     memset(out, 0, sizeof(*out));
     out->rank = -1;
     out->world_size = -1;
     out->member = true;
     out->port = o && o->port > 0 ? o->port : default_port;
-    struct pf_rdv_podinfo none = {0};
+    struct pf_identity_podinfo none = {0};
     if (!pi) pi = &none;
     const char *host = pi->hostname ? pi->hostname : "";
     domain_of(out, host, pi->fqdn);
 
-    struct pf_rdv_guess g;
+    struct pf_identity_guess g;
     memset(&g, 0, sizeof(g));
     g.id = out;
     g.host = host;
@@ -256,45 +258,47 @@ int pf_rdv_identify_pod(struct pf_rdv_ident *out, const struct pf_rdv_opts *o,
     return 0;
 }
 
-int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const struct pf_env *env,
-                    const char *hostname, const char *fqdn, enum pf_rdv_pytorch_hint hint,
-                    int default_port)
+int pf_identity_derive(struct pf_identity *out, const struct pf_identity_opts *o,
+                       const struct pf_env *env, const char *hostname, const char *fqdn,
+                       enum pf_identity_pytorch_hint hint, int default_port)
 {
     /* the hint stands for a labels file: with Kubeflow's labels, or without */
     struct pf_k8s_kv kv = {.key = (char *)"training.kubeflow.org/operator-name",
                            .value = (char *)"pytorchjob-controller"};
-    struct pf_k8s_map labels = {hint == PF_RDV_PT_YES ? &kv : NULL, hint == PF_RDV_PT_YES};
-    struct pf_rdv_podinfo pi = {
-        .hostname = hostname, .fqdn = fqdn, .labels = hint == PF_RDV_PT_UNKNOWN ? NULL : &labels};
-    return pf_rdv_identify_pod(out, o, env, &pi, default_port);
+    struct pf_k8s_map labels = {hint == PF_IDENTITY_PT_YES ? &kv : NULL,
+                                hint == PF_IDENTITY_PT_YES};
+    struct pf_identity_podinfo pi = {.hostname = hostname,
+                                     .fqdn = fqdn,
+                                     .labels = hint == PF_IDENTITY_PT_UNKNOWN ? NULL : &labels};
+    return pf_identity_derive_pod(out, o, env, &pi, default_port);
 }
 
-void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int rank)
+void pf_identity_pod_name(char *out, size_t n, const struct pf_identity *id, int rank)
 {
     if (n == 0) return;
     out[0] = '\0';
     if (rank < 0 || (id->named_ranks > 0 && rank >= id->named_ranks)) return;
     int r = 0;
     switch (id->naming) {
-    case PF_RDV_NAMING_ORDINAL:
+    case PF_IDENTITY_NAMING_ORDINAL:
         r = pf_snprintf(out, n, "%s-%d", id->prefix, rank);
         break;
-    case PF_RDV_NAMING_PYTORCH:
+    case PF_IDENTITY_NAMING_PYTORCH:
         r = rank == 0 ? pf_snprintf(out, n, "%s-master-0", id->prefix)
                       : pf_snprintf(out, n, "%s-worker-%d", id->prefix, rank - 1);
         break;
-    case PF_RDV_NAMING_JOBSET:
+    case PF_IDENTITY_NAMING_JOBSET:
         if (id->per_job > 0)
             r = pf_snprintf(out, n, "%s-%d-%d", id->prefix, rank / id->per_job, rank % id->per_job);
         else /* one Job */
             r = pf_snprintf(out, n, "%s-0-%d", id->prefix, rank);
         break;
-    case PF_RDV_NAMING_MPI:
+    case PF_IDENTITY_NAMING_MPI:
         r = rank < id->per_job
                 ? pf_snprintf(out, n, "%s-launcher", id->prefix)
                 : pf_snprintf(out, n, "%s-worker-%d", id->prefix, rank - id->per_job);
         break;
-    case PF_RDV_NAMING_LWS:
+    case PF_IDENTITY_NAMING_LWS:
         r = rank == 0 ? pf_snprintf(out, n, "%s", id->prefix)
                       : pf_snprintf(out, n, "%s-%d", id->prefix, rank);
         break;

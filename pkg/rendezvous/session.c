@@ -22,88 +22,12 @@
 
 #include "../netif/netif.h"
 
-/* The session of rendezvous.h is the stage of internal.h. */
+/* The session of rendezvous.h is the struct rdv_session of internal.h. */
 struct pf_rdv {
-    struct rdv_stage st;
+    struct rdv_session st;
 };
 
-/* ---- small helpers */
-
-double rdv_left_s(const struct rdv_stage *S)
-{
-    return S->cutoff - pf_now();
-}
-
-const char *rdv_pod_of(const struct rdv_stage *S, int rank, char *buf, size_t n)
-{
-    if (S->m && rank >= 0 && rank < S->world && S->m[rank].pod[0]) return S->m[rank].pod;
-    for (int i = 0; i < S->n; i++)
-        if (S->rk[i] == rank && S->ro.peer[i].pod[0]) return S->ro.peer[i].pod;
-    pf_rdv_pod_name(buf, n, &S->id, rank);
-    return buf;
-}
-
-const char *rdv_node_of(const struct rdv_stage *S, int rank)
-{
-    if (S->m && rank >= 0 && rank < S->world && S->m[rank].node[0]) return S->m[rank].node;
-    for (int i = 0; i < S->n; i++)
-        if (S->rk[i] == rank) return S->ro.peer[i].node;
-    return "";
-}
-
-/* "rank 5 (trainer-5)" */
-void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank)
-{
-    char b[NAME_MAX_];
-    const char *p = rdv_pod_of(S, rank, b, sizeof(b));
-    if (p && *p)
-        snprintf(out, n, "rank %d (%s)", rank, p);
-    else
-        snprintf(out, n, "rank %d", rank);
-}
-
-void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code, int sev,
-                          const char *msg)
-{
-    (void)rdv_note_finding(S, check, code, sev, false, msg);
-}
-
-/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
- * rank takes. */
-void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, int sev,
-                       const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    (void)rdv_note_finding(S, check, code, sev, S->m != NULL, msg);
-}
-
-/* Appends "5, 11, 12": at most PF_RDV_LIST_MAX, then "and K more". */
-void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (i == PF_RDV_LIST_MAX) {
-            pf_buf_addf(b, " and %zu more", n - i);
-            break;
-        }
-        pf_buf_addf(b, "%s%d", i ? ", " : "", ranks[i]);
-    }
-}
-
-void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
-{
-    char doing[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(doing, sizeof(doing), fmt, ap);
-    va_end(ap);
-    if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
-}
-
-static void find_iface(struct rdv_stage *S)
+static void find_iface(struct rdv_session *S)
 {
     struct pf_netif_list l = {0};
     if (pf_netif_list(&l) < 0) return;
@@ -121,7 +45,16 @@ static void find_iface(struct rdv_stage *S)
     pf_netif_list_free(&l);
 }
 
-static void stage_free(struct rdv_stage *S)
+void rdv_session_init(struct rdv_session *S)
+{
+    memset(S, 0, sizeof(*S));
+    S->lfd = S->data_lfd = -1;
+    for (int k = 0; k < 3; k++)
+        S->out_fd[k] = S->in_fd[k] = -1;
+    S->t0 = pf_now();
+}
+
+void rdv_session_free(struct rdv_session *S)
 {
     if (S->m) {
         for (int r = 0; r < S->world; r++) {
@@ -138,8 +71,8 @@ static void stage_free(struct rdv_stage *S)
     if (S->have_ctl) pf_rdv_conn_close(&S->ctl);
     rdv_mesh_close(S);
     rdv_roster_free(S);
-    pf_rdv_marks_free(&S->lost);
-    pf_rdv_marks_free(&S->failed);
+    pf_wire_marks_free(&S->lost);
+    pf_wire_marks_free(&S->failed);
     rdv_notes_free(&S->notes);
 }
 
@@ -154,7 +87,7 @@ static void raise_nofile(void)
 
 /* Who am I: the identity and its evidence. PF_ERR when this pod has nothing to meet (the
  * checks are then set). */
-static int stage_identity(struct rdv_stage *S)
+static int stage_identity(struct rdv_session *S)
 {
     if (S->su.id) {
         S->id = *S->su.id;
@@ -191,22 +124,17 @@ static int stage_identity(struct rdv_stage *S)
     return 0;
 }
 
-/* The time budget: the setup's deadline, less a second to write the verdict. */
-static void stage_budget(struct rdv_stage *S)
+/* The time budget is the caller's: nothing waits past the setup's deadline (the cutoff),
+ * the join phase ends at its join deadline (none given: the cutoff). */
+static void stage_budget(struct rdv_session *S)
 {
-    double left = S->su.deadline > 0 ? S->su.deadline - pf_now() : 1e9;
-    if (left < 0) left = 0;
-    bool bounded = left < 1e8;
-    S->cutoff = bounded ? S->t0 + left - 1.0 : S->t0 + 1e9;
-    double rdv_to = S->su.timeout_s > 0 ? S->su.timeout_s : 600;
-    double reserve = bounded ? pf_clampd(left * 0.3, 3, 60) : 0;
-    double join = bounded && left - reserve < rdv_to ? left - reserve : rdv_to;
-    S->join_deadline = S->t0 + (join > 1 ? join : 1);
+    S->cutoff = S->su.deadline > 0 ? S->su.deadline : S->t0 + 1e9;
+    S->join_deadline = S->su.join_deadline > 0 ? S->su.join_deadline : S->cutoff;
 }
 
 /* Rank 0: serve JOINs until all came or the join deadline. pkg/run's agreement follows,
  * then pf_rdv_roster_send. */
-static int meet_root(struct rdv_stage *S)
+static int meet_root(struct rdv_session *S)
 {
     if (rdv_root_listen(S) < 0) return PF_ERR;
     rdv_guard(S, "rendezvous", "waiting for %d rank%s to join", S->world - 1,
@@ -215,11 +143,11 @@ static int meet_root(struct rdv_stage *S)
     return 0;
 }
 
-static void roster_root(struct rdv_stage *S)
+static void roster_root(struct rdv_session *S)
 {
     double t_last = S->last_join;
     rdv_root_send_roster(S);
-    rdv_serve(S, pf_now() + 5 < S->cutoff ? pf_now() + 5 : S->cutoff, rdv_flushed);
+    rdv_serve(S, rdv_wait_end(S, S->su.waits.flush), rdv_flushed);
     S->roster_at = pf_now();
     if (t_last > 0)
         rdv_ev_dbl(S, "lastArrivalToRosterSeconds", round((S->roster_at - t_last) * 1e6) / 1e6);
@@ -229,7 +157,7 @@ static void roster_root(struct rdv_stage *S)
 }
 
 /* Rank > 0: join rank 0 and take the roster. */
-static int meet_client(struct rdv_stage *S)
+static int meet_client(struct rdv_session *S)
 {
     char b0[NAME_MAX_];
     const char *pod0 = rdv_pod_of(S, 0, b0, sizeof(b0));
@@ -245,7 +173,7 @@ static int meet_client(struct rdv_stage *S)
 }
 
 /* identity → (world of one) → listen → meet */
-static int stage_meet(struct rdv_stage *S)
+static int stage_meet(struct rdv_session *S)
 {
     if (stage_identity(S) < 0) return PF_ERR;
     if (S->world == 1) {
@@ -273,16 +201,14 @@ static int stage_meet(struct rdv_stage *S)
 
 /* ---- the session */
 
-int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_opts *o, const struct pf_rdv_setup *su)
+int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
+                const struct pf_rdv_setup *su)
 {
     struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     *out = R;
+    rdv_session_init(S);
     S->su = *su;
-    S->lfd = S->data_lfd = -1;
-    for (int k = 0; k < 3; k++)
-        S->out_fd[k] = S->in_fd[k] = -1;
-    S->t0 = pf_now();
     if (sodium_init() < 0) {
         rdv_skip(S, "rendezvous", false, "libsodium failed to initialise");
         return PF_ERR;
@@ -297,7 +223,7 @@ int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_opts *o, const struct p
 void pf_rdv_close(struct pf_rdv *R)
 {
     if (!R) return;
-    stage_free(&R->st);
+    rdv_session_free(&R->st);
     free(R);
 }
 
@@ -313,7 +239,7 @@ bool pf_rdv_note_next(struct pf_rdv *R, struct pf_rdv_note *out)
 
 void pf_rdv_roster_send(struct pf_rdv *R)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     if (S->rank == 0) roster_root(S);
     double met = pf_now() - S->t0;
     rdv_ev_int(S, "joined", S->n);
@@ -381,22 +307,17 @@ double pf_rdv_t0(const struct pf_rdv *R)
     return R->st.t0;
 }
 
-double pf_rdv_left_s(const struct pf_rdv *R)
-{
-    return rdv_left_s(&R->st);
-}
-
 bool pf_rdv_stopped(const struct pf_rdv *R)
 {
     return R->st.stopped;
 }
 
-const struct pf_rdv_marks *pf_rdv_lost(const struct pf_rdv *R)
+const struct pf_wire_marks *pf_rdv_lost(const struct pf_rdv *R)
 {
     return &R->st.lost;
 }
 
-const struct pf_rdv_marks *pf_rdv_failed(const struct pf_rdv *R)
+const struct pf_wire_marks *pf_rdv_failed(const struct pf_rdv *R)
 {
     return &R->st.failed;
 }
@@ -423,7 +344,7 @@ void pf_rdv_who(char *out, size_t n, const struct pf_rdv *R, int rank)
 
 int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out)
 {
-    const struct rdv_stage *S = &R->st;
+    const struct rdv_session *S = &R->st;
     if (!S->m || rank < 0 || rank >= S->world)
         return pf_err_set(PF_EINVAL, "no member record of rank %d", rank);
     const struct rdv_member *m = &S->m[rank];
@@ -444,10 +365,7 @@ int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *o
 int pf_rdv_step(struct pf_rdv *R, const char *kind, bool ok, const char *err, const void *blob,
                 size_t len, int mode, double timeout, struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r;
-    int x = rdv_step(&R->st, kind, ok, err, blob, len, mode, timeout, &r);
-    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
-    return x;
+    return rdv_step(&R->st, kind, ok, err, blob, len, mode, timeout, res);
 }
 
 int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char *err,
@@ -455,10 +373,7 @@ int pf_rdv_step_scatter(struct pf_rdv *R, const char *kind, bool ok, const char 
                         void (*part)(void *arg, int pos, struct pf_buf *out), void *arg,
                         struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r;
-    int x = rdv_step_scatter(&R->st, kind, ok, err, blob, len, timeout, ready, part, arg, &r);
-    *res = (struct pf_rdv_step_res){r.go, r.blobs, r.lens, r.nb};
-    return x;
+    return rdv_step_scatter(&R->st, kind, ok, err, blob, len, timeout, ready, part, arg, res);
 }
 
 int pf_rdv_probe_connect(struct pf_rdv *R, int round, int pos, bool send, double deadline,
@@ -487,14 +402,14 @@ void pf_rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct pf_rdv *R, con
 
 void pf_rdv_step_res_free(struct pf_rdv *R, struct pf_rdv_step_res *res)
 {
-    struct rdv_step_res r = {res->go, res->blobs, res->lens, res->nb};
-    rdv_step_res_free(&R->st, &r);
+    rdv_step_res_free(&R->st, res);
     memset(res, 0, sizeof(*res));
 }
 
-int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr)
+int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, double deadline, char *err,
+                        size_t nerr)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     if (out->nshifts < 1 || out->nshifts > 3) {
         snprintf(err, nerr, "data mesh: %d ring shifts asked for, 1 to 3 are possible",
                  out->nshifts);
@@ -509,7 +424,7 @@ int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, si
     S->nshifts = out->nshifts;
     for (int k = 0; k < out->nshifts; k++)
         S->shifts[k] = out->shifts[k];
-    int r = rdv_mesh_connect(S, err, nerr);
+    int r = rdv_mesh_connect(S, deadline, err, nerr);
     out->nshifts = S->nshifts;
     for (int k = 0; k < 3; k++) {
         out->shifts[k] = S->shifts[k];
@@ -526,24 +441,24 @@ void pf_rdv_mesh_close(struct pf_rdv *R)
 
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     /* one encoded copy; a window of ranks at a time holds it in its output queue */
-    rdv_send_all(S, PF_RDV_SUMMARY, payload, len, NULL, NULL, pf_deadline_in(5, S->cutoff));
-    rdv_serve(S, pf_deadline_in(5, S->cutoff), rdv_flushed);
+    rdv_send_all(S, PF_WIRE_SUMMARY, payload, len, NULL, NULL, rdv_wait_end(S, S->su.waits.flush));
+    rdv_serve(S, rdv_wait_end(S, S->su.waits.flush), rdv_flushed);
 }
 
 int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out)
 {
-    struct rdv_stage *S = &R->st;
+    struct rdv_session *S = &R->st;
     memset(out, 0, sizeof(*out));
     if (S->root_lost) return PF_ERR;
-    int r = pf_rdv_conn_recv(&S->ctl, out, S->auth, pf_deadline_in(30, S->cutoff));
+    int r = pf_rdv_conn_recv(&S->ctl, out, S->auth, rdv_wait_end(S, S->su.waits.summary));
     if (r < 0 && !S->root_lost) {
         S->root_lost = true;
         snprintf(S->root_why, sizeof(S->root_why), "%s", pf_err_msg());
-        pf_rdv_mark(&S->lost, 0, S->root_why);
+        pf_wire_mark(&S->lost, 0, S->root_why);
     }
     if (r < 0) return PF_ERR;
-    if (out->type != PF_RDV_SUMMARY) return pf_err_set(PF_EINVAL, "rank 0 sent no SUMMARY");
+    if (out->type != PF_WIRE_SUMMARY) return pf_err_set(PF_EINVAL, "rank 0 sent no SUMMARY");
     return 0;
 }

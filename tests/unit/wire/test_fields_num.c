@@ -1,4 +1,4 @@
-/* rendezvous: the one decoder of decimal numbers a peer sends (pf_rdv_fields_num): the whole
+/* wire: the one decoder of decimal numbers a peer sends (pf_wire_fields_num): the whole
  * field, finite, nothing around it; every refusal names the field. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../../pkg/rendezvous/rendezvous.h"
+#include "../../../pkg/wire/wire.h"
 
 static const struct {
     const char *text;
@@ -65,11 +65,11 @@ static int decode_one(double *v, const char *text, size_t len)
 {
     struct pf_buf b;
     pf_buf_init(&b, 1024);
-    assert_int_equal(pf_rdv_put(&b, "busbw", text, len), 0);
-    struct pf_rdv_fields f;
-    assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
-    int rc = pf_rdv_fields_num(v, &f, "busbw");
-    pf_rdv_fields_free(&f);
+    assert_int_equal(pf_wire_put(&b, "busbw", text, len), 0);
+    struct pf_wire_fields f;
+    assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+    int rc = pf_wire_fields_num(v, &f, "busbw");
+    pf_wire_fields_free(&f);
     pf_buf_free(&b);
     return rc;
 }
@@ -110,13 +110,13 @@ static void test_num_messages(void **state)
     /* the integer decoder refuses the same way */
     struct pf_buf b;
     pf_buf_init(&b, 64);
-    pf_rdv_put_str(&b, "rank", "\x1b]0;x\a7");
-    struct pf_rdv_fields f;
-    assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+    pf_wire_put_str(&b, "rank", "\x1b]0;x\a7");
+    struct pf_wire_fields f;
+    assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
     long long n = 0;
-    assert_int_equal(pf_rdv_fields_int(&n, &f, "rank"), PF_EINVAL);
+    assert_int_equal(pf_wire_fields_int(&n, &f, "rank"), PF_EINVAL);
     assert_string_equal(pf_err_msg(), "field rank is not a number (it holds a byte 0x1b)");
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
     pf_buf_free(&b);
     /* a NUL inside, an absent field, a value too long to be a number */
     assert_int_equal(decode_one(&v, "1\0002", 3), PF_EINVAL);
@@ -125,8 +125,8 @@ static void test_num_messages(void **state)
     memset(longnum, '1', sizeof(longnum));
     assert_int_equal(decode_one(&v, longnum, sizeof(longnum)), PF_ETOOBIG);
     assert_non_null(strstr(pf_err_msg(), "field busbw"));
-    struct pf_rdv_fields none = {0};
-    assert_int_equal(pf_rdv_fields_num(&v, &none, "busbw"), PF_ENOENT);
+    struct pf_wire_fields none = {0};
+    assert_int_equal(pf_wire_fields_num(&v, &none, "busbw"), PF_ENOENT);
     assert_non_null(strstr(pf_err_msg(), "busbw"));
 }
 

@@ -1,7 +1,7 @@
-/* The wire format: frames, fields, their MAC, and the data connections' DHELLO. Pure functions
- * (no I/O) except pf_rdv_random. */
+/* The wire format: frames, fields and their MAC. Pure functions (no I/O) except
+ * pf_wire_random. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "wire.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,18 +25,18 @@ static void put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-const char *pf_rdv_type_name(int type)
+const char *pf_wire_type_name(int type)
 {
     static const char *const names[] = {"?",    "HELLO",  "JOIN",    "REJECT", "ROSTER",
                                         "STEP", "RESULT", "SUMMARY", "DHELLO"};
-    return type > 0 && type < PF_RDV_TYPE_END ? names[type] : "?";
+    return type > 0 && type < PF_WIRE_TYPE_END ? names[type] : "?";
 }
 
 /* Header: magic u32 | version u8 | type u8 | flags u8 | zero u8 | seq u32 | length u32 */
-void pf_rdv_frame_header(uint8_t hdr[PF_RDV_HDR], int type, int flags, uint32_t seq, uint32_t len)
+void pf_wire_frame_header(uint8_t hdr[PF_WIRE_HDR], int type, int flags, uint32_t seq, uint32_t len)
 {
-    put32(hdr, PF_RDV_MAGIC);
-    hdr[4] = PF_RDV_PROTO;
+    put32(hdr, PF_WIRE_MAGIC);
+    hdr[4] = PF_WIRE_PROTO;
     hdr[5] = (uint8_t)type;
     hdr[6] = (uint8_t)flags;
     hdr[7] = 0;
@@ -44,8 +44,8 @@ void pf_rdv_frame_header(uint8_t hdr[PF_RDV_HDR], int type, int flags, uint32_t 
     put32(hdr + 12, len);
 }
 
-int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len,
-                        size_t max_payload)
+int pf_wire_frame_decode(struct pf_wire_frame *out, const uint8_t *buf, size_t len,
+                         size_t max_payload)
 {
     memset(out, 0, sizeof(*out));
     if (len == 0) return 0;
@@ -54,7 +54,7 @@ int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len
     size_t m = len < 4 ? len : 4;
     if (memcmp(buf, magic, m) != 0)
         return pf_err_set(PF_EINVAL, "not a preflight frame (bad magic)");
-    if (len < PF_RDV_HDR) return 0;
+    if (len < PF_WIRE_HDR) return 0;
     out->version = buf[4];
     out->type = buf[5];
     out->flags = buf[6];
@@ -63,25 +63,25 @@ int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len
     out->header = buf;
     /* another version's header may mean other things by its type, flags and length: the
      * caller names the version, the rest is not ours to judge */
-    if (out->version != PF_RDV_PROTO) return PF_RDV_HDR;
-    if (out->type == 0 || out->type >= PF_RDV_TYPE_END)
+    if (out->version != PF_WIRE_PROTO) return PF_WIRE_HDR;
+    if (out->type == 0 || out->type >= PF_WIRE_TYPE_END)
         return pf_err_set(PF_EINVAL, "unknown frame type %u", out->type);
-    if (out->flags & ~PF_RDV_F_MAC)
+    if (out->flags & ~PF_WIRE_F_MAC)
         return pf_err_set(PF_EINVAL, "unknown frame flags 0x%02x", out->flags);
     if (buf[7] != 0) return pf_err_set(PF_EINVAL, "reserved header byte is 0x%02x, not 0", buf[7]);
-    if (out->len > max_payload || out->len > PF_RDV_MAX_PAYLOAD)
+    if (out->len > max_payload || out->len > PF_WIRE_MAX_PAYLOAD)
         return pf_err_set(PF_ETOOBIG, "frame of %u bytes is over the limit of %zu", out->len,
-                          max_payload < PF_RDV_MAX_PAYLOAD ? max_payload
-                                                           : (size_t)PF_RDV_MAX_PAYLOAD);
+                          max_payload < PF_WIRE_MAX_PAYLOAD ? max_payload
+                                                            : (size_t)PF_WIRE_MAX_PAYLOAD);
     size_t total =
-        PF_RDV_HDR + (size_t)out->len + ((out->flags & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
+        PF_WIRE_HDR + (size_t)out->len + ((out->flags & PF_WIRE_F_MAC) ? PF_WIRE_MACLEN : 0);
     if (len < total) return 0;
-    out->payload = buf + PF_RDV_HDR;
-    out->mac = (out->flags & PF_RDV_F_MAC) ? buf + PF_RDV_HDR + out->len : NULL;
+    out->payload = buf + PF_WIRE_HDR;
+    out->mac = (out->flags & PF_WIRE_F_MAC) ? buf + PF_WIRE_HDR + out->len : NULL;
     return (int)total;
 }
 
-int pf_rdv_fields_decode(struct pf_rdv_fields *out, const uint8_t *p, size_t len)
+int pf_wire_fields_decode(struct pf_wire_fields *out, const uint8_t *p, size_t len)
 {
     out->v = NULL;
     out->n = 0;
@@ -96,43 +96,43 @@ int pf_rdv_fields_decode(struct pf_rdv_fields *out, const uint8_t *p, size_t len
         size_t vlen = get32(p + i);
         i += 4;
         if (vlen > len - i) goto bad;
-        if (out->n == PF_RDV_MAX_FIELDS) goto bad;
+        if (out->n == PF_WIRE_MAX_FIELDS) goto bad;
         if (out->n == cap) {
             cap = cap ? cap * 2 : 16;
             out->v = pf_xrealloc(out->v, cap * sizeof(*out->v));
         }
-        out->v[out->n++] = (struct pf_rdv_field){key, klen, p + i, vlen};
+        out->v[out->n++] = (struct pf_wire_field){key, klen, p + i, vlen};
         i += vlen;
     }
     return 0;
 bad:
-    pf_rdv_fields_free(out);
+    pf_wire_fields_free(out);
     return pf_err_set(PF_EINVAL, "malformed fields at byte %zu of %zu", i, len);
 }
 
-void pf_rdv_fields_free(struct pf_rdv_fields *f)
+void pf_wire_fields_free(struct pf_wire_fields *f)
 {
     free(f->v);
     f->v = NULL;
     f->n = 0;
 }
 
-bool pf_rdv_field_is(const struct pf_rdv_field *fl, const char *key)
+bool pf_wire_field_is(const struct pf_wire_field *fl, const char *key)
 {
     size_t kl = strlen(key);
     return fl->klen == kl && memcmp(fl->key, key, kl) == 0;
 }
 
-const struct pf_rdv_field *pf_rdv_fields_get(const struct pf_rdv_fields *f, const char *key)
+const struct pf_wire_field *pf_wire_fields_get(const struct pf_wire_fields *f, const char *key)
 {
     for (size_t i = 0; i < f->n; i++)
-        if (pf_rdv_field_is(&f->v[i], key)) return &f->v[i];
+        if (pf_wire_field_is(&f->v[i], key)) return &f->v[i];
     return NULL;
 }
 
-int pf_rdv_fields_str(char *out, size_t n, const struct pf_rdv_fields *f, const char *key)
+int pf_wire_fields_str(char *out, size_t n, const struct pf_wire_fields *f, const char *key)
 {
-    const struct pf_rdv_field *fl = pf_rdv_fields_get(f, key);
+    const struct pf_wire_field *fl = pf_wire_fields_get(f, key);
     if (n) out[0] = '\0';
     if (!fl) return pf_err_set(PF_ENOENT, "field %s missing", key);
     if (memchr(fl->val, 0, fl->vlen))
@@ -146,10 +146,10 @@ int pf_rdv_fields_str(char *out, size_t n, const struct pf_rdv_fields *f, const 
 
 static int not_a_number(const char *key, const char *s, const char *what);
 
-int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char *key)
+int pf_wire_fields_int(long long *out, const struct pf_wire_fields *f, const char *key)
 {
     char s[32];
-    int r = pf_rdv_fields_str(s, sizeof(s), f, key);
+    int r = pf_wire_fields_str(s, sizeof(s), f, key);
     if (r < 0) return r;
     char *end;
     errno = 0;
@@ -162,7 +162,7 @@ int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char 
     return 0;
 }
 
-char *pf_rdv_field_dup(const struct pf_rdv_field *fl)
+char *pf_wire_field_dup(const struct pf_wire_field *fl)
 {
     if (memchr(fl->val, 0, fl->vlen)) return NULL;
     char *s = pf_xmalloc(fl->vlen + 1);
@@ -171,10 +171,10 @@ char *pf_rdv_field_dup(const struct pf_rdv_field *fl)
     return s;
 }
 
-int pf_rdv_put(struct pf_buf *b, const char *key, const void *val, size_t vlen)
+int pf_wire_put(struct pf_buf *b, const char *key, const void *val, size_t vlen)
 {
     size_t kl = strlen(key);
-    if (kl == 0 || kl > 64 || vlen > PF_RDV_MAX_PAYLOAD)
+    if (kl == 0 || kl > 64 || vlen > PF_WIRE_MAX_PAYLOAD)
         return pf_err_set(PF_EINVAL, "bad field %s", key);
     uint8_t h[5];
     h[0] = (uint8_t)kl;
@@ -192,82 +192,43 @@ int pf_rdv_put(struct pf_buf *b, const char *key, const void *val, size_t vlen)
     return r;
 }
 
-int pf_rdv_put_str(struct pf_buf *b, const char *key, const char *s)
+int pf_wire_put_str(struct pf_buf *b, const char *key, const char *s)
 {
-    return pf_rdv_put(b, key, s ? s : "", s ? strlen(s) : 0);
+    return pf_wire_put(b, key, s ? s : "", s ? strlen(s) : 0);
 }
 
-int pf_rdv_put_int(struct pf_buf *b, const char *key, long long v)
+int pf_wire_put_int(struct pf_buf *b, const char *key, long long v)
 {
     char s[32];
     snprintf(s, sizeof(s), "%lld", v);
-    return pf_rdv_put_str(b, key, s);
+    return pf_wire_put_str(b, key, s);
 }
 
-void pf_rdv_mac(uint8_t out[PF_RDV_MACLEN], const struct pf_rdv_auth *a, int dir,
-                const uint8_t hdr[PF_RDV_HDR], const uint8_t *payload, size_t len)
+void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
+                 const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len)
 {
     crypto_auth_hmacsha256_state st;
     const char *tok = a->token ? a->token : "";
     crypto_auth_hmacsha256_init(&st, (const unsigned char *)tok, strlen(tok));
     uint8_t d[8] = {'P', 'F', 'R', 'V', 'm', 'a', 'c', (uint8_t)dir};
     crypto_auth_hmacsha256_update(&st, d, sizeof(d));
-    crypto_auth_hmacsha256_update(&st, a->nonce_s, PF_RDV_NONCE);
-    crypto_auth_hmacsha256_update(&st, a->nonce_c, PF_RDV_NONCE);
-    crypto_auth_hmacsha256_update(&st, hdr, PF_RDV_HDR);
+    crypto_auth_hmacsha256_update(&st, a->nonce_s, PF_WIRE_NONCE);
+    crypto_auth_hmacsha256_update(&st, a->nonce_c, PF_WIRE_NONCE);
+    crypto_auth_hmacsha256_update(&st, hdr, PF_WIRE_HDR);
     if (len) crypto_auth_hmacsha256_update(&st, payload, len);
     crypto_auth_hmacsha256_final(&st, out);
     sodium_memzero(&st, sizeof(st));
 }
 
-bool pf_rdv_mac_ok(const struct pf_rdv_auth *a, int dir, const struct pf_rdv_frame *f)
+bool pf_wire_mac_ok(const struct pf_wire_auth *a, int dir, const struct pf_wire_frame *f)
 {
     if (!f->mac || !a->on) return false;
-    uint8_t want[PF_RDV_MACLEN];
-    pf_rdv_mac(want, a, dir, f->header, f->payload, f->len);
-    return sodium_memcmp(want, f->mac, PF_RDV_MACLEN) == 0;
+    uint8_t want[PF_WIRE_MACLEN];
+    pf_wire_mac(want, a, dir, f->header, f->payload, f->len);
+    return sodium_memcmp(want, f->mac, PF_WIRE_MACLEN) == 0;
 }
 
-void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h)
-{
-    pf_rdv_put(b, "run", h->run, PF_RDV_NONCE);
-    pf_rdv_put_int(b, "src", h->src);
-    pf_rdv_put_int(b, "dst", h->dst);
-    pf_rdv_put_int(b, "shift", h->shift);
-}
-
-int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t len,
-                         const struct pf_rdv_auth *a)
-{
-    memset(out, 0, sizeof(*out));
-    struct pf_rdv_frame f;
-    int n = pf_rdv_frame_decode(&f, buf, len, PF_RDV_MAX_DHELLO);
-    if (n <= 0) return n;
-    if (f.version != PF_RDV_PROTO)
-        return pf_err_set(PF_EINVAL, "protocol version %u (this preflight speaks %d)", f.version,
-                          PF_RDV_PROTO);
-    if (f.type != PF_RDV_DHELLO || f.seq != 0)
-        return pf_err_set(PF_EINVAL, "a %s frame at sequence %u, not a DHELLO",
-                          pf_rdv_type_name(f.type), f.seq);
-    if (a->on && !pf_rdv_mac_ok(a, PF_RDV_DIR_DATA, &f))
-        return pf_err_set(PF_EINVAL, f.mac ? "DHELLO fails its HMAC: another run or token"
-                                           : "DHELLO carries no HMAC: the peer has no token");
-    struct pf_rdv_fields fl;
-    if (pf_rdv_fields_decode(&fl, f.payload, f.len) < 0) return PF_EINVAL;
-    const struct pf_rdv_field *run = pf_rdv_fields_get(&fl, "run");
-    int r = 0;
-    if (!run || run->vlen != PF_RDV_NONCE || pf_rdv_fields_int(&out->src, &fl, "src") < 0 ||
-        pf_rdv_fields_int(&out->dst, &fl, "dst") < 0 ||
-        pf_rdv_fields_int(&out->shift, &fl, "shift") < 0)
-        r = pf_err_set(PF_EINVAL, "DHELLO without its run, src, dst or shift");
-    else
-        memcpy(out->run, run->val, PF_RDV_NONCE);
-    if (r == 0 && pf_rdv_fields_int(&out->round, &fl, "round") < 0) out->round = -1;
-    pf_rdv_fields_free(&fl);
-    return r < 0 ? r : n;
-}
-
-void pf_rdv_random(void *out, size_t n)
+void pf_wire_random(void *out, size_t n)
 {
     uint8_t *p = out;
     while (n) {
@@ -292,10 +253,10 @@ static int not_a_number(const char *key, const char *s, const char *what)
     return pf_err_set(PF_EINVAL, "field %s: \"%s\" is not %s", key, s, what);
 }
 
-int pf_rdv_fields_num(double *out, const struct pf_rdv_fields *f, const char *key)
+int pf_wire_fields_num(double *out, const struct pf_wire_fields *f, const char *key)
 {
     char s[64];
-    int r = pf_rdv_fields_str(s, sizeof(s), f, key);
+    int r = pf_wire_fields_str(s, sizeof(s), f, key);
     if (r < 0) return r;
     /* strtod alone would take " 1", "+1", "0x1p4", "nan" and "inf": the characters are
      * judged first, then strtod must take all of them, and the value must be finite */

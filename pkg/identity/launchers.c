@@ -2,7 +2,7 @@
  * and how rank, world size (a count of pods) and rank 0's address follow from it. Every fact
  * here is from the launcher's own source, named at each rule; docs/launchers.md has them all. */
 #define _GNU_SOURCE
-#include "identity.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void set_rule(struct pf_rdv_guess *g, const char *rule, const char *fmt, ...)
+static void set_rule(struct pf_identity_guess *g, const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void set_rule(struct pf_rdv_guess *g, const char *rule, const char *fmt, ...)
+static void set_rule(struct pf_identity_guess *g, const char *rule, const char *fmt, ...)
 {
     pf_strcpy(g->id->rule, sizeof(g->id->rule), rule);
     va_list ap;
@@ -38,46 +38,47 @@ static void missing(char *out, size_t n, const char *fmt, ...)
  * not a number; positive: 0 is refused too. */
 static int count_of(long *out, const char *what, const char *s, bool positive)
 {
-    if (pf_rdv_parse_count(s, out) < 0 || (positive && *out < 1))
+    if (pf_identity_parse_count(s, out) < 0 || (positive && *out < 1))
         return pf_err_set(PF_EUSAGE, "%s=%s: expected a %s integer", what, s,
                           positive ? "positive" : "non-negative");
     return 0;
 }
 
-static int set_rank(struct pf_rdv_guess *g, const char *what, const char *s)
+static int set_rank(struct pf_identity_guess *g, const char *what, const char *s)
 {
     long v;
     if (count_of(&v, what, s, false) < 0) return PF_EUSAGE;
     g->id->rank = (int)v;
     pf_strcpy(g->id->rank_from, sizeof(g->id->rank_from), what);
-    pf_rdv_from(g->id, "%s=%s", what, s);
+    pf_identity_from(g->id, "%s=%s", what, s);
     return 0;
 }
 
-static int set_world(struct pf_rdv_guess *g, const char *what, const char *s)
+static int set_world(struct pf_identity_guess *g, const char *what, const char *s)
 {
     long v;
     if (count_of(&v, what, s, true) < 0) return PF_EUSAGE;
     g->id->world_size = (int)v;
     pf_strcpy(g->id->world_from, sizeof(g->id->world_from), what);
-    pf_rdv_from(g->id, "%s=%s", what, s);
+    pf_identity_from(g->id, "%s=%s", what, s);
     return 0;
 }
 
-static void set_coord(struct pf_rdv_guess *g, const char *what, const char *addr)
+static void set_coord(struct pf_identity_guess *g, const char *what, const char *addr)
 {
     int port = g->id->port; /* a launcher's port is the training's, not ours */
-    if (pf_rdv_split_hostport(g->id->coordinator, sizeof(g->id->coordinator), &port, addr) < 0) {
+    if (pf_identity_split_hostport(g->id->coordinator, sizeof(g->id->coordinator), &port, addr) <
+        0) {
         g->id->coordinator[0] = '\0';
         return;
     }
     pf_strcpy(g->id->coord_from, sizeof(g->id->coord_from), what);
-    pf_rdv_from(g->id, "%s=%s", what, addr);
+    pf_identity_from(g->id, "%s=%s", what, addr);
     g->coord_strong = true;
 }
 
 /* The world size the options give; the rules that compute a global rank need it. */
-static int opt_world(const struct pf_rdv_guess *g)
+static int opt_world(const struct pf_identity_guess *g)
 {
     return g->opts && g->opts->world_size > 0 ? g->opts->world_size : -1;
 }
@@ -92,11 +93,12 @@ static void first_label(char *out, size_t n, const char *name)
 }
 
 /* The hostname's ordinal naming (<prefix>-N) into the identity, when it has one. */
-static bool ordinal_naming(struct pf_rdv_guess *g, long *ord)
+static bool ordinal_naming(struct pf_identity_guess *g, long *ord)
 {
     long o;
-    if (!pf_rdv_trailing_ordinal(g->host, g->id->prefix, sizeof(g->id->prefix), &o)) return false;
-    g->id->naming = PF_RDV_NAMING_ORDINAL;
+    if (!pf_identity_trailing_ordinal(g->host, g->id->prefix, sizeof(g->id->prefix), &o))
+        return false;
+    g->id->naming = PF_IDENTITY_NAMING_ORDINAL;
     if (ord) *ord = o;
     return true;
 }
@@ -104,14 +106,14 @@ static bool ordinal_naming(struct pf_rdv_guess *g, long *ord)
 /* ---- LeaderWorkerSet (kubernetes-sigs/lws pkg/utils/pod/pod_utils.go AddLWSVariables: the
  * variables go to containers and init containers; api/leaderworkerset/v1 for the keys). Each
  * group is its own collective. */
-int pf_rdv_rule_lws(struct pf_rdv_guess *g, const struct pf_env *env,
-                    const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_lws(struct pf_identity_guess *g, const struct pf_env *env,
+                         const struct pf_identity_podinfo *pi)
 {
-    const char *idx = pf_rdv_env(env, "LWS_WORKER_INDEX");
-    const char *size = pf_rdv_env(env, "LWS_GROUP_SIZE");
-    const char *lead = pf_rdv_env(env, "LWS_LEADER_ADDRESS");
-    const char *lidx = pf_rdv_meta(pi, "leaderworkerset.sigs.k8s.io/worker-index");
-    const char *lsize = pf_rdv_meta(pi, "leaderworkerset.sigs.k8s.io/size");
+    const char *idx = pf_identity_env(env, "LWS_WORKER_INDEX");
+    const char *size = pf_identity_env(env, "LWS_GROUP_SIZE");
+    const char *lead = pf_identity_env(env, "LWS_LEADER_ADDRESS");
+    const char *lidx = pf_identity_meta(pi, "leaderworkerset.sigs.k8s.io/worker-index");
+    const char *lsize = pf_identity_meta(pi, "leaderworkerset.sigs.k8s.io/size");
     if (!idx && !size && !lead && !lidx) return 0;
     set_rule(g, "lws",
              "LeaderWorkerSet: each group meets alone; rank = worker index (0 is the leader), "
@@ -125,17 +127,17 @@ int pf_rdv_rule_lws(struct pf_rdv_guess *g, const struct pf_env *env,
     if (lead) {
         set_coord(g, "LWS_LEADER_ADDRESS", lead);
         first_label(g->id->prefix, sizeof(g->id->prefix), lead);
-        g->id->naming = PF_RDV_NAMING_LWS;
+        g->id->naming = PF_IDENTITY_NAMING_LWS;
     } else {
-        const char *ln = pf_rdv_meta(pi, "leaderworkerset.sigs.k8s.io/leader-name");
+        const char *ln = pf_identity_meta(pi, "leaderworkerset.sigs.k8s.io/leader-name");
         long ord;
         if (g->id->rank == 0)
             pf_strcpy(g->id->prefix, sizeof(g->id->prefix), g->host);
         else if (ln)
             pf_strcpy(g->id->prefix, sizeof(g->id->prefix), ln);
-        else if (!pf_rdv_trailing_ordinal(g->host, g->id->prefix, sizeof(g->id->prefix), &ord))
+        else if (!pf_identity_trailing_ordinal(g->host, g->id->prefix, sizeof(g->id->prefix), &ord))
             g->id->prefix[0] = '\0';
-        if (g->id->prefix[0]) g->id->naming = PF_RDV_NAMING_LWS;
+        if (g->id->prefix[0]) g->id->naming = PF_IDENTITY_NAMING_LWS;
     }
     if (!size && !lsize)
         WORLD_MISSING(g, "LeaderWorkerSet sets LWS_GROUP_SIZE in every container, init "
@@ -147,14 +149,14 @@ int pf_rdv_rule_lws(struct pf_rdv_guess *g, const struct pf_env *env,
  * name, subdomain = job name, VC_<TASK>_NUM and VC_<TASK>_HOSTS for every task, task upper
  * case with '-' as '_', containers and init containers; plugins/env/env.go: VC_TASK_INDEX;
  * labels from batch/v1alpha1/labels.go). */
-int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
-                        const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_volcano(struct pf_identity_guess *g, const struct pf_env *env,
+                             const struct pf_identity_podinfo *pi)
 {
-    const char *idx = pf_rdv_env(env, "VC_TASK_INDEX");
+    const char *idx = pf_identity_env(env, "VC_TASK_INDEX");
     const char *idx_name = "VC_TASK_INDEX";
-    if (!idx) idx = pf_rdv_env(env, (idx_name = "VK_TASK_INDEX"));
-    if (!idx) idx = pf_rdv_meta(pi, (idx_name = "volcano.sh/task-index"));
-    const char *job = pf_rdv_meta(pi, "volcano.sh/job-name");
+    if (!idx) idx = pf_identity_env(env, (idx_name = "VK_TASK_INDEX"));
+    if (!idx) idx = pf_identity_meta(pi, (idx_name = "volcano.sh/task-index"));
+    const char *job = pf_identity_meta(pi, "volcano.sh/job-name");
     if (!idx && !job) return 0;
     /* the tasks, from the VC_<TASK>_NUM variables every container gets */
     char tasks[8][64];
@@ -170,7 +172,7 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
         }
     }
     char task[64] = "";
-    const char *spec = pf_rdv_meta(pi, "volcano.sh/task-spec");
+    const char *spec = pf_identity_meta(pi, "volcano.sh/task-spec");
     if (spec) {
         size_t k;
         for (k = 0; spec[k] && k + 1 < sizeof(task); k++)
@@ -182,16 +184,16 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
     if (idx && set_rank(g, idx_name, idx) < 0) return PF_EUSAGE;
     char name[96];
     snprintf(name, sizeof(name), "VC_%s_NUM", task);
-    const char *num = task[0] ? pf_rdv_env(env, name) : NULL;
+    const char *num = task[0] ? pf_identity_env(env, name) : NULL;
     if (num && set_world(g, name, num) < 0) return PF_EUSAGE;
     long ord;
     ordinal_naming(g, &ord);
     if (job) pf_strcpy(g->default_domain, sizeof(g->default_domain), job);
-    if (pf_rdv_env(env, "MPI_HOST")) {
+    if (pf_identity_env(env, "MPI_HOST")) {
         set_rule(g, "volcano",
                  "Volcano mpi plugin: this is the master task, which runs mpirun; it is no rank "
                  "of the all-reduce (MPI_HOST is set)");
-        pf_rdv_from(g->id, "MPI_HOST");
+        pf_identity_from(g->id, "MPI_HOST");
         g->id->member = false;
         return 1;
     }
@@ -216,7 +218,7 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
                       list);
         COORD_MISSING(g, "Volcano Job with tasks %s: set PREFLIGHT_COORDINATOR or MASTER_ADDR",
                       list);
-        g->id->naming = PF_RDV_NAMING_NONE;
+        g->id->naming = PF_IDENTITY_NAMING_NONE;
         return 1;
     }
     set_rule(g, "volcano",
@@ -224,7 +226,7 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
              "the task's first host",
              task[0] ? " " : "", task);
     snprintf(name, sizeof(name), "VC_%s_HOSTS", task);
-    const char *hosts = task[0] ? pf_rdv_env(env, name) : NULL;
+    const char *hosts = task[0] ? pf_identity_env(env, name) : NULL;
     char first[300] = "";
     if (hosts) {
         snprintf(first, sizeof(first), "%.*s", (int)strcspn(hosts, ","), hosts);
@@ -261,7 +263,7 @@ int pf_rdv_rule_volcano(struct pf_rdv_guess *g, const struct pf_env *env,
 static bool kubeflow_name(const char *h, char *job, size_t n, char *role, size_t rn, long *ord)
 {
     char prefix[256];
-    if (!pf_rdv_trailing_ordinal(h, prefix, sizeof(prefix), ord)) {
+    if (!pf_identity_trailing_ordinal(h, prefix, sizeof(prefix), ord)) {
         /* MPIJob's launcher: "<job>-launcher" */
         size_t hl = strlen(h);
         if (hl > 9 && strcmp(h + hl - 9, "-launcher") == 0 && hl - 9 < n) {
@@ -288,23 +290,23 @@ static bool kubeflow_name(const char *h, char *job, size_t n, char *role, size_t
     return false;
 }
 
-static int rule_mpijob(struct pf_rdv_guess *g, const struct pf_rdv_podinfo *pi, const char *job,
-                       const char *role, long ord, const char *why);
+static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_podinfo *pi,
+                       const char *job, const char *role, long ord, const char *why);
 
 /* ---- Kubeflow PyTorchJob (training-operator v1.9 pkg/controller.v1/pytorch/envvar.go: RANK,
  * WORLD_SIZE = pods x nprocPerNode, PET_NNODES, MASTER_ADDR in the main containers only) and
  * MPIJob v2 (mpi-operator pkg/controller/mpi_job_controller.go: workers <job>-worker-<i> with
  * subdomain <job>, launcher <job>-launcher; labels training.kubeflow.org/operator-name,
  * job-role, replica-index). */
-int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
-                         const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_kubeflow(struct pf_identity_guess *g, const struct pf_env *env,
+                              const struct pf_identity_podinfo *pi)
 {
-    const char *op = pf_rdv_meta(pi, "training.kubeflow.org/operator-name");
-    const char *jl = pf_rdv_meta(pi, "training.kubeflow.org/job-name");
-    const char *role_l = pf_rdv_meta(pi, "training.kubeflow.org/job-role");
-    const char *rtype = pf_rdv_meta(pi, "training.kubeflow.org/replica-type");
-    const char *ridx = pf_rdv_meta(pi, "training.kubeflow.org/replica-index");
-    const char *kmpi = pf_rdv_env(env, "K_MPI_JOB_ROLE");
+    const char *op = pf_identity_meta(pi, "training.kubeflow.org/operator-name");
+    const char *jl = pf_identity_meta(pi, "training.kubeflow.org/job-name");
+    const char *role_l = pf_identity_meta(pi, "training.kubeflow.org/job-role");
+    const char *rtype = pf_identity_meta(pi, "training.kubeflow.org/replica-type");
+    const char *ridx = pf_identity_meta(pi, "training.kubeflow.org/replica-index");
+    const char *kmpi = pf_identity_env(env, "K_MPI_JOB_ROLE");
     char job[256] = "", role[16] = "";
     long ord = -1;
     bool named = kubeflow_name(g->host, job, sizeof(job), role, sizeof(role), &ord);
@@ -317,15 +319,15 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
             mpi = false;
         else
             return 0; /* another Kubeflow job kind: its names are no rule of ours */
-        pf_rdv_from(g->id, "label training.kubeflow.org/operator-name=%s", op);
+        pf_identity_from(g->id, "label training.kubeflow.org/operator-name=%s", op);
     } else if (kmpi) {
         mpi = true;
-        pf_rdv_from(g->id, "K_MPI_JOB_ROLE=%s", kmpi);
+        pf_identity_from(g->id, "K_MPI_JOB_ROLE=%s", kmpi);
     } else {
         /* names alone: not in a Job (an Indexed Job "<x>-worker" names its pods alike), and
          * not when the labels are mounted and are no Kubeflow labels */
-        if (!named || pf_rdv_env(env, "JOB_COMPLETION_INDEX")) return 0;
-        if (pi->labels && !pf_rdv_meta_prefix(pi, "training.kubeflow.org/")) return 0;
+        if (!named || pf_identity_env(env, "JOB_COMPLETION_INDEX")) return 0;
+        if (pi->labels && !pf_identity_meta_prefix(pi, "training.kubeflow.org/")) return 0;
         /* MPIJob's pods have the subdomain <job>; PyTorchJob's have none */
         g->id->wants_fqdn = true;
         char sub[256];
@@ -336,7 +338,7 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
     if (mpi) {
         if (kmpi && !role_l) role_l = kmpi;
         if (role_l) pf_strcpy(role, sizeof(role), role_l);
-        if (ridx && !named) pf_rdv_parse_count(ridx, &ord);
+        if (ridx && !named) pf_identity_parse_count(ridx, &ord);
         char why[200];
         snprintf(why, sizeof(why), "%s",
                  why_label || kmpi ? "MPIJob (its labels)"
@@ -352,7 +354,7 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
                               "worker",
                               rtype);
         long i;
-        if (pf_rdv_parse_count(ridx, &i) < 0)
+        if (pf_identity_parse_count(ridx, &i) < 0)
             return pf_err_set(PF_EUSAGE,
                               "label training.kubeflow.org/replica-index=%s: expected a "
                               "non-negative integer",
@@ -360,12 +362,12 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
         g->id->rank = strcmp(rtype, "master") == 0 ? 0 : (int)i + 1;
         snprintf(g->id->rank_from, sizeof(g->id->rank_from), "label replica-type %s, index %ld",
                  rtype, i);
-        pf_rdv_from(g->id, "label training.kubeflow.org/replica-type=%s", rtype);
-        pf_rdv_from(g->id, "label training.kubeflow.org/replica-index=%s", ridx);
+        pf_identity_from(g->id, "label training.kubeflow.org/replica-type=%s", rtype);
+        pf_identity_from(g->id, "label training.kubeflow.org/replica-index=%s", ridx);
     } else if (named) {
         g->id->rank = strcmp(role, "master") == 0 ? 0 : (int)ord + 1;
         snprintf(g->id->rank_from, sizeof(g->id->rank_from), "hostname %.80s", g->host);
-        pf_rdv_from(g->id, "hostname %s", g->host);
+        pf_identity_from(g->id, "hostname %s", g->host);
     } else {
         RANK_MISSING(g,
                      "PyTorchJob pod \"%s\" has neither a <job>-master-0 / <job>-worker-N name "
@@ -373,10 +375,10 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
                      g->host);
     }
     if (job[0]) {
-        g->id->naming = PF_RDV_NAMING_PYTORCH;
+        g->id->naming = PF_IDENTITY_NAMING_PYTORCH;
         pf_strcpy(g->id->prefix, sizeof(g->id->prefix), job);
     }
-    const char *nn = pf_rdv_env(env, "PET_NNODES"), *ws = pf_rdv_env(env, "WORLD_SIZE");
+    const char *nn = pf_identity_env(env, "PET_NNODES"), *ws = pf_identity_env(env, "WORLD_SIZE");
     if (nn) {
         if (set_world(g, "PET_NNODES", nn) < 0) return PF_EUSAGE;
     } else if (ws) {
@@ -395,19 +397,19 @@ int pf_rdv_rule_kubeflow(struct pf_rdv_guess *g, const struct pf_env *env,
     return 1;
 }
 
-static int rule_mpijob(struct pf_rdv_guess *g, const struct pf_rdv_podinfo *pi, const char *job,
-                       const char *role, long ord, const char *why)
+static int rule_mpijob(struct pf_identity_guess *g, const struct pf_identity_podinfo *pi,
+                       const char *job, const char *role, long ord, const char *why)
 {
-    const char *ridx = pf_rdv_meta(pi, "training.kubeflow.org/replica-index");
+    const char *ridx = pf_identity_meta(pi, "training.kubeflow.org/replica-index");
     bool launcher = strcmp(role, "launcher") == 0;
     /* runLauncherAsWorker: the launcher is rank 0 and has a replica index; worker i has i+1 */
     long ri = -1;
-    if (ridx && pf_rdv_parse_count(ridx, &ri) < 0) ri = -1;
+    if (ridx && pf_identity_parse_count(ridx, &ri) < 0) ri = -1;
     bool as_worker = launcher ? ri >= 0 : (ri >= 0 && ord >= 0 && ri == ord + 1);
-    if (ridx) pf_rdv_from(g->id, "label training.kubeflow.org/replica-index=%s", ridx);
-    pf_rdv_from(g->id, "hostname %s", g->host);
+    if (ridx) pf_identity_from(g->id, "label training.kubeflow.org/replica-index=%s", ridx);
+    pf_identity_from(g->id, "hostname %s", g->host);
     pf_strcpy(g->id->prefix, sizeof(g->id->prefix), job);
-    g->id->naming = PF_RDV_NAMING_MPI;
+    g->id->naming = PF_IDENTITY_NAMING_MPI;
     g->id->per_job = as_worker ? 1 : 0;
     pf_strcpy(g->default_domain, sizeof(g->default_domain), job);
     if (launcher && !as_worker) {
@@ -443,24 +445,24 @@ static int rule_mpijob(struct pf_rdv_guess *g, const struct pf_rdv_podinfo *pi, 
  * pkg/runtime/framework/plugins/torch/torch.go: PET_NNODES, PET_NODE_RANK, PET_MASTER_ADDR; in
  * init containers only with mlPolicy.torch.envInjection) and torchrun's own
  * (torch/distributed/run.py: every option from PET_<OPTION>). */
-int pf_rdv_rule_pet(struct pf_rdv_guess *g, const struct pf_env *env,
-                    const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_torchrun(struct pf_identity_guess *g, const struct pf_env *env,
+                              const struct pf_identity_podinfo *pi)
 {
-    const char *nr = pf_rdv_env(env, "PET_NODE_RANK");
-    const char *nn = pf_rdv_env(env, "PET_NNODES");
-    const char *ma = pf_rdv_env(env, "PET_MASTER_ADDR");
+    const char *nr = pf_identity_env(env, "PET_NODE_RANK");
+    const char *nn = pf_identity_env(env, "PET_NNODES");
+    const char *ma = pf_identity_env(env, "PET_MASTER_ADDR");
     if (!nr && !nn && !ma) return 0;
-    const char *js = pf_rdv_meta(pi, "jobset.sigs.k8s.io/jobset-name");
+    const char *js = pf_identity_meta(pi, "jobset.sigs.k8s.io/jobset-name");
     char prefix[256];
     long ord;
-    bool tj_name = pf_rdv_trailing_ordinal(g->host, prefix, sizeof(prefix), &ord) &&
+    bool tj_name = pf_identity_trailing_ordinal(g->host, prefix, sizeof(prefix), &ord) &&
                    strlen(prefix) > 7 && strcmp(prefix + strlen(prefix) - 7, "-node-0") == 0;
     bool trainjob = js || tj_name;
     if (nr) {
         if (set_rank(g, "PET_NODE_RANK", nr) < 0) return PF_EUSAGE;
     } else {
-        const char *jci = pf_rdv_env(env, "JOB_COMPLETION_INDEX");
-        const char *rk = pf_rdv_env(env, "RANK");
+        const char *jci = pf_identity_env(env, "JOB_COMPLETION_INDEX");
+        const char *rk = pf_identity_env(env, "RANK");
         if (jci ? set_rank(g, "JOB_COMPLETION_INDEX", jci) < 0 : rk && set_rank(g, "RANK", rk) < 0)
             return PF_EUSAGE;
     }
@@ -484,7 +486,7 @@ int pf_rdv_rule_pet(struct pf_rdv_guess *g, const struct pf_env *env,
     if (tj_name) {
         pf_strcpy(g->id->prefix, sizeof(g->id->prefix), prefix);
         g->id->prefix[strlen(prefix) - 2] = '\0'; /* "<tj>-node" */
-        g->id->naming = PF_RDV_NAMING_JOBSET;
+        g->id->naming = PF_IDENTITY_NAMING_JOBSET;
         g->id->per_job = 0; /* one Job: <tj>-node-0-<rank> */
         if (js) pf_strcpy(g->default_domain, sizeof(g->default_domain), js);
     } else if (!ma) {
@@ -510,51 +512,51 @@ int pf_rdv_rule_pet(struct pf_rdv_guess *g, const struct pf_env *env,
  * job-global-index as labels and annotations; Job names <js>-<rjob>-<jobIndex> from
  * pkg/util/placement/placement.go; Indexed completion by default, so JOB_COMPLETION_INDEX and
  * hostnames <js>-<rjob>-<jobIndex>-<podIndex>; the subdomain defaults to the JobSet's name). */
-static int meta_count(long *out, const struct pf_rdv_podinfo *pi, struct pf_rdv_ident *id,
+static int meta_count(long *out, const struct pf_identity_podinfo *pi, struct pf_identity *id,
                       const char *key)
 {
-    const char *s = pf_rdv_meta(pi, key);
+    const char *s = pf_identity_meta(pi, key);
     *out = -1;
     if (!s) return 0;
     char what[128];
     snprintf(what, sizeof(what), "label %s", key);
     if (count_of(out, what, s, false) < 0) return PF_EUSAGE;
-    pf_rdv_from(id, "%s=%s", what, s);
+    pf_identity_from(id, "%s=%s", what, s);
     return 0;
 }
 
-int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
-                       const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_jobset(struct pf_identity_guess *g, const struct pf_env *env,
+                            const struct pf_identity_podinfo *pi)
 {
-    const char *js = pf_rdv_meta(pi, "jobset.sigs.k8s.io/jobset-name");
-    const char *rj = pf_rdv_meta(pi, "jobset.sigs.k8s.io/replicatedjob-name");
+    const char *js = pf_identity_meta(pi, "jobset.sigs.k8s.io/jobset-name");
+    const char *rj = pf_identity_meta(pi, "jobset.sigs.k8s.io/replicatedjob-name");
     if (!js || !rj) return 0;
-    struct pf_rdv_ident *id = g->id;
-    pf_rdv_from(id, "label jobset.sigs.k8s.io/jobset-name=%s", js);
-    pf_rdv_from(id, "label jobset.sigs.k8s.io/replicatedjob-name=%s", rj);
+    struct pf_identity *id = g->id;
+    pf_identity_from(id, "label jobset.sigs.k8s.io/jobset-name=%s", js);
+    pf_identity_from(id, "label jobset.sigs.k8s.io/replicatedjob-name=%s", rj);
     long ji, gi, G, R, c = -1;
     if (meta_count(&ji, pi, id, "jobset.sigs.k8s.io/job-index") < 0 ||
         meta_count(&gi, pi, id, "jobset.sigs.k8s.io/job-global-index") < 0 ||
         meta_count(&G, pi, id, "jobset.sigs.k8s.io/global-replicas") < 0 ||
         meta_count(&R, pi, id, "jobset.sigs.k8s.io/replicatedjob-replicas") < 0)
         return PF_EUSAGE;
-    const char *jci = pf_rdv_env(env, "JOB_COMPLETION_INDEX");
+    const char *jci = pf_identity_env(env, "JOB_COMPLETION_INDEX");
     const char *what = "JOB_COMPLETION_INDEX";
-    if (!jci) jci = pf_rdv_meta(pi, (what = "label batch.kubernetes.io/job-completion-index"));
+    if (!jci) jci = pf_identity_meta(pi, (what = "label batch.kubernetes.io/job-completion-index"));
     if (jci) {
         if (count_of(&c, what, jci, false) < 0) return PF_EUSAGE;
-        pf_rdv_from(id, "%s=%s", what, jci);
+        pf_identity_from(id, "%s=%s", what, jci);
     } else {
         char p[256];
-        if (pf_rdv_trailing_ordinal(g->host, p, sizeof(p), &c))
-            pf_rdv_from(id, "hostname %s", g->host);
+        if (pf_identity_trailing_ordinal(g->host, p, sizeof(p), &c))
+            pf_identity_from(id, "hostname %s", g->host);
     }
     snprintf(id->prefix, sizeof(id->prefix), "%s-%s", js, rj);
     pf_strcpy(g->default_domain, sizeof(g->default_domain), js);
-    const char *co = pf_rdv_meta(pi, "jobset.sigs.k8s.io/coordinator");
+    const char *co = pf_identity_meta(pi, "jobset.sigs.k8s.io/coordinator");
     if (co) set_coord(g, "label jobset.sigs.k8s.io/coordinator", co);
     int W = opt_world(g);
-    const char *ws = pf_rdv_env(env, "WORLD_SIZE");
+    const char *ws = pf_identity_env(env, "WORLD_SIZE");
     if (W < 0 && ws) {
         if (set_world(g, "WORLD_SIZE", ws) < 0) return PF_EUSAGE;
         W = id->world_size;
@@ -570,7 +572,7 @@ int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
     if (strcmp(rj, "node") == 0 && R == 1) {
         id->rank = (int)c;
         snprintf(id->rank_from, sizeof(id->rank_from), "%s", what);
-        id->naming = PF_RDV_NAMING_JOBSET;
+        id->naming = PF_IDENTITY_NAMING_JOBSET;
         id->per_job = 0;
         snprintf(id->prefix, sizeof(id->prefix), "%s-node", js);
         set_rule(g, "trainjob",
@@ -614,7 +616,7 @@ int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
                          "number of pods of the whole JobSet");
     if (gi == ji && per_job >= 0) {
         /* this pod's replicatedJob is the first one: rank 0 is its Job 0, pod 0 */
-        id->naming = PF_RDV_NAMING_JOBSET;
+        id->naming = PF_IDENTITY_NAMING_JOBSET;
         id->per_job = per_job;
         if (per_job > 0 && R > 0) id->named_ranks = (int)(R * per_job);
     } else if (!co) {
@@ -634,27 +636,27 @@ int pf_rdv_rule_jobset(struct pf_rdv_guess *g, const struct pf_env *env,
 
 /* ---- Indexed Job (kubernetes pkg/controller/job/indexed_job_utils.go: JOB_COMPLETION_INDEX
  * in containers and init containers, hostname <job>-<index>; no subdomain of its own). */
-int pf_rdv_rule_indexed_job(struct pf_rdv_guess *g, const struct pf_env *env,
-                            const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_indexed_job(struct pf_identity_guess *g, const struct pf_env *env,
+                                 const struct pf_identity_podinfo *pi)
 {
-    const char *jci = pf_rdv_env(env, "JOB_COMPLETION_INDEX");
+    const char *jci = pf_identity_env(env, "JOB_COMPLETION_INDEX");
     const char *what = "JOB_COMPLETION_INDEX";
-    if (!jci) jci = pf_rdv_meta(pi, (what = "label batch.kubernetes.io/job-completion-index"));
+    if (!jci) jci = pf_identity_meta(pi, (what = "label batch.kubernetes.io/job-completion-index"));
     if (!jci) return 0;
     if (set_rank(g, what, jci) < 0) return PF_EUSAGE;
-    const char *ws = pf_rdv_env(env, "WORLD_SIZE");
+    const char *ws = pf_identity_env(env, "WORLD_SIZE");
     if (ws && set_world(g, "WORLD_SIZE", ws) < 0) return PF_EUSAGE;
-    const char *jn = pf_rdv_meta(pi, "batch.kubernetes.io/job-name");
+    const char *jn = pf_identity_meta(pi, "batch.kubernetes.io/job-name");
     long ord, a;
     char p2[256];
     if (jn) {
         pf_strcpy(g->id->prefix, sizeof(g->id->prefix), jn);
-        g->id->naming = PF_RDV_NAMING_ORDINAL;
-        pf_rdv_from(g->id, "label batch.kubernetes.io/job-name=%s", jn);
+        g->id->naming = PF_IDENTITY_NAMING_ORDINAL;
+        pf_identity_from(g->id, "label batch.kubernetes.io/job-name=%s", jn);
     } else if (ordinal_naming(g, &ord)) {
         /* "<x>-<a>-<index>" without labels: JobSet's Job a, or an Indexed Job named "<x>-<a>" */
         if (!pi->labels && ord == g->id->rank &&
-            pf_rdv_trailing_ordinal(g->id->prefix, p2, sizeof(p2), &a) && a > 0) {
+            pf_identity_trailing_ordinal(g->id->prefix, p2, sizeof(p2), &a) && a > 0) {
             RANK_MISSING(g,
                          "hostname \"%s\" may be pod %ld of Job %ld of a JobSet or pod %ld of "
                          "an Indexed Job named \"%s\": mount the podinfo labels "
@@ -662,7 +664,7 @@ int pf_rdv_rule_indexed_job(struct pf_rdv_guess *g, const struct pf_env *env,
                          g->host, ord, a, ord, g->id->prefix);
             COORD_MISSING(g, "see the rank");
             g->id->rank = -1;
-            g->id->naming = PF_RDV_NAMING_NONE;
+            g->id->naming = PF_IDENTITY_NAMING_NONE;
         }
     }
     set_rule(g, "indexed-job",
@@ -674,11 +676,11 @@ int pf_rdv_rule_indexed_job(struct pf_rdv_guess *g, const struct pf_env *env,
 /* ---- RANK and WORLD_SIZE written into the pod spec, or a StatefulSet's <sts>-<ordinal>
  * (kubernetes pkg/controller/statefulset/stateful_set_utils.go: hostname = pod name, subdomain
  * = serviceName), or any hostname with an ordinal. */
-int pf_rdv_rule_ordinal(struct pf_rdv_guess *g, const struct pf_env *env,
-                        const struct pf_rdv_podinfo *pi)
+int pf_identity_rule_ordinal(struct pf_identity_guess *g, const struct pf_env *env,
+                             const struct pf_identity_podinfo *pi)
 {
-    const char *rk = pf_rdv_env(env, "RANK");
-    const char *ws = pf_rdv_env(env, "WORLD_SIZE");
+    const char *rk = pf_identity_env(env, "RANK");
+    const char *ws = pf_identity_env(env, "WORLD_SIZE");
     long ord = -1;
     bool named = ordinal_naming(g, &ord);
     if (rk) {
@@ -687,9 +689,9 @@ int pf_rdv_rule_ordinal(struct pf_rdv_guess *g, const struct pf_env *env,
     } else if (named) {
         g->id->rank = (int)ord;
         snprintf(g->id->rank_from, sizeof(g->id->rank_from), "hostname %.80s", g->host);
-        pf_rdv_from(g->id, "hostname %s", g->host);
-        bool sts = pf_rdv_meta(pi, "statefulset.kubernetes.io/pod-name") ||
-                   pf_rdv_meta(pi, "apps.kubernetes.io/pod-index");
+        pf_identity_from(g->id, "hostname %s", g->host);
+        bool sts = pf_identity_meta(pi, "statefulset.kubernetes.io/pod-name") ||
+                   pf_identity_meta(pi, "apps.kubernetes.io/pod-index");
         set_rule(g, sts ? "statefulset" : "hostname",
                  "%s: rank = the hostname's ordinal, rank 0 = <name>-0 in the pod's subdomain",
                  sts ? "StatefulSet (its labels)" : "a hostname <name>-N (StatefulSet or alike)");
