@@ -89,14 +89,9 @@ int pf_report_json_str(struct pf_buf *out, const char *s)
 
 const char *pf_report_event_reason(enum pf_status verdict)
 {
-    switch (verdict) {
-    case PF_FAIL:
-        return "PreflightFailed";
-    case PF_WARN:
-        return "PreflightWarning";
-    default:
-        return "PreflightPassed";
-    }
+    static const char *const reasons[] = {
+        [PF_FAIL] = "PreflightFailed", [PF_WARN] = "PreflightWarning"};
+    return pf_name_of(reasons, PF_ARRAY_LEN(reasons), (int)verdict, "PreflightPassed");
 }
 
 const char *pf_report_event_type(enum pf_status verdict)
