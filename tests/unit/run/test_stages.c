@@ -405,7 +405,10 @@ static void test_stage_checks_in_the_checks_table(void **state)
             bool found = false;
             for (size_t i = 0; i < pf_run_run_table_len; i++)
                 found = found || strcmp(pf_run_run_table[i].id, w) == 0;
-            if (!found) fail_msg("%s names stage %s, which `run` does not have", d->id, w);
+            for (size_t i = 0; i < pf_run_check_table_len; i++)
+                found = found || strcmp(pf_run_check_table[i].id, w) == 0;
+            if (!found)
+                fail_msg("%s names stage %s, which neither `run` nor `check` has", d->id, w);
         }
     }
     /* rendezvous, collective.tcp, net.rails, collective.nccl, rdma.counters, report.*,
