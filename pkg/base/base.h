@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -193,6 +194,16 @@ int pf_file_replace(const char *path, const void *data, size_t len, unsigned mod
  * the limit: 0, or PF_EUSAGE "FLAG PATH: why" (cannot open, larger than the limit, read
  * error). */
 int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path);
+
+/* In a function taking (..., const char *fmt, ...): formats the arguments after fmt into
+ * buf, a char array (cut at its size, as snprintf does). */
+#define PF_FORMAT_ARGS(buf, fmt)                                                                   \
+    do {                                                                                           \
+        va_list ap_;                                                                               \
+        va_start(ap_, fmt);                                                                        \
+        vsnprintf(buf, sizeof(buf), fmt, ap_);                                                     \
+        va_end(ap_);                                                                               \
+    } while (0)
 
 /* Appends s to out with what a terminal or a log would act on made visible: C0 controls
  * (ESC, CR, BEL, ...) and DEL as \xNN, \r and \n as two characters (newlines kept as they

@@ -72,10 +72,7 @@ static int bad(struct ctx *x, yaml_node_t *n, const char *key, const char *fmt, 
 static int bad(struct ctx *x, yaml_node_t *n, const char *key, const char *fmt, ...)
 {
     char why[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(why, fmt);
     return pf_err_set(PF_EUSAGE, "%s:%zu: %s: %s", x->name, n ? n->start_mark.line + 1 : 0, key,
                       why);
 }

@@ -31,9 +31,6 @@ void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
 {
     if (!ctx->progress) return;
     char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(line, fmt);
     ctx->progress(ctx->progress_arg, line);
 }

@@ -76,10 +76,7 @@ void pf_fleet_finding(struct pf_fleet_summary *s, const char *check, const char 
                       enum pf_status st, const char *remedy, const char *fmt, ...)
 {
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(msg, fmt);
     if (has_finding(s, check, code, msg)) return;
     s->findings = pf_xrealloc(s->findings, (s->nfindings + 1) * sizeof(*s->findings));
     struct pf_fleet_finding *x = &s->findings[s->nfindings++];

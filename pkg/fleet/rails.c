@@ -149,10 +149,7 @@ static void blame_once(struct pf_fleet *f, int pos, const char *fmt, ...)
     for (size_t i = 0; i < f->out.nculprits; i++)
         if (f->out.culprits[i].rank == rank) return;
     char why[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof(why), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(why, fmt);
     pf_fleet_blame(f, rank, "%s", why);
 }
 

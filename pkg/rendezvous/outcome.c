@@ -94,10 +94,7 @@ bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code
 void rdv_skip(struct rdv_session *S, const char *check, bool soft, const char *fmt, ...)
 {
     char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(text, fmt);
     note_add(S, &(struct pf_rdv_note){
                     .kind = PF_RDV_NOTE_SKIP, .check = check, .text = text, .soft = soft});
 }
@@ -105,10 +102,7 @@ void rdv_skip(struct rdv_session *S, const char *check, bool soft, const char *f
 void rdv_message(struct rdv_session *S, const char *check, const char *fmt, ...)
 {
     char text[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(text, fmt);
     note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_MESSAGE, .check = check, .text = text});
 }
 
@@ -152,10 +146,7 @@ void rdv_say(struct rdv_session *S, const char *fmt, ...)
 {
     if (!S->su.progress) return;
     char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(line, fmt);
     S->su.progress(S->su.arg, line);
 }
 
@@ -206,10 +197,7 @@ void rdv_note_shared(struct rdv_session *S, const char *check, const char *code,
                      const char *fmt, ...)
 {
     char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(msg, fmt);
     (void)rdv_note_finding(S, check, code, sev, S->m != NULL, msg);
 }
 
@@ -228,9 +216,6 @@ void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
 void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
 {
     char doing[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(doing, sizeof(doing), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(doing, fmt);
     if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
 }

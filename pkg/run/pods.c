@@ -48,10 +48,7 @@ static void add_fleet_finding(struct pf_run *R, const char *check, const char *c
 void run_guard(struct pf_run *R, const char *stage_id, const char *fmt, ...)
 {
     char doing[768];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(doing, sizeof(doing), fmt, ap);
-    va_end(ap);
+    PF_FORMAT_ARGS(doing, fmt);
     pf_verdict_guard_update(&R->verdict, stage_id, doing);
 }
 
