@@ -290,8 +290,8 @@ PY
 q() { ip netns exec "$SW" python3 "$T/q.py" "$PP" "$1"; }
 # qwait EXPR [SECONDS]: polls until EXPR returns series (bounded, default 30 s); prints them
 qwait() {
-    local r=""
-    for _ in $(seq $((${2:-30} * 5))); do
+    local r="" end=$((SECONDS + ${2:-30}))
+    while [ "$SECONDS" -lt "$end" ]; do
         r=$(q "$1")
         case "$r" in
         ERROR*) echo "$r"; return 1 ;;
@@ -307,8 +307,12 @@ qwait() {
 vals() { python3 -c 'import json,sys; print(" ".join(sorted(s["value"][1] for s in json.loads(sys.argv[1]))))' "$1"; }
 label() { python3 -c 'import json,sys; print(" ".join(sorted(s["metric"].get(sys.argv[2], "-") for s in json.loads(sys.argv[1]))))' "$1" "$2"; }
 
-if qwait 'up{job="pushgateway"} == 1' 60 >/dev/null; then ok "prometheus scrapes the pushgateway"; else
-    notok "prometheus scrapes the pushgateway" "$(tail -3 "$T/prom.log" | tr '\n' '|')"; exit 1; fi
+# a machine crowded by other work may take long to start both: up to 3 minutes (a pass
+# comes as soon as the first scrape succeeds)
+if qwait 'up{job="pushgateway"} == 1' 180 >/dev/null; then ok "prometheus scrapes the pushgateway"; else
+    notok "prometheus scrapes the pushgateway" "pushgateway: $(tail -3 "$T/pgw.log" | tr '\n' '|') prometheus: $(tail -3 "$T/prom.log" | tr '\n' '|') up: $(q 'up')"
+    exit 1
+fi
 
 # ---- `preflight check` pushes: one with plain names, one without a namespace and a node
 # name that needs escaping (base64 in the URL, escaped in the exposition)
