@@ -26,7 +26,7 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
     }
     struct pf_check *c = pf_verdict_add_check(&R.verdict, "nccl.log");
     for (int i = 0; i < nfiles; i++) {
-        if (pf_nccllog_read_file(&log, files[i]) < 0) {
+        if (pf_nccllog_read_file(&log, files[i], R.deadline) < 0) {
             code = pf_cmd_usage(o);
             goto out;
         }

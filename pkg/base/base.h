@@ -191,9 +191,11 @@ int pf_file_mkdir_parents(const char *path);
  * a symlink to one is written in place. 0, or PF_ERR with the message. */
 int pf_file_replace(const char *path, const void *data, size_t len, unsigned mode);
 /* Reads a file the user named (a flag's value, not under --root) whole into b, whose max is
- * the limit: 0, or PF_EUSAGE "FLAG PATH: why" (cannot open, larger than the limit, read
- * error). */
-int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path);
+ * the limit, before deadline (0: PF_FILE_READ_WAIT_S from now): 0, or PF_EUSAGE "FLAG PATH:
+ * why" (cannot open, larger than the limit, read error, no end by the deadline: a FIFO
+ * without a writer, a device). */
+#define PF_FILE_READ_WAIT_S 60.0
+int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path, double deadline);
 
 /* In a function taking (..., const char *fmt, ...): formats the arguments after fmt into
  * buf, a char array (cut at its size, as snprintf does). */

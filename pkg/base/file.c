@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -338,17 +339,41 @@ int pf_file_replace(const char *path, const void *data, size_t len, unsigned mod
     return pf_file_error(path, step, e, lstat(path, &st) == 0);
 }
 
-int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path)
+int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path, double deadline)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
+    /* non-blocking, and polled before every read: a FIFO nobody writes to (whose read says
+     * "end" at once), a terminal or a device that never ends the file is waited for until the
+     * deadline, never longer, and a file without end (/dev/zero) ends at the size limit */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
+    double t0 = pf_now();
+    if (deadline <= 0) deadline = t0 + PF_FILE_READ_WAIT_S;
     char chunk[4096];
-    size_t got;
     int r = 0;
-    while (r == 0 && (got = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        if (pf_buf_add(b, chunk, got) < 0)
+    for (;;) {
+        double left = deadline - pf_now();
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int p = left > 0 ? poll(&pfd, 1, (int)(left * 1000) + 1) : 0;
+        if (p < 0 && errno == EINTR) continue;
+        if (p == 0 && pf_now() < deadline) continue;
+        if (p == 0) {
+            r = pf_err_set(PF_EUSAGE,
+                           "%s %s: %s within %.0f s (a FIFO or a device nobody writes to?)", flag,
+                           path, b->len ? "no end of the file" : "nothing to read", deadline - t0);
+            break;
+        }
+        ssize_t got = read(fd, chunk, sizeof(chunk));
+        if (got == 0) break; /* the end (a FIFO: its writer closed it) */
+        if (got < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+            r = pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
+            break;
+        }
+        if (pf_buf_add(b, chunk, (size_t)got) < 0) {
             r = pf_err_set(PF_EUSAGE, "%s %s: larger than %zu bytes", flag, path, b->max);
-    if (r == 0 && ferror(f)) r = pf_err_set(PF_EUSAGE, "%s %s: read error", flag, path);
-    fclose(f);
+            break;
+        }
+    }
+    close(fd);
     return r;
 }

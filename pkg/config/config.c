@@ -658,11 +658,11 @@ int pf_config_parse(struct pf_config *c, const char *name, const char *text, siz
     return r;
 }
 
-int pf_config_load(struct pf_config *c, const char *path)
+int pf_config_load(struct pf_config *c, const char *path, double deadline)
 {
     struct pf_buf b;
     pf_buf_init(&b, CONFIG_MAX_BYTES);
-    int r = pf_file_read_named(&b, "--config", path);
+    int r = pf_file_read_named(&b, "--config", path, deadline);
     if (r == 0) {
         pf_strcpy(c->path, sizeof(c->path), path);
         r = pf_config_parse(c, path, b.data, b.len);

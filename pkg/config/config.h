@@ -80,8 +80,9 @@ enum pf_mark_node { PF_MARK_NODE_NONE, PF_MARK_NODE_LABEL, PF_MARK_NODE_TAINT };
 
 /* Fills the defaults. */
 void pf_config_defaults(struct pf_config *c);
-/* Parses a YAML file; PF_EUSAGE with "FILE:LINE: key: problem" on any error. */
-int pf_config_load(struct pf_config *c, const char *path);
+/* Parses a YAML file, read before deadline (pf_file_read_named: 0 for its default wait);
+ * PF_EUSAGE with "FILE:LINE: key: problem" on any error, or the read's. */
+int pf_config_load(struct pf_config *c, const char *path, double deadline);
 /* Parses YAML text; name is used in messages. */
 int pf_config_parse(struct pf_config *c, const char *name, const char *text, size_t len);
 void pf_config_free(struct pf_config *c);

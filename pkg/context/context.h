@@ -23,7 +23,7 @@
  * prefix, and single or double quotes around the whole value. PF_EUSAGE naming file:line on
  * a malformed line. */
 int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size_t len);
-int pf_env_load_file(struct pf_env *e, const char *path);
+int pf_env_load_file(struct pf_env *e, const char *path, double deadline);
 /* Adds the values of NCCL's config files (NCCL_CONF_FILE, else $HOME/.nccl.conf, then
  * /etc/nccl.conf under the root) where the environment does not set them. */
 void pf_env_load_nccl_conf(struct pf_env *e, const struct pf_host *h);

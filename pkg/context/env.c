@@ -85,11 +85,11 @@ int pf_env_parse_file(struct pf_env *e, const char *name, const char *text, size
     return 0;
 }
 
-int pf_env_load_file(struct pf_env *e, const char *path)
+int pf_env_load_file(struct pf_env *e, const char *path, double deadline)
 {
     struct pf_buf b;
     pf_buf_init(&b, ENV_FILE_MAX);
-    int r = pf_file_read_named(&b, "--env-file", path);
+    int r = pf_file_read_named(&b, "--env-file", path, deadline);
     if (r == 0) r = pf_env_parse_file(e, path, b.data, b.len);
     pf_buf_free(&b);
     return r;

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <poll.h>
+#include <fcntl.h>
 #include <strings.h>
 
 static size_t hash_key(const char *host, long pid, const char *pod)
@@ -226,20 +229,40 @@ void pf_nccllog_text(struct pf_nccllog *log, const char *text, size_t len)
     }
 }
 
-int pf_nccllog_read_file(struct pf_nccllog *log, const char *path)
+/* The next bytes of fd before deadline (0: none): what read() gives, or -2 when the
+ * deadline passed with nothing to read (a FIFO nobody writes to, a terminal). */
+static ssize_t read_by(int fd, char *buf, size_t n, double deadline)
+{
+    for (;;) {
+        if (deadline > 0 && pf_now() >= deadline) return -2;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int ms = deadline > 0 ? (int)((deadline - pf_now()) * 1000) + 1 : -1;
+        int p = poll(&pfd, 1, ms);
+        if (p < 0 && errno != EINTR) return -1;
+        if (p <= 0) continue;
+        ssize_t got = read(fd, buf, n);
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+        return got;
+    }
+}
+
+int pf_nccllog_read_file(struct pf_nccllog *log, const char *path, double deadline)
 {
     bool in = strcmp(path, "-") == 0;
-    FILE *f = in ? stdin : fopen(path, "r");
-    if (!f) return pf_err_set(PF_EUSAGE, "log: cannot read %s: %s", path, strerror(errno));
+    int fd = in ? STDIN_FILENO : open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return pf_err_set(PF_EUSAGE, "log: cannot read %s: %s", path, strerror(errno));
     pf_nccllog_file_begin(log, in ? "stdin" : path);
     enum { CHUNK = 1 << 16 };
     char *buf = pf_xmalloc(CHUNK + PF_NCCLLOG_LINE_MAX);
     size_t have = 0;    /* bytes of the current line kept (at most PF_NCCLLOG_LINE_MAX) */
     size_t linelen = 0; /* its whole length, cut part included */
     char *chunk = buf + PF_NCCLLOG_LINE_MAX;
-    size_t n;
+    ssize_t got;
+    size_t total = 0;
     int r = 0;
-    while ((n = fread(chunk, 1, CHUNK, f)) > 0) {
+    while ((got = read_by(fd, chunk, CHUNK, deadline)) > 0) {
+        size_t n = (size_t)got;
+        total += n;
         size_t i = 0;
         while (i < n) {
             char *nl = memchr(chunk + i, '\n', n - i);
@@ -255,11 +278,17 @@ int pf_nccllog_read_file(struct pf_nccllog *log, const char *path)
             i++;
         }
     }
-    if (ferror(f)) r = pf_err_set(PF_EUSAGE, "log: error reading %s: %s", path, strerror(errno));
+    if (got == -2)
+        r = pf_err_set(PF_EUSAGE,
+                       "log: %s: %s by the deadline (--timeout): a FIFO or a device nobody "
+                       "ends?",
+                       path, total ? "no end of the file" : "nothing to read");
+    else if (got < 0)
+        r = pf_err_set(PF_EUSAGE, "log: error reading %s: %s", path, strerror(errno));
     if (linelen > 0)
         pf_nccllog_line(log, buf, linelen >= PF_NCCLLOG_LINE_MAX ? PF_NCCLLOG_LINE_MAX : have);
     free(buf);
-    if (!in) fclose(f);
+    if (!in) close(fd);
     return r;
 }
 

@@ -132,8 +132,9 @@ void pf_nccllog_file_begin(struct pf_nccllog *log, const char *name);
 void pf_nccllog_line(struct pf_nccllog *log, const char *line, size_t len);
 void pf_nccllog_text(struct pf_nccllog *log, const char *text, size_t len);
 /* Reads a whole file ("-": stdin) in one pass with bounded memory: pf_nccllog_file_begin and
- * every line. 0, or PF_EUSAGE naming the file when it cannot be read. */
-int pf_nccllog_read_file(struct pf_nccllog *log, const char *path);
+ * every line, never past deadline (0: none; a FIFO without a writer, /dev/zero). 0, or
+ * PF_EUSAGE naming the file when it cannot be read or does not end by the deadline. */
+int pf_nccllog_read_file(struct pf_nccllog *log, const char *path, double deadline);
 /* Builds hosts and the job's facts from the processes (done by the functions below when
  * needed; lines read afterwards need another call). */
 void pf_nccllog_finish(struct pf_nccllog *log);

@@ -97,7 +97,7 @@ int pf_run_env(struct pf_run *R, const char *env_file)
     R->ctx.in_env_mode = true;
     if (env_file) {
         pf_env_free(&R->ctx.env);
-        int r = pf_env_load_file(&R->ctx.env, env_file);
+        int r = pf_env_load_file(&R->ctx.env, env_file, R->deadline);
         R->ctx.env_file = env_file;
         if (r < 0) return r;
     } else {

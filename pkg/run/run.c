@@ -24,16 +24,17 @@ int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard
     pf_config_defaults(&R->config);
     pf_verdict_init(&R->verdict);
     pf_ctx_init(&R->ctx, &R->config, &R->verdict);
+    /* the one clock, read before the guard's alarm is set: never after it; the commands
+     * without a guard (env, log) keep their --timeout by it too */
+    if (o->timeout_s > 0) R->deadline = pf_now() + o->timeout_s - PF_RUN_DELIVER_S;
     if (guard) {
-        /* the one clock, read before the guard's alarm is set: never after it */
-        if (o->timeout_s > 0) R->deadline = pf_now() + o->timeout_s - PF_RUN_DELIVER_S;
         int r = pf_verdict_guard_install(guard, o->timeout_s, pf_run_policy, &R->config);
         if (r < 0) return r;
         pf_verdict_guard_update(&R->verdict, "preflight", "reading the config file");
     }
     R->ctx.deadline = pf_run_waits_end(R);
     if (o->config_path) {
-        int r = pf_config_load(&R->config, o->config_path);
+        int r = pf_config_load(&R->config, o->config_path, R->deadline);
         if (r < 0) return r;
     }
     R->verdict.warn_fails = o->strict || R->config.fail_on == PF_WARN; /* the exit code's rule */

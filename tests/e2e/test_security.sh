@@ -177,6 +177,29 @@ else
     skip "verdict to /dev/stdout" "needs root and unshare"
 fi
 
+# ---- --timeout holds for inputs that never end: `log` of /dev/zero and of a FIFO nobody
+# writes to, `env --env-file` and `check --config` of such a FIFO. Each ends by its deadline
+# with a usage error naming the input (exit 2: the input is at fault, not the node); `timeout
+# 60` around each (lib.sh's p) would say 124 had it hung.
+mkfifo "$T/never"
+p log-zero -- log /dev/zero --timeout 3
+rc_is log-zero 2
+err_has log-zero "log: /dev/zero: no end of the file by the deadline"
+p log-fifo -- log "$T/never" --timeout 3
+rc_is log-fifo 2
+err_has log-fifo "log: $T/never: nothing to read by the deadline"
+p env-fifo -- env --env-file "$T/never" --timeout 3
+rc_is env-fifo 2
+err_has env-fifo "--env-file $T/never: nothing to read within"
+p config-fifo -- check --root "$EMPTY" --config "$T/never" --timeout 3 --verdict "$T/cf.yaml"
+rc_is config-fifo 2
+err_has config-fifo "--config $T/never: nothing to read within"
+# a FIFO with a writer is read as a file
+(printf 'policy:\n  failOn: fail\n' >"$T/never") &
+p config-fifo-ok -- check --root "$EMPTY" --config "$T/never" --timeout 10 --verdict "$T/cf2.yaml"
+wait
+rc_is config-fifo-ok 0
+
 # ---- a deeply nested config under --timeout 2: bounded, a usage error naming file and line
 python3 -c "import sys; n=250000; sys.stdout.write('expect: ' + '['*n + ']'*n + '\n')" >"$T/deep.yaml"
 start=$(date +%s%N)
