@@ -235,7 +235,7 @@ static void test_coord_keeps_planned_samples_only(void **state)
     struct pf_coll_coord c;
     pf_coll_coord_init(&c, 4, PF_COLL_SLOW_RATIO);
     /* nothing is planned yet: nothing is kept */
-    struct pf_coll_sample s = {3, 0, 0, 1000, 0.01};
+    struct pf_coll_sample s = {3, 0, 0, 1000, 0.01, 0};
     assert_int_equal(pf_coll_coord_add(&c, 0, &s, 1), 0);
     assert_int_equal(pf_coll_coord_plan(&c, 1), PF_EINVAL); /* round 0 comes first */
     assert_int_equal(pf_coll_coord_plan(&c, 0), 4);
