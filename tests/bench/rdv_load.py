@@ -82,6 +82,10 @@ class Shared:
         if a.join_fields:
             with open(a.join_fields, "rb") as f:
                 self.join_extra = f.read()
+        self.report = field("verdict", "pass")
+        if a.report_fields:
+            with open(a.report_fields, "rb") as f:
+                self.report = f.read() or self.report
         if not self.join_extra:
             self.join_extra = field("digest", "") + field("ncclVersion", "")
 
@@ -188,9 +192,7 @@ class Rank(asyncio.Protocol):
             return self.finish(f"unexpected frame {ftype} in state {self.state}")
         if self.state == "mesh" and ftype == T_RESULT:
             self.state = "report"
-            rep = field("verdict", "pass") + field(
-                "check", field("id", "preflight") + field("status", "pass"))
-            self.send_step("report", True, "", rep)
+            self.send_step("report", True, "", self.sh.report)
             return
         if self.state == "report" and ftype == T_RESULT:
             self.state = "summary"
@@ -312,6 +314,29 @@ def free_port():
 STAGES = re.compile(r"stages: (.*)$")
 
 
+def real_report(binary, env):
+    """The report a real rank sends in the final gather (pf_fleet_report_encode): its verdict
+    and every check's id, status and finding codes, from `preflight check` on this machine
+    plus the stages among pods, so that rank 0 keeps per rank what it keeps in a real run."""
+    checks = []
+    try:
+        import yaml
+        out = subprocess.run([binary, "check", "--format", "yaml"], env=env, timeout=60,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+        for c in (yaml.safe_load(out) or {}).get("checks") or []:
+            codes = [x.get("code") for x in c.get("findings") or [] if x.get("code")]
+            checks.append((c["id"], c.get("status", "pass"), codes))
+    except Exception:  # noqa: BLE001 - without it, the report has the fleet checks only
+        pass
+    for cid in ("rendezvous", "collective.tcp", "net.rails", "collective.nccl"):
+        checks.append((cid, "pass", []))
+    body = field("verdict", "pass")
+    for cid, st, codes in checks:
+        body += field("check", field("id", cid) + field("status", st) +
+                      b"".join(field("code", c) for c in codes))
+    return body
+
+
 def real_join(binary, cfg, env, world, seconds=20):
     """The fields of the JOIN a real rank 1 sends with this config (its config digest, NCCL
     version, fabric, NCCL_* variables), taken by a stand-in rank 0 that says HELLO and reads
@@ -368,13 +393,16 @@ def drive(a):
               "PREFLIGHT_PORT", "RANK", "WORLD_SIZE", "MASTER_ADDR", "JOB_COMPLETION_INDEX"):
         env.pop(k, None)
     timef = os.path.join(tmp, "time0")
-    cmd = ["/usr/bin/time", "-f", "%M %U %S %e", "-o", timef, a.binary, "run", "-v",
+    cmd = ["/usr/bin/time", "-f", "%M %U %S %e", "-o", timef] + a.wrap0.split() + [a.binary, "run", "-v",
            "--config", cfg, "--rank", "0", "--world-size", str(n), "--coordinator",
            "127.0.0.1", "--port", str(port), "--format", "yaml", "--verdict",
            os.path.join(tmp, "v0.yaml"), "--timeout", str(a.timeout)]
     joinf = os.path.join(tmp, "join.bin")
     with open(joinf, "wb") as f:
         f.write(b"".join(field(k, v) for k, v in real_join(a.binary, cfg, env, n)))
+    repf = os.path.join(tmp, "report.bin")
+    with open(repf, "wb") as f:
+        f.write(real_report(a.binary, env))
     log0 = open(os.path.join(tmp, "rank0.log"), "w")
     t0 = time.monotonic()
     def cap():
@@ -408,7 +436,8 @@ def drive(a):
         wc = [sys.executable, os.path.abspath(__file__), "worker", "--host", "127.0.0.1",
               "--port", str(port), "--world", str(n), "--first", str(first), "--last",
               str(last), "--token", a.token, "--seconds", str(a.timeout + 30),
-              "--fail-rank", str(fail_rank), "--join-fields", joinf]
+              "--fail-rank", str(fail_rank), "--join-fields", joinf,
+              "--report-fields", repf]
         workers.append(subprocess.Popen(wc, stdout=subprocess.PIPE, text=True,
                                         start_new_session=True))
     res = {"n": n, "workers": len(workers)}
@@ -491,6 +520,9 @@ def main():
     d.add_argument("--port", type=int, default=0)
     d.add_argument("--token", default="load-generator-token")
     d.add_argument("--keep", action="store_true")
+    d.add_argument("--wrap0", default="",
+                   help="a command rank 0 runs under, e.g. \"heaptrack -o /tmp/r0\" (its RSS "
+                        "is then the wrapper's)")
     d.add_argument("--as-mib", type=int, default=4096,
                    help="rank 0's address-space limit, MiB (0: none)")
     w = sub.add_parser("worker", help="simulate ranks [first, last) (driven by drive)")
@@ -503,6 +535,7 @@ def main():
     w.add_argument("--seconds", type=float, default=300)
     w.add_argument("--fail-rank", type=int, default=-1)
     w.add_argument("--join-fields", default="", help="fields a real rank's JOIN carries")
+    w.add_argument("--report-fields", default="", help="a real rank's final report")
     a = ap.parse_args()
     if a.cmd == "drive":
         if a.world < 16 or a.world > 65536:
