@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails when an #include crosses the module edges that pkg/README.md allows (its "layers"
 # block; "layers-transitional" lists edges accepted until they are removed). Checks every
-# pkg/<module>/*.[ch] and cmd/preflight/*.[ch]; prints one line per bad edge.
+# pkg/<module>/*.[ch] and cmd/preflight/*.[ch]; prints one line per bad edge. Also fails when
+# a module but pkg/run reads the clock (below).
 set -u
 cd "$(dirname "$0")/.."
 readme=pkg/README.md
@@ -45,5 +46,16 @@ for dir in pkg/*/ cmd/preflight/; do
             sed -E 's#^([0-9]+):\#include "(\.\./)+(pkg/)?([a-z0-9_]+)/.*#\1:\4#')
     done
 done
+# The clock has one owner, pkg/run (docs/design.md, "The waits"): only pkg/run/run.c may name
+# the guard's time, and a wait is cut from the time left only by pkg/base's helpers and
+# pkg/run/budget.c's table.
+while IFS= read -r hit; do
+    echo "check-layers: $hit: pf_verdict_guard_remaining outside pkg/run/run.c (pf_ctx_left, pf_run_wait)"
+    bad=1
+done < <(grep -rnw pf_verdict_guard_remaining pkg cmd --include='*.[ch]' | grep -v '^pkg/run/run\.c:' | cut -d: -f1,2)
+while IFS= read -r hit; do
+    echo "check-layers: $hit: pf_clampd( outside pkg/base and pkg/run/budget.c (a row of pf_run_waits)"
+    bad=1
+done < <(grep -rn 'pf_clampd(' pkg cmd --include='*.[ch]' | grep -v -e '^pkg/base/' -e '^pkg/run/budget\.c:' | cut -d: -f1,2)
 if [ $bad = 0 ]; then echo "check-layers: ok"; fi
 exit $bad

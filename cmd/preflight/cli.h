@@ -25,7 +25,7 @@ struct pf_options {
     bool strict;
     double timeout_s;     /* 0: none */
     const char *env_file; /* `env --env-file` */
-    struct pf_rdv_opts rdv;
+    struct pf_identity_opts rdv;
     char **environ_; /* the process's environment */
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */

@@ -11,7 +11,7 @@
  * complete, 2 with the missing piece named. */
 static int dry_run(struct pf_run *R, const struct pf_options *o)
 {
-    struct pf_rdv_ident id;
+    struct pf_identity id;
     int port = R->config.rendezvous_port > 0 ? R->config.rendezvous_port : 29400;
     if (pf_run_whoami(&id, &o->rdv, &R->ctx, port) < 0) return pf_cmd_usage(o);
     struct pf_node *doc = pf_node_new_map();

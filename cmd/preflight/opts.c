@@ -118,12 +118,12 @@ static int parse_bool(const char *what, const char *s, bool *out)
 }
 
 /* HOST[:PORT], [IPv6]:PORT or a bare IPv6 address; the host a DNS name or an address. */
-static int parse_coordinator(const char *what, const char *s, struct pf_rdv_opts *rdv)
+static int parse_coordinator(const char *what, const char *s, struct pf_identity_opts *rdv)
 {
     char host[sizeof(rdv->coordinator)];
     int port = 0;
     if (strlen(s) >= sizeof(rdv->coordinator) ||
-        pf_rdv_split_hostport(host, sizeof(host), &port, s) < 0)
+        pf_identity_split_hostport(host, sizeof(host), &port, s) < 0)
         return pf_cli_usage_error(
                    NULL, "%s: %s (expected HOST[:PORT], e.g. trainer-0.trainer:29400)", what,
                    strlen(s) >= sizeof(rdv->coordinator) ? "too long" : pf_err_msg()),

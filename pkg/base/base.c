@@ -321,6 +321,16 @@ double pf_deadline_in(double secs, double cutoff)
     return d < cutoff ? d : cutoff;
 }
 
+double pf_deadline_share(double deadline, double share, double lo, double hi)
+{
+    double now = pf_now();
+    if (deadline <= 0) return now + hi;
+    double left = deadline - now;
+    if (left <= 0) return deadline;
+    double d = now + pf_clampd(left * share, lo, hi);
+    return d < deadline ? d : deadline;
+}
+
 double pf_clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;

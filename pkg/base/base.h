@@ -94,6 +94,10 @@ int pf_edit_distance(const char *a, const char *b, int limit);
 double pf_now(void);
 /* The deadline secs from now, never later than cutoff (a pf_now() time). */
 double pf_deadline_in(double secs, double cutoff);
+/* now + share of what is left before deadline, at least lo and at most hi seconds, never
+ * past deadline (a pf_now() time; 0: none, then now + hi). The one way a wait
+ * of `preflight run` is cut from the time left (pkg/run/budget.c). */
+double pf_deadline_share(double deadline, double share, double lo, double hi);
 /* v clamped to [lo, hi]. */
 double pf_clampd(double v, double lo, double hi);
 /* v[0..n) sorted ascending, in place. */

@@ -11,13 +11,21 @@
 #include <string.h>
 #include <strings.h>
 
-/* Whether every HCA is an AWS EFA device (efa_N): the aws-ofi-nccl plugin, not NCCL's IB. */
-static bool efa_only(const struct pf_ctx *ctx)
+/* The NCCL_NET the pod's devices call for, by their providers (providers.c): "OFI" when every
+ * one is reached through a net plugin (EFA), "IB" when one is NCCL's IB transport's, NULL when
+ * none of NCCL's nets uses them (iWARP, MANA). */
+static const char *devices_net(const struct pf_ctx *ctx)
 {
-    if (ctx->hcas.n == 0) return false;
-    for (size_t i = 0; i < ctx->hcas.n; i++)
-        if (!pf_str_starts(ctx->hcas.v[i], "efa")) return false;
-    return true;
+    size_t ofi = 0, ib = 0;
+    for (size_t i = 0; i < ctx->hcas.n; i++) {
+        struct pf_rdma_ident id;
+        pf_rdma_identify(&id, &ctx->host, ctx->hcas.v[i]);
+        const char *net = pf_rdma_nccl_net(&id);
+        ofi += net && strcmp(net, "OFI") == 0;
+        ib += net && strcmp(net, "IB") == 0;
+    }
+    if (ofi && ofi == ctx->hcas.n) return "OFI";
+    return ib ? "IB" : NULL;
 }
 
 static size_t uverbs_nodes(const struct pf_ctx *ctx)
@@ -39,14 +47,16 @@ const char *pf_checks_net_advice(char *why, size_t n, const struct pf_ctx *ctx)
     if ((net && *net) || (cfg && cfg->expect_rdma == PF_RDMA_NONE)) return NULL;
     const char *transport = cfg ? cfg->expect_transport : "";
     const char *hca = pf_env_get(&ctx->env, "NCCL_IB_HCA");
-    bool ofi = strcasecmp(transport, "OFI") == 0 || (!ctx->in_env_mode && efa_only(ctx));
+    const char *devnet = ctx->in_env_mode || ctx->hcas.n == 0 ? "IB" : devices_net(ctx);
+    bool ofi = strcasecmp(transport, "OFI") == 0 ||
+               (strcasecmp(transport, "IB") != 0 && devnet && strcmp(devnet, "OFI") == 0);
     if (strcasecmp(transport, "IB") == 0 || strcasecmp(transport, "OFI") == 0)
         snprintf(why, n, "expect.transport is %s", transport);
     else if (cfg && cfg->expect_rdma == PF_RDMA_REQUIRED)
         snprintf(why, n, "expect.rdma is required");
     else if (hca && *hca)
         snprintf(why, n, "NCCL_IB_HCA is set");
-    else if (!ctx->in_env_mode && ctx->hcas.n > 0 && uverbs_nodes(ctx) > 0)
+    else if (!ctx->in_env_mode && ctx->hcas.n > 0 && devnet && uverbs_nodes(ctx) > 0)
         snprintf(why, n, "the pod has RDMA devices with uverbs nodes");
     else
         return NULL;

@@ -24,8 +24,10 @@ struct pf_check_def {
     const char *id;
     pf_check_fn fn; /* the local checks' function, pf_check_<id with '_' for '.'>; else NULL */
     unsigned modes;
-    const char *what;   /* one line: what it looks at */
-    const char *source; /* the file of its code, from the repository's root */
+    const char *what; /* one line: what it looks at */
+    /* the file of its code, from the repository's root; a stage check: the files that decide
+     * its findings, separated by spaces (a stage's `timeout` is the guard's, for every stage) */
+    const char *source;
     const char *doc;    /* its docs fragment (docs/checks/NN-*.md), which has "## `<id>`" */
     const char *test;   /* the test that exercises it most directly */
     const char *stages; /* PF_MODE_STAGE: the ids of the pkg/run stages that feed it */
@@ -57,6 +59,70 @@ bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 #define PF_TOPO_BUSID_MAX 32
 #define PF_TOPO_BUSIDS_MAX 1024
 size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);
+
+/* ---- RDMA providers (providers.c): which driver a device of /sys/class/infiniband belongs to,
+ * told by what the kernel says in sysfs (the device/driver link, the PCI vendor id, the node
+ * type), never by the device's name, and what that driver legitimately reports. */
+enum pf_rdma_cm {
+    PF_RDMA_CM_NO,     /* not used with this device (EFA: libfabric opens uverbs only) */
+    PF_RDMA_CM_USEFUL, /* UCX, MPI and libfabric use it; NCCL's IB transport does not */
+    PF_RDMA_CM_NEEDED, /* iWARP: connections are set up through the RDMA CM */
+};
+struct pf_rdma_provider {
+    const char *name;        /* rdma-core's provider name: "efa", "mlx5", ... */
+    const char *what;        /* the hardware, in words */
+    const char *drivers;     /* PCI driver names (the device/driver link), ' '-separated */
+    const char *vendors;     /* PCI vendor ids as sysfs writes them ("0x1d0f"), ' '-separated */
+    bool software;           /* no PCI device (rxe, siw) */
+    const char *link_layers; /* the link_layer values it legitimately reports, '|'-separated */
+    const char *example;     /* a device name it goes by */
+    const char *node_type;   /* its node_type file, NULL when it depends (iWARP or RoCE mode) */
+    bool roce_gids;          /* its Ethernet ports carry the RoCE v2 GIDs NCCL needs */
+    enum pf_rdma_cm rdma_cm;
+    bool pma_counters;            /* ports/N/counters/ (an InfiniBand PMA) */
+    const char *const *hw_errors; /* its hw_counters/ that count errors; NULL: the generic list */
+    const char *nccl_net;         /* the NCCL_NET that fits ("IB", "OFI"); NULL: none does */
+    const char *advice;           /* what NCCL does with it */
+    const char *source;           /* where the facts come from */
+};
+extern const struct pf_rdma_provider pf_rdma_providers[];
+extern const size_t pf_rdma_providers_count; /* the last row is "unknown" */
+
+/* One device: its provider and what told it. */
+struct pf_rdma_ident {
+    const struct pf_rdma_provider *provider; /* never NULL ("unknown" at worst) */
+    bool iwarp;                              /* node_type "4: RNIC" */
+    char node_type[32], driver[32], vendor[16];
+    char how[96]; /* "driver efa", "PCI vendor 0x1d0f", "no PCI device (software)" */
+};
+void pf_rdma_identify(struct pf_rdma_ident *out, const struct pf_host *h, const char *hca);
+const struct pf_rdma_provider *pf_rdma_provider_named(const char *name);
+const struct pf_rdma_provider *pf_rdma_provider_unknown(void);
+bool pf_rdma_link_layer_ok(const struct pf_rdma_provider *p, const char *link_layer);
+/* Whether an Ethernet port of the device needs a RoCE v2 GID (not on iWARP, not on EFA). */
+bool pf_rdma_wants_roce_gid(const struct pf_rdma_ident *id);
+/* Whether the hw_counters/ entry name counts errors on this provider (NULL: generic list). */
+bool pf_rdma_hw_error(const struct pf_rdma_provider *p, const char *name);
+/* What NCCL does with the device, one sentence (iWARP: that NCCL's IB transport cannot). */
+const char *pf_rdma_advice(const struct pf_rdma_ident *id);
+/* The NCCL_NET that fits the device, NULL when NCCL's nets cannot use it. */
+const char *pf_rdma_nccl_net(const struct pf_rdma_ident *id);
+
+/* The PCIe link of an RDMA device's PCI function, as drivers/pci/pci-sysfs.c writes it:
+ * speeds "16.0 GT/s PCIe" (older kernels "8 GT/s"; "Unknown" is not a speed), widths as
+ * integers. */
+struct pf_pcie_link {
+    bool known;    /* all four attributes parsed, widths non-zero */
+    bool degraded; /* trained below its capability */
+    double cur_gts, max_gts;
+    int cur_width, max_width;
+    char cur[32], max[32]; /* "16.0 GT/s" */
+    char why[160];         /* when not known */
+};
+bool pf_pcie_speed_parse(double *gts, const char *text);
+bool pf_pcie_width_parse(int *width, const char *text);
+/* -1 when the device has no such attributes (software device, no PCIe capability). */
+int pf_pcie_link_read(struct pf_pcie_link *out, const struct pf_host *h, const char *hca);
 
 /* nccl.env's rules for settings that NCCL releases changed (renamed, removed, added, the RoCE
  * GID choice), against the NCCL of version code `version` (0: unknown, and the messages say from
@@ -110,6 +176,12 @@ void pf_checks_record_advice(struct pf_check *c, const struct pf_ctx *ctx);
 /* Every check's `advice` evidence, as "<check id>: <text>", for the human form. */
 void pf_checks_advice(struct pf_strlist *out, const struct pf_verdict *v);
 
+/* The pod's attachments from every source net.multus reads (pkg/k8s/attach.h: Multus,
+ * GKE, device-plugin resources, and the ResourceClaims when PREFLIGHT_READ_CLAIMS asks), for
+ * the rails stage; no wait, no findings. Free with pf_k8s_attachments_free. */
+struct pf_k8s_attachments;
+void pf_checks_attachments(struct pf_k8s_attachments *out, const struct pf_ctx *ctx);
+
 /* ifname-no-match for an NCCL_SOCKET_IFNAME list l that names none of the interfaces ifs, with
  * the nearest interface name as a did-you-mean (net.interfaces, and nccl.env under `preflight
  * env` in the pod). */
@@ -117,26 +189,6 @@ struct pf_netif_list;
 struct pf_ncclenv_list;
 void pf_checks_ifname_no_match(struct pf_check *out, struct pf_ctx *ctx,
                                const struct pf_netif_list *ifs, const struct pf_ncclenv_list *l);
-
-/* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
- * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
- * its evidence (`fabric.clique`: "<clusterUuid>/<cliqueId>"). The ranks of one multi-node
- * NVLink job must all share one; pf_fabric_compare writes one mismatch for every rank that
- * differs from the identity most ranks have (ties: the lowest rank's) and returns how many
- * differ (it writes at most max). */
-struct pf_fabric_rank {
-    int rank;
-    char cluster_uuid[40]; /* "" when the rank has no fabric */
-    unsigned clique;
-};
-struct pf_fabric_mismatch {
-    int rank;
-    char message[200];
-};
-size_t pf_fabric_compare(struct pf_fabric_mismatch *out, size_t max,
-                         const struct pf_fabric_rank *ranks, size_t n);
-/* Reads "<clusterUuid>/<cliqueId>" (gpu.fabric's evidence) into r; -1 when malformed. */
-int pf_fabric_parse(struct pf_fabric_rank *r, const char *text);
 
 /* rdma.counters runs around the collectives, not from the table: a snapshot of every port's
  * error counters before (pf_counters_snapshot, NULL when there are no HCAs), and the check

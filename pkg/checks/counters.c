@@ -17,9 +17,10 @@ struct ctr {
     char hca[64];
     int port;
     char name[CTR_NAME];
-    bool hw; /* hw_counters/ (driver specific) */
-    bool na; /* the file reads "N/A (no PMA)": the kernel's answer when the device has no
-              * Performance Management Agent (drivers/infiniband/core/sysfs.c) */
+    bool hw;  /* hw_counters/ (driver specific) */
+    bool err; /* a hw counter that counts errors on its provider (providers.c) */
+    bool na;  /* the file reads "N/A (no PMA)": the kernel's answer when the device has no
+               * Performance Management Agent (drivers/infiniband/core/sysfs.c) */
     unsigned long long v;
 };
 
@@ -44,21 +45,12 @@ static const struct {
     {"excessive_buffer_overrun_errors", 15},
 };
 
-/* hw_counters/ entries that count transport errors (mlx5 and others); the rest of
- * hw_counters (traffic, congestion notifications, "lifespan") are not errors. */
-static const char *const hw_error_ctrs[] = {
-    "local_ack_timeout_err",   "packet_seq_err",           "out_of_sequence",
-    "rnr_nak_retry_err",       "implied_nak_seq_err",      "req_cqe_error",
-    "resp_cqe_error",          "req_remote_access_errors", "req_remote_invalid_request",
-    "resp_local_length_error", "rx_icrc_encapsulated",     "out_of_buffer",
-    "duplicate_request",
-};
-
-static bool is_hw_error(const char *name)
+/* hw_counters/ entries count errors by their driver's names (providers.c: mlx5's
+ * local_ack_timeout_err, EFA's rdma_read_wr_err, ...); the rest of hw_counters (traffic,
+ * congestion notifications, "lifespan") are not errors. */
+static bool is_hw_error(const struct ctr *c)
 {
-    for (size_t i = 0; i < PF_ARRAY_LEN(hw_error_ctrs); i++)
-        if (strcmp(name, hw_error_ctrs[i]) == 0) return true;
-    return false;
+    return c->err;
 }
 
 static unsigned long long port_ctr_max(const char *name)
@@ -68,8 +60,8 @@ static unsigned long long port_ctr_max(const char *name)
     return 0;
 }
 
-static void add(struct pf_counters *s, const char *hca, int port, const char *name, bool hw,
-                long long v)
+static void add(struct pf_counters *s, const char *hca, int port, const char *name,
+                const struct pf_rdma_provider *hw, long long v)
 {
     if (s->n >= CTRS_MAX || (v < 0 && v != CTR_NA)) return;
     s->v = pf_xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
@@ -78,7 +70,8 @@ static void add(struct pf_counters *s, const char *hca, int port, const char *na
     snprintf(c->hca, sizeof(c->hca), "%s", hca);
     snprintf(c->name, sizeof(c->name), "%s", name);
     c->port = port;
-    c->hw = hw;
+    c->hw = hw != NULL;
+    c->err = hw && pf_rdma_hw_error(hw, name);
     c->na = v == CTR_NA;
     c->v = v < 0 ? 0 : (unsigned long long)v;
 }
@@ -103,6 +96,8 @@ struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
     s->t = pf_now();
     for (size_t h = 0; h < ctx->hcas.n; h++) {
         const char *hca = ctx->hcas.v[h];
+        struct pf_rdma_ident id;
+        pf_rdma_identify(&id, &ctx->host, hca);
         struct pf_strlist ports = {0};
         (void)pf_host_list(&ports, &ctx->host, "/sys/class/infiniband/%s/ports", hca);
         for (size_t p = 0; p < ports.n; p++) {
@@ -113,7 +108,7 @@ struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
                 snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%s/counters/%s", hca,
                          ports.v[p], port_ctrs[i].name);
                 if (read_ctr(&v, &ctx->host, path) == 0)
-                    add(s, hca, pn, port_ctrs[i].name, false, v);
+                    add(s, hca, pn, port_ctrs[i].name, NULL, v);
             }
             struct pf_strlist hw = {0};
             (void)pf_host_list(&hw, &ctx->host, "/sys/class/infiniband/%s/ports/%s/hw_counters",
@@ -124,7 +119,7 @@ struct pf_counters *pf_counters_snapshot(struct pf_ctx *ctx)
                 char path[512];
                 snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%s/hw_counters/%s",
                          hca, ports.v[p], hw.v[i]);
-                if (read_ctr(&v, &ctx->host, path) == 0) add(s, hca, pn, hw.v[i], true, v);
+                if (read_ctr(&v, &ctx->host, path) == 0) add(s, hca, pn, hw.v[i], id.provider, v);
             }
             pf_strlist_free(&hw);
         }
@@ -206,9 +201,9 @@ void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
             pf_node_add_str(l, c->name);
             continue;
         }
-        if (!c->hw || is_hw_error(c->name)) nreadable++;
+        if (!c->hw || is_hw_error(c)) nreadable++;
         if (b && b->na) continue; /* N/A before, a number now: nothing to compare */
-        if (c->v && (!c->hw || is_hw_error(c->name))) {
+        if (c->v && (!c->hw || is_hw_error(c))) {
             if (!since_boot) since_boot = pf_node_set_map(out->evidence, "errorCountersSinceBoot");
             struct pf_node *m = pf_node_get(since_boot, key);
             if (!m) m = pf_node_set_map(since_boot, key);
@@ -226,8 +221,7 @@ void pf_check_rdma_counters(struct pf_check *out, struct pf_ctx *ctx,
         struct pf_node *m = pf_node_get(rises, key);
         if (!m) m = pf_node_set_map(rises, key);
         pf_node_set_int(m, c->name, (long long)d);
-        if (c->hw && !is_hw_error(c->name))
-            continue; /* traffic and congestion counters: evidence only */
+        if (c->hw && !is_hw_error(c)) continue; /* traffic and congestion counters: evidence only */
         nrise++;
         if (strcmp(c->name, "link_downed") == 0) {
             pf_check_add_finding(out, "link-downed", PF_FAIL, NULL,

@@ -1,4 +1,5 @@
-/* rdma.efa: an AWS EFA pod. EFA devices (efa_N in /sys/class/infiniband) report ACTIVE ports
+/* rdma.efa: an AWS EFA pod. EFA devices (the efa driver's, whatever their name: efa_N from the
+ * kernel, rdmapXsY after rdma-core's udev rules; providers.c tells them) report ACTIVE ports
  * even where NCCL cannot use them: NCCL reaches EFA only through the aws-ofi-nccl net plugin
  * (libfabric's efa provider), never through its own IB transport. So: the plugin library
  * where NCCL looks for it (NCCL_NET_PLUGIN, src/plugin/net.cc and plugin_open.cc: a comma
@@ -135,19 +136,22 @@ void pf_check_rdma_efa(struct pf_check *out, struct pf_ctx *ctx)
     struct pf_node *ev = out->evidence;
     struct pf_node *devs = pf_node_set_seq(ev, "efaDevices");
     size_t nefa = 0;
-    for (size_t i = 0; i < ctx->hcas.n; i++)
-        if (pf_str_starts(ctx->hcas.v[i], "efa")) {
-            pf_node_add_str(devs, ctx->hcas.v[i]);
-            nefa++;
-        }
+    for (size_t i = 0; i < ctx->hcas.n; i++) {
+        struct pf_rdma_ident id;
+        pf_rdma_identify(&id, &ctx->host, ctx->hcas.v[i]);
+        if (strcmp(id.provider->name, "efa") != 0) continue;
+        pf_node_add_str(devs, ctx->hcas.v[i]);
+        nefa++;
+    }
     if (nefa == 0 && !want_ofi) {
-        pf_check_skip(out, "no EFA devices (no efa_N in /sys/class/infiniband)");
+        pf_check_skip(out, "no EFA devices (no device of the efa driver in /sys/class/infiniband)");
         return;
     }
     if (nefa == 0) {
         pf_check_add_finding(out, "efa-plugin-missing", PF_FAIL, NULL,
-                             "expect.transport is OFI but the pod has no EFA device (no efa_N in "
-                             "/sys/class/infiniband): did the pod request vpc.amazonaws.com/efa?");
+                             "expect.transport is OFI but the pod has no EFA device (none of the "
+                             "efa driver in /sys/class/infiniband): did the pod request "
+                             "vpc.amazonaws.com/efa?");
         return;
     }
     /* without an expectation, a missing plugin is a fallback to sockets, not a broken pod */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../k8s/attach.h"
 #include "../k8s/k8s.h"
 #include "checks.h"
 
@@ -76,10 +77,32 @@ static enum path path_between(const struct pdev *a, const struct pdev *b)
     return P_PXB;
 }
 
-/* The RDMA NICs this pod can open: an HCA whose uverbs node is in /dev/infiniband. */
+/* The attachment (pkg/k8s/attach.h: Multus, GKE, device plugin) that gave the pod an HCA: one
+ * naming it as an RDMA device or by PCI address, or whose interface is one of its netdevs. */
+static const struct pf_k8s_attach *attachment_of(const struct pf_k8s_attachments *att,
+                                                 const char *hca, const char *bdf,
+                                                 const struct pf_strlist *netdevs)
+{
+    for (size_t i = 0; i < att->n; i++) {
+        const struct pf_k8s_attach *a = &att->v[i];
+        if (a->cluster) continue;
+        if (pf_strlist_has(&a->rdma, hca) || (*bdf && strcmp(a->pci, bdf) == 0) ||
+            (*a->interface && pf_strlist_has(netdevs, a->interface)))
+            return a;
+    }
+    return NULL;
+}
+
+/* The RDMA NICs this pod can open: an HCA whose uverbs node is in /dev/infiniband, with the
+ * attachment that gave it to the pod when a source says. */
 static void list_nics(struct pdev **out, size_t *n, struct pf_node *ev, const struct pf_ctx *ctx)
 {
     const struct pf_host *h = &ctx->host;
+    struct pf_k8s_podinfo pi;
+    (void)pf_k8s_podinfo_read_env(&pi, h, &ctx->env);
+    struct pf_k8s_attachments att;
+    pf_k8s_attach_gather(&att, NULL, &pi, pf_env_get(&ctx->env, PF_K8S_DEVICE_RESOURCES_ENV));
+    pf_k8s_podinfo_free(&pi);
     struct pf_strlist verbs = {0};
     (void)pf_host_list(&verbs, h, "/sys/class/infiniband_verbs");
     *out = NULL;
@@ -109,12 +132,20 @@ static void list_nics(struct pdev **out, size_t *n, struct pf_node *ev, const st
         if (*d.bdf) pf_node_set_str(m, "pciAddress", d.bdf);
         pf_node_set_int(m, "numaNode", d.numa);
         pf_node_set_bool(m, "usable", usable);
+        struct pf_strlist netdevs = {0};
+        (void)pf_host_list(&netdevs, h, "/sys/class/infiniband/%s/device/net", hca);
+        const struct pf_k8s_attach *a = attachment_of(&att, hca, d.bdf, &netdevs);
+        if (a)
+            pf_node_set_strf(m, "attachment", "%s %s%s%s", pf_k8s_attach_src_name(a->src), a->name,
+                             *a->interface ? " on " : "", a->interface);
+        pf_strlist_free(&netdevs);
         if (usable) {
             *out = pf_xrealloc(*out, (*n + 1) * sizeof(**out));
             (*out)[(*n)++] = d;
         }
     }
     pf_strlist_free(&verbs);
+    pf_k8s_attachments_free(&att);
     pf_err_clear();
 }
 

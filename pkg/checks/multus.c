@@ -9,6 +9,7 @@
 #include "../k8s/k8s.h"
 #include "../ncclenv/ncclenv.h"
 #include "../netif/netif.h"
+#include "attach.h"
 #include "checks.h"
 
 #define POLL_S 0.2
@@ -40,7 +41,7 @@ static int load_podinfo(struct pf_k8s_podinfo *pi, struct pf_ctx *ctx, bool expe
     if (r < 0 || pi->netstatus || !pi->have_annotations) return r;
     if (!(expected || pi->networks_requested || pi->netstatus_empty)) return 0;
     double budget = ctx->config ? ctx->config->podinfo_wait_s : 10;
-    double left = pf_verdict_guard_remaining() - 1.0;
+    double left = pf_ctx_left(ctx, 0);
     if (budget > left) budget = left;
     double t0 = pf_now(), next = 0;
     while (budget > 0) {
@@ -258,18 +259,21 @@ static void check_socket_ifname(struct pf_check *out, const struct pf_ctx *ctx,
     pf_strlist_free(&secondary);
 }
 
-/* network-missing: each network expect.networks lists must be in the network-status */
+/* network-missing: each network expect.networks lists must be in the network-status, or be
+ * a name another source uses (a GKE network, a DRA claim or claim/request, a device-plugin
+ * resource) */
 static void check_expected(struct pf_check *out, const struct pf_strlist *want,
-                           const struct pf_k8s_netstatus *ns)
+                           const struct pf_k8s_netstatus *ns, const struct pf_k8s_attachments *att)
 {
     for (size_t w = 0; want && w < want->n; w++) {
-        bool found = false;
+        bool found = pf_attach_other_match(att, want->v[w]);
         for (size_t i = 0; i < ns->n && !found; i++)
             found = pf_k8s_network_name_match(want->v[w], ns->v[i].name);
         if (found) continue;
         struct pf_strlist names = {0};
         for (size_t i = 0; i < ns->n; i++)
             pf_strlist_add(&names, ns->v[i].name);
+        pf_attach_other_names(&names, att);
         char have[512];
         pf_strlist_join(have, sizeof(have), &names, ", ");
         pf_strlist_free(&names);
@@ -304,24 +308,61 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
     char wanted[512] = "";
     if (expected) pf_strlist_join(wanted, sizeof(wanted), want, ", ");
 
-    int r = load_podinfo(&pi, ctx, expected, &waited);
+    /* the other sources first: an expected network one of them answers to is no reason to
+     * wait for Multus */
+    struct pf_k8s_attachments att = {0};
+    struct pf_strlist okdesc = {0}, atterr = {0};
+    {
+        struct pf_k8s_podinfo pre;
+        (void)read_podinfo(&pre, ctx);
+        free(pre.netstatus);
+        pre.netstatus = NULL; /* Multus: below, after the wait */
+        pf_attach_load(&att, &atterr, out, ctx, &pre);
+        pf_k8s_podinfo_free(&pre);
+        pf_err_clear();
+    }
+    bool multus_expected = false;
+    for (size_t w = 0; expected && w < want->n; w++)
+        if (!pf_attach_other_match(&att, want->v[w])) multus_expected = true;
+    size_t nother = 0;
+
+    int r = load_podinfo(&pi, ctx, multus_expected, &waited);
     pf_k8s_podinfo_record(&pi, ctx->verdict->pod);
     pf_node_set_strf(out->evidence, "podinfo", "%s", pi.dir);
     if (pi.netstatus) pf_node_set_str(out->evidence, "source", pi.netstatus_source);
     if (waited > 0)
         pf_node_set_dbl(out->evidence, "waitedSeconds", (double)(long)(waited * 10) / 10);
     if (r < 0) pf_check_add_finding(out, "annotation-invalid", PF_FAIL, NULL, "%s", pf_err_msg());
+    for (size_t i = 0; i < atterr.n; i++)
+        pf_check_add_finding(out, "annotation-invalid", PF_FAIL, NULL, "%s", atterr.v[i]);
+    if (pf_netif_list(&ifs) < 0) {
+        pf_check_add_finding(out, "iface-missing", PF_FAIL, NULL,
+                             "cannot list this pod's network interfaces: %s", pf_err_msg());
+        goto out;
+    }
+    nother = pf_attach_check_other(out, ctx, &att, &ifs, &okdesc);
 
+    if (!pi.netstatus && (nother > 0 || (expected && !multus_expected))) {
+        check_expected(out, want, &ns, &att);
+        char list[600];
+        pf_strlist_join(list, sizeof(list), &okdesc, ", ");
+        pf_check_set_message(out, "%zu of %zu attachments present%s%s (no Multus network-status)",
+                             okdesc.n, nother, okdesc.n ? ": " : "", list);
+        goto out;
+    }
     if (!pi.netstatus) {
         if (!expected && !pi.networks_requested && !pi.netstatus_empty) {
-            if (r == 0)
+            pf_attach_list_namespace(out, ctx, &ifs);
+            if (r == 0 && atterr.n == 0)
                 pf_check_skip(out,
-                              "no Multus network-status (%s/annotations %s) and no "
-                              "expect.networks",
+                              "no attachment metadata found: no Multus network-status (%s/"
+                              "annotations %s), no GKE, DRA or device-plugin attachments and no "
+                              "expect.networks; evidence lists what the namespace holds",
                               pi.dir,
                               pi.have_annotations ? "has no such annotation" : "does not exist");
             goto out;
         }
+        pf_attach_list_namespace(out, ctx, &ifs);
         const char *asked = pf_k8s_map_get(&pi.annotations, PF_K8S_NETWORKS_ANNOT);
         char why[600];
         if (expected)
@@ -353,15 +394,9 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
                              pi.netstatus_source, pf_err_msg());
         goto out;
     }
-    if (pf_netif_list(&ifs) < 0) {
-        pf_check_add_finding(out, "iface-missing", PF_FAIL, NULL,
-                             "cannot list this pod's network interfaces: %s", pf_err_msg());
-        goto out;
-    }
 
     struct pf_node *evn = pf_node_set_seq(out->evidence, "networks");
     size_t nsec = 0, nok = 0;
-    struct pf_strlist okdesc = {0};
     for (size_t i = 0; i < ns.n; i++) {
         const struct pf_k8s_network *n = &ns.v[i];
         bool cluster = pf_k8s_network_is_cluster(&ns, i);
@@ -374,8 +409,10 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
             pf_strlist_addf(&okdesc, "%s on %s", n->name, n->interface);
         }
     }
-    check_expected(out, want, &ns);
+    check_expected(out, want, &ns, &att);
     check_socket_ifname(out, ctx, &ns, &ifs);
+    nsec += nother;
+    nok = okdesc.n;
     if (nsec == 0) {
         pf_check_set_message(out, "only the cluster network is attached (%s)",
                              ns.n ? ns.v[0].name : "none");
@@ -385,8 +422,10 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
         pf_check_set_message(out, "%zu of %zu secondary networks attached and up%s%s", nok, nsec,
                              nok ? ": " : "", list);
     }
-    pf_strlist_free(&okdesc);
 out:
+    pf_strlist_free(&okdesc);
+    pf_strlist_free(&atterr);
+    pf_k8s_attachments_free(&att);
     pf_netif_list_free(&ifs);
     pf_k8s_netstatus_free(&ns);
     pf_k8s_podinfo_free(&pi);

@@ -80,12 +80,159 @@ static const char *get(struct envcheck *e, const char *name)
     return pf_env_get(&e->ctx->env, name);
 }
 
+/* Whether the value came from a config file NCCL reads itself (NCCL_CONF_FILE,
+ * ~/.nccl.conf, /etc/nccl.conf), not the environment or an --env-file dump of it. */
+static bool from_conf(struct envcheck *e, const char *name)
+{
+    const char *o = pf_env_origin(&e->ctx->env, name);
+    const char *ef = e->ctx->env_file;
+    if (!o || strcmp(o, "environment") == 0) return false;
+    return !(ef && pf_str_starts(o, ef) && o[strlen(ef)] == ':');
+}
+
+/* ---- config files: NCCL's setEnvFile (src/misc/param.cc, every tag v2.3.7-1..v2.30.7-1)
+ * sets everything before the first '=' as the name and everything after it as the value,
+ * verbatim: no trimming, no quote removal (unlike a shell or an env file). */
+
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* What NCCL makes of a value with quotes or blanks around it, for the message. */
+static void verbatim_effect(char *out, size_t n, const char *name, const char *v)
+{
+    if (pf_ncclenv_is_int_param(name)) {
+        bool clean = true;
+        long long x = pf_ncclenv_int(v, &clean);
+        snprintf(out, n, "NCCL reads the number at its start, %lld", x);
+    } else if (strcmp(name, "NCCL_IB_HCA") == 0 || strcmp(name, "NCCL_SOCKET_IFNAME") == 0 ||
+               strcmp(name, "NCCL_IB_ADDR_RANGE") == 0) {
+        char first[64];
+        snprintf(first, sizeof(first), "%.*s", (int)strcspn(v, ","), v);
+        snprintf(out, n,
+                 "the list's first entry is \"%s\" (so neither '^' nor '=' applies), which "
+                 "matches no %s",
+                 first, strcmp(name, "NCCL_IB_HCA") == 0 ? "device" : "interface");
+    } else {
+        snprintf(out, n, "the value NCCL uses includes them");
+    }
+}
+
+static int loaded_version(struct pf_ctx *ctx);
+
+/* Whether line lineno of file (under the root) ends in '\r': NCCL before 2.30.3 kept it in
+ * the value (setEnvFile dropped only '\n'). */
+static bool conf_line_has_cr(struct envcheck *e, const char *origin)
+{
+    char file[1100];
+    snprintf(file, sizeof(file), "%s", origin);
+    char *colon = strrchr(file, ':');
+    if (!colon) return false;
+    *colon = '\0';
+    long want = strtol(colon + 1, NULL, 10);
+    char *text = NULL;
+    size_t len = 0;
+    bool cr = false;
+    if (want > 0 && pf_host_read_all(&text, &len, 1 << 20, &e->ctx->host, "%s", file) == 0) {
+        long line = 1;
+        for (size_t i = 0; i < len && line <= want; i++) {
+            if (text[i] != '\n') continue;
+            if (line == want) cr = i > 0 && text[i - 1] == '\r';
+            line++;
+        }
+    } else {
+        pf_err_clear();
+    }
+    free(text);
+    return cr;
+}
+
+/* One finding per config file with CR LF line ends, naming its variables. */
+static void check_conf_crlf(struct envcheck *e, const struct pf_strlist *names)
+{
+    int v = loaded_version(e->ctx);
+    if (v >= 23003) return; /* 2.30.3 on drop a trailing '\r' */
+    struct pf_strlist files = {0};
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        const char *o = pf_env_origin(&e->ctx->env, n);
+        if (!from_conf(e, n) || !o || !conf_line_has_cr(e, o)) continue;
+        char file[1100];
+        snprintf(file, sizeof(file), "%s", o);
+        char *colon = strrchr(file, ':');
+        if (colon) *colon = '\0';
+        if (pf_strlist_has(&files, file)) continue;
+        pf_strlist_add(&files, file);
+        char what[1400];
+        snprintf(what, sizeof(what),
+                 "convert %s to Unix line ends (dos2unix, or sed -i 's/\\r$//')", file);
+        pf_check_add_finding(e->out, "conf-crlf", PF_WARN, fix(e, n, what),
+                             "%s has Windows line ends (CR LF): NCCL before 2.30.3 keeps the '\\r' "
+                             "at the end of each value (%s=\"%s\\r\", %s), so a list's last entry "
+                             "matches nothing%s",
+                             file, n, shown(e, n, get(e, n)), from(e, n),
+                             v ? "" : " (the NCCL version that will read it is not known here)");
+    }
+    pf_strlist_free(&files);
+}
+
+static void check_conf_text(struct envcheck *e, const struct pf_strlist *names)
+{
+    check_conf_crlf(e, names);
+    for (size_t i = 0; i < names->n; i++) {
+        const char *n = names->v[i];
+        if (!from_conf(e, n)) continue;
+        const char *v = get(e, n);
+        size_t nl = strlen(n), vl = v ? strlen(v) : 0;
+        char what[512], effect[256];
+        if (nl && blank(n[nl - 1])) {
+            char bare[256];
+            snprintf(bare, sizeof(bare), "%.*s", (int)nl, n);
+            pf_trim(bare);
+            char val[256];
+            snprintf(val, sizeof(val), "%s", v ? v : "");
+            pf_trim(val);
+            snprintf(what, sizeof(what), "write %s=%s with no blank around '='", bare,
+                     shown(e, bare, val));
+            pf_check_add_finding(e->out, "conf-blanks", PF_WARN, fix(e, n, what),
+                                 "\"%s\" (%s): NCCL does not trim, so it sets a variable named "
+                                 "\"%s\" (with the blank), which it never reads: %s stays %s",
+                                 n, from(e, n), n, bare,
+                                 get(e, bare) ? "as set elsewhere" : "unset");
+            continue;
+        }
+        if (!v || vl == 0) continue;
+        if (v[0] == '"' || v[0] == '\'') {
+            verbatim_effect(effect, sizeof(effect), n, v);
+            char inner[1100];
+            snprintf(inner, sizeof(inner), "%.*s",
+                     (int)(vl >= 2 && v[vl - 1] == v[0] ? vl - 2 : vl - 1), v + 1);
+            snprintf(what, sizeof(what), "write %s=%s without quotes", n, shown(e, n, inner));
+            pf_check_add_finding(e->out, "conf-quotes", PF_WARN, fix(e, n, what),
+                                 "%s=%s (%s): NCCL keeps the quotes of a config file's value: %s",
+                                 n, shown(e, n, v), from(e, n), effect);
+        } else if (blank(v[0]) || blank(v[vl - 1])) {
+            verbatim_effect(effect, sizeof(effect), n, v);
+            char inner[1100];
+            snprintf(inner, sizeof(inner), "%s", v);
+            pf_trim(inner);
+            snprintf(what, sizeof(what), "write %s=%s with no blank around the value", n,
+                     shown(e, n, inner));
+            pf_check_add_finding(e->out, "conf-blanks", PF_WARN, fix(e, n, what),
+                                 "%s=\"%s\" (%s): NCCL does not trim a config file's value: %s", n,
+                                 shown(e, n, v), from(e, n), effect);
+        }
+    }
+}
+
 /* ---- names */
 
 static void check_names(struct envcheck *e, struct pf_strlist *names)
 {
     for (size_t i = 0; i < names->n; i++) {
         const char *n = names->v[i];
+        if (n[0] && blank(n[strlen(n) - 1]) && from_conf(e, n)) continue; /* conf-blanks */
         if (pf_ncclenv_known(n)) {
             const char *obs = pf_ncclenv_obsolete(n);
             if (obs) {
@@ -730,6 +877,7 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
     pf_strlist_sort(&names);
     record(&e, &names);
 
+    check_conf_text(&e, &names);
     check_names(&e, &names);
     check_ints(&e, &names);
     check_p2p(&e);

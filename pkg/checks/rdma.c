@@ -38,7 +38,8 @@ struct hca {
     char name[64];
     char uverbs[32]; /* "uverbs3", "" when none */
     enum node_state node;
-    char why[256]; /* for NODE_NO_UVERBS / NODE_UNOPENABLE */
+    char why[256];           /* for NODE_NO_UVERBS / NODE_UNOPENABLE */
+    struct pf_rdma_ident id; /* its provider, from sysfs */
 };
 
 struct hca_set {
@@ -123,8 +124,10 @@ static void hca_scan(struct hca_set *s, struct pf_ctx *ctx, bool open_nodes)
     struct pf_strlist verbs = {0};
     (void)pf_host_list(&verbs, h, SYS_VERBS);
     char unreadable[160] = "";
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         snprintf(s->v[i].name, sizeof(s->v[i].name), "%s", ctx->hcas.v[i]);
+        pf_rdma_identify(&s->v[i].id, h, s->v[i].name);
+    }
     for (size_t j = 0; j < verbs.n; j++) {
         if (strncmp(verbs.v[j], "uverbs", 6) != 0) continue; /* abi_version */
         char ibdev[128];
@@ -225,6 +228,37 @@ static void hca_evidence(struct pf_node *m, const struct hca *hc, const struct p
     long long numa;
     if (pf_host_read_ll(&numa, h, SYS_IB "/%s/device/numa_node", hc->name) == 0)
         pf_node_set_int(m, "numaNode", numa);
+    pf_node_set_str(m, "provider", hc->id.provider->name);
+    pf_node_set_str(m, "providerFrom", hc->id.how);
+    if (hc->id.iwarp) pf_node_set_str(m, "transport", "iWARP");
+    pf_node_set_str(m, "nccl", pf_rdma_advice(&hc->id));
+    pf_err_clear();
+}
+
+/* A NIC whose PCIe link trained below what it and its slot can do moves less than its ports'
+ * rate: a silent loss of bandwidth (a GPU's link is never judged so: GPUs lower it when idle). */
+static void pcie_link(struct pf_check *out, struct pf_node *m, const struct hca *hc,
+                      const struct pf_host *h)
+{
+    struct pf_pcie_link l;
+    if (hc->id.provider->software || pf_pcie_link_read(&l, h, hc->name) < 0) return;
+    if (!l.known) {
+        pf_node_set_str(m, "pcieLink", l.why);
+        return;
+    }
+    pf_node_set_strf(m, "pcieLink", "x%d at %s", l.cur_width, l.cur);
+    pf_node_set_strf(m, "pcieCapable", "x%d at %s", l.max_width, l.max);
+    if (l.degraded) {
+        char pci[64] = "";
+        if (pf_host_link_basename(pci, sizeof(pci), h, SYS_IB "/%s/device", hc->name) != 0)
+            snprintf(pci, sizeof(pci), "?");
+        pf_check_add_finding(out, "pcie-link-degraded", PF_WARN, NULL,
+                             "%s (PCI %s): PCIe link x%d at %s, capable of x%d at %s: the NIC "
+                             "moves at most %.0f%% of its PCIe bandwidth",
+                             hc->name, pci, l.cur_width, l.cur, l.max_width, l.max,
+                             100.0 * (l.cur_gts * l.cur_width) / (l.max_gts * l.max_width));
+    }
+    pf_err_clear();
 }
 
 void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
@@ -261,8 +295,11 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
     bool rdma_cm = pf_host_exists(&ctx->host, DEV_IB "/rdma_cm");
     pf_node_set_bool(ev, "rdmaCm", rdma_cm);
     struct pf_node *seq = pf_node_set_seq(ev, "hcas");
-    for (size_t i = 0; i < s.n; i++)
-        hca_evidence(pf_node_add_map(seq), &s.v[i], &ctx->host);
+    for (size_t i = 0; i < s.n; i++) {
+        struct pf_node *m = pf_node_add_map(seq);
+        hca_evidence(m, &s.v[i], &ctx->host);
+        pcie_link(out, m, &s.v[i], &ctx->host);
+    }
 
     char names[512], ok_names[512];
     hca_names(ok_names, sizeof(ok_names), &s, is_usable);
@@ -297,16 +334,27 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
                                  "%zu of %zu HCAs have no uverbs node in the pod: %s (usable: %s)",
                                  nmissing, s.n, missing, usable ? ok_names : "none");
     }
-    /* EFA needs neither rdma_cm nor umad: libfabric's efa provider opens uverbs only */
-    bool efa_only = true;
-    for (size_t i = 0; i < s.n; i++)
-        efa_only = efa_only && pf_str_starts(s.v[i].name, "efa");
-    if (!rdma_cm && efa_only) pf_node_set_str(ev, "rdmaCmNote", "not needed by EFA");
-    if (!rdma_cm && !efa_only)
+    /* rdma_cm where a provider uses it: never EFA (libfabric's efa provider opens uverbs
+     * only), always iWARP (connections are set up through the CM) */
+    const char *cm_user = NULL;
+    bool cm_needed = false;
+    for (size_t i = 0; i < s.n; i++) {
+        enum pf_rdma_cm cm = s.v[i].id.iwarp ? PF_RDMA_CM_NEEDED : s.v[i].id.provider->rdma_cm;
+        if (cm == PF_RDMA_CM_NO || (cm_user && (cm_needed || cm != PF_RDMA_CM_NEEDED))) continue;
+        cm_user = s.v[i].name;
+        cm_needed = cm == PF_RDMA_CM_NEEDED;
+    }
+    if (!rdma_cm && !cm_user)
+        pf_node_set_strf(ev, "rdmaCmNote", "not needed by %s",
+                         strcmp(s.v[0].id.provider->name, "efa") == 0 ? "EFA"
+                                                                      : s.v[0].id.provider->name);
+    if (!rdma_cm && cm_user)
         pf_check_add_finding(out, "rdma-cm-missing", PF_WARN, NULL,
-                             DEV_IB
-                             "/rdma_cm is not in the pod (RDMA connection manager: "
-                             "needed by UCX, MPI and libfabric, not by NCCL's IB transport)");
+                             DEV_IB "/rdma_cm is not in the pod (RDMA connection manager: %s)",
+                             cm_needed ? "an iWARP device such as this pod's sets up every "
+                                         "connection through it"
+                                       : "needed by UCX, MPI and libfabric, not by NCCL's IB "
+                                         "transport");
     if (expect_hcas > 0 && usable < (size_t)expect_hcas)
         pf_check_add_finding(
             out, "hca-count", PF_FAIL, NULL,
@@ -447,6 +495,7 @@ static void roce_scan(struct roce_result *r, const struct pf_host *h, const char
 }
 
 struct port {
+    const struct pf_rdma_ident *id;
     char hca[64];
     char port[16];
     bool active;
@@ -514,17 +563,21 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
     } else {
         pf_node_set_str(m, "linkLayer", text);
         snprintf(pt->link_layer, sizeof(pt->link_layer), "%.31s", text);
-        /* EFA ports say Unknown: NCCL reaches them through aws-ofi-nccl (rdma.efa), not its
-         * IB transport */
-        bool efa = pf_str_starts(pt->hca, "efa") && strcmp(text, "Unknown") == 0;
-        if (efa) pf_node_set_str(m, "note", "EFA: used through the aws-ofi-nccl plugin");
-        if (!efa && strcmp(text, "InfiniBand") != 0 && strcmp(text, "Ethernet") != 0) {
+        /* what the provider legitimately reports (EFA: Unknown, reached through aws-ofi-nccl,
+         * rdma.efa); anything else is a port the driver did not set up */
+        const struct pf_rdma_provider *pv = pt->id->provider;
+        pf_node_set_str(m, "provider", pv->name);
+        if (!pf_rdma_link_layer_ok(pv, text)) {
             size_t len = strlen(down);
             snprintf(down + len, sizeof(down) - len,
-                     "%slink_layer is \"%.40s\" (NCCL uses only InfiniBand and Ethernet ports)",
-                     len ? "; " : "", text);
+                     "%slink_layer is \"%.40s\" (the %s driver reports %s)", len ? "; " : "", text,
+                     pv->name, pv->link_layers);
             pt->active = false;
-        }
+        } else if (strcmp(text, "InfiniBand") != 0 && strcmp(text, "Ethernet") != 0)
+            pf_node_set_str(m, "note",
+                            pf_rdma_nccl_net(pt->id) && strcmp(pf_rdma_nccl_net(pt->id), "OFI") == 0
+                                ? "reached through the aws-ofi-nccl plugin, not NCCL's IB transport"
+                                : "NCCL's IB transport uses only InfiniBand and Ethernet ports");
     }
     if (down[0])
         pf_check_add_finding(out, "port-down", PF_FAIL, NULL, "%s port %s: %s", pt->hca, pt->port,
@@ -584,6 +637,8 @@ static void port_layer_details(struct pf_check *out, struct pf_node *m, const st
         if (pf_host_read(text, sizeof(text), h, SYS_IB "/%s/ports/%s/sm_lid", pt->hca, pt->port) >
             0)
             pf_node_set_str(m, "smLid", pf_trim(text));
+    } else if (strcmp(pt->link_layer, "Ethernet") == 0 && !pf_rdma_wants_roce_gid(pt->id)) {
+        pf_node_set_str(m, "note", pt->id->iwarp ? "iWARP: no RoCE GID" : "no RoCE GID needed");
     } else if (strcmp(pt->link_layer, "Ethernet") == 0) {
         struct roce_result r;
         roce_scan(&r, h, pt->hca, pt->port);
@@ -656,6 +711,7 @@ void pf_check_rdma_ports(struct pf_check *out, struct pf_ctx *ctx)
             struct port *pt = &ports[nports++];
             memset(pt, 0, sizeof(*pt));
             snprintf(pt->hca, sizeof(pt->hca), "%s", s.v[i].name);
+            pt->id = &s.v[i].id;
             snprintf(pt->port, sizeof(pt->port), "%s", pl.v[j]);
             check_port(out, seq, pt, h, cfg);
         }

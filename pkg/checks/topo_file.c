@@ -1,7 +1,10 @@
 /* The GPUs and NICs an NCCL topology file (NCCL_TOPO_FILE) places, by PCI bus id. NCCL's reader
  * (src/graph/xml.cc) takes <system>/<cpu>/<pci>/<gpu>/<nic>/<net> elements with quoted
  * attributes; a <pci> element is a GPU or NIC by its class ("0x03...", "0x02...") or by the
- * <gpu>/<nic> element it holds. PCI switches are left out: VM images name virtual ones
+ * <gpu>/<nic> element it holds. A <pci> with no class attribute and no <pci> inside is a device
+ * too: NCCL (v2.30.7-1 xml.cc ncclTopoGetXmlFromSys) reads its class from the node's sysfs when
+ * it meets the device, and trims the element when it never does; aws-ofi-nccl's p5.48xlarge
+ * file lists its GPUs and NICs so. PCI switches are left out: VM images name virtual ones
  * (ffff:ff:01.0) that no sysfs lists and NCCL keeps from the file (docs/checks/40-nccl-env.md,
  * topo-file-mismatch). */
 #define _GNU_SOURCE
@@ -15,6 +18,8 @@
 struct topo_pci {
     char busid[PF_TOPO_BUSID_MAX]; /* "" when missing or not a bus id */
     bool endpoint;                 /* a GPU or NIC */
+    bool classless;                /* no class attribute: NCCL reads it from sysfs */
+    bool has_pci;                  /* holds a <pci> element (a switch) */
 };
 
 struct topo_scan {
@@ -46,7 +51,8 @@ static bool name_is(const char *p, size_t n, const char *want)
 
 static void emit(struct topo_scan *sc, const struct topo_pci *p)
 {
-    if (!p->endpoint || !p->busid[0] || pf_strlist_has(sc->out, p->busid)) return;
+    bool device = p->endpoint || (p->classless && !p->has_pci);
+    if (!device || !p->busid[0] || pf_strlist_has(sc->out, p->busid)) return;
     if (sc->out->n >= PF_TOPO_BUSIDS_MAX) return;
     if (pf_strlist_add(sc->out, p->busid) == 0) sc->found++;
 }
@@ -102,9 +108,10 @@ static bool read_attrs(struct topo_scan *sc, struct topo_pci *p, bool *self_clos
         if (name_is(s + k, kn, "busid") && is_busid(v, vn)) {
             memcpy(p->busid, v, vn);
             p->busid[vn] = '\0';
-        } else if (name_is(s + k, kn, "class") && vn >= 4 &&
-                   (memcmp(v, "0x03", 4) == 0 || memcmp(v, "0x02", 4) == 0)) {
-            p->endpoint = true;
+        } else if (name_is(s + k, kn, "class")) {
+            p->classless = false;
+            if (vn >= 4 && (memcmp(v, "0x03", 4) == 0 || memcmp(v, "0x02", 4) == 0))
+                p->endpoint = true;
         }
     }
 }
@@ -131,13 +138,14 @@ static bool read_tag(struct topo_scan *sc)
         }
         return skip_past(sc, ">");
     }
-    struct topo_pci p = {.busid = "", .endpoint = false};
+    struct topo_pci p = {.busid = "", .endpoint = false, .classless = true};
     bool self_closing = false;
     if (!read_attrs(sc, &p, &self_closing)) return false;
     if ((name_is(name, nn, "gpu") || name_is(name, nn, "nic")) && sc->depth > 0 &&
         sc->depth <= TOPO_DEPTH_MAX)
         sc->stack[sc->depth - 1].endpoint = true;
     if (!pci) return true;
+    if (sc->depth > 0 && sc->depth <= TOPO_DEPTH_MAX) sc->stack[sc->depth - 1].has_pci = true;
     if (self_closing) {
         emit(sc, &p);
         return true;

@@ -201,12 +201,20 @@ void pf_check_rdma_verbs(struct pf_check *out, struct pf_ctx *ctx)
             if (list) v->free_device_list(list);
             return;
         }
+        /* rdma-core installs each provider as libibverbs/lib<name>-rdmav<N>.so */
+        struct pf_rdma_ident id;
+        pf_rdma_identify(&id, &ctx->host, ctx->hcas.v[0]);
+        const char *prov = id.provider->name;
+        bool known = strcmp(prov, "unknown") != 0;
         pf_check_add_finding(out, "verbs-unavailable", PF_FAIL, NULL,
                              "libibverbs lists no device (%s) while /sys/class/infiniband has %s: "
-                             "the provider library for these HCAs (e.g. libmlx5 from "
+                             "the provider library for these HCAs (%s%s%s from "
                              "ibverbs-providers) is missing from the image, or "
                              "/dev/infiniband/uverbs* is not in the pod",
-                             list ? "0 devices" : strerror(e ? e : ENODEV), hcas);
+                             list ? "0 devices" : strerror(e ? e : ENODEV), hcas,
+                             known ? "lib" : "e.g. libmlx5", known ? prov : "",
+                             known ? (strcmp(prov, "hfi1") == 0 ? "verbs-rdmav*.so" : "-rdmav*.so")
+                                   : "");
         if (list) v->free_device_list(list);
         return;
     }

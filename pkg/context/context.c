@@ -20,6 +20,13 @@ void pf_ctx_free(struct pf_ctx *ctx)
     pf_strlist_free(&ctx->gpus);
 }
 
+double pf_ctx_left(const struct pf_ctx *ctx, double margin)
+{
+    if (ctx->deadline <= 0) return 1e9;
+    double left = ctx->deadline - margin - pf_now();
+    return left > 0 ? left : 0;
+}
+
 void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)
 {
     if (!ctx->progress) return;

@@ -44,7 +44,14 @@ struct pf_ctx {
      * never prints itself). NULL: silent. */
     void (*progress)(void *arg, const char *line);
     void *progress_arg;
+    /* When the waits of the stage under way must end (a pf_now() time; 0: none): set by
+     * pkg/run before each stage, from the run's deadline (--timeout). */
+    double deadline;
 };
+
+/* The seconds left before ctx->deadline less margin, 0 when past; with no deadline 1e9 (the
+ * caller's own bound alone decides, as in a unit test that sets none). */
+double pf_ctx_left(const struct pf_ctx *ctx, double margin);
 
 /* Reports one progress line ("waiting for 3 of 16 ranks: 5, 11, 12") through ctx->progress. */
 void pf_ctx_progress(struct pf_ctx *ctx, const char *fmt, ...)

@@ -53,13 +53,13 @@ static const char *v_nccl(const struct pf_fleet *f, int r, char *buf, size_t n)
     return f->r[r].nccl_version;
 }
 
-/* Appends "rank N (pod)" items (or bare numbers), at most PF_FLEET_LIST_MAX, then "and K
+/* Appends "rank N (pod)" items (or bare numbers), at most PF_WIRE_LIST_MAX, then "and K
  * more". */
 static void list_ranks(struct pf_buf *b, const struct pf_fleet *f, const int *ranks, size_t n,
                        bool with_pod)
 {
     for (size_t i = 0; i < n; i++) {
-        if (i == PF_FLEET_LIST_MAX) {
+        if (i == PF_WIRE_LIST_MAX) {
             pf_buf_addf(b, " and %zu more", n - i);
             break;
         }
@@ -113,7 +113,7 @@ static void disagree(struct pf_fleet *f, const int *in, int n, const struct clai
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
     if (c->verb) {
-        for (int i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
+        for (int i = 0; i < k && i < PF_WIRE_LIST_MAX; i++) {
             char w[160];
             pf_fleet_who(w, sizeof(w), f, out[i]);
             pf_buf_addf(&b, "%s%s%s%s", i ? c->sep : "", w, c->verb,
@@ -167,7 +167,7 @@ static void env_one(struct pf_buf *vars, const struct pf_fleet *f, const int *in
     for (int i = 0; i < n; i++) {
         const char *vi = env_value(&f->r[in[i]], name);
         if (same(vi, major)) continue;
-        if (shown++ == PF_FLEET_LIST_MAX) {
+        if (shown++ == PF_WIRE_LIST_MAX) {
             pf_buf_addf(&b, ", ...");
             break;
         }
@@ -279,6 +279,7 @@ void pf_fleet_agree(struct pf_fleet *f, double waited_s)
     disagree(f, known, nk, &nccl, out);
     free(known);
     env_mismatch(f, in, n);
+    pf_fleet_fabric_agree(f);
     free(in);
     free(out);
 }

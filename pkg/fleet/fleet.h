@@ -7,7 +7,7 @@
  *
  * Also the codecs of what ranks send each other about results (each a fuzz target): the
  * SUMMARY, a rank's report (verdict and check statuses), its TCP all-reduce result and its
- * link measurements. Records are nested fields (pkg/rendezvous/proto.c), never tab-joined. */
+ * link measurements. Records are nested fields (pkg/wire/wire.c), never tab-joined. */
 #ifndef PF_FLEET_H
 #define PF_FLEET_H
 
@@ -17,11 +17,10 @@
 
 #include "../base/base.h"
 #include "../collective/collective.h"
-#include "../rendezvous/rendezvous.h"
+#include "../wire/wire.h"
 #include "../verdict/verdict.h"
 
 #define PF_FLEET_NAME 128
-#define PF_FLEET_LIST_MAX PF_RDV_LIST_MAX /* ranks named in one message before "and N more" */
 
 enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
 
@@ -41,6 +40,7 @@ struct pf_fleet_rank {
     long long world_claimed;
     char version[48], digest[96], nccl_version[64];
     struct pf_strlist env; /* "NAME=VALUE" of its NCCL_* variables (secrets hashed) */
+    char fabric[64];       /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
     /* its TCP all-reduce */
     bool ar_done;
     double ar_seconds;
@@ -111,6 +111,30 @@ void pf_fleet_blame(struct pf_fleet *f, int rank, const char *fmt, ...)
 
 /* ---- agree.c: after the join phase (check `rendezvous`) */
 
+/* gpu.fabric's cross-rank part: each rank's NVLink fabric identity (the cluster UUID and
+ * clique id its GPUs registered with, "" and 0 when it has none), as gpu.fabric records it in
+ * its evidence (`fabric.clique`: "<clusterUuid>/<cliqueId>"). The ranks of one multi-node
+ * NVLink job must all share one; pf_fleet_fabric_compare writes one mismatch for every rank that
+ * differs from the identity most ranks have (ties: the lowest rank's) and returns how many
+ * differ (it writes at most max). */
+struct pf_fleet_fabric {
+    int rank;
+    char cluster_uuid[40]; /* "" when the rank has no fabric */
+    unsigned clique;
+};
+struct pf_fleet_fabric_mismatch {
+    int rank;
+    char message[200];
+};
+size_t pf_fleet_fabric_compare(struct pf_fleet_fabric_mismatch *out, size_t max,
+                               const struct pf_fleet_fabric *ranks, size_t n);
+/* Reads "<clusterUuid>/<cliqueId>" (gpu.fabric's evidence) into r; -1 when malformed. */
+int pf_fleet_fabric_parse(struct pf_fleet_fabric *r, const char *text);
+/* clique-mismatch (check gpu.fabric): the joined ranks whose JOIN carried a fabric identity
+ * (gpu.fabric ran: multi-node NVLink expected) must all share one cluster UUID and clique id,
+ * as NCCL's MNNVL set-up needs (docs/checks/10-gpu.md); each rank outside is a culprit. */
+void pf_fleet_fabric_agree(struct pf_fleet *f);
+
 /* Minority by value: groups ranks[0..n) by val, names the ranks outside the biggest group
  * (rank 0's group wins a tie) in out, the biggest group's value in major. Returns how many
  * are outside. */
@@ -118,7 +142,8 @@ typedef const char *(*pf_fleet_value_fn)(const struct pf_fleet *f, int rank, cha
 int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
                       int *out, char *major, size_t nmajor);
 /* missing-ranks, refused ranks, world-size-, version-, config-, nccl-version- and
- * env-mismatch. waited_s: how long rank 0 waited for the others. */
+ * env-mismatch, and gpu.fabric's clique-mismatch among the joined ranks that report a fabric
+ * (pf_fleet_fabric_agree). waited_s: how long rank 0 waited for the others. */
 void pf_fleet_agree(struct pf_fleet *f, double waited_s);
 
 /* ---- judge.c: after the collectives (check `collective.tcp`) and the final gather */
@@ -135,7 +160,7 @@ struct pf_fleet_tcp {
     /* the probe rounds' judgement (positions are roster positions), which names the slow
      * nodes and links; NULL: links alone are judged by pf_coll_blame */
     const struct pf_coll_judgement *judgement;
-    const struct pf_rdv_marks *lost, *failed; /* the rendezvous' marks */
+    const struct pf_wire_marks *lost, *failed; /* the rendezvous' marks */
 };
 /* peer-lost, wrong-result, below-threshold, slow-node, slow-link, and the TCP summary. */
 void pf_fleet_judge_tcp(struct pf_fleet *f, const struct pf_fleet_tcp *t);

@@ -12,10 +12,10 @@ static const char *node_of(const struct pf_fleet *f, int rank)
 }
 
 /* The ranks of marks [from, n) as "5, 11, 12 and 30 more" in b. */
-static void rest_of(struct pf_buf *b, const struct pf_rdv_marks *l, size_t from)
+static void rest_of(struct pf_buf *b, const struct pf_wire_marks *l, size_t from)
 {
     for (size_t k = from; k < l->n; k++) {
-        if (k - from == PF_FLEET_LIST_MAX) {
+        if (k - from == PF_WIRE_LIST_MAX) {
             pf_buf_addf(b, " and %zu more", l->n - k);
             break;
         }
@@ -23,7 +23,7 @@ static void rest_of(struct pf_buf *b, const struct pf_rdv_marks *l, size_t from)
     }
 }
 
-/* A finding (and a culprit) for each of the first PF_FLEET_LIST_MAX lost ranks, one for the
+/* A finding (and a culprit) for each of the first PF_WIRE_LIST_MAX lost ranks, one for the
  * rest: when hundreds are lost the cause is rarely each of them, and a finding per rank in
  * every rank's summary would be O(N^2) bytes. */
 static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
@@ -31,7 +31,7 @@ static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
     struct pf_buf b;
     pf_buf_init(&b, 1024);
     f->lost_any = f->lost_any || t->lost->n > 0;
-    for (size_t i = 0; i < t->lost->n && i < PF_FLEET_LIST_MAX; i++) {
+    for (size_t i = 0; i < t->lost->n && i < PF_WIRE_LIST_MAX; i++) {
         int r = t->lost->v[i].rank;
         const char *why = t->lost->v[i].why;
         /* everyone's reports of who failed them help the reader (the first few) */
@@ -48,28 +48,28 @@ static void lost_peers(struct pf_fleet *f, const struct pf_fleet_tcp *t)
                          pf_buf_str(&b), b.len ? ")" : "");
         pf_fleet_blame(f, r, "lost during the collectives: %s", why);
     }
-    if (t->lost->n > PF_FLEET_LIST_MAX) {
+    if (t->lost->n > PF_WIRE_LIST_MAX) {
         pf_buf_reset(&b);
-        rest_of(&b, t->lost, PF_FLEET_LIST_MAX);
+        rest_of(&b, t->lost, PF_WIRE_LIST_MAX);
         pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL,
                          "%zu more ranks were lost after the rendezvous (%s); the first: %s",
-                         t->lost->n - PF_FLEET_LIST_MAX, pf_buf_str(&b),
-                         t->lost->v[PF_FLEET_LIST_MAX].why);
+                         t->lost->n - PF_WIRE_LIST_MAX, pf_buf_str(&b),
+                         t->lost->v[PF_WIRE_LIST_MAX].why);
     }
     if (t->lost->n == 0) {
         /* nobody died, yet something failed: name whom the failures point at */
-        for (size_t k = 0; k < t->failed->n && k < PF_FLEET_LIST_MAX; k++) {
+        for (size_t k = 0; k < t->failed->n && k < PF_WIRE_LIST_MAX; k++) {
             char w[160];
             pf_fleet_who(w, sizeof(w), f, t->failed->v[k].rank);
             pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL, "%s: %s", w,
                              t->failed->v[k].why);
         }
-        if (t->failed->n > PF_FLEET_LIST_MAX) {
+        if (t->failed->n > PF_WIRE_LIST_MAX) {
             pf_buf_reset(&b);
-            rest_of(&b, t->failed, PF_FLEET_LIST_MAX);
+            rest_of(&b, t->failed, PF_WIRE_LIST_MAX);
             pf_fleet_finding(&f->out, "collective.tcp", "peer-lost", PF_FAIL, NULL,
                              "%zu more ranks reported a failure (%s)",
-                             t->failed->n - PF_FLEET_LIST_MAX, pf_buf_str(&b));
+                             t->failed->n - PF_WIRE_LIST_MAX, pf_buf_str(&b));
         }
     }
     pf_buf_free(&b);

@@ -156,7 +156,7 @@ static void blame_once(struct pf_fleet *f, int pos, const char *fmt, ...)
     pf_fleet_blame(f, rank, "%s", why);
 }
 
-/* A list of items in b, PF_FLEET_LIST_MAX at most, then "and N more". */
+/* A list of items in b, PF_WIRE_LIST_MAX at most, then "and N more". */
 struct list {
     struct pf_buf b;
     size_t n;
@@ -169,7 +169,7 @@ static void list_init(struct list *l)
 static void list_add(struct list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void list_add(struct list *l, const char *fmt, ...)
 {
-    if (l->n++ >= PF_FLEET_LIST_MAX) return;
+    if (l->n++ >= PF_WIRE_LIST_MAX) return;
     if (l->n > 1) pf_buf_addf(&l->b, "; ");
     va_list ap;
     va_start(ap, fmt);
@@ -178,9 +178,9 @@ static void list_add(struct list *l, const char *fmt, ...)
 }
 static const char *list_text(struct list *l)
 {
-    if (l->n > PF_FLEET_LIST_MAX) {
-        pf_buf_addf(&l->b, "; and %zu more", l->n - PF_FLEET_LIST_MAX);
-        l->n = PF_FLEET_LIST_MAX; /* once */
+    if (l->n > PF_WIRE_LIST_MAX) {
+        pf_buf_addf(&l->b, "; and %zu more", l->n - PF_WIRE_LIST_MAX);
+        l->n = PF_WIRE_LIST_MAX; /* once */
     }
     return pf_buf_str(&l->b);
 }

@@ -1,19 +1,19 @@
 /* The codecs of what ranks tell each other about results: the SUMMARY, a rank's report, its
  * TCP all-reduce result and its link measurements. A record is one field whose value is a
- * nested field list (pkg/rendezvous/proto.c); numbers are decimal text. */
+ * nested field list (pkg/wire/wire.c); numbers are decimal text. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../rendezvous/rendezvous.h"
+#include "../wire/wire.h"
 
 #define RECORD_MAX (64u << 10)
 
 static void put_num(struct pf_buf *b, const char *key, const char *text)
 {
-    pf_rdv_put_str(b, key, text);
+    pf_wire_put_str(b, key, text);
 }
 
 static void put_record(struct pf_buf *b, const char *key, const struct pf_buf *rec)
@@ -22,7 +22,7 @@ static void put_record(struct pf_buf *b, const char *key, const struct pf_buf *r
         b->over = true;
         return;
     }
-    pf_rdv_put(b, key, rec->data, rec->len);
+    pf_wire_put(b, key, rec->data, rec->len);
 }
 
 /* A number or integer of the SUMMARY: false when absent or refused; the first refusal is kept,
@@ -48,42 +48,42 @@ static bool sum_refused(struct pf_fleet_summary *s, int r, const char *where)
     return r < 0;
 }
 
-static bool sum_num(struct pf_fleet_summary *s, double *out, const struct pf_rdv_fields *f,
+static bool sum_num(struct pf_fleet_summary *s, double *out, const struct pf_wire_fields *f,
                     const char *key, const char *where)
 {
-    return !sum_refused(s, pf_rdv_fields_num(out, f, key), where);
+    return !sum_refused(s, pf_wire_fields_num(out, f, key), where);
 }
 
-static bool sum_int(struct pf_fleet_summary *s, long long *out, const struct pf_rdv_fields *f,
+static bool sum_int(struct pf_fleet_summary *s, long long *out, const struct pf_wire_fields *f,
                     const char *key, const char *where)
 {
-    return !sum_refused(s, pf_rdv_fields_int(out, f, key), where);
+    return !sum_refused(s, pf_wire_fields_int(out, f, key), where);
 }
 
-static char *get_dup(const struct pf_rdv_fields *f, const char *key)
+static char *get_dup(const struct pf_wire_fields *f, const char *key)
 {
-    const struct pf_rdv_field *x = pf_rdv_fields_get(f, key);
-    char *s = x ? pf_rdv_field_dup(x) : NULL;
+    const struct pf_wire_field *x = pf_wire_fields_get(f, key);
+    char *s = x ? pf_wire_field_dup(x) : NULL;
     return s ? s : pf_xstrdup("");
 }
 
 static void finding_record(struct pf_buf *r, const void *items, size_t i)
 {
     const struct pf_fleet_finding *x = (const struct pf_fleet_finding *)items + i;
-    pf_rdv_put_str(r, "check", x->check);
-    pf_rdv_put_str(r, "code", x->code);
-    pf_rdv_put_str(r, "status", pf_status_name(x->status));
-    pf_rdv_put_str(r, "remedy", x->remedy);
-    pf_rdv_put_str(r, "message", x->message);
+    pf_wire_put_str(r, "check", x->check);
+    pf_wire_put_str(r, "code", x->code);
+    pf_wire_put_str(r, "status", pf_status_name(x->status));
+    pf_wire_put_str(r, "remedy", x->remedy);
+    pf_wire_put_str(r, "message", x->message);
 }
 
 static void culprit_record(struct pf_buf *r, const void *items, size_t i)
 {
     const struct pf_fleet_culprit *x = (const struct pf_fleet_culprit *)items + i;
-    pf_rdv_put_int(r, "rank", x->rank);
-    pf_rdv_put_str(r, "pod", x->pod);
-    pf_rdv_put_str(r, "node", x->node);
-    pf_rdv_put_str(r, "reason", x->reason);
+    pf_wire_put_int(r, "rank", x->rank);
+    pf_wire_put_str(r, "pod", x->pod);
+    pf_wire_put_str(r, "node", x->node);
+    pf_wire_put_str(r, "reason", x->reason);
 }
 
 int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s)
@@ -95,16 +95,16 @@ int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s
     pf_buf_init(&r, RECORD_MAX);
     char num[64];
     if (s->have_tcp) {
-        pf_rdv_put_int(out, "bytes", s->bytes);
-        pf_rdv_put_int(out, "ranks", s->ranks);
+        pf_wire_put_int(out, "bytes", s->bytes);
+        pf_wire_put_int(out, "ranks", s->ranks);
         snprintf(num, sizeof(num), "%.9f", s->seconds);
         put_num(out, "seconds", num);
         snprintf(num, sizeof(num), "%.6f", s->algbw);
         put_num(out, "algbw", num);
         snprintf(num, sizeof(num), "%.6f", s->busbw);
         put_num(out, "busbw", num);
-        pf_rdv_put_int(out, "correct", s->correct);
-        pf_rdv_put_int(out, "iterations", s->iterations);
+        pf_wire_put_int(out, "correct", s->correct);
+        pf_wire_put_int(out, "iterations", s->iterations);
         if (s->expected >= 0) {
             snprintf(num, sizeof(num), "%g", s->expected);
             put_num(out, "expected", num);
@@ -114,55 +114,55 @@ int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s
         snprintf(num, sizeof(num), "%.3f", s->median);
         put_num(out, "median", num);
         pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "from", s->slow_src);
-        pf_rdv_put_int(&r, "to", s->slow_dst);
+        pf_wire_put_int(&r, "from", s->slow_src);
+        pf_wire_put_int(&r, "to", s->slow_dst);
         snprintf(num, sizeof(num), "%.3f", s->slow_gbps);
         put_num(&r, "gbps", num);
         put_record(out, "slowest", &r);
     }
     if (s->verdict[0]) {
-        pf_rdv_put_str(out, "fleet", s->verdict);
-        pf_rdv_put_str(out, "fleetSummary", s->text);
+        pf_wire_put_str(out, "fleet", s->verdict);
+        pf_wire_put_str(out, "fleetSummary", s->text);
     }
     pf_buf_free(&r);
     return pf_buf_check(out, "the SUMMARY message");
 }
 
-static void add_finding(struct pf_fleet_summary *s, const struct pf_rdv_field *fl)
+static void add_finding(struct pf_fleet_summary *s, const struct pf_wire_field *fl)
 {
-    struct pf_rdv_fields f;
-    if (pf_rdv_fields_decode(&f, fl->val, fl->vlen) < 0) return;
+    struct pf_wire_fields f;
+    if (pf_wire_fields_decode(&f, fl->val, fl->vlen) < 0) return;
     char check[64] = "", code[64] = "", status[16] = "";
-    if (pf_rdv_fields_str(check, sizeof(check), &f, "check") == 0 &&
-        pf_rdv_fields_str(code, sizeof(code), &f, "code") == 0 &&
-        pf_rdv_fields_str(status, sizeof(status), &f, "status") == 0 &&
-        pf_rdv_fields_get(&f, "message")) {
+    if (pf_wire_fields_str(check, sizeof(check), &f, "check") == 0 &&
+        pf_wire_fields_str(code, sizeof(code), &f, "code") == 0 &&
+        pf_wire_fields_str(status, sizeof(status), &f, "status") == 0 &&
+        pf_wire_fields_get(&f, "message")) {
         char *remedy = get_dup(&f, "remedy"), *msg = get_dup(&f, "message");
         int st = pf_status_parse(status);
         pf_fleet_finding(s, check, code, st == PF_WARN ? PF_WARN : PF_FAIL, remedy, "%s", msg);
         free(remedy);
         free(msg);
     }
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
 }
 
-static void add_culprit(struct pf_fleet_summary *s, const struct pf_rdv_field *fl)
+static void add_culprit(struct pf_fleet_summary *s, const struct pf_wire_field *fl)
 {
-    struct pf_rdv_fields f;
-    if (pf_rdv_fields_decode(&f, fl->val, fl->vlen) < 0) return;
+    struct pf_wire_fields f;
+    if (pf_wire_fields_decode(&f, fl->val, fl->vlen) < 0) return;
     long long rank = -1;
-    if (pf_rdv_fields_int(&rank, &f, "rank") == 0 && rank >= 0 && rank < (1 << 24) &&
-        pf_rdv_fields_get(&f, "reason")) {
+    if (pf_wire_fields_int(&rank, &f, "rank") == 0 && rank >= 0 && rank < (1 << 24) &&
+        pf_wire_fields_get(&f, "reason")) {
         char *pod = get_dup(&f, "pod"), *node = get_dup(&f, "node"), *why = get_dup(&f, "reason");
         pf_fleet_culprit(s, (int)rank, pod, node, "%s", why);
         free(pod);
         free(node);
         free(why);
     }
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
 }
 
-static void get_tcp(struct pf_fleet_summary *s, const struct pf_rdv_fields *f)
+static void get_tcp(struct pf_fleet_summary *s, const struct pf_wire_fields *f)
 {
     long long correct = 0;
     bool a = sum_num(s, &s->seconds, f, "seconds", "");
@@ -175,14 +175,14 @@ static void get_tcp(struct pf_fleet_summary *s, const struct pf_rdv_fields *f)
     sum_int(s, &s->iterations, f, "iterations", "");
     sum_num(s, &s->expected, f, "expected", ""); /* stays -1 when absent or refused */
     s->have_links = sum_num(s, &s->median, f, "median", "");
-    const struct pf_rdv_field *sl = pf_rdv_fields_get(f, "slowest");
-    struct pf_rdv_fields x;
+    const struct pf_wire_field *sl = pf_wire_fields_get(f, "slowest");
+    struct pf_wire_fields x;
     long long from = -1, to = -1;
     bool g = false;
-    if (s->have_links && sl && pf_rdv_fields_decode(&x, sl->val, sl->vlen) == 0) {
+    if (s->have_links && sl && pf_wire_fields_decode(&x, sl->val, sl->vlen) == 0) {
         if (sum_int(s, &from, &x, "from", "slowest ") && sum_int(s, &to, &x, "to", "slowest "))
             g = sum_num(s, &s->slow_gbps, &x, "gbps", "slowest ");
-        pf_rdv_fields_free(&x);
+        pf_wire_fields_free(&x);
     }
     s->slow_src = (int)from;
     s->slow_dst = (int)to;
@@ -193,20 +193,20 @@ int pf_fleet_summary_decode(struct pf_fleet_summary *out, const uint8_t *p, size
 {
     memset(out, 0, sizeof(*out));
     out->expected = -1;
-    struct pf_rdv_fields f;
-    if (pf_rdv_fields_decode(&f, p, len) < 0) return pf_err_set(PF_EINVAL, "malformed SUMMARY");
+    struct pf_wire_fields f;
+    if (pf_wire_fields_decode(&f, p, len) < 0) return pf_err_set(PF_EINVAL, "malformed SUMMARY");
     for (size_t i = 0; i < f.n; i++) {
-        if (pf_rdv_field_is(&f.v[i], "finding"))
+        if (pf_wire_field_is(&f.v[i], "finding"))
             add_finding(out, &f.v[i]);
-        else if (pf_rdv_field_is(&f.v[i], "culprit"))
+        else if (pf_wire_field_is(&f.v[i], "culprit"))
             add_culprit(out, &f.v[i]);
     }
     get_tcp(out, &f);
-    if (pf_rdv_fields_str(out->verdict, sizeof(out->verdict), &f, "fleet") == 0)
-        pf_rdv_fields_str(out->text, sizeof(out->text), &f, "fleetSummary");
+    if (pf_wire_fields_str(out->verdict, sizeof(out->verdict), &f, "fleet") == 0)
+        pf_wire_fields_str(out->text, sizeof(out->text), &f, "fleetSummary");
     else
         out->verdict[0] = '\0';
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
     return 0;
 }
 
@@ -224,73 +224,74 @@ static void check_record(struct pf_buf *r, const void *items, size_t i)
         else if (c->findings[k].status > own)
             own = c->findings[k].status;
     }
-    pf_rdv_put_str(r, "id", c->id);
-    pf_rdv_put_str(r, "status", pf_status_name(any_fleet && c->status > PF_PASS ? own : c->status));
+    pf_wire_put_str(r, "id", c->id);
+    pf_wire_put_str(r, "status",
+                    pf_status_name(any_fleet && c->status > PF_PASS ? own : c->status));
     for (size_t k = 0; k < c->nfindings; k++)
-        if (!c->findings[k].fleet) pf_rdv_put_str(r, "code", c->findings[k].code);
+        if (!c->findings[k].fleet) pf_wire_put_str(r, "code", c->findings[k].code);
 }
 
 int pf_fleet_report_encode(struct pf_buf *out, const struct pf_verdict *v)
 {
-    pf_rdv_put_str(out, "verdict", pf_status_name(v->verdict));
+    pf_wire_put_str(out, "verdict", pf_status_name(v->verdict));
     return fleet_records_put(out, "check", v->checks, v->nchecks, check_record,
                              "this rank's report");
 }
 
-static void add_check(struct pf_fleet_rank *m, const struct pf_rdv_field *fl)
+static void add_check(struct pf_fleet_rank *m, const struct pf_wire_field *fl)
 {
-    struct pf_rdv_fields f;
-    if (m->nchecks >= 256 || pf_rdv_fields_decode(&f, fl->val, fl->vlen) < 0) return;
+    struct pf_wire_fields f;
+    if (m->nchecks >= 256 || pf_wire_fields_decode(&f, fl->val, fl->vlen) < 0) return;
     struct pf_fleet_check c = {0};
-    if (pf_rdv_fields_str(c.id, sizeof(c.id), &f, "id") == 0) {
-        pf_rdv_fields_str(c.status, sizeof(c.status), &f, "status");
+    if (pf_wire_fields_str(c.id, sizeof(c.id), &f, "id") == 0) {
+        pf_wire_fields_str(c.status, sizeof(c.status), &f, "status");
         for (size_t k = 0; k < f.n && c.codes.n < 256; k++) {
-            if (!pf_rdv_field_is(&f.v[k], "code")) continue;
-            char *code = pf_rdv_field_dup(&f.v[k]);
+            if (!pf_wire_field_is(&f.v[k], "code")) continue;
+            char *code = pf_wire_field_dup(&f.v[k]);
             if (code) pf_strlist_add(&c.codes, code);
             free(code);
         }
         m->checks = pf_xrealloc(m->checks, (m->nchecks + 1) * sizeof(*m->checks));
         m->checks[m->nchecks++] = c;
     }
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
 }
 
 int pf_fleet_report_decode(struct pf_fleet_rank *m, const uint8_t *p, size_t len)
 {
-    struct pf_rdv_fields f;
-    if (!p || pf_rdv_fields_decode(&f, p, len) < 0)
+    struct pf_wire_fields f;
+    if (!p || pf_wire_fields_decode(&f, p, len) < 0)
         return pf_err_set(PF_EINVAL, "malformed report");
     m->reported = true;
-    pf_rdv_fields_str(m->verdict, sizeof(m->verdict), &f, "verdict");
+    pf_wire_fields_str(m->verdict, sizeof(m->verdict), &f, "verdict");
     for (size_t k = 0; k < f.n; k++)
-        if (pf_rdv_field_is(&f.v[k], "check")) add_check(m, &f.v[k]);
-    pf_rdv_fields_free(&f);
+        if (pf_wire_field_is(&f.v[k], "check")) add_check(m, &f.v[k]);
+    pf_wire_fields_free(&f);
     return 0;
 }
 
 int pf_fleet_ar_encode(struct pf_buf *out, const struct pf_fleet_ar *a)
 {
-    pf_rdv_put_str(out, "s", a->ok ? "ok" : "fail");
+    pf_wire_put_str(out, "s", a->ok ? "ok" : "fail");
     char num[64];
     snprintf(num, sizeof(num), "%.9f", a->seconds);
-    pf_rdv_put_str(out, "seconds", num);
-    pf_rdv_put_int(out, "wrong", a->wrong);
-    pf_rdv_put_int(out, "firstBad", a->first_bad);
-    pf_rdv_put_str(out, "iface", a->iface ? a->iface : "");
+    pf_wire_put_str(out, "seconds", num);
+    pf_wire_put_int(out, "wrong", a->wrong);
+    pf_wire_put_int(out, "firstBad", a->first_bad);
+    pf_wire_put_str(out, "iface", a->iface ? a->iface : "");
     return pf_buf_check(out, "the all-reduce result");
 }
 
 int pf_fleet_ar_decode(struct pf_fleet_rank *m, const uint8_t *p, size_t len)
 {
-    struct pf_rdv_fields f;
-    if (!p || pf_rdv_fields_decode(&f, p, len) < 0)
+    struct pf_wire_fields f;
+    if (!p || pf_wire_fields_decode(&f, p, len) < 0)
         return pf_err_set(PF_EINVAL, "malformed all-reduce result");
     char s[32] = "";
-    pf_rdv_fields_str(s, sizeof(s), &f, "s");
+    pf_wire_fields_str(s, sizeof(s), &f, "s");
     m->ar_done = strcmp(s, "ok") == 0;
     int r = 0;
-    if (pf_rdv_fields_num(&m->ar_seconds, &f, "seconds") < 0 && m->ar_done) {
+    if (pf_wire_fields_num(&m->ar_seconds, &f, "seconds") < 0 && m->ar_done) {
         /* a success without its time is no result the fleet can average */
         char why[256];
         snprintf(why, sizeof(why), "%s", pf_err_msg());
@@ -298,10 +299,10 @@ int pf_fleet_ar_decode(struct pf_fleet_rank *m, const uint8_t *p, size_t len)
         m->ar_seconds = 0;
         r = pf_err_set(PF_EINVAL, "all-reduce result refused: %s", why);
     }
-    pf_rdv_fields_int(&m->ar_wrong, &f, "wrong");
-    pf_rdv_fields_int(&m->ar_first_bad, &f, "firstBad");
-    pf_rdv_fields_str(m->iface, sizeof(m->iface), &f, "iface");
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_int(&m->ar_wrong, &f, "wrong");
+    pf_wire_fields_int(&m->ar_first_bad, &f, "firstBad");
+    pf_wire_fields_str(m->iface, sizeof(m->iface), &f, "iface");
+    pf_wire_fields_free(&f);
     return r;
 }
 
@@ -309,10 +310,10 @@ static void link_record(struct pf_buf *r, const void *items, size_t i)
 {
     const struct pf_coll_link *l = (const struct pf_coll_link *)items + i;
     char num[64];
-    pf_rdv_put_int(r, "from", l->src);
-    pf_rdv_put_int(r, "to", l->dst);
+    pf_wire_put_int(r, "from", l->src);
+    pf_wire_put_int(r, "to", l->dst);
     snprintf(num, sizeof(num), "%.6f", l->gbps);
-    pf_rdv_put_str(r, "gbps", num);
+    pf_wire_put_str(r, "gbps", num);
 }
 
 int pf_fleet_links_encode(struct pf_buf *out, const struct pf_coll_link *l, size_t n)
@@ -323,22 +324,22 @@ int pf_fleet_links_encode(struct pf_buf *out, const struct pf_coll_link *l, size
 int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const uint8_t *p,
                           size_t len)
 {
-    struct pf_rdv_fields f;
-    if (!p || pf_rdv_fields_decode(&f, p, len) < 0)
+    struct pf_wire_fields f;
+    if (!p || pf_wire_fields_decode(&f, p, len) < 0)
         return pf_err_set(PF_EINVAL, "malformed link measurements");
     for (size_t k = 0; k < f.n && *n < 4096; k++) {
-        if (!pf_rdv_field_is(&f.v[k], "l")) continue;
-        struct pf_rdv_fields x;
-        if (pf_rdv_fields_decode(&x, f.v[k].val, f.v[k].vlen) < 0) continue;
+        if (!pf_wire_field_is(&f.v[k], "l")) continue;
+        struct pf_wire_fields x;
+        if (pf_wire_fields_decode(&x, f.v[k].val, f.v[k].vlen) < 0) continue;
         long long s = -1, d = -1;
         double gbps = 0;
-        if (pf_rdv_fields_num(&gbps, &x, "gbps") == 0 && pf_rdv_fields_int(&s, &x, "from") == 0 &&
-            pf_rdv_fields_int(&d, &x, "to") == 0 && d == dst && s >= 0 && s < (1 << 24)) {
+        if (pf_wire_fields_num(&gbps, &x, "gbps") == 0 && pf_wire_fields_int(&s, &x, "from") == 0 &&
+            pf_wire_fields_int(&d, &x, "to") == 0 && d == dst && s >= 0 && s < (1 << 24)) {
             *links = pf_xrealloc(*links, (*n + 1) * sizeof(**links));
             (*links)[(*n)++] = (struct pf_coll_link){(int)s, (int)d, gbps};
         }
-        pf_rdv_fields_free(&x);
+        pf_wire_fields_free(&x);
     }
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
     return 0;
 }

@@ -128,14 +128,14 @@ static void record_results(struct stage *st, const struct pf_nccllog_proc *me)
                          summary[0] ? summary : "no collective ran");
 }
 
-/* The run's deadline for this stage: nccl.timeoutSeconds, within what the verdict guard
- * leaves (2 s kept for writing the verdict). */
+/* The run's deadline for this stage: nccl.timeoutSeconds, within the context's deadline
+ * (pkg/run keeps its own margin there). */
 static void set_deadline(struct stage *st)
 {
     const struct pf_config *cfg = st->ctx->config;
     double budget = cfg->nccl_timeout_s > 0 ? cfg->nccl_timeout_s : 120;
-    double guard = pf_verdict_guard_remaining() - 2.0;
-    if (guard < budget) budget = guard > 1 ? guard : 1;
+    double left = pf_ctx_left(st->ctx, 0);
+    if (left < budget) budget = left > 1 ? left : 1;
     st->deadline = pf_now() + budget;
     pf_node_set_dbl(st->c->evidence, "deadlineSeconds", round(budget * 10) / 10);
 }

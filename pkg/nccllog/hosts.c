@@ -41,7 +41,8 @@ static const char *declared(const struct pf_nccllog_proc *p, bool ib_absent)
     if (p->ofi_provider[0]) return "Libfabric";
     if (p->hcas.n && !p->ib_no_device) return "IB"; /* NCCL <= 2.5 prefers IB when found */
     if (p->ib_no_device || p->warns_by_kind[PF_NCCLLOG_W_IBV]) return "Socket";
-    if (p->socket_up && ib_absent) return "Socket";
+    /* NCCL <= 2.5 with NCCL_IB_DISABLE=1 logs no "Using network": NET/Socket came up instead */
+    if (p->socket_up && (ib_absent || p->ib_disabled)) return "Socket";
     return "";
 }
 
@@ -65,7 +66,7 @@ static void host_add_proc(struct pf_nccllog_host *h, const struct pf_nccllog_pro
     h->p2p_channels += p->p2p_channels;
     h->shm_channels += p->shm_channels;
     h->nvls |= p->nvls;
-    h->collnet |= p->collnet;
+    h->collnet |= nl_proc_collnet(p);
     h->sharp |= p->sharp;
     h->ib_no_device |= p->ib_no_device;
     for (int k = 0; k < PF_NCCLLOG_W_KINDS; k++)
@@ -117,7 +118,9 @@ void pf_nccllog_finish(struct pf_nccllog *log)
     log->nhosts = 0;
     log->nranks = log->nnodes = 0;
     size_t real_hosts = 0;
-    int net = 0;
+    int net = 0, local = 0;
+    bool said_nodes = false, all_hostid = true, one_hostid = true;
+    const char *hostid = NULL;
     char name[256];
     for (size_t i = 0; i < log->n; i++) {
         const struct pf_nccllog_proc *p = &log->v[i];
@@ -127,6 +130,13 @@ void pf_nccllog_finish(struct pf_nccllog *log)
         if (log->nhosts > before && strcmp(p->host, "-") != 0) real_hosts++;
         if (p->nranks > log->nranks) log->nranks = p->nranks;
         if (p->nnodes > log->nnodes) log->nnodes = p->nnodes;
+        said_nodes |= p->nnodes > 0;
+        if (p->local_ranks > local) local = p->local_ranks;
+        if (strcmp(p->host, "-") != 0) {
+            all_hostid &= p->hostid[0] != '\0';
+            if (p->hostid[0] && !hostid) hostid = p->hostid;
+            if (p->hostid[0] && strcmp(p->hostid, hostid) != 0) one_hostid = false;
+        }
         net += p->net_channels;
     }
     /* a process's own log that names more ranks than all hosts here hold (one file a pod) */
@@ -137,10 +147,18 @@ void pf_nccllog_finish(struct pf_nccllog *log)
     bool any_hca = false, none_found = false;
     for (size_t i = 0; i < log->n; i++) {
         any_hca |= log->v[i].hcas.n > 0;
-        none_found |= log->v[i].ib_no_device || log->v[i].warns_by_kind[PF_NCCLLOG_W_IBV] > 0;
+        none_found |= log->v[i].ib_no_device || log->v[i].ib_disabled ||
+                      log->v[i].warns_by_kind[PF_NCCLLOG_W_IBV] > 0;
     }
     bool ib_absent = !any_hca && none_found;
-    log->multi_node = real_hosts > 1 || net > 0 || log->nnodes > 1 || more_ranks;
+    /* What NCCL states outranks host names: nNodes (2.20+), all ranks local to one node
+     * (localRanks == nranks), or one NCCL_HOSTID for every process (NCCL's node identity); a
+     * single-node job may still use NET channels (P2P and SHM off). */
+    log->one_node = (said_nodes && log->nnodes == 1) ||
+                    (!said_nodes && local > 0 && log->nranks > 0 && local >= log->nranks) ||
+                    (!said_nodes && hostid && all_hostid && one_hostid);
+    log->multi_node =
+        !log->one_node && (real_hosts > 1 || net > 0 || log->nnodes > 1 || more_ranks);
     for (size_t i = 0; i < log->nhosts; i++) {
         struct pf_nccllog_host *h = &log->hosts[i];
         pick_transport(h, log, ib_absent);

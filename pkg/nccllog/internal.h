@@ -36,6 +36,9 @@ struct pf_nccllog_proc *nl_find_proc(struct pf_nccllog *log, const char *host, l
                                      const char *pod);
 void nl_proc_name(char *out, size_t n, const struct pf_nccllog_proc *p);
 void nl_host_free(struct pf_nccllog_host *h);
+/* Whether the process used CollNet: its own lines, or 2.20's "N collnet channels" (2.21 to
+ * 2.30 print the ring channel count there, src/init.cc). */
+bool nl_proc_collnet(const struct pf_nccllog_proc *p);
 
 /* verdict.c: "0-7,16,18-19" from a list of numbers as text. */
 void nl_ranks_text(char *out, size_t n, const struct pf_strlist *l);

@@ -140,7 +140,7 @@ static void parse_channel(struct pf_nccllog_proc *p, const char *msg, const char
         if (strstr(t, "/GDRDMA")) p->gdr_channels++;
     } else if (strncmp(t, "P2P", 3) == 0) {
         p->p2p_channels++;
-    } else if (strncmp(t, "SHM", 3) == 0) {
+    } else if (strncmp(t, "SHM", 3) == 0 || strncmp(t, "direct shared memory", 20) == 0) {
         p->shm_channels++;
     } else if (strncasecmp(t, "NVLS", 4) == 0) {
         p->nvls = true;
@@ -192,9 +192,14 @@ static void parse_nets(struct pf_nccllog_proc *p, const char *msg)
     const char *s;
     if ((s = strstr(msg, "NET/IB : Using ")) || (s = strstr(msg, "NET/IB: Using ")))
         parse_devs(p, &p->hcas, strstr(s, "Using ") + 6, true);
-    else if (strncmp(msg, "NET/IB: [", 9) == 0) /* 2.3 */
-        parse_devs(p, &p->hcas, msg + 8, false);
-    else if (strstr(msg, "NET/IB : No device found") || strstr(msg, "NET/IB: No device found"))
+    else if (strncmp(msg, "NET/IB: [", 9) == 0) { /* 2.3: "NET/IB: [0] mlx5_0:1/IB" */
+        char d[PF_NCCLLOG_LINE_MAX];
+        snprintf(d, sizeof(d), "%s", msg + 8);
+        /* 2.27+: "NET/IB: [0] mlx5_0:uverbs0:1/IB provider=Mlx5 ...": name:port/LL as above */
+        char *c1 = strchr(d, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *sl = strchr(d, '/');
+        if (c2 && sl && c2 < sl) memmove(c1, c2, strlen(c2) + 1);
+        parse_devs(p, &p->hcas, d, false);
+    } else if (strstr(msg, "NET/IB : No device found") || strstr(msg, "NET/IB: No device found"))
         p->ib_no_device = true;
     if ((s = strstr(msg, "NET/Socket : Using ")) || (s = strstr(msg, "NET/Socket: Using "))) {
         parse_devs(p, &p->ifaces, strstr(s, "Using ") + 6, false);
@@ -247,6 +252,15 @@ static void parse_comm(struct pf_nccllog_proc *p, const char *msg)
         }
     }
     if ((v = num_after(msg, "nNodes ")) > p->nnodes && v < 1000000) p->nnodes = (int)v;
+    if ((v = num_after(msg, "localRanks ")) > p->local_ranks && v < 1000000)
+        p->local_ranks = (int)v;
+    /* the NCCL_PARAM line: "NCCL_IB_DISABLE set by environment to 1." */
+    if (strncmp(msg, "NCCL_IB_DISABLE set by environment to ", 38) == 0 && atoi(msg + 38) != 0)
+        p->ib_disabled = true;
+    /* NCCL's node identity is hostname + boot_id unless NCCL_HOSTID replaces it
+     * (src/misc/utils.cc getHostHash): processes with one NCCL_HOSTID are one node to NCCL */
+    if (strncmp(msg, "NCCL_HOSTID set by environment to ", 34) == 0)
+        nl_copy(p->hostid, sizeof(p->hostid), msg + 34, strcspn(msg + 34, " \r\n"));
     if (strstr(msg, "Init COMPLETE")) p->init_complete++;
     const char *t = strstr(msg, "Init timings");
     if (t && (t = strstr(t, "total "))) {
@@ -259,24 +273,24 @@ static void parse_nvls_collnet(struct pf_nccllog_proc *p, const char *msg)
 {
     if (strstr(msg, "NVLS multicast support is available")) p->nvls_cap = true;
     /* NVLS buffers set up ("NVLS comm 0x... headRank 0 nHeads 8 ...") or connected */
-    if (strstr(msg, "Connected NVLS") || strncmp(msg, "NVLS comm ", 10) == 0) p->nvls = true;
-    long v = num_after(msg, "coll channels, ");
+    if (strstr(msg, "Connected NVLS") || strncmp(msg, "NVLS comm ", 10) == 0 ||
+        strncmp(msg, "NVLS Head ", 10) == 0 || strncmp(msg, "NVLS Creat", 10) == 0)
+        p->nvls = true;
     if (strstr(msg, " nvls channels")) {
         const char *s = strstr(msg, " nvls channels");
         while (s > msg && s[-1] != ' ')
             s--;
         if (atoi(s) > 0) p->nvls = true;
     }
-    if (strstr(msg, " collnet channels")) {
-        const char *s = strstr(msg, " collnet channels");
-        while (s > msg && s[-1] != ' ')
-            s--;
-        if (atoi(s) > 0) p->collnet = true;
+    /* "%d coll channels, %d collnet channels, ...": 2.20 prints comm->collNetChannels there,
+     * 2.21 to 2.30 comm->nChannels again (src/init.cc at those tags): the version decides */
+    const char *cn = strstr(msg, " collnet channels");
+    if (cn && strstr(msg, " coll channels, ")) {
+        while (cn > msg && cn[-1] != ' ')
+            cn--;
+        if (atoi(cn) > p->collnet_logged) p->collnet_logged = atoi(cn);
     }
-    (void)v;
-    if (strstr(msg, "Connected CollNet") || strstr(msg, "CollNet channels") ||
-        strstr(msg, "via COLLNET"))
-        p->collnet = true;
+    if (strstr(msg, "Connected CollNet") || strstr(msg, "via COLLNET")) p->collnet = true;
     if (strstr(msg, "Loaded collnet plugin SHARP")) p->sharp = true;
 }
 

@@ -297,6 +297,11 @@ void pf_nccllog_free(struct pf_nccllog *log)
     memset(log, 0, sizeof(*log));
 }
 
+bool nl_proc_collnet(const struct pf_nccllog_proc *p)
+{
+    return p->collnet || (p->collnet_logged > 0 && strncmp(p->version, "2.20.", 5) == 0);
+}
+
 int pf_nccllog_gdr(const struct pf_nccllog_proc *p)
 {
     if (p->gdr_channels > 0) return 1;

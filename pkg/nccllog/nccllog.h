@@ -64,6 +64,10 @@ struct pf_nccllog_proc {
     bool nvls;           /* NVLS used (channels, Connected NVLS, nvls channels > 0) */
     bool nvls_cap;       /* NVLS multicast support is available */
     bool collnet;        /* CollNet used */
+    int collnet_logged;  /* "N collnet channels": CollNet only in 2.20 (2.21+ print nChannels) */
+    bool ib_disabled;    /* "NCCL_IB_DISABLE set by environment to 1." */
+    int local_ranks;     /* largest "localRanks N" */
+    char hostid[64];     /* "NCCL_HOSTID set by environment to X" */
     int nranks;          /* largest "nranks N" */
     int nnodes;          /* largest "nNodes N" */
     int init_complete;   /* "Init COMPLETE" lines */
@@ -113,9 +117,10 @@ struct pf_nccllog {
     /* pf_nccllog_finish */
     struct pf_nccllog_host *hosts;
     size_t nhosts;
-    bool multi_node; /* inter-node traffic: several hosts, NET channels, or nNodes > 1 */
+    bool multi_node; /* NCCL's nNodes / localRanks first; else several hosts or NET channels */
     int nranks;      /* largest nranks any process logged */
     int nnodes;      /* largest nNodes */
+    bool one_node;   /* NCCL said so: nNodes 1, localRanks equal to nranks, one NCCL_HOSTID */
     bool finished;
 };
 

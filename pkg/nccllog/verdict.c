@@ -70,6 +70,7 @@ static void proc_evidence(struct pf_node *m, const struct pf_nccllog_proc *p)
     if (p->hcas.n) add_list(m, "hcas", &p->hcas);
     if (p->ifaces.n) add_list(m, "interfaces", &p->ifaces);
     if (p->bootstrap[0]) pf_node_set_str(m, "bootstrap", p->bootstrap);
+    if (p->hostid[0]) pf_node_set_str(m, "ncclHostId", p->hostid);
     char r[256];
     nl_ranks_text(r, sizeof(r), &p->ranks);
     if (r[0]) pf_node_set_str(m, "ranks", r);
@@ -78,7 +79,7 @@ static void proc_evidence(struct pf_node *m, const struct pf_nccllog_proc *p)
     if (p->net_channels)
         pf_node_set_strf(m, "netChannels", "%d (%d GDRDMA)", p->net_channels, p->gdr_channels);
     if (p->nvls) pf_node_set_bool(m, "nvls", true);
-    if (p->collnet) pf_node_set_bool(m, "collnet", true);
+    if (nl_proc_collnet(p)) pf_node_set_bool(m, "collnet", true);
     if (p->init_seconds > 0) pf_node_set_dbl(m, "initSeconds", p->init_seconds);
     if (p->nwarns) {
         add_list(m, "warnings", &p->warns);

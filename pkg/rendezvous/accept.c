@@ -16,7 +16,7 @@
 
 #define RDV_PEND_WAIT 3.0 /* a connection must send its DHELLO within this */
 
-void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_stage *S, const int *lfd,
+void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_session *S, const int *lfd,
                        int nlfd)
 {
     memset(A, 0, sizeof(*A));
@@ -25,8 +25,8 @@ void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_stage *S, con
         A->lfd[i] = lfd[i];
     A->auth.on = S->auth;
     A->auth.token = S->token;
-    memcpy(A->auth.nonce_s, S->ro.run, PF_RDV_NONCE);
-    memcpy(A->run, S->ro.run, PF_RDV_NONCE);
+    memcpy(A->auth.nonce_s, S->ro.run, PF_WIRE_NONCE);
+    memcpy(A->run, S->ro.run, PF_WIRE_NONCE);
     A->rank = S->rank;
 }
 
@@ -103,12 +103,12 @@ static void accept_some(struct pf_rdv_acceptor *A, int lfd)
 static int read_pend(struct pf_rdv_acceptor *A, struct pf_rdv_pend *q, pf_rdv_take_fn take,
                      void *arg)
 {
-    size_t need = PF_RDV_HDR;
-    struct pf_rdv_frame f;
-    if (q->got >= PF_RDV_HDR) {
-        int n = pf_rdv_frame_decode(&f, q->buf, q->got, PF_RDV_MAX_DHELLO);
-        if (n < 0 || f.version != PF_RDV_PROTO) return -1;
-        need = PF_RDV_HDR + f.len + ((f.flags & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
+    size_t need = PF_WIRE_HDR;
+    struct pf_wire_frame f;
+    if (q->got >= PF_WIRE_HDR) {
+        int n = pf_wire_frame_decode(&f, q->buf, q->got, PF_RDV_MAX_DHELLO);
+        if (n < 0 || f.version != PF_WIRE_PROTO) return -1;
+        need = PF_WIRE_HDR + f.len + ((f.flags & PF_WIRE_F_MAC) ? PF_WIRE_MACLEN : 0);
     }
     if (need > sizeof(q->buf)) return -1;
     ssize_t r = need > q->got ? recv(q->fd, q->buf + q->got, need - q->got, 0) : 0;
@@ -118,7 +118,7 @@ static int read_pend(struct pf_rdv_acceptor *A, struct pf_rdv_pend *q, pf_rdv_ta
     int n = pf_rdv_dhello_decode(&h, q->buf, q->got, &A->auth);
     if (n < 0) return -1;
     if (n == 0) return 0;
-    if (memcmp(h.run, A->run, PF_RDV_NONCE) != 0 || h.dst != A->rank) return -1;
+    if (memcmp(h.run, A->run, PF_WIRE_NONCE) != 0 || h.dst != A->rank) return -1;
     if (!take(arg, q->fd, &h)) return -1;
     q->fd = -1;
     return 1;

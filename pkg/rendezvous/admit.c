@@ -15,7 +15,7 @@
  * finding, no culprit. It is counted in the evidence with its address, and the claim is kept
  * in case the rank it named never joins (rdv_admit_report_claims). The REJECT tells a real
  * pod with another token why, so that its own verdict says auth-failed. */
-static void refuse_unverified(struct rdv_stage *S, size_t i, long long r, const char *claim,
+static void refuse_unverified(struct rdv_session *S, size_t i, long long r, const char *claim,
                               const char *why, const char *reject)
 {
     S->refused++;
@@ -32,7 +32,7 @@ static void refuse_unverified(struct rdv_stage *S, size_t i, long long r, const 
     rdv_sc_reject(S, i, "auth-failed", reject);
 }
 
-void rdv_env_left_out(struct rdv_stage *S, int rank, long long n)
+void rdv_env_left_out(struct rdv_session *S, int rank, long long n)
 {
     S->m[rank].env_left_out = n;
     int ranks = 0;
@@ -48,52 +48,52 @@ void rdv_env_left_out(struct rdv_stage *S, int rank, long long n)
             w, n);
 }
 
-void rdv_admit_report_claims(struct rdv_stage *S)
+void rdv_admit_report_claims(struct rdv_session *S)
 {
     if (S->claims_reported) return;
     S->claims_reported = true;
     int k = 0;
     for (int r = 1; r < S->world; r++) {
         const struct rdv_member *m = &S->m[r];
-        if (m->state != M_EMPTY || !m->refused_claim[0]) continue;
-        if (k++ == LIST_MAX) break;
-        rdv_fleet_finding(S, "rendezvous", "stranger-refused", RDV_WARN,
-                          "rank %d never joined; the last JOIN that claimed it was refused "
-                          "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
-                          "from rank 0's",
-                          r, m->refused_claim, r);
+        if (m->state != PF_RDV_MISSING || !m->refused_claim[0]) continue;
+        if (k++ == PF_WIRE_LIST_MAX) break;
+        rdv_note_shared(S, "rendezvous", "stranger-refused", RDV_WARN,
+                        "rank %d never joined; the last JOIN that claimed it was refused "
+                        "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
+                        "from rank 0's",
+                        r, m->refused_claim, r);
     }
 }
 
 /* An authenticated JOIN must name the run of rank 0's HELLO (its MAC covers the name). */
-static bool run_named(struct rdv_stage *S, size_t i, const struct pf_rdv_msg *msg,
+static bool run_named(struct rdv_session *S, size_t i, const struct pf_rdv_msg *msg,
                       const char *claim)
 {
-    const struct pf_rdv_field *run = pf_rdv_fields_get(&msg->f, "run");
-    if (run && run->vlen == PF_RDV_NONCE && memcmp(run->val, S->join_run, PF_RDV_NONCE) == 0)
+    const struct pf_wire_field *run = pf_wire_fields_get(&msg->f, "run");
+    if (run && run->vlen == PF_WIRE_NONCE && memcmp(run->val, S->join_run, PF_WIRE_NONCE) == 0)
         return true;
-    rdv_fleet_finding(S, "rendezvous", "version-mismatch", RDV_FAIL,
-                      "%s sent a JOIN that does not name this run: it runs another preflight "
-                      "version",
-                      claim);
+    rdv_note_shared(S, "rendezvous", "version-mismatch", RDV_FAIL,
+                    "%s sent a JOIN that does not name this run: it runs another preflight "
+                    "version",
+                    claim);
     rdv_sc_reject(S, i, "version-mismatch",
                   "rank 0 refused this pod: its JOIN does not name the run (another preflight "
                   "version)");
     return false;
 }
 
-void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
+void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
 {
     struct rdv_sconn *c = &S->sc[i];
     long long r = -1, world = -1;
     char pod[NAME_MAX_] = "", addr[64];
     pf_rdv_sockaddr_ip(addr, sizeof(addr), c->c.fd, true);
-    if (pf_rdv_fields_int(&r, &msg->f, "rank") < 0 ||
-        pf_rdv_fields_int(&world, &msg->f, "world") < 0) {
+    if (pf_wire_fields_int(&r, &msg->f, "rank") < 0 ||
+        pf_wire_fields_int(&world, &msg->f, "world") < 0) {
         rdv_sc_drop(S, i, "malformed JOIN");
         return;
     }
-    pf_rdv_fields_str(pod, sizeof(pod), &msg->f, "pod");
+    pf_wire_fields_str(pod, sizeof(pod), &msg->f, "pod");
     char claim[256];
     snprintf(claim, sizeof(claim), "a pod at %s claiming rank %lld%s%s%s", addr, r,
              pod[0] ? " (" : "", pod, pod[0] ? ")" : "");
@@ -122,20 +122,20 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
         return;
     }
     if (r == 0) {
-        rdv_fleet_finding(S, "rendezvous", "duplicate-rank", RDV_FAIL, "%s, but rank 0 is %s",
-                          claim, S->pod);
+        rdv_note_shared(S, "rendezvous", "duplicate-rank", RDV_FAIL, "%s, but rank 0 is %s", claim,
+                        S->pod);
         rdv_sc_reject(S, i, "duplicate-rank", "rank 0 is another pod");
         return;
     }
     if (!in_range) {
-        rdv_fleet_finding(S, "rendezvous", "world-size-mismatch", RDV_FAIL,
-                          "%s of world size %lld: outside rank 0's world size %d", claim, world,
-                          S->world);
+        rdv_note_shared(S, "rendezvous", "world-size-mismatch", RDV_FAIL,
+                        "%s of world size %lld: outside rank 0's world size %d", claim, world,
+                        S->world);
         rdv_sc_reject(S, i, "world-size-mismatch", "this rank is outside rank 0's world size");
         return;
     }
     struct rdv_member *m = &S->m[r];
-    if (m->state == M_JOINED) {
+    if (m->state == PF_RDV_JOINED) {
         if (strcmp(m->pod, pod) == 0) {
             /* the same pod again: its initContainer restarted; the new connection wins */
             rdv_say(S,
@@ -144,7 +144,7 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
                     r, pod, addr);
             if (m->conn >= 0 && (size_t)m->conn != i) rdv_sc_close(S, (size_t)m->conn);
         } else {
-            rdv_fleet_finding(
+            rdv_note_shared(
                 S, "rendezvous", "duplicate-rank", RDV_FAIL,
                 "rank %lld is claimed by two pods: %s (joined from %s) and %s (from %s)", r, m->pod,
                 m->addr, pod, addr);
@@ -154,25 +154,25 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     }
     memset(m->why, 0, sizeof(m->why));
     pf_strlist_free(&m->env);
-    m->state = M_JOINED;
+    m->state = PF_RDV_JOINED;
     m->conn = (int)i;
     pf_strcpy(m->pod, sizeof(m->pod), pod);
-    pf_rdv_fields_str(m->node, sizeof(m->node), &msg->f, "node");
+    pf_wire_fields_str(m->node, sizeof(m->node), &msg->f, "node");
     pf_strcpy(m->addr, sizeof(m->addr), addr);
-    pf_rdv_fields_str(m->data_ip, sizeof(m->data_ip), &msg->f, "dataIp");
+    pf_wire_fields_str(m->data_ip, sizeof(m->data_ip), &msg->f, "dataIp");
     long long dp = 0;
-    pf_rdv_fields_int(&dp, &msg->f, "dataPort");
+    pf_wire_fields_int(&dp, &msg->f, "dataPort");
     m->data_port = (int)dp;
     m->world_claimed = world;
-    pf_rdv_fields_str(m->version, sizeof(m->version), &msg->f, "version");
-    pf_rdv_fields_str(m->digest, sizeof(m->digest), &msg->f, "digest");
-    pf_rdv_fields_str(m->nccl_version, sizeof(m->nccl_version), &msg->f, "ncclVersion");
-    pf_rdv_fields_str(m->fabric, sizeof(m->fabric), &msg->f, "fabric"); /* optional */
+    pf_wire_fields_str(m->version, sizeof(m->version), &msg->f, "version");
+    pf_wire_fields_str(m->digest, sizeof(m->digest), &msg->f, "digest");
+    pf_wire_fields_str(m->nccl_version, sizeof(m->nccl_version), &msg->f, "ncclVersion");
+    pf_wire_fields_str(m->fabric, sizeof(m->fabric), &msg->f, "fabric"); /* optional */
     long long left_out = 0;
-    if (pf_rdv_fields_int(&left_out, &msg->f, "envLeftOut") < 0 || left_out < 0) left_out = 0;
+    if (pf_wire_fields_int(&left_out, &msg->f, "envLeftOut") < 0 || left_out < 0) left_out = 0;
     for (size_t k = 0; k < msg->f.n; k++) {
-        if (!pf_rdv_field_is(&msg->f.v[k], "env")) continue;
-        char *e = pf_rdv_field_dup(&msg->f.v[k]);
+        if (!pf_wire_field_is(&msg->f.v[k], "env")) continue;
+        char *e = pf_wire_field_dup(&msg->f.v[k]);
         if (e && m->env.n < 512)
             pf_strlist_add(&m->env, e);
         else if (e)
@@ -183,11 +183,11 @@ void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     if (left_out > 0) rdv_env_left_out(S, (int)r, left_out);
     c->rank = (int)r;
     c->deadline = 0;
-    pf_rdv_conn_limit(&c->c, PF_RDV_MAX_PAYLOAD);
+    pf_rdv_conn_limit(&c->c, PF_WIRE_MAX_PAYLOAD);
     S->last_join = pf_now();
     int joined = 1;
     for (int k = 1; k < S->world; k++)
-        joined += S->m[k].state == M_JOINED;
+        joined += S->m[k].state == PF_RDV_JOINED;
     rdv_say(S, "rank %lld (%s) joined from %s (%d of %d)", r, pod[0] ? pod : "?", addr, joined,
             S->world);
 }

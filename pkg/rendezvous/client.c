@@ -55,37 +55,37 @@ static size_t put_env(struct pf_buf *b, const struct pf_strlist *e)
     size_t out = 0;
     for (size_t i = 0; i < e->n; i++) {
         size_t f = 1 + 3 + 4 + strlen(e->v[i]);
-        if (b->len + f + keep > b->max || pf_rdv_put_str(b, "env", e->v[i]) < 0) out++;
+        if (b->len + f + keep > b->max || pf_wire_put_str(b, "env", e->v[i]) < 0) out++;
     }
-    if (out) pf_rdv_put_int(b, "envLeftOut", (long long)out);
+    if (out) pf_wire_put_int(b, "envLeftOut", (long long)out);
     return out;
 }
 
-size_t rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE])
+size_t rdv_join_payload(struct rdv_session *S, struct pf_buf *b, const uint8_t nonce[PF_WIRE_NONCE])
 {
-    pf_rdv_put(b, "nonce", nonce, PF_RDV_NONCE);
-    pf_rdv_put(b, "run", S->join_run, PF_RDV_NONCE);
-    pf_rdv_put_int(b, "rank", S->rank);
-    pf_rdv_put_int(b, "world", S->world);
-    pf_rdv_put_int(b, "proto", PF_RDV_PROTO);
-    pf_rdv_put_str(b, "version", PF_VERSION);
-    pf_rdv_put_str(b, "pod", S->pod);
-    pf_rdv_put_str(b, "node", S->node);
-    pf_rdv_put_str(b, "dataIp", S->bind_ip);
-    pf_rdv_put_int(b, "dataPort", S->data_port);
-    pf_rdv_put_str(b, "digest", S->su.digest ? S->su.digest : "");
-    pf_rdv_put_str(b, "ncclVersion", S->su.nccl_version ? S->su.nccl_version : "");
-    if (S->su.fabric) pf_rdv_put_str(b, "fabric", S->su.fabric);
+    pf_wire_put(b, "nonce", nonce, PF_WIRE_NONCE);
+    pf_wire_put(b, "run", S->join_run, PF_WIRE_NONCE);
+    pf_wire_put_int(b, "rank", S->rank);
+    pf_wire_put_int(b, "world", S->world);
+    pf_wire_put_int(b, "proto", PF_WIRE_PROTO);
+    pf_wire_put_str(b, "version", PF_VERSION);
+    pf_wire_put_str(b, "pod", S->pod);
+    pf_wire_put_str(b, "node", S->node);
+    pf_wire_put_str(b, "dataIp", S->bind_ip);
+    pf_wire_put_int(b, "dataPort", S->data_port);
+    pf_wire_put_str(b, "digest", S->su.digest ? S->su.digest : "");
+    pf_wire_put_str(b, "ncclVersion", S->su.nccl_version ? S->su.nccl_version : "");
+    if (S->su.fabric) pf_wire_put_str(b, "fabric", S->su.fabric);
     return put_env(b, S->su.env);
 }
 
 /* One dial of rank 0's address: fd, or -1 after saying why and sleeping the backoff. */
-static int client_dial(struct rdv_stage *S, int attempt, double *backoff, char *last, size_t nlast,
-                       double *last_say, char *peer, size_t npeer)
+static int client_dial(struct rdv_session *S, int attempt, double *backoff, char *last,
+                       size_t nlast, double *last_say, char *peer, size_t npeer)
 {
     double now = pf_now();
     int fd;
-    double dd = now + 5 < S->join_deadline ? now + 5 : S->join_deadline;
+    double dd = pf_deadline_in(S->su.waits.dial > 0 ? S->su.waits.dial : 1e9, S->join_deadline);
     if (pf_rdv_dial(&fd, peer, npeer, S->id.coordinator, S->id.port, dd) == 0) return fd;
     snprintf(last, nlast, "%s", pf_err_msg());
     if (attempt <= 2 || (attempt & (attempt - 1)) == 0 || now - *last_say > 10) {
@@ -106,7 +106,7 @@ static int client_dial(struct rdv_stage *S, int attempt, double *backoff, char *
 
 /* On a new connection to rank 0: its HELLO, this rank's JOIN, and rank 0's answer in msg.
  * 0: msg holds the answer; 1: try again (last says why); PF_ERR: stop, findings recorded. */
-static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, double backoff,
+static int client_hello_join(struct rdv_session *S, int fd, const char *peer, double backoff,
                              char *last, size_t nlast, struct pf_rdv_msg *msg)
 {
     pf_rdv_conn_init(&S->ctl, fd, peer, true);
@@ -115,9 +115,9 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
     S->ctl.auth.token = S->token;
     pf_rdv_sockaddr_ip(S->root_ip, sizeof(S->root_ip), fd, true);
     pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
-    double hd = pf_now() + 10;
+    double hd = rdv_wait_end(S, S->su.waits.frame);
     int r = pf_rdv_conn_recv(&S->ctl, msg, false, hd);
-    if (r < 0 || msg->type != PF_RDV_HELLO) {
+    if (r < 0 || msg->type != PF_WIRE_HELLO) {
         snprintf(last, nlast, "%s", r < 0 ? pf_err_msg() : "no HELLO from rank 0");
         pf_rdv_msg_free(msg);
         pf_rdv_conn_close(&S->ctl);
@@ -130,12 +130,12 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
         sleep_s(backoff);
         return 1;
     }
-    const struct pf_rdv_field *nf = pf_rdv_fields_get(&msg->f, "nonce");
-    if (nf && nf->vlen == PF_RDV_NONCE) memcpy(S->ctl.auth.nonce_s, nf->val, PF_RDV_NONCE);
-    const struct pf_rdv_field *rf = pf_rdv_fields_get(&msg->f, "run");
-    if (rf && rf->vlen == PF_RDV_NONCE) memcpy(S->join_run, rf->val, PF_RDV_NONCE);
+    const struct pf_wire_field *nf = pf_wire_fields_get(&msg->f, "nonce");
+    if (nf && nf->vlen == PF_WIRE_NONCE) memcpy(S->ctl.auth.nonce_s, nf->val, PF_WIRE_NONCE);
+    const struct pf_wire_field *rf = pf_wire_fields_get(&msg->f, "run");
+    if (rf && rf->vlen == PF_WIRE_NONCE) memcpy(S->join_run, rf->val, PF_WIRE_NONCE);
     pf_rdv_msg_free(msg);
-    pf_rdv_random(S->ctl.auth.nonce_c, PF_RDV_NONCE);
+    pf_wire_random(S->ctl.auth.nonce_c, PF_WIRE_NONCE);
     struct pf_buf b;
     pf_buf_init(&b, PF_RDV_MAX_JOIN);
     size_t left_out = rdv_join_payload(S, &b, S->ctl.auth.nonce_c);
@@ -147,7 +147,7 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
                 "do not compare them",
                 left_out, PF_RDV_MAX_JOIN);
     }
-    r = pf_rdv_conn_send(&S->ctl, PF_RDV_JOIN, b.data, b.len, pf_now() + 10);
+    r = pf_rdv_conn_send(&S->ctl, PF_WIRE_JOIN, b.data, b.len, rdv_wait_end(S, S->su.waits.frame));
     pf_buf_free(&b);
     if (r == 0) {
         rdv_guard(S, "rendezvous", "joined rank 0 at %s; waiting for rank 0 to start the run",
@@ -177,20 +177,20 @@ static int client_hello_join(struct rdv_stage *S, int fd, const char *peer, doub
  * believed. Whoever answers at rank 0's address without the token (a stale DNS record, a
  * reused pod IP, a stranger) cannot end this pod's join; it tries again until its deadline. */
 #define ANSWER_UNVERIFIED 2
-static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg, char *last, size_t nlast)
+static int client_answer(struct rdv_session *S, struct pf_rdv_msg *msg, char *last, size_t nlast)
 {
     if (S->auth && !msg->mac_ok) {
         char code[48] = "";
-        pf_rdv_fields_str(code, sizeof(code), &msg->f, "code");
+        pf_wire_fields_str(code, sizeof(code), &msg->f, "code");
         snprintf(last, nlast, "%s%s%s%s from %s fails the token check: not believed",
-                 msg->type == PF_RDV_REJECT ? "a REJECT" : "an answer", code[0] ? " (" : "", code,
+                 msg->type == PF_WIRE_REJECT ? "a REJECT" : "an answer", code[0] ? " (" : "", code,
                  code[0] ? ")" : "", S->ctl.peer);
         return ANSWER_UNVERIFIED;
     }
-    if (msg->type == PF_RDV_REJECT) {
+    if (msg->type == PF_WIRE_REJECT) {
         char code[48] = "", text[512] = "";
-        pf_rdv_fields_str(code, sizeof(code), &msg->f, "code");
-        pf_rdv_fields_str(text, sizeof(text), &msg->f, "message");
+        pf_wire_fields_str(code, sizeof(code), &msg->f, "code");
+        pf_wire_fields_str(text, sizeof(text), &msg->f, "message");
         static const char *const known[] = {"auth-failed", "duplicate-rank", "world-size-mismatch",
                                             "version-mismatch", "missing-ranks"};
         const char *use = "timeout";
@@ -200,7 +200,7 @@ static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg, char *last
         rdv_say(S, "rank 0 refused this pod: %s", text);
         return PF_ERR;
     }
-    if (msg->type != PF_RDV_ROSTER) {
+    if (msg->type != PF_WIRE_ROSTER) {
         rdv_add_finding_text(S, "rendezvous", "auth-failed", RDV_FAIL,
                              "rank 0 sent an unexpected frame");
         return PF_ERR;
@@ -213,7 +213,7 @@ static int client_answer(struct rdv_stage *S, struct pf_rdv_msg *msg, char *last
 }
 
 /* The join deadline passed and every answer at rank 0's address failed the token check. */
-static int client_unverified(struct rdv_stage *S, int n, const char *last)
+static int client_unverified(struct rdv_session *S, int n, const char *last)
 {
     char m2[1024];
     snprintf(m2, sizeof(m2),
@@ -225,7 +225,7 @@ static int client_unverified(struct rdv_stage *S, int n, const char *last)
     return PF_ERR;
 }
 
-int rdv_client_join(struct rdv_stage *S)
+int rdv_client_join(struct rdv_session *S)
 {
     double backoff = 0.25;
     char last[512] = "";

@@ -1,8 +1,9 @@
 /* One TCP connection carrying frames: a bounded input buffer, a queue of outgoing frames
  * (payloads may be shared between connections), every blocking wait under a deadline. And
- * the socket plumbing: resolve + connect, listen, addresses as text. */
+ * the socket plumbing: resolve + connect, listen, addresses as text; and the data
+ * connections' DHELLO. */
 #define _GNU_SOURCE
-#include "rendezvous.h"
+#include "internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,8 +20,8 @@
 #include <unistd.h>
 
 struct pf_rdv_out {
-    uint8_t hdr[PF_RDV_HDR];
-    uint8_t mac[PF_RDV_MACLEN];
+    uint8_t hdr[PF_WIRE_HDR];
+    uint8_t mac[PF_WIRE_MACLEN];
     size_t maclen;
     uint8_t *payload; /* owned */
     size_t len;
@@ -30,7 +31,7 @@ struct pf_rdv_out {
 void pf_rdv_msg_free(struct pf_rdv_msg *m)
 {
     free(m->payload);
-    pf_rdv_fields_free(&m->f);
+    pf_wire_fields_free(&m->f);
     memset(m, 0, sizeof(*m));
 }
 
@@ -40,15 +41,15 @@ void pf_rdv_conn_init(struct pf_rdv_conn *c, int fd, const char *peer, bool to_r
     c->fd = fd;
     pf_strcpy(c->peer, sizeof(c->peer), peer ? peer : "?");
     pf_buf_init(&c->in, 0);
-    pf_rdv_conn_limit(c, PF_RDV_MAX_PAYLOAD);
-    c->dir_out = to_root ? PF_RDV_DIR_TO_ROOT : PF_RDV_DIR_FROM_ROOT;
-    c->dir_in = to_root ? PF_RDV_DIR_FROM_ROOT : PF_RDV_DIR_TO_ROOT;
+    pf_rdv_conn_limit(c, PF_WIRE_MAX_PAYLOAD);
+    c->dir_out = to_root ? PF_WIRE_DIR_TO_ROOT : PF_WIRE_DIR_FROM_ROOT;
+    c->dir_in = to_root ? PF_WIRE_DIR_FROM_ROOT : PF_WIRE_DIR_TO_ROOT;
 }
 
 void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload)
 {
     c->max_payload = max_payload;
-    c->in.max = max_payload + PF_RDV_HDR + PF_RDV_MACLEN;
+    c->in.max = max_payload + PF_WIRE_HDR + PF_WIRE_MACLEN;
 }
 
 void pf_rdv_conn_close(struct pf_rdv_conn *c)
@@ -72,16 +73,16 @@ void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, siz
     }
     struct pf_rdv_out *o = &c->outq[c->noutq++];
     memset(o, 0, sizeof(*o));
-    int flags = c->auth.on ? PF_RDV_F_MAC : 0;
-    pf_rdv_frame_header(o->hdr, type, flags, c->seq_out++, (uint32_t)len);
+    int flags = c->auth.on ? PF_WIRE_F_MAC : 0;
+    pf_wire_frame_header(o->hdr, type, flags, c->seq_out++, (uint32_t)len);
     if (len) {
         o->payload = pf_xmalloc(len);
         memcpy(o->payload, payload, len);
     }
     o->len = len;
     if (c->auth.on) {
-        pf_rdv_mac(o->mac, &c->auth, c->dir_out, o->hdr, o->payload, len);
-        o->maclen = PF_RDV_MACLEN;
+        pf_wire_mac(o->mac, &c->auth, c->dir_out, o->hdr, o->payload, len);
+        o->maclen = PF_WIRE_MACLEN;
     }
 }
 
@@ -97,7 +98,7 @@ int pf_rdv_conn_flush_some(struct pf_rdv_conn *c)
         struct iovec iov[3];
         int n = 0;
         size_t s = o->sent;
-        size_t parts[3] = {PF_RDV_HDR, o->len, o->maclen};
+        size_t parts[3] = {PF_WIRE_HDR, o->len, o->maclen};
         void *bases[3] = {o->hdr, o->payload, o->mac};
         for (int i = 0; i < 3; i++) {
             if (s >= parts[i]) {
@@ -120,7 +121,7 @@ int pf_rdv_conn_flush_some(struct pf_rdv_conn *c)
             return pf_err_set(PF_ERR, "write to %s: %s", c->peer, strerror(errno));
         }
         o->sent += (size_t)w;
-        if (o->sent == PF_RDV_HDR + o->len + o->maclen) {
+        if (o->sent == PF_WIRE_HDR + o->len + o->maclen) {
             free(o->payload);
             memmove(c->outq, c->outq + 1, (c->noutq - 1) * sizeof(*c->outq));
             c->noutq--;
@@ -144,10 +145,10 @@ int pf_rdv_conn_fill(struct pf_rdv_conn *c)
         /* before authentication: the header first, then no more than the frame it announces,
          * so that a header announcing too much is refused before anything else is read */
         const uint8_t *h = (const uint8_t *)c->in.data;
-        size_t want = PF_RDV_HDR;
-        if (c->in.len >= PF_RDV_HDR)
+        size_t want = PF_WIRE_HDR;
+        if (c->in.len >= PF_WIRE_HDR)
             want += ((size_t)h[12] << 24 | (size_t)h[13] << 16 | (size_t)h[14] << 8 | h[15]) +
-                    ((h[6] & PF_RDV_F_MAC) ? PF_RDV_MACLEN : 0);
+                    ((h[6] & PF_WIRE_F_MAC) ? PF_WIRE_MACLEN : 0);
         if (want > c->in.len && want - c->in.len < room) room = want - c->in.len;
     }
     char tmp[65536];
@@ -169,33 +170,33 @@ int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
     size_t avail = c->in.len - c->in_off;
     if (avail == 0) return 0;
     const uint8_t *p = (const uint8_t *)c->in.data + c->in_off;
-    struct pf_rdv_frame f;
-    int n = pf_rdv_frame_decode(&f, p, avail, c->max_payload);
+    struct pf_wire_frame f;
+    int n = pf_wire_frame_decode(&f, p, avail, c->max_payload);
     if (n <= 0) return n;
-    if (f.version != PF_RDV_PROTO)
+    if (f.version != PF_WIRE_PROTO)
         return pf_err_set(PF_EINVAL, "protocol version %u (this preflight speaks %d)", f.version,
-                          PF_RDV_PROTO);
+                          PF_WIRE_PROTO);
     if (f.seq != c->seq_in)
         return pf_err_set(PF_EINVAL,
                           "frame out of sequence (got %u, expected %u): replayed or "
                           "corrupted",
                           f.seq, c->seq_in);
     bool ok = false;
-    if (c->auth.on && f.mac && f.type == PF_RDV_JOIN && c->dir_in == PF_RDV_DIR_TO_ROOT) {
+    if (c->auth.on && f.mac && f.type == PF_WIRE_JOIN && c->dir_in == PF_WIRE_DIR_TO_ROOT) {
         /* the JOIN carries the joiner's nonce; its MAC covers it */
-        struct pf_rdv_fields jf;
-        if (pf_rdv_fields_decode(&jf, f.payload, f.len) == 0) {
-            const struct pf_rdv_field *nf = pf_rdv_fields_get(&jf, "nonce");
-            if (nf && nf->vlen == PF_RDV_NONCE) memcpy(c->auth.nonce_c, nf->val, PF_RDV_NONCE);
-            pf_rdv_fields_free(&jf);
+        struct pf_wire_fields jf;
+        if (pf_wire_fields_decode(&jf, f.payload, f.len) == 0) {
+            const struct pf_wire_field *nf = pf_wire_fields_get(&jf, "nonce");
+            if (nf && nf->vlen == PF_WIRE_NONCE) memcpy(c->auth.nonce_c, nf->val, PF_WIRE_NONCE);
+            pf_wire_fields_free(&jf);
         }
     }
-    if (c->auth.on && f.mac) ok = pf_rdv_mac_ok(&c->auth, c->dir_in, &f);
+    if (c->auth.on && f.mac) ok = pf_wire_mac_ok(&c->auth, c->dir_in, &f);
     if (require_mac && !ok)
         return pf_err_set(PF_EINVAL,
                           f.mac ? "%s frame fails its HMAC: the token differs"
                                 : "%s frame carries no HMAC: the peer has no token",
-                          pf_rdv_type_name(f.type));
+                          pf_wire_type_name(f.type));
     c->seq_in++;
     out->type = f.type;
     out->len = f.len;
@@ -205,7 +206,7 @@ int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
     out->mac_ok = ok;
     out->had_mac = f.mac != NULL;
     c->in_off += (size_t)n;
-    if (pf_rdv_fields_decode(&out->f, out->payload, out->len) < 0) {
+    if (pf_wire_fields_decode(&out->f, out->payload, out->len) < 0) {
         pf_rdv_msg_free(out);
         return PF_EINVAL;
     }
@@ -432,4 +433,45 @@ int pf_rdv_listen(int *fd, const char *addr, int *port)
     *port = ntohs(ss.ss_family == AF_INET ? s4->sin_port : s6->sin6_port);
     *fd = s;
     return 0;
+}
+
+/* ---- the data connection's opener */
+
+void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h)
+{
+    pf_wire_put(b, "run", h->run, PF_WIRE_NONCE);
+    pf_wire_put_int(b, "src", h->src);
+    pf_wire_put_int(b, "dst", h->dst);
+    pf_wire_put_int(b, "shift", h->shift);
+}
+
+int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t len,
+                         const struct pf_wire_auth *a)
+{
+    memset(out, 0, sizeof(*out));
+    struct pf_wire_frame f;
+    int n = pf_wire_frame_decode(&f, buf, len, PF_RDV_MAX_DHELLO);
+    if (n <= 0) return n;
+    if (f.version != PF_WIRE_PROTO)
+        return pf_err_set(PF_EINVAL, "protocol version %u (this preflight speaks %d)", f.version,
+                          PF_WIRE_PROTO);
+    if (f.type != PF_WIRE_DHELLO || f.seq != 0)
+        return pf_err_set(PF_EINVAL, "a %s frame at sequence %u, not a DHELLO",
+                          pf_wire_type_name(f.type), f.seq);
+    if (a->on && !pf_wire_mac_ok(a, PF_WIRE_DIR_DATA, &f))
+        return pf_err_set(PF_EINVAL, f.mac ? "DHELLO fails its HMAC: another run or token"
+                                           : "DHELLO carries no HMAC: the peer has no token");
+    struct pf_wire_fields fl;
+    if (pf_wire_fields_decode(&fl, f.payload, f.len) < 0) return PF_EINVAL;
+    const struct pf_wire_field *run = pf_wire_fields_get(&fl, "run");
+    int r = 0;
+    if (!run || run->vlen != PF_WIRE_NONCE || pf_wire_fields_int(&out->src, &fl, "src") < 0 ||
+        pf_wire_fields_int(&out->dst, &fl, "dst") < 0 ||
+        pf_wire_fields_int(&out->shift, &fl, "shift") < 0)
+        r = pf_err_set(PF_EINVAL, "DHELLO without its run, src, dst or shift");
+    else
+        memcpy(out->run, run->val, PF_WIRE_NONCE);
+    if (r == 0 && pf_wire_fields_int(&out->round, &fl, "round") < 0) out->round = -1;
+    pf_wire_fields_free(&fl);
+    return r < 0 ? r : n;
 }

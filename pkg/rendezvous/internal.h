@@ -1,11 +1,13 @@
-/* The rendezvous' own declarations, shared by its files (stage.c, server.c, admit.c,
- * client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of the
- * module's interface (rendezvous.h). */
+/* The rendezvous' own declarations, shared by its files (session.c, outcome.c, conn.c, server.c,
+ * admit.c, client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of
+ * the module's interface (rendezvous.h). */
 #ifndef PF_RENDEZVOUS_INTERNAL_H
 #define PF_RENDEZVOUS_INTERNAL_H
 
 #include "rendezvous.h"
 
+/* What an unauthenticated peer may send: one JOIN; with its header and MAC it fits 32 KiB */
+#define PF_RDV_MAX_JOIN ((32u << 10) - 64)
 #define NAME_MAX_ 128
 #define JOIN_WAIT 3.0 /* a new connection must send its JOIN within this */
 /* Connections not yet authenticated (rank 0's JOIN, a data port's DHELLO): at most this many
@@ -14,11 +16,58 @@
 #define UNAUTH_MAX 256
 #define UNAUTH_GRACE 0.5
 #define ACCEPT_REST 0.1
-#define LIST_MAX 12 /* ranks named in one message before "and N more" */
 
-enum { M_EMPTY = 0, M_JOINED, M_REFUSED, M_LOST };
+/* ---- one connection (conn.c) ------------------------------------------------------- */
+
+struct pf_rdv_conn {
+    int fd;
+    char peer[96];    /* "10.0.0.5:41234" */
+    struct pf_buf in; /* bytes read, not yet consumed */
+    size_t in_off;
+    struct pf_rdv_out *outq;
+    size_t noutq, capoutq;
+    uint32_t seq_in, seq_out;
+    struct pf_wire_auth auth;
+    int dir_out, dir_in;
+    size_t max_payload;
+};
+
+void pf_rdv_conn_init(struct pf_rdv_conn *c, int fd, const char *peer, bool to_root);
+void pf_rdv_conn_close(struct pf_rdv_conn *c);
+/* The largest frame payload c takes, and what its input buffer may hold: one such frame
+ * (PF_RDV_MAX_JOIN before the peer is authenticated, PF_WIRE_MAX_PAYLOAD after). */
+void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload);
+/* Queues a frame (MAC'd when auth is on). */
+void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len);
+/* Writes what it can without blocking: 1 when all is written, 0 when some is left, <0 on
+ * error. */
+int pf_rdv_conn_flush_some(struct pf_rdv_conn *c);
+bool pf_rdv_conn_pending(const struct pf_rdv_conn *c);
+/* Reads what is there without blocking: the byte count (> 0), 0 at end of stream,
+ * PF_ETIMEOUT when nothing is there yet, another negative code on error. */
+int pf_rdv_conn_fill(struct pf_rdv_conn *c);
+/* Takes the next complete frame out of the input: 1 (out filled), 0 (need more bytes),
+ * or a negative code with the message saying why (garbage, version, MAC, sequence). The
+ * MAC is checked when auth is on and a nonce pair is set; with require_mac a frame without
+ * a valid MAC is an error. */
+int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require_mac);
+/* Blocking forms, each bounded by deadline (pf_now() seconds). */
+int pf_rdv_conn_send(struct pf_rdv_conn *c, int type, const void *payload, size_t len,
+                     double deadline);
+int pf_rdv_conn_recv(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require_mac,
+                     double deadline);
+
+/* ---- sockets ------------------------------------------------------------------------- */
+
+/* Resolves host (getaddrinfo: resolv.conf search and ndots apply) and connects to it before
+ * deadline. *fd is non-blocking. The message carries getaddrinfo's or connect's words. */
+int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, double deadline);
+/* "a.b.c.d:port" or "[v6]:port" of a socket's peer (peer) or local end (!peer). */
+void pf_rdv_sockname(char *out, size_t n, int fd, bool peer);
+/* The IP address text alone. */
+void pf_rdv_sockaddr_ip(char *out, size_t n, int fd, bool peer);
+
 enum { RDV_WARN = 0, RDV_FAIL = 1 }; /* a finding's severity */
-enum { STEP_BARRIER = 0, STEP_GATHER, STEP_ALLGATHER };
 
 /* One rank of the run, as the roster names it. */
 struct pf_rdv_peer {
@@ -30,8 +79,8 @@ struct pf_rdv_peer {
 
 /* The roster: who is in the run, in rank order (ROSTER, docs/design.md "Wire protocol"). */
 struct pf_rdv_roster {
-    uint8_t run[PF_RDV_NONCE]; /* the run id: data connections name it */
-    int world;                 /* rank 0's world size */
+    uint8_t run[PF_WIRE_NONCE]; /* the run id: data connections name it */
+    int world;                  /* rank 0's world size */
     int n;
     struct pf_rdv_peer *peer;
 };
@@ -45,8 +94,8 @@ int pf_rdv_roster_decode(struct pf_rdv_roster *out, const uint8_t *payload, size
 void pf_rdv_roster_free(struct pf_rdv_roster *ro);
 
 struct rdv_member {
-    int state;
-    int conn; /* server connection index, -1 for none (and for rank 0 itself) */
+    int state; /* PF_RDV_MISSING .. PF_RDV_LOST */
+    int conn;  /* server connection index, -1 for none (and for rank 0 itself) */
     char pod[NAME_MAX_], node[NAME_MAX_], addr[64], data_ip[64];
     int data_port;
     long long world_claimed;
@@ -81,10 +130,10 @@ struct rdv_notes {
     struct pf_strlist found; /* "check\x1fcode\x1ftext" of every finding noted (once each) */
 };
 
-struct rdv_stage {
+struct rdv_session {
     struct pf_rdv_setup su; /* the caller's (pointers outlive the session) */
     struct rdv_notes notes;
-    struct pf_rdv_ident id;
+    struct pf_identity id;
     const char *token;
     bool auth;
     int rank, world;
@@ -114,7 +163,7 @@ struct rdv_stage {
     char refused_last[384];
     bool claims_reported;
     double accept_rest_until, last_drop_say;
-    uint8_t join_run[PF_RDV_NONCE]; /* rank 0's HELLO names it; every JOIN names it back */
+    uint8_t join_run[PF_WIRE_NONCE]; /* rank 0's HELLO names it; every JOIN names it back */
     double last_join, roster_at;
     int last_waiting;
     double last_progress;
@@ -122,143 +171,149 @@ struct rdv_stage {
     /* the flow */
     uint32_t step_no;
     bool stopped;
-    struct pf_rdv_marks lost, failed;
+    struct pf_wire_marks lost, failed;
     /* data mesh */
     int nshifts, shifts[3], out_fd[3], in_fd[3];
 };
 
-/* ---- steps: gather at rank 0, answer to all */
-
-struct rdv_step_res {
-    bool go;
-    uint8_t **blobs; /* per roster position (ALLGATHER everywhere, GATHER at rank 0) */
-    size_t *lens;
-    int nb; /* entries of blobs and lens */
-};
-
 /* ---- outcome.c: the notes (see rendezvous.h) */
-bool rdv_note_take(struct rdv_stage *S, struct pf_rdv_note *out);
+bool rdv_note_take(struct rdv_session *S, struct pf_rdv_note *out);
 void rdv_notes_free(struct rdv_notes *q);
-void rdv_note_check(struct rdv_stage *S, const char *check);
+void rdv_note_check(struct rdv_session *S, const char *check);
 /* A finding (once: the same check, code and text are noted once); fleet: every rank's
  * verdict carries it. false when it was noted before. */
-bool rdv_note_finding(struct rdv_stage *S, const char *check, const char *code, int sev, bool fleet,
-                      const char *text);
-void rdv_skip(struct rdv_stage *S, const char *check, bool soft, const char *fmt, ...)
+bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev,
+                      bool fleet, const char *text);
+void rdv_skip(struct rdv_session *S, const char *check, bool soft, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void rdv_message(struct rdv_stage *S, const char *check, const char *fmt, ...)
+void rdv_message(struct rdv_session *S, const char *check, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Evidence of the check `rendezvous`. */
-void rdv_ev_int(struct rdv_stage *S, const char *key, long long v);
-void rdv_ev_dbl(struct rdv_stage *S, const char *key, double v);
-void rdv_ev_str(struct rdv_stage *S, const char *key, const char *v);
-void rdv_note_identity(struct rdv_stage *S);
-void rdv_note_pod(struct rdv_stage *S, int rank, int world);
-void rdv_note_culprit(struct rdv_stage *S, int rank, const char *pod, const char *node,
+void rdv_ev_int(struct rdv_session *S, const char *key, long long v);
+void rdv_ev_dbl(struct rdv_session *S, const char *key, double v);
+void rdv_ev_str(struct rdv_session *S, const char *key, const char *v);
+void rdv_note_identity(struct rdv_session *S);
+void rdv_note_pod(struct rdv_session *S, int rank, int world);
+void rdv_note_culprit(struct rdv_session *S, int rank, const char *pod, const char *node,
                       const char *text);
 /* A progress line for a human. */
-void rdv_say(struct rdv_stage *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rdv_say(struct rdv_session *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* ---- stage.c: naming ranks, findings, the guard */
-double rdv_left_s(const struct rdv_stage *S);
+/* ---- session.c: the session's state. rdv_session_init zeroes it and sets what is not zero
+ * (no descriptors, t0); rdv_session_free frees and closes all it holds, whoever built it
+ * (pf_rdv_open and pf_rdv_close use them, and so do the tests and the fuzz targets). */
+void rdv_session_init(struct rdv_session *S);
+void rdv_session_free(struct rdv_session *S);
+
+/* ---- outcome.c: naming ranks, findings, the guard */
+double rdv_wait_end(const struct rdv_session *S, double secs);
 /* The pod name of rank: as it joined, from the roster, or from the naming rule. */
-const char *rdv_pod_of(const struct rdv_stage *S, int rank, char *buf, size_t n);
-const char *rdv_node_of(const struct rdv_stage *S, int rank);
+const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n);
+const char *rdv_node_of(const struct rdv_session *S, int rank);
 /* "rank 5 (trainer-5)" */
-void rdv_who(char *out, size_t n, const struct rdv_stage *S, int rank);
+void rdv_who(char *out, size_t n, const struct rdv_session *S, int rank);
 /* A finding on this rank's verdict (once); sev: RDV_WARN or RDV_FAIL. */
-void rdv_add_finding_text(struct rdv_stage *S, const char *check, const char *code, int sev,
+void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *code, int sev,
                           const char *msg);
 /* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary
  * every rank takes. */
-void rdv_fleet_finding(struct rdv_stage *S, const char *check, const char *code, int sev,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Appends "5, 11, 12": at most PF_RDV_LIST_MAX, then "and K more". */
+void rdv_note_shared(struct rdv_session *S, const char *check, const char *code, int sev,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Appends "5, 11, 12": at most PF_WIRE_LIST_MAX, then "and K more". */
 void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
 /* What is under way, for a verdict written on a signal or at the deadline. */
-void rdv_guard(struct rdv_stage *S, const char *stage_id, const char *fmt, ...)
+void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- server.c: rank 0's connections and its poll loop */
-void rdv_sc_close(struct rdv_stage *S, size_t i);
-void rdv_member_lost(struct rdv_stage *S, int rank, const char *why);
+void rdv_sc_close(struct rdv_session *S, size_t i);
+void rdv_member_lost(struct rdv_session *S, int rank, const char *why);
 /* Queues a REJECT {code, message} and closes the connection once it is written. */
-void rdv_sc_reject(struct rdv_stage *S, size_t i, const char *code, const char *msg);
+void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char *msg);
 /* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. */
-void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why);
+void rdv_sc_drop(struct rdv_session *S, size_t i, const char *why);
+/* Rank 0's member table: world empty records (rdv_session_free frees it). */
+void rdv_members_init(struct rdv_session *S);
 /* The event loop of rank 0. Returns true when done(S) said so, false at the deadline. */
-bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_stage *));
+bool rdv_serve(struct rdv_session *S, double deadline, bool (*done)(struct rdv_session *));
 /* Listens on the rendezvous port and sets up the member table with rank 0 in it. PF_ERR
  * with the finding `listen-failed` when the port cannot be had. */
-int rdv_root_listen(struct rdv_stage *S);
+int rdv_root_listen(struct rdv_session *S);
 /* serve's condition of the join phase: every rank joined (says who is awaited meanwhile). */
-bool rdv_join_done(struct rdv_stage *S);
+bool rdv_join_done(struct rdv_session *S);
 
 /* ---- admit.c: a JOIN on connection i, admitted or refused */
-void rdv_admit(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
+void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg);
 /* At the end of the join phase: for each rank still missing whose rank a refused JOIN
  * claimed, a `stranger-refused` warning (the missing rank fails the run anyway). */
-void rdv_admit_report_claims(struct rdv_stage *S);
+void rdv_admit_report_claims(struct rdv_session *S);
 /* Rank 0: rank's JOIN left n of its NCCL_* variables out (envLeftOut, or over the member
  * table's limit): the evidence counts the ranks (envLeftOutRanks) and names the last. */
-void rdv_env_left_out(struct rdv_stage *S, int rank, long long n);
+void rdv_env_left_out(struct rdv_session *S, int rank, long long n);
 
-/* ---- proto.c: the data connection's opener */
+/* ---- conn.c: the data connection's opener */
 /* The DHELLO payload: run, src, dst, shift (struct pf_rdv_dhello: rendezvous.h). */
 void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h);
 /* Decodes the DHELLO frame at the start of buf (peer input): the bytes it takes, 0 while
  * more are needed, PF_EINVAL when it is not a DHELLO of this protocol at sequence 0, lacks a
  * field, or (a->on) carries no HMAC or one that fails: a->nonce_s is the run id. */
 int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t len,
-                         const struct pf_rdv_auth *a);
+                         const struct pf_wire_auth *a);
 
 /* ---- roster.c */
-void rdv_roster_alloc(struct rdv_stage *S, int n);
-void rdv_roster_free(struct rdv_stage *S);
+void rdv_roster_alloc(struct rdv_session *S, int n);
+void rdv_roster_free(struct rdv_session *S);
 /* Rank 0: the roster of rank 0 and every joined rank, queued to every joined rank. */
-void rdv_root_send_roster(struct rdv_stage *S);
+void rdv_root_send_roster(struct rdv_session *S);
 /* Rank > 0: the roster from rank 0's ROSTER message. PF_EINVAL when malformed. */
-int rdv_client_parse_roster(struct rdv_stage *S, const struct pf_rdv_msg *msg);
+int rdv_client_parse_roster(struct rdv_session *S, const struct pf_rdv_msg *msg);
 
 /* ---- step.c */
 /* Rank 0: a STEP from connection i. */
-void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg);
-/* One step (mode STEP_*): 0 when every rank goes on, PF_ERR when the run stops. res holds
- * the parts (ALLGATHER everywhere, GATHER at rank 0); free it with rdv_step_res_free. */
-int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, const void *blob,
-             size_t len, int mode, double timeout, struct rdv_step_res *res);
-void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r);
+void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg);
+/* One step (mode PF_RDV_BARRIER ..): 0 when every rank goes on, PF_ERR when the run stops. res
+ * holds the parts (ALLGATHER everywhere, GATHER at rank 0); free it with rdv_step_res_free. */
+int rdv_step(struct rdv_session *S, const char *kind, bool ok, const char *err, const void *blob,
+             size_t len, int mode, double timeout, struct pf_rdv_step_res *res);
+void rdv_step_res_free(struct rdv_session *S, struct pf_rdv_step_res *r);
 typedef void (*rdv_part_fn)(void *arg, int pos, struct pf_buf *out);
 /* pf_rdv_step_scatter (rendezvous.h) */
-int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+int rdv_step_scatter(struct rdv_session *S, const char *kind, bool ok, const char *err,
                      const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
-                     rdv_part_fn part, void *arg, struct rdv_step_res *res);
+                     rdv_part_fn part, void *arg, struct pf_rdv_step_res *res);
 /* Rank 0: sends one frame to every joined rank, common bytes then part(arg, pos) (NULL:
  * none), encoding and queueing a window of ranks at a time so that at most about
  * RDV_FANOUT_BYTES wait in the output queues, and serves until all are written or the
  * deadline. */
 #define RDV_FANOUT_BYTES (4u << 20)
-void rdv_send_all(struct rdv_stage *S, int type, const void *data, size_t len, rdv_part_fn part,
+void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len, rdv_part_fn part,
                   void *arg, double deadline);
 /* serve's condition: every queued frame to a joined rank is written. */
-bool rdv_flushed(struct rdv_stage *S);
+bool rdv_flushed(struct rdv_session *S);
 
 /* ---- mesh.c */
 /* Opens one data connection per probed shift and accepts one from each: 0, or PF_ERR with
  * err saying which. */
-int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr);
-void rdv_mesh_close(struct rdv_stage *S);
+int rdv_mesh_connect(struct rdv_session *S, double deadline, char *err, size_t nerr);
+void rdv_mesh_close(struct rdv_session *S);
 
 /* ---- probe.c: pf_rdv_probe_connect (rendezvous.h) */
-int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
+int rdv_probe_connect(struct rdv_session *S, int round, int pos, bool send, double deadline,
                       char *why, size_t nwhy);
 /* pf_rdv_probe_accept_many (rendezvous.h) */
-int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int *round, int *fds,
+int rdv_probe_accept_many(struct rdv_session *S, int n, const int *pos, const int *round, int *fds,
                           double deadline, char *why, size_t nwhy);
-int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf_rdv_addr *a,
+int rdv_probe_dial_addr(struct rdv_session *S, int round, int pos, const struct pf_rdv_addr *a,
                         double deadline, char *why, size_t nwhy);
+/* pollfds and serve until take took `want` or the deadline: how many it took. */
+int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline, pf_rdv_take_fn take,
+                        void *arg);
+/* The next connection on listener lfd, non-blocking and close-on-exec; -1 when there is none
+ * (errno says why). Out of descriptors or memory the listener stays readable, so it rests
+ * 100 ms first: a poll loop around it does not spin. */
+int pf_rdv_accept(int lfd);
 /* ---- accept.c: the data listeners' accept discipline, for the session S's run and rank */
-void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_stage *S, const int *lfd,
+void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_session *S, const int *lfd,
                        int nlfd);
 
 /* ---- client.c */
@@ -266,8 +321,9 @@ void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_stage *S, con
  * with secrets hashed, the NCCL version, the NVLink fabric identity). Variables that do not
  * fit b are left out and counted in the field envLeftOut; returns that count. */
 #define RDV_ENV_LEFT_OUT_ROOM 40 /* the field envLeftOut: 1 + 10 + 4 + up to 20 digits */
-size_t rdv_join_payload(struct rdv_stage *S, struct pf_buf *b, const uint8_t nonce[PF_RDV_NONCE]);
+size_t rdv_join_payload(struct rdv_session *S, struct pf_buf *b,
+                        const uint8_t nonce[PF_WIRE_NONCE]);
 /* Joins rank 0 and waits for the roster: 0, or PF_ERR with findings recorded. */
-int rdv_client_join(struct rdv_stage *S);
+int rdv_client_join(struct rdv_session *S);
 
 #endif

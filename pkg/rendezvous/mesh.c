@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 /* Opens one connection per probed shift to the rank that far ahead, sending a DHELLO. */
-static int mesh_dial_out(struct rdv_stage *S, const struct pf_rdv_auth *da, double deadline,
+static int mesh_dial_out(struct rdv_session *S, const struct pf_wire_auth *da, double deadline,
                          char *err, size_t nerr)
 {
     for (int k = 0; k < S->nshifts; k++) {
@@ -32,13 +32,13 @@ static int mesh_dial_out(struct rdv_stage *S, const struct pf_rdv_auth *da, doub
         struct pf_rdv_conn c;
         pf_rdv_conn_init(&c, fd, peer, true);
         c.auth = *da;
-        c.dir_out = PF_RDV_DIR_DATA;
+        c.dir_out = PF_WIRE_DIR_DATA;
         struct pf_buf b;
         pf_buf_init(&b, PF_RDV_MAX_DHELLO);
         struct pf_rdv_dhello h = {.src = S->rank, .dst = S->rk[p], .shift = S->shifts[k]};
-        memcpy(h.run, S->ro.run, PF_RDV_NONCE);
+        memcpy(h.run, S->ro.run, PF_WIRE_NONCE);
         pf_rdv_dhello_payload(&b, &h);
-        int r = pf_rdv_conn_send(&c, PF_RDV_DHELLO, b.data, b.len, deadline);
+        int r = pf_rdv_conn_send(&c, PF_WIRE_DHELLO, b.data, b.len, deadline);
         pf_buf_free(&b);
         c.fd = -1; /* keep the socket */
         pf_rdv_conn_close(&c);
@@ -56,7 +56,7 @@ static int mesh_dial_out(struct rdv_stage *S, const struct pf_rdv_auth *da, doub
  * is still open, from the rank that far behind. */
 static bool mesh_take(void *arg, int fd, const struct pf_rdv_dhello *h)
 {
-    struct rdv_stage *S = arg;
+    struct rdv_session *S = arg;
     for (int k = 0; k < S->nshifts; k++) {
         int p = ((S->pos - S->shifts[k]) % S->n + S->n) % S->n;
         if (h->shift == S->shifts[k] && h->src == S->rk[p] && S->in_fd[k] < 0) {
@@ -69,7 +69,7 @@ static bool mesh_take(void *arg, int fd, const struct pf_rdv_dhello *h)
 
 /* Accepts one connection per shift before deadline (accept.c: strangers, garbage and
  * connections without a DHELLO in time are dropped). */
-static int mesh_accept_in(struct rdv_stage *S, double deadline)
+static int mesh_accept_in(struct rdv_session *S, double deadline)
 {
     struct pf_rdv_acceptor *A = pf_xcalloc(1, sizeof(*A));
     rdv_acceptor_init(A, S, &S->data_lfd, 1);
@@ -79,15 +79,15 @@ static int mesh_accept_in(struct rdv_stage *S, double deadline)
     return have;
 }
 
-int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr)
+int rdv_mesh_connect(struct rdv_session *S, double deadline, char *err, size_t nerr)
 {
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
-    double deadline = pf_now() + pf_clampd(rdv_left_s(S) * 0.2, 3, 30);
-    struct pf_rdv_auth da = {0};
+    if (deadline <= 0 || deadline > S->cutoff) deadline = S->cutoff;
+    struct pf_wire_auth da = {0};
     da.on = S->auth;
     da.token = S->token;
-    memcpy(da.nonce_s, S->ro.run, PF_RDV_NONCE);
+    memcpy(da.nonce_s, S->ro.run, PF_WIRE_NONCE);
     if (mesh_dial_out(S, &da, deadline, err, nerr) < 0) return PF_ERR;
     if (mesh_accept_in(S, deadline) < S->nshifts) {
         for (int k = 0; k < S->nshifts; k++) {
@@ -103,7 +103,7 @@ int rdv_mesh_connect(struct rdv_stage *S, char *err, size_t nerr)
     return 0;
 }
 
-void rdv_mesh_close(struct rdv_stage *S)
+void rdv_mesh_close(struct rdv_session *S)
 {
     for (int k = 0; k < 3; k++) {
         if (S->out_fd[k] >= 0) close(S->out_fd[k]);

@@ -10,31 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void pf_rdv_mark(struct pf_rdv_marks *l, int rank, const char *why)
-{
-    if (pf_rdv_marked(l, rank)) return;
-    l->v = pf_xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
-    l->v[l->n].rank = rank;
-    l->v[l->n].why = pf_xstrdup(why && *why ? why : "failed");
-    l->n++;
-}
-
-bool pf_rdv_marked(const struct pf_rdv_marks *l, int rank)
-{
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].rank == rank) return true;
-    return false;
-}
-
-void pf_rdv_marks_free(struct pf_rdv_marks *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].why);
-    free(l->v);
-    l->v = NULL;
-    l->n = 0;
-}
-
 /* ---- notes: what the caller writes into its verdict, in the order made */
 
 static char *dup_or_null(const char *s)
@@ -52,7 +27,7 @@ static void note_free(struct pf_rdv_note *x)
 }
 
 /* Queues a copy of x (its texts duplicated) and tells the caller. */
-static void note_add(struct rdv_stage *S, const struct pf_rdv_note *x)
+static void note_add(struct rdv_session *S, const struct pf_rdv_note *x)
 {
     struct rdv_notes *q = &S->notes;
     if (q->n == q->cap) {
@@ -69,7 +44,7 @@ static void note_add(struct rdv_stage *S, const struct pf_rdv_note *x)
     if (S->su.noted) S->su.noted(S->su.arg);
 }
 
-bool rdv_note_take(struct rdv_stage *S, struct pf_rdv_note *out)
+bool rdv_note_take(struct rdv_session *S, struct pf_rdv_note *out)
 {
     struct rdv_notes *q = &S->notes;
     if (q->taken) {
@@ -94,13 +69,13 @@ void rdv_notes_free(struct rdv_notes *q)
     memset(q, 0, sizeof(*q));
 }
 
-void rdv_note_check(struct rdv_stage *S, const char *check)
+void rdv_note_check(struct rdv_session *S, const char *check)
 {
     note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_CHECK, .check = check});
 }
 
-bool rdv_note_finding(struct rdv_stage *S, const char *check, const char *code, int sev, bool fleet,
-                      const char *text)
+bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev,
+                      bool fleet, const char *text)
 {
     char *k = pf_xasprintf("%s\x1f%s\x1f%s", check, code, text);
     bool seen = pf_strlist_has(&S->notes.found, k);
@@ -116,7 +91,7 @@ bool rdv_note_finding(struct rdv_stage *S, const char *check, const char *code, 
     return true;
 }
 
-void rdv_skip(struct rdv_stage *S, const char *check, bool soft, const char *fmt, ...)
+void rdv_skip(struct rdv_session *S, const char *check, bool soft, const char *fmt, ...)
 {
     char text[1024];
     va_list ap;
@@ -127,7 +102,7 @@ void rdv_skip(struct rdv_stage *S, const char *check, bool soft, const char *fmt
                     .kind = PF_RDV_NOTE_SKIP, .check = check, .text = text, .soft = soft});
 }
 
-void rdv_message(struct rdv_stage *S, const char *check, const char *fmt, ...)
+void rdv_message(struct rdv_session *S, const char *check, const char *fmt, ...)
 {
     char text[1024];
     va_list ap;
@@ -137,35 +112,35 @@ void rdv_message(struct rdv_stage *S, const char *check, const char *fmt, ...)
     note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_MESSAGE, .check = check, .text = text});
 }
 
-void rdv_ev_int(struct rdv_stage *S, const char *key, long long v)
+void rdv_ev_int(struct rdv_session *S, const char *key, long long v)
 {
     note_add(S, &(struct pf_rdv_note){
                     .kind = PF_RDV_NOTE_INT, .check = "rendezvous", .key = key, .i = v});
 }
 
-void rdv_ev_dbl(struct rdv_stage *S, const char *key, double v)
+void rdv_ev_dbl(struct rdv_session *S, const char *key, double v)
 {
     note_add(S, &(struct pf_rdv_note){
                     .kind = PF_RDV_NOTE_DBL, .check = "rendezvous", .key = key, .d = v});
 }
 
-void rdv_ev_str(struct rdv_stage *S, const char *key, const char *v)
+void rdv_ev_str(struct rdv_session *S, const char *key, const char *v)
 {
     note_add(S, &(struct pf_rdv_note){
                     .kind = PF_RDV_NOTE_STR, .check = "rendezvous", .key = key, .text = v});
 }
 
-void rdv_note_identity(struct rdv_stage *S)
+void rdv_note_identity(struct rdv_session *S)
 {
     note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_IDENTITY, .check = "rendezvous"});
 }
 
-void rdv_note_pod(struct rdv_stage *S, int rank, int world)
+void rdv_note_pod(struct rdv_session *S, int rank, int world)
 {
     note_add(S, &(struct pf_rdv_note){.kind = PF_RDV_NOTE_POD, .i = rank, .world = world});
 }
 
-void rdv_note_culprit(struct rdv_stage *S, int rank, const char *pod, const char *node,
+void rdv_note_culprit(struct rdv_session *S, int rank, const char *pod, const char *node,
                       const char *text)
 {
     note_add(S,
@@ -173,7 +148,7 @@ void rdv_note_culprit(struct rdv_stage *S, int rank, const char *pod, const char
                  .kind = PF_RDV_NOTE_CULPRIT, .i = rank, .pod = pod, .node = node, .text = text});
 }
 
-void rdv_say(struct rdv_stage *S, const char *fmt, ...)
+void rdv_say(struct rdv_session *S, const char *fmt, ...)
 {
     if (!S->su.progress) return;
     char line[1024];
@@ -182,4 +157,80 @@ void rdv_say(struct rdv_stage *S, const char *fmt, ...)
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
     S->su.progress(S->su.arg, line);
+}
+
+/* ---- naming ranks, findings, the guard: what every file of the meeting calls */
+
+double rdv_wait_end(const struct rdv_session *S, double secs)
+{
+    return secs > 0 ? pf_deadline_in(secs, S->cutoff) : S->cutoff;
+}
+
+const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n)
+{
+    if (S->m && rank >= 0 && rank < S->world && S->m[rank].pod[0]) return S->m[rank].pod;
+    for (int i = 0; i < S->n; i++)
+        if (S->rk[i] == rank && S->ro.peer[i].pod[0]) return S->ro.peer[i].pod;
+    pf_identity_pod_name(buf, n, &S->id, rank);
+    return buf;
+}
+
+const char *rdv_node_of(const struct rdv_session *S, int rank)
+{
+    if (S->m && rank >= 0 && rank < S->world && S->m[rank].node[0]) return S->m[rank].node;
+    for (int i = 0; i < S->n; i++)
+        if (S->rk[i] == rank) return S->ro.peer[i].node;
+    return "";
+}
+
+/* "rank 5 (trainer-5)" */
+void rdv_who(char *out, size_t n, const struct rdv_session *S, int rank)
+{
+    char b[NAME_MAX_];
+    const char *p = rdv_pod_of(S, rank, b, sizeof(b));
+    if (p && *p)
+        snprintf(out, n, "rank %d (%s)", rank, p);
+    else
+        snprintf(out, n, "rank %d", rank);
+}
+
+void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *code, int sev,
+                          const char *msg)
+{
+    (void)rdv_note_finding(S, check, code, sev, false, msg);
+}
+
+/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary every
+ * rank takes. */
+void rdv_note_shared(struct rdv_session *S, const char *check, const char *code, int sev,
+                     const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    (void)rdv_note_finding(S, check, code, sev, S->m != NULL, msg);
+}
+
+/* Appends "5, 11, 12": at most PF_WIRE_LIST_MAX, then "and K more". */
+void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (i == PF_WIRE_LIST_MAX) {
+            pf_buf_addf(b, " and %zu more", n - i);
+            break;
+        }
+        pf_buf_addf(b, "%s%d", i ? ", " : "", ranks[i]);
+    }
+}
+
+void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
+{
+    char doing[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(doing, sizeof(doing), fmt, ap);
+    va_end(ap);
+    if (S->su.doing) S->su.doing(S->su.arg, stage_id, doing);
 }

@@ -15,30 +15,30 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static void data_auth(const struct rdv_stage *S, struct pf_rdv_auth *da)
+static void data_auth(const struct rdv_session *S, struct pf_wire_auth *da)
 {
     memset(da, 0, sizeof(*da));
     da->on = S->auth;
     da->token = S->token;
-    memcpy(da->nonce_s, S->ro.run, PF_RDV_NONCE);
+    memcpy(da->nonce_s, S->ro.run, PF_WIRE_NONCE);
 }
 
 /* Opens fd (connected to peer) with the DHELLO of round towards position q. */
-static int hello_send(struct rdv_stage *S, int fd, const char *peer, int round, int q,
+static int hello_send(struct rdv_session *S, int fd, const char *peer, int round, int q,
                       double deadline)
 {
     struct pf_rdv_conn c;
     pf_rdv_conn_init(&c, fd, peer, true);
     data_auth(S, &c.auth);
-    c.dir_out = PF_RDV_DIR_DATA;
+    c.dir_out = PF_WIRE_DIR_DATA;
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    pf_rdv_put(&b, "run", S->ro.run, PF_RDV_NONCE);
-    pf_rdv_put_int(&b, "src", S->rank);
-    pf_rdv_put_int(&b, "dst", S->rk[q]);
-    pf_rdv_put_int(&b, "shift", 0);
-    pf_rdv_put_int(&b, "round", round);
-    int r = pf_rdv_conn_send(&c, PF_RDV_DHELLO, b.data, b.len, deadline);
+    pf_wire_put(&b, "run", S->ro.run, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "src", S->rank);
+    pf_wire_put_int(&b, "dst", S->rk[q]);
+    pf_wire_put_int(&b, "shift", 0);
+    pf_wire_put_int(&b, "round", round);
+    int r = pf_rdv_conn_send(&c, PF_WIRE_DHELLO, b.data, b.len, deadline);
     pf_buf_free(&b);
     c.fd = -1; /* keep the socket */
     pf_rdv_conn_close(&c);
@@ -46,7 +46,7 @@ static int hello_send(struct rdv_stage *S, int fd, const char *peer, int round, 
 }
 
 /* A confirmation connection to position q: dial its data port, send the DHELLO. */
-static int probe_dial(struct rdv_stage *S, int round, int q, double deadline, char *why,
+static int probe_dial(struct rdv_session *S, int round, int q, double deadline, char *why,
                       size_t nwhy)
 {
     char peer[96];
@@ -66,7 +66,7 @@ static int probe_dial(struct rdv_stage *S, int round, int q, double deadline, ch
 
 /* The connections a probe waits for: from position pos[i] for round[i], i < n. */
 struct probe_want {
-    const struct rdv_stage *S;
+    const struct rdv_session *S;
     int n;
     const int *pos, *round;
     int *fds;
@@ -84,7 +84,7 @@ static bool probe_take(void *arg, int fd, const struct pf_rdv_dhello *h)
     return false;
 }
 
-int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int *round, int *fds,
+int rdv_probe_accept_many(struct rdv_session *S, int n, const int *pos, const int *round, int *fds,
                           double deadline, char *why, size_t nwhy)
 {
     for (int i = 0; i < n; i++) {
@@ -111,14 +111,14 @@ int rdv_probe_accept_many(struct rdv_stage *S, int n, const int *pos, const int 
 }
 
 /* A confirmation connection from position q, accepted on the data port before deadline. */
-static int probe_accept(struct rdv_stage *S, int round, int q, double deadline, char *why,
+static int probe_accept(struct rdv_session *S, int round, int q, double deadline, char *why,
                         size_t nwhy)
 {
     int fd = -1;
     return rdv_probe_accept_many(S, 1, &q, &round, &fd, deadline, why, nwhy) == 0 ? fd : -1;
 }
 
-int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double deadline,
+int rdv_probe_connect(struct rdv_session *S, int round, int pos, bool send, double deadline,
                       char *why, size_t nwhy)
 {
     if (pos < 0 || pos >= S->n || pos == S->pos || S->data_lfd < 0) {
@@ -132,7 +132,7 @@ int rdv_probe_connect(struct rdv_stage *S, int round, int pos, bool send, double
 /* ---- a rail's probe (pkg/run/rails.c): dialled from the rail's own address and interface
  * to the peer's rail address, and its DHELLO read on the rails' own listener */
 
-int rdv_probe_dial_addr(struct rdv_stage *S, int round, int pos, const struct pf_rdv_addr *a,
+int rdv_probe_dial_addr(struct rdv_session *S, int round, int pos, const struct pf_rdv_addr *a,
                         double deadline, char *why, size_t nwhy)
 {
     struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a->port)};

@@ -2,15 +2,11 @@
  * there, and exchange what the stages of pkg/run need (barriers, gathers, the data mesh's
  * connections, the summary).
  *
- * Pieces, each usable alone (and unit-tested alone):
- *   identity  who am I, how many are we, where is rank 0 (pure functions of env + hostname)
- *   proto     the wire format: versioned, length-prefixed frames with a magic number and an
- *             optional HMAC-SHA256 bound to per-connection nonces (pure encode/decode)
- *   conn      one TCP connection carrying frames, every read and write under a deadline
- *   stage     the meeting: identity, budget, rank 0's server and JOIN admission, the
- *             joiners' side, the roster; then steps, the data mesh and the summary's
- *             delivery for pkg/run (internal.h: the parts)
- *   outcome   what the meeting concluded, as notes the caller writes into its verdict
+ * This header holds only what other modules call: the session (session.c: the meeting, its
+ * steps, the data mesh, probe connections, the summary's delivery) and what it concluded
+ * (outcome.c: notes the caller writes into its verdict). Who a pod is comes from
+ * pkg/identity, the bytes on the wire from pkg/wire; the parts (connections, rank 0's server,
+ * admission, the joiners' side, the roster) are declared in internal.h.
  *
  * The meeting knows nothing of verdicts, configs or the fleet: the caller hands it what it
  * needs (struct pf_rdv_setup) and takes back what it concluded (pf_rdv_note_next, the marks,
@@ -25,49 +21,37 @@
 
 #include "../base/base.h"
 #include "../base/env.h"
-#include "../k8s/map.h"
-
-struct pf_rdv_opts {
-    int rank;              /* -1: derive (JOB_COMPLETION_INDEX, RANK, hostname) */
-    int world_size;        /* -1: derive (PREFLIGHT_WORLD_SIZE, WORLD_SIZE) */
-    char coordinator[512]; /* "": derive (MASTER_ADDR, <prefix>-0.<subdomain>) */
-    int port;              /* 0: from the config */
-    const char *token;     /* PREFLIGHT_TOKEN, or NULL */
-};
+#include "../identity/identity.h"
+#include "../wire/wire.h"
 
 /* ---- the meeting, as the stages of pkg/run call it --------------------------------- */
 
-/* One run among pods. Every wait is bounded by the setup's deadline less a second. */
+/* One run among pods. Every wait is bounded by the setup's deadline (the cutoff). */
 struct pf_rdv;
 struct pf_rdv_msg;
-struct pf_rdv_ident;
-
-/* Ranks named in one message before "and N more". */
-#define PF_RDV_LIST_MAX 12
-
-/* A rank lost, or a rank that reported a failure, with why (pkg/fleet judges them). */
-struct pf_rdv_mark {
-    int rank;
-    char *why;
-};
-struct pf_rdv_marks {
-    struct pf_rdv_mark *v;
-    size_t n;
-};
-/* Adds (rank, why) unless rank is already there. */
-void pf_rdv_mark(struct pf_rdv_marks *l, int rank, const char *why);
-bool pf_rdv_marked(const struct pf_rdv_marks *l, int rank);
-void pf_rdv_marks_free(struct pf_rdv_marks *l);
 
 /* What the caller hands the session: the config's values, the time it has, who this pod is,
  * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
+/* The meeting's fixed waits in seconds, each also bounded by the cutoff; 0: the cutoff alone
+ * (pkg/run gives them: run.h's PF_RUN_*_S). */
+struct pf_rdv_waits {
+    double dial;    /* one dial of rank 0's address */
+    double frame;   /* a JOIN or RESULT sent; the HELLO of a new connection read */
+    double flush;   /* rank 0: the roster, or the SUMMARY, flushed to every rank */
+    double summary; /* a rank waits for rank 0's SUMMARY */
+    double step;    /* a step's message sent; its answer: the step's timeout + this */
+    double close;   /* rank 0 lets a refused connection read why, then closes it */
+};
+
 struct pf_rdv_setup {
-    double timeout_s;      /* rendezvous.timeoutSeconds: the join phase's length; <= 0: 600 */
     const char *interface; /* rendezvous.interface: the data port binds to its IPv4 address */
     const char *digest;    /* the config's digest: every rank's must be the same */
-    double deadline;       /* pf_now() seconds by which the run ends (the guard's); 0: none */
+    /* the caller's clock (pf_now() times; 0: none): no wait ends past deadline (the
+     * cutoff); rank 0 serves JOINs until join_deadline, the others join until then */
+    double deadline, join_deadline;
+    struct pf_rdv_waits waits;
     /* who this pod is (pkg/run's pf_run_whoami); NULL: unknown, id_error says why */
-    const struct pf_rdv_ident *id;
+    const struct pf_identity *id;
     const char *id_error;
     const char *pod, *node; /* this pod's name (NULL: the host name) and node (NULL: "") */
     /* the JOIN's claims, compared among ranks at rank 0 */
@@ -90,7 +74,8 @@ void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
 /* A new session; notes the checks `rendezvous` and `collective.tcp`. PF_ERR (the check
  * skipped, saying why) when libsodium cannot start; *out is set first, either way, and is
  * freed by pf_rdv_close. */
-int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_opts *o, const struct pf_rdv_setup *su);
+int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
+                const struct pf_rdv_setup *su);
 void pf_rdv_close(struct pf_rdv *R);
 
 enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };
@@ -117,14 +102,13 @@ const char *pf_rdv_iface(const struct pf_rdv *R);
 const char *pf_rdv_root_ip(const struct pf_rdv *R);
 /* Rank 0's rendezvous port. */
 int pf_rdv_port(const struct pf_rdv *R);
-/* When the session started (pf_now()) and the seconds left before its cutoff. */
+/* When the session started (pf_now()). */
 double pf_rdv_t0(const struct pf_rdv *R);
-double pf_rdv_left_s(const struct pf_rdv *R);
 /* A step stopped the run (a rank lost or failed). */
 bool pf_rdv_stopped(const struct pf_rdv *R);
 /* The ranks lost and the ranks that reported a failure, with why. */
-const struct pf_rdv_marks *pf_rdv_lost(const struct pf_rdv *R);
-const struct pf_rdv_marks *pf_rdv_failed(const struct pf_rdv *R);
+const struct pf_wire_marks *pf_rdv_lost(const struct pf_rdv *R);
+const struct pf_wire_marks *pf_rdv_failed(const struct pf_rdv *R);
 /* Rank 0 after it began to listen: it keeps a record of every rank (pf_rdv_member). */
 bool pf_rdv_serving(const struct pf_rdv *R);
 /* The pod and node of rank: as it joined, from the roster, or from the naming rule. */
@@ -208,9 +192,11 @@ struct pf_rdv_mesh {
     int out_fd[3], in_fd[3]; /* owned by the session: pf_rdv_mesh_close closes them */
 };
 /* Connects the ring shifts the caller put in out->shifts[0 .. out->nshifts) (1 to 3 shifts,
- * each 1 .. size-1: the link probes' survey shifts), then fills in the descriptors.
+ * each 1 .. size-1: the link probes' survey shifts) by deadline (and the cutoff), then fills
+ * in the descriptors.
  * 0, or PF_ERR with err saying which connection failed. */
-int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, char *err, size_t nerr);
+int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, double deadline, char *err,
+                        size_t nerr);
 void pf_rdv_mesh_close(struct pf_rdv *R);
 /* A connection of its own for one probe between this rank and roster position pos, where
  * the mesh has none (a confirmation round): send dials pos's data port and opens it with a
@@ -242,226 +228,20 @@ void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len);
 /* Rank > 0: 0 with *out the SUMMARY frame, or PF_ERR (rank 0 is then marked lost). */
 int pf_rdv_summary_recv(struct pf_rdv *R, struct pf_rdv_msg *out);
 
-/* ---- identity ------------------------------------------------------------------------ */
-
-/* How the pods of this job are named, so that a missing rank can be named too. */
-enum pf_rdv_naming {
-    PF_RDV_NAMING_NONE = 0, /* unknown: ranks are named by number only */
-    PF_RDV_NAMING_ORDINAL,  /* <prefix>-<rank> (StatefulSet, Indexed Job, JobSet) */
-    PF_RDV_NAMING_PYTORCH,  /* <job>-master-0 is rank 0, <job>-worker-N is rank N+1 */
-    PF_RDV_NAMING_JOBSET,   /* <prefix>-<rank / per_job>-<rank % per_job> (JobSet, TrainJob) */
-    PF_RDV_NAMING_MPI,      /* <job>-worker-<rank - shift>; rank 0 <job>-launcher when shift 1 */
-    PF_RDV_NAMING_LWS,      /* rank 0 <prefix> (the leader), rank N <prefix>-N */
-};
-
-/* Whether the pod carries Kubeflow's training labels (from the podinfo labels file). */
-enum pf_rdv_pytorch_hint { PF_RDV_PT_UNKNOWN = 0, PF_RDV_PT_YES, PF_RDV_PT_NO };
-
-struct pf_rdv_ident {
-    int rank;
-    int world_size;
-    char rank_from[96];    /* where the rank came from: "--rank", "hostname trainer-3", ... */
-    char world_from[64];   /* "--world-size", "WORLD_SIZE" */
-    char coordinator[512]; /* rank 0's host name or address, without the port */
-    int port;              /* rank 0's rendezvous port */
-    char coord_from[64];   /* "--coordinator", "MASTER_ADDR", "hostname and subdomain" */
-    enum pf_rdv_naming naming;
-    char prefix[256]; /* ORDINAL: "trainer"; PYTORCH: the job name */
-    char domain[256]; /* the part of the FQDN after the host label ("" when unknown) */
-    /* which launcher rule decided, and from what (docs/launchers.md) */
-    char rule[24];      /* "jobset", "indexed-job", "statefulset", "pytorchjob", ... */
-    char explain[512];  /* one sentence: why this rule, what it assumed */
-    char from[12][160]; /* the inputs used: "JOB_COMPLETION_INDEX=3", "label k=v", ... */
-    int nfrom;
-    bool member;     /* false: this pod is no rank (an MPIJob launcher): nothing to meet */
-    int per_job;     /* JOBSET naming: pods per Job; MPI naming: the shift (0 or 1) */
-    int named_ranks; /* naming covers ranks below this (0: all) */
-    bool wants_fqdn; /* the result depends on the FQDN: resolve it and call again */
-};
-
-/* What a pod knows about itself besides its environment. */
-struct pf_rdv_podinfo {
-    const char *hostname;                   /* gethostname() */
-    const char *fqdn;                       /* canonical name, "" or NULL when unknown */
-    const struct pf_k8s_map *labels;        /* the downward-API labels file; NULL: not mounted */
-    const struct pf_k8s_map *annotations;   /* the annotations file; NULL: not mounted */
-    const struct pf_k8s_map *volcano_hosts; /* /etc/volcano/<task>.host files: task -> text */
-};
-
-/* Derives rank, world size and rank 0's address (docs/design.md, "The stages of `preflight run`").
- * env: the process environment (JOB_COMPLETION_INDEX, RANK, WORLD_SIZE, MASTER_ADDR);
- * hostname: gethostname(); fqdn: the canonical name of the host ("" or NULL when unknown);
- * default_port: the config's rendezvous port. PF_EUSAGE with a message naming the variable
- * when something is missing or malformed. A pure function: tested with tables. */
-int pf_rdv_identify(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, const struct pf_env *env,
-                    const char *hostname, const char *fqdn, enum pf_rdv_pytorch_hint hint,
-                    int default_port);
-
-/* Derives rank, world size and rank 0's address for every launcher preflight knows
- * (docs/launchers.md): options first, then the launcher's own variables, labels and names.
- * Fills rule, explain and from. PF_EUSAGE naming the missing piece and how to give it. Pure. */
-int pf_rdv_identify_pod(struct pf_rdv_ident *out, const struct pf_rdv_opts *o,
-                        const struct pf_env *env, const struct pf_rdv_podinfo *pi,
-                        int default_port);
-
-/* The pod name rank would have under id's naming ("trainer-5"); "" when unknown. */
-void pf_rdv_pod_name(char *out, size_t n, const struct pf_rdv_ident *id, int rank);
-
-/* Splits "host", "host:port", "[v6]:port" or a bare IPv6 address. port is left alone when
- * the text has none. PF_EINVAL on an empty host or a bad port. */
-int pf_rdv_split_hostport(char *host, size_t n, int *port, const char *text);
-
-/* ---- wire format --------------------------------------------------------------------- */
-
-#define PF_RDV_PROTO 1
-#define PF_RDV_MAGIC 0x50465256u /* "PFRV" */
-#define PF_RDV_HDR 16
-#define PF_RDV_MACLEN 32
-#define PF_RDV_NONCE 16
-#define PF_RDV_MAX_PAYLOAD (32u << 20)
-/* What an unauthenticated peer may send: one JOIN; with its header and MAC it fits 32 KiB */
-#define PF_RDV_MAX_JOIN ((32u << 10) - 64)
-#define PF_RDV_F_MAC 0x01
-
-enum pf_rdv_type {
-    PF_RDV_HELLO = 1, /* rank 0 -> joiner on accept: nonce, versions */
-    PF_RDV_JOIN,      /* joiner -> rank 0: who I am, what I see */
-    PF_RDV_REJECT,    /* rank 0 -> joiner: why not (then closes) */
-    PF_RDV_ROSTER,    /* rank 0 -> all: who is in the run, where their data ports are */
-    PF_RDV_STEP,      /* rank -> rank 0: my part of a gather/barrier */
-    PF_RDV_RESULT,    /* rank 0 -> all: the gathered parts, or the decision to stop */
-    PF_RDV_SUMMARY,   /* rank 0 -> all: findings, culprits, fleet verdict */
-    PF_RDV_DHELLO,    /* data connection opener: run id, source, destination, purpose */
-    PF_RDV_TYPE_END,
-};
-const char *pf_rdv_type_name(int type);
-
-struct pf_rdv_frame {
-    uint8_t version;
-    uint8_t type;
-    uint8_t flags;
-    uint32_t seq;
-    uint32_t len;
-    const uint8_t *header;  /* the PF_RDV_HDR header bytes (covered by the MAC) */
-    const uint8_t *payload; /* len bytes */
-    const uint8_t *mac;     /* PF_RDV_MACLEN bytes, or NULL */
-};
-
-/* Decodes one frame at the start of buf (len bytes available). Returns the frame's size
- * (> 0) when it is complete, 0 when more bytes are needed, PF_EINVAL when the bytes are not
- * a preflight frame (bad magic, unknown type or flags), PF_ETOOBIG when the announced payload
- * is over max_payload. A frame of another protocol version still decodes (version says
- * which) so the caller can name the mismatch. Pure; the fuzz target's entry point. */
-int pf_rdv_frame_decode(struct pf_rdv_frame *out, const uint8_t *buf, size_t len,
-                        size_t max_payload);
-/* Writes a header for a frame of this type into hdr. */
-void pf_rdv_frame_header(uint8_t hdr[PF_RDV_HDR], int type, int flags, uint32_t seq, uint32_t len);
-
-/* Payload: a sequence of fields [u8 key length][key][u32 BE value length][value]. Keys are
- * 1..64 printable ASCII bytes; a key may repeat (lists). */
-struct pf_rdv_field {
-    const char *key;
-    size_t klen;
-    const uint8_t *val;
-    size_t vlen;
-};
-struct pf_rdv_fields {
-    struct pf_rdv_field *v;
-    size_t n;
-};
-#define PF_RDV_MAX_FIELDS 65536
-/* Splits a payload into fields (pointing into p). PF_EINVAL on any malformed byte. */
-int pf_rdv_fields_decode(struct pf_rdv_fields *out, const uint8_t *p, size_t len);
-void pf_rdv_fields_free(struct pf_rdv_fields *f);
-/* The first field with this key, or NULL. */
-const struct pf_rdv_field *pf_rdv_fields_get(const struct pf_rdv_fields *f, const char *key);
-/* Copies a text value (no NUL bytes, fits n) into out; PF_ENOENT when absent. */
-int pf_rdv_fields_str(char *out, size_t n, const struct pf_rdv_fields *f, const char *key);
-/* A decimal integer value; PF_ENOENT when absent, PF_EINVAL when not a number. */
-int pf_rdv_fields_int(long long *out, const struct pf_rdv_fields *f, const char *key);
-/* A decimal number value, the whole field: digits with an optional minus, point and exponent,
- * finite; PF_ENOENT when absent, else PF_EINVAL (or PF_ETOOBIG) naming the field. */
-int pf_rdv_fields_num(double *out, const struct pf_rdv_fields *f, const char *key);
-/* Field i as a NUL-terminated copy (caller frees); NULL if it holds a NUL byte. */
-char *pf_rdv_field_dup(const struct pf_rdv_field *fl);
-bool pf_rdv_field_is(const struct pf_rdv_field *fl, const char *key);
-
-int pf_rdv_put(struct pf_buf *b, const char *key, const void *val, size_t vlen);
-int pf_rdv_put_str(struct pf_buf *b, const char *key, const char *s);
-int pf_rdv_put_int(struct pf_buf *b, const char *key, long long v);
-
-/* Authentication: HMAC-SHA256 keyed with the token over a direction byte, both nonces, the
- * header and the payload. The header's sequence number and the per-connection nonces make a
- * frame useless on any other connection or at any other position. */
-enum { PF_RDV_DIR_TO_ROOT = 0, PF_RDV_DIR_FROM_ROOT = 1, PF_RDV_DIR_DATA = 2 };
-struct pf_rdv_auth {
-    bool on;
-    const char *token;
-    uint8_t nonce_s[PF_RDV_NONCE]; /* rank 0's (HELLO), or the run id on data connections */
-    uint8_t nonce_c[PF_RDV_NONCE]; /* the joiner's (JOIN) */
-};
-void pf_rdv_mac(uint8_t out[PF_RDV_MACLEN], const struct pf_rdv_auth *a, int dir,
-                const uint8_t hdr[PF_RDV_HDR], const uint8_t *payload, size_t len);
-/* Constant-time check of a frame's MAC; false when it has none. */
-bool pf_rdv_mac_ok(const struct pf_rdv_auth *a, int dir, const struct pf_rdv_frame *f);
-/* Random bytes from the kernel. */
-void pf_rdv_random(void *out, size_t n);
-
-/* ---- one connection ------------------------------------------------------------------ */
-
-struct pf_rdv_conn {
-    int fd;
-    char peer[96];    /* "10.0.0.5:41234" */
-    struct pf_buf in; /* bytes read, not yet consumed */
-    size_t in_off;
-    struct pf_rdv_out *outq;
-    size_t noutq, capoutq;
-    uint32_t seq_in, seq_out;
-    struct pf_rdv_auth auth;
-    int dir_out, dir_in;
-    size_t max_payload;
-};
-/* A decoded frame with its fields; owns a copy of the payload. */
+/* ---- a message received: a decoded frame with its fields; owns a copy of the payload */
 struct pf_rdv_msg {
     int type;
     uint8_t *payload;
     size_t len;
-    struct pf_rdv_fields f;
+    struct pf_wire_fields f;
     bool mac_ok;  /* the MAC verified (always false when auth is off) */
     bool had_mac; /* the frame carried a MAC */
 };
 void pf_rdv_msg_free(struct pf_rdv_msg *m);
 
-void pf_rdv_conn_init(struct pf_rdv_conn *c, int fd, const char *peer, bool to_root);
-void pf_rdv_conn_close(struct pf_rdv_conn *c);
-/* The largest frame payload c takes, and what its input buffer may hold: one such frame
- * (PF_RDV_MAX_JOIN before the peer is authenticated, PF_RDV_MAX_PAYLOAD after). */
-void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload);
-/* Queues a frame (MAC'd when auth is on). */
-void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len);
-/* Writes what it can without blocking: 1 when all is written, 0 when some is left, <0 on
- * error. */
-int pf_rdv_conn_flush_some(struct pf_rdv_conn *c);
-bool pf_rdv_conn_pending(const struct pf_rdv_conn *c);
-/* Reads what is there without blocking: the byte count (> 0), 0 at end of stream,
- * PF_ETIMEOUT when nothing is there yet, another negative code on error. */
-int pf_rdv_conn_fill(struct pf_rdv_conn *c);
-/* Takes the next complete frame out of the input: 1 (out filled), 0 (need more bytes),
- * or a negative code with the message saying why (garbage, version, MAC, sequence). The
- * MAC is checked when auth is on and a nonce pair is set; with require_mac a frame without
- * a valid MAC is an error. */
-int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require_mac);
-/* Blocking forms, each bounded by deadline (pf_now() seconds). */
-int pf_rdv_conn_send(struct pf_rdv_conn *c, int type, const void *payload, size_t len,
-                     double deadline);
-int pf_rdv_conn_recv(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require_mac,
-                     double deadline);
+/* ---- sockets of the caller's own (pkg/run's rail probes) and every data listener's accept
+ * discipline */
 
-/* ---- sockets ------------------------------------------------------------------------- */
-
-/* Resolves host (getaddrinfo: resolv.conf search and ndots apply) and connects to it before
- * deadline. *fd is non-blocking. The message carries getaddrinfo's or connect's words. */
-int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, double deadline);
 /* A listening TCP socket on addr ("" = any) and port (0 = ephemeral); *port gets the port. */
 int pf_rdv_listen(int *fd, const char *addr, int *port);
 
@@ -472,9 +252,9 @@ int pf_rdv_listen(int *fd, const char *addr, int *port);
 #define PF_RDV_MAX_DHELLO 512
 /* A data connection's opener, checked by the acceptor (run id, receiver, HMAC). */
 struct pf_rdv_dhello {
-    uint8_t run[PF_RDV_NONCE]; /* the run id (the roster's) */
-    long long src, dst, shift; /* sender rank, receiver rank, ring shift */
-    long long round;           /* a probe's round; -1 for the mesh's connections */
+    uint8_t run[PF_WIRE_NONCE]; /* the run id (the roster's) */
+    long long src, dst, shift;  /* sender rank, receiver rank, ring shift */
+    long long round;            /* a probe's round; -1 for the mesh's connections */
 };
 #define PF_RDV_PEND_MAX 64
 #define PF_RDV_ACCEPT_LFDS 8
@@ -482,13 +262,13 @@ struct pf_rdv_pend {
     int fd;
     double opened;
     size_t got;
-    uint8_t buf[PF_RDV_HDR + PF_RDV_MAX_DHELLO + PF_RDV_MACLEN];
+    uint8_t buf[PF_WIRE_HDR + PF_RDV_MAX_DHELLO + PF_WIRE_MACLEN];
 };
 struct pf_rdv_acceptor {
     int lfd[PF_RDV_ACCEPT_LFDS];
     int nlfd;
-    struct pf_rdv_auth auth;
-    uint8_t run[PF_RDV_NONCE];
+    struct pf_wire_auth auth;
+    uint8_t run[PF_WIRE_NONCE];
     long long rank;
     struct pf_rdv_pend pend[PF_RDV_PEND_MAX];
     int npend;
@@ -509,18 +289,7 @@ int pf_rdv_acceptor_pollfds(struct pf_rdv_acceptor *A, struct pollfd *pfd, doubl
  * to take; how many it took. */
 int pf_rdv_acceptor_serve(struct pf_rdv_acceptor *A, const struct pollfd *pfd, int n,
                           pf_rdv_take_fn take, void *arg);
-/* pollfds and serve until take took `want` or the deadline: how many it took. */
-int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline, pf_rdv_take_fn take,
-                        void *arg);
 /* Closes the pending connections (the listeners stay the caller's). */
 void pf_rdv_acceptor_close(struct pf_rdv_acceptor *A);
-/* The next connection on listener lfd, non-blocking and close-on-exec; -1 when there is none
- * (errno says why). Out of descriptors or memory the listener stays readable, so it rests
- * 100 ms first: a poll loop around it does not spin. */
-int pf_rdv_accept(int lfd);
-/* "a.b.c.d:port" or "[v6]:port" of a socket's peer (peer) or local end (!peer). */
-void pf_rdv_sockname(char *out, size_t n, int fd, bool peer);
-/* The IP address text alone. */
-void pf_rdv_sockaddr_ip(char *out, size_t n, int fd, bool peer);
 
 #endif

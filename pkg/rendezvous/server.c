@@ -13,7 +13,7 @@
 
 /* ---- rank 0: connections */
 
-void rdv_sc_close(struct rdv_stage *S, size_t i)
+void rdv_sc_close(struct rdv_session *S, size_t i)
 {
     struct rdv_sconn *c = &S->sc[i];
     if (!c->used) return;
@@ -22,13 +22,13 @@ void rdv_sc_close(struct rdv_stage *S, size_t i)
     if (c->rank > 0 && c->rank < S->world && S->m[c->rank].conn == (int)i) S->m[c->rank].conn = -1;
 }
 
-void rdv_member_lost(struct rdv_stage *S, int rank, const char *why)
+void rdv_member_lost(struct rdv_session *S, int rank, const char *why)
 {
     struct rdv_member *m = &S->m[rank];
-    if (m->state != M_JOINED) return;
-    m->state = M_LOST;
+    if (m->state != PF_RDV_JOINED) return;
+    m->state = PF_RDV_LOST;
     pf_strcpy(m->why, sizeof(m->why), why);
-    pf_rdv_mark(&S->lost, rank, why);
+    pf_wire_mark(&S->lost, rank, why);
     if (m->conn >= 0) rdv_sc_close(S, (size_t)m->conn);
     m->conn = -1;
     char w[160];
@@ -36,22 +36,22 @@ void rdv_member_lost(struct rdv_stage *S, int rank, const char *why)
     rdv_say(S, "lost %s: %s", w, why);
 }
 
-void rdv_sc_reject(struct rdv_stage *S, size_t i, const char *code, const char *msg)
+void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char *msg)
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    pf_rdv_put_str(&b, "code", code);
-    pf_rdv_put_str(&b, "message", msg);
-    pf_rdv_conn_queue(&S->sc[i].c, PF_RDV_REJECT, b.data, b.len);
+    pf_wire_put_str(&b, "code", code);
+    pf_wire_put_str(&b, "message", msg);
+    pf_rdv_conn_queue(&S->sc[i].c, PF_WIRE_REJECT, b.data, b.len);
     pf_buf_free(&b);
     S->sc[i].closing = true;
-    S->sc[i].close_by = pf_now() + 2.0;
+    S->sc[i].close_by = rdv_wait_end(S, S->su.waits.close);
     S->sc[i].rank = -1;
 }
 
 /* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. A
  * flood of them is logged a line a second, not a line each. */
-void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why)
+void rdv_sc_drop(struct rdv_session *S, size_t i, const char *why)
 {
     S->dropped++;
     snprintf(S->dropped_last, sizeof(S->dropped_last), "%s: %s", S->sc[i].c.peer, why);
@@ -64,23 +64,23 @@ void rdv_sc_drop(struct rdv_stage *S, size_t i, const char *why)
     rdv_sc_close(S, i);
 }
 
-static void dispatch(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
+static void dispatch(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
 {
     struct rdv_sconn *c = &S->sc[i];
     if (c->rank < 0) {
-        if (msg->type == PF_RDV_JOIN)
+        if (msg->type == PF_WIRE_JOIN)
             rdv_admit(S, i, msg);
         else
             rdv_sc_drop(S, i, "expected JOIN");
         return;
     }
-    if (msg->type == PF_RDV_STEP)
+    if (msg->type == PF_WIRE_STEP)
         rdv_handle_step(S, i, msg);
     else
         rdv_member_lost(S, c->rank, "protocol error: unexpected frame");
 }
 
-static void sc_failed(struct rdv_stage *S, size_t i, bool eof, const char *err)
+static void sc_failed(struct rdv_session *S, size_t i, bool eof, const char *err)
 {
     struct rdv_sconn *c = &S->sc[i];
     int r = c->rank;
@@ -97,7 +97,7 @@ static void sc_failed(struct rdv_stage *S, size_t i, bool eof, const char *err)
                 "rank %d (%s) left before the run started (%s); waiting for it "
                 "to come back",
                 r, S->m[r].pod, eof ? "connection closed" : err);
-        S->m[r].state = M_EMPTY;
+        S->m[r].state = PF_RDV_MISSING;
         rdv_sc_close(S, i);
         S->m[r].conn = -1;
         return;
@@ -109,7 +109,7 @@ static void sc_failed(struct rdv_stage *S, size_t i, bool eof, const char *err)
 /* The connection not yet authenticated that goes first when room is needed: a refused one
  * still writing its REJECT, else the oldest. -1 when none, or when the oldest is younger than
  * UNAUTH_GRACE (a joiner's JOIN is on its way). *n is how many there are. */
-static ssize_t unauth_victim(const struct rdv_stage *S, double now, size_t *n)
+static ssize_t unauth_victim(const struct rdv_session *S, double now, size_t *n)
 {
     ssize_t v = -1;
     *n = 0;
@@ -126,7 +126,7 @@ static ssize_t unauth_victim(const struct rdv_stage *S, double now, size_t *n)
 }
 
 /* A new connection: a slot, the JOIN limits, and rank 0's HELLO on its way. */
-static void sc_open(struct rdv_stage *S, int fd, double now)
+static void sc_open(struct rdv_session *S, int fd, double now)
 {
     size_t i;
     for (i = 0; i < S->nsc; i++)
@@ -148,19 +148,19 @@ static void sc_open(struct rdv_stage *S, int fd, double now)
     if (!S->my_ip[0]) pf_rdv_sockaddr_ip(S->my_ip, sizeof(S->my_ip), fd, false);
     c->c.auth.on = S->auth;
     c->c.auth.token = S->token;
-    pf_rdv_random(c->c.auth.nonce_s, PF_RDV_NONCE);
+    pf_wire_random(c->c.auth.nonce_s, PF_WIRE_NONCE);
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    pf_rdv_put(&b, "nonce", c->c.auth.nonce_s, PF_RDV_NONCE);
-    pf_rdv_put(&b, "run", S->join_run, PF_RDV_NONCE);
-    pf_rdv_put_int(&b, "proto", PF_RDV_PROTO);
-    pf_rdv_put_str(&b, "version", PF_VERSION);
-    pf_rdv_put_str(&b, "auth", S->auth ? "hmac-sha256" : "none");
-    pf_rdv_put_int(&b, "world", S->world);
+    pf_wire_put(&b, "nonce", c->c.auth.nonce_s, PF_WIRE_NONCE);
+    pf_wire_put(&b, "run", S->join_run, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "proto", PF_WIRE_PROTO);
+    pf_wire_put_str(&b, "version", PF_VERSION);
+    pf_wire_put_str(&b, "auth", S->auth ? "hmac-sha256" : "none");
+    pf_wire_put_int(&b, "world", S->world);
     /* HELLO goes out bare: the joiner has no nonce of its own in it yet */
     bool on = c->c.auth.on;
     c->c.auth.on = false;
-    pf_rdv_conn_queue(&c->c, PF_RDV_HELLO, b.data, b.len);
+    pf_rdv_conn_queue(&c->c, PF_WIRE_HELLO, b.data, b.len);
     c->c.auth.on = on;
     pf_buf_free(&b);
     pf_rdv_conn_flush_some(&c->c);
@@ -169,7 +169,7 @@ static void sc_open(struct rdv_stage *S, int fd, double now)
 /* Accepts what waits on the rendezvous port. At UNAUTH_MAX connections not yet joined, the
  * oldest goes (never a joined rank); when none may go yet, or descriptors ran out, the
  * listener rests for ACCEPT_REST instead of waking the loop again at once. */
-static void accept_all(struct rdv_stage *S)
+static void accept_all(struct rdv_session *S)
 {
     for (int k = 0; k < 256; k++) {
         double now = pf_now();
@@ -201,7 +201,7 @@ static void accept_all(struct rdv_stage *S)
 }
 
 /* The event loop of rank 0. Returns when done(S) says so or at the deadline. */
-bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_stage *))
+bool rdv_serve(struct rdv_session *S, double deadline, bool (*done)(struct rdv_session *))
 {
     struct pollfd *pf = NULL;
     size_t *idx = NULL;
@@ -293,18 +293,18 @@ bool rdv_serve(struct rdv_stage *S, double deadline, bool (*done)(struct rdv_sta
 
 /* ---- rank 0: the join phase */
 
-static int waiting_list(const struct rdv_stage *S, int *out)
+static int waiting_list(const struct rdv_session *S, int *out)
 {
     int k = 0;
     for (int r = 1; r < S->world; r++)
-        if (S->m[r].state == M_EMPTY) out[k++] = r;
+        if (S->m[r].state == PF_RDV_MISSING) out[k++] = r;
     return k;
 }
 
 #define JOIN_SAY_EVERY 0.25
 #define JOIN_SAY_ALL 12
 
-bool rdv_join_done(struct rdv_stage *S)
+bool rdv_join_done(struct rdv_session *S)
 {
     int *w = pf_xmalloc((size_t)S->world * sizeof(int));
     int nw = waiting_list(S, w);
@@ -331,10 +331,10 @@ bool rdv_join_done(struct rdv_stage *S)
 }
 
 /* Rank 0's own place in the member table: its claims, as a JOIN would carry them. */
-static void root_member(struct rdv_stage *S)
+static void root_member(struct rdv_session *S)
 {
     struct rdv_member *m0 = &S->m[0];
-    m0->state = M_JOINED;
+    m0->state = PF_RDV_JOINED;
     pf_strcpy(m0->pod, sizeof(m0->pod), S->pod);
     pf_strcpy(m0->node, sizeof(m0->node), S->node);
     m0->world_claimed = S->world;
@@ -346,23 +346,30 @@ static void root_member(struct rdv_stage *S)
     /* rank 0's own NCCL variables, as a JOIN would carry them */
     struct pf_buf jb;
     pf_buf_init(&jb, PF_RDV_MAX_JOIN);
-    uint8_t zero[PF_RDV_NONCE] = {0};
+    uint8_t zero[PF_WIRE_NONCE] = {0};
     size_t left_out = rdv_join_payload(S, &jb, zero);
-    struct pf_rdv_fields jf;
-    if (pf_rdv_fields_decode(&jf, (const uint8_t *)jb.data, jb.len) == 0) {
+    struct pf_wire_fields jf;
+    if (pf_wire_fields_decode(&jf, (const uint8_t *)jb.data, jb.len) == 0) {
         for (size_t k = 0; k < jf.n; k++)
-            if (pf_rdv_field_is(&jf.v[k], "env")) {
-                char *e = pf_rdv_field_dup(&jf.v[k]);
+            if (pf_wire_field_is(&jf.v[k], "env")) {
+                char *e = pf_wire_field_dup(&jf.v[k]);
                 if (e) pf_strlist_add(&m0->env, e);
                 free(e);
             }
-        pf_rdv_fields_free(&jf);
+        pf_wire_fields_free(&jf);
     }
     pf_buf_free(&jb);
     if (left_out) rdv_env_left_out(S, 0, (long long)left_out);
 }
 
-int rdv_root_listen(struct rdv_stage *S)
+void rdv_members_init(struct rdv_session *S)
+{
+    S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
+    for (int k = 0; k < S->world; k++)
+        S->m[k].conn = -1;
+}
+
+int rdv_root_listen(struct rdv_session *S)
 {
     int p = S->id.port;
     rdv_say(S, "rank 0 of %d: listening on port %d for %d ranks", S->world, p, S->world - 1);
@@ -373,11 +380,9 @@ int rdv_root_listen(struct rdv_stage *S)
         rdv_skip(S, "collective.tcp", false, "rank 0 cannot listen");
         return PF_ERR;
     }
-    S->m = pf_xcalloc((size_t)S->world, sizeof(*S->m));
-    for (int k = 0; k < S->world; k++)
-        S->m[k].conn = -1;
+    rdv_members_init(S);
     root_member(S);
-    pf_rdv_random(S->join_run, PF_RDV_NONCE);
+    pf_wire_random(S->join_run, PF_WIRE_NONCE);
     S->last_waiting = -1;
     return 0;
 }

@@ -8,24 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
+void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
 {
     int r = S->sc[i].rank;
     struct rdv_member *m = &S->m[r];
     long long no = -1, ok = 0;
-    pf_rdv_fields_int(&no, &msg->f, "step");
-    pf_rdv_fields_int(&ok, &msg->f, "ok");
+    pf_wire_fields_int(&no, &msg->f, "step");
+    pf_wire_fields_int(&ok, &msg->f, "ok");
     if (no != (long long)S->step_no && no != (long long)S->step_no + 1) {
         rdv_member_lost(S, r, "protocol error: a step out of order");
         return;
     }
     m->step_got = (uint32_t)no;
     m->step_ok = ok == 1;
-    pf_rdv_fields_str(m->step_err, sizeof(m->step_err), &msg->f, "err");
+    pf_wire_fields_str(m->step_err, sizeof(m->step_err), &msg->f, "err");
     free(m->blob);
     m->blob = NULL;
     m->bloblen = 0;
-    const struct pf_rdv_field *b = pf_rdv_fields_get(&msg->f, "b");
+    const struct pf_wire_field *b = pf_wire_fields_get(&msg->f, "b");
     if (b && b->vlen) {
         m->blob = pf_xmalloc(b->vlen);
         memcpy(m->blob, b->val, b->vlen);
@@ -33,7 +33,7 @@ void rdv_handle_step(struct rdv_stage *S, size_t i, struct pf_rdv_msg *msg)
     }
 }
 
-void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r)
+void rdv_step_res_free(struct rdv_session *S, struct pf_rdv_step_res *r)
 {
     (void)S;
     if (r->blobs)
@@ -44,56 +44,56 @@ void rdv_step_res_free(struct rdv_stage *S, struct rdv_step_res *r)
     memset(r, 0, sizeof(*r));
 }
 
-static bool step_done(struct rdv_stage *S)
+static bool step_done(struct rdv_session *S)
 {
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->step_got != S->step_no) return false;
+        if (m->state == PF_RDV_JOINED && m->step_got != S->step_no) return false;
     }
     return true;
 }
 
-bool rdv_flushed(struct rdv_stage *S)
+bool rdv_flushed(struct rdv_session *S)
 {
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->conn >= 0 && pf_rdv_conn_pending(&S->sc[m->conn].c))
+        if (m->state == PF_RDV_JOINED && m->conn >= 0 && pf_rdv_conn_pending(&S->sc[m->conn].c))
             return false;
     }
     return true;
 }
 
 /* The lost and failed ranks rank 0 names in a RESULT: records {rank, why}. */
-static void step_record(struct rdv_stage *S, const struct pf_rdv_fields *f)
+static void step_record(struct rdv_session *S, const struct pf_wire_fields *f)
 {
     for (size_t i = 0; i < f->n; i++) {
-        bool lost = pf_rdv_field_is(&f->v[i], "lost");
-        if (!lost && !pf_rdv_field_is(&f->v[i], "failed")) continue;
-        struct pf_rdv_fields x;
-        if (pf_rdv_fields_decode(&x, f->v[i].val, f->v[i].vlen) < 0) continue;
+        bool lost = pf_wire_field_is(&f->v[i], "lost");
+        if (!lost && !pf_wire_field_is(&f->v[i], "failed")) continue;
+        struct pf_wire_fields x;
+        if (pf_wire_fields_decode(&x, f->v[i].val, f->v[i].vlen) < 0) continue;
         long long rank = -1;
         char why[384] = "";
-        if (pf_rdv_fields_int(&rank, &x, "rank") == 0 && rank >= 0 && rank < (1 << 24) &&
-            pf_rdv_fields_str(why, sizeof(why), &x, "why") == 0)
-            pf_rdv_mark(lost ? &S->lost : &S->failed, (int)rank, why);
-        pf_rdv_fields_free(&x);
+        if (pf_wire_fields_int(&rank, &x, "rank") == 0 && rank >= 0 && rank < (1 << 24) &&
+            pf_wire_fields_str(why, sizeof(why), &x, "why") == 0)
+            pf_wire_mark(lost ? &S->lost : &S->failed, (int)rank, why);
+        pf_wire_fields_free(&x);
     }
 }
 
-/* The first PF_RDV_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
+/* The first PF_WIRE_LIST_MAX of the lost (or failed) ranks and their count: a rank needs
  * them only to name who stopped the run when no summary comes, and a list of every rank in
  * every RESULT would be O(N) bytes to each of N ranks. */
 static void put_marks(struct pf_buf *b, const char *key, const char *count,
-                      const struct pf_rdv_marks *l)
+                      const struct pf_wire_marks *l)
 {
     struct pf_buf r;
     pf_buf_init(&r, 4096);
-    pf_rdv_put_int(b, count, (long long)l->n);
-    for (size_t i = 0; i < l->n && i < PF_RDV_LIST_MAX; i++) {
+    pf_wire_put_int(b, count, (long long)l->n);
+    for (size_t i = 0; i < l->n && i < PF_WIRE_LIST_MAX; i++) {
         pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "rank", l->v[i].rank);
-        pf_rdv_put_str(&r, "why", l->v[i].why);
-        pf_rdv_put(b, key, r.data, r.len);
+        pf_wire_put_int(&r, "rank", l->v[i].rank);
+        pf_wire_put_str(&r, "why", l->v[i].why);
+        pf_wire_put(b, key, r.data, r.len);
     }
     pf_buf_free(&r);
 }
@@ -113,13 +113,13 @@ struct rdv_fanout {
     struct pf_buf b;
 };
 
-static struct rdv_member *member_at(struct rdv_stage *S, int pos)
+static struct rdv_member *member_at(struct rdv_session *S, int pos)
 {
     struct rdv_member *m = &S->m[S->rk[pos]];
-    return m->state == M_JOINED && m->conn >= 0 ? m : NULL;
+    return m->state == PF_RDV_JOINED && m->conn >= 0 ? m : NULL;
 }
 
-static void fan_queue(struct rdv_stage *S, struct rdv_fanout *F, int pos)
+static void fan_queue(struct rdv_session *S, struct rdv_fanout *F, int pos)
 {
     struct rdv_member *m = member_at(S, pos);
     if (!m) return;
@@ -133,12 +133,12 @@ static void fan_queue(struct rdv_stage *S, struct rdv_fanout *F, int pos)
         l = F->b.len;
     }
     pf_rdv_conn_queue(&S->sc[m->conn].c, F->type, p, l);
-    F->per = l + PF_RDV_HDR + PF_RDV_MACLEN;
+    F->per = l + PF_WIRE_HDR + PF_WIRE_MACLEN;
     F->win[F->nwin++] = pos;
 }
 
 /* serve's condition: every frame queued and written. Tops the window up as frames go out. */
-static bool fan_done(struct rdv_stage *S)
+static bool fan_done(struct rdv_session *S)
 {
     struct rdv_fanout *F = S->fan;
     for (int k = 0; k < F->nwin;) {
@@ -155,13 +155,13 @@ static bool fan_done(struct rdv_stage *S)
     return F->next >= S->n && F->nwin == 0;
 }
 
-void rdv_send_all(struct rdv_stage *S, int type, const void *data, size_t len, rdv_part_fn part,
+void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len, rdv_part_fn part,
                   void *arg, double deadline)
 {
     struct rdv_fanout F = {.type = type, .data = data, .len = len, .part = part, .arg = arg};
     F.next = 1;
     F.win = pf_xcalloc((size_t)(S->n > 0 ? S->n : 1), sizeof(int));
-    pf_buf_init(&F.b, PF_RDV_MAX_PAYLOAD);
+    pf_buf_init(&F.b, PF_WIRE_MAX_PAYLOAD);
     S->fan = &F;
     rdv_serve(S, deadline < S->cutoff ? deadline : S->cutoff, fan_done);
     /* past the deadline: the rest is queued all the same (written by later loops), so that
@@ -183,14 +183,14 @@ struct scatter {
 
 /* Rank 0: waits for every rank's part of step S->step_no; a rank silent past the deadline is
  * lost. */
-static void root_gather(struct rdv_stage *S, const char *kind, double timeout)
+static void root_gather(struct rdv_session *S, const char *kind, double timeout)
 {
     double deadline = pf_now() + timeout;
     if (deadline > S->cutoff) deadline = S->cutoff;
     rdv_serve(S, deadline, step_done);
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == M_JOINED && m->step_got != S->step_no) {
+        if (m->state == PF_RDV_JOINED && m->step_got != S->step_no) {
             char why[160];
             snprintf(why, sizeof(why),
                      "no answer within %.0f s during the %s step (frozen, or "
@@ -202,8 +202,8 @@ static void root_gather(struct rdv_stage *S, const char *kind, double timeout)
 }
 
 /* The parts, moved out of the member table (each is freed once, by its consumer). */
-static void root_take_parts(struct rdv_stage *S, const void *blob, size_t len,
-                            struct rdv_step_res *res)
+static void root_take_parts(struct rdv_session *S, const void *blob, size_t len,
+                            struct pf_rdv_step_res *res)
 {
     res->nb = S->n;
     res->blobs = pf_xcalloc((size_t)S->n, sizeof(uint8_t *));
@@ -216,7 +216,7 @@ static void root_take_parts(struct rdv_stage *S, const void *blob, size_t len,
                 memcpy(res->blobs[0], blob, len);
             }
             res->lens[0] = len;
-        } else if (m->state == M_JOINED) {
+        } else if (m->state == PF_RDV_JOINED) {
             res->blobs[i] = m->blob;
             res->lens[i] = m->bloblen;
         } else {
@@ -233,49 +233,49 @@ static void scatter_part(void *arg, int pos, struct pf_buf *out)
 {
     const struct scatter *sc = arg;
     struct pf_buf p;
-    pf_buf_init(&p, PF_RDV_MAX_PAYLOAD);
+    pf_buf_init(&p, PF_WIRE_MAX_PAYLOAD);
     sc->part(sc->arg, pos, &p);
-    pf_rdv_put(out, "b", p.data, p.len);
+    pf_wire_put(out, "b", p.data, p.len);
     pf_buf_free(&p);
 }
 
-static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+static int root_step(struct rdv_session *S, const char *kind, bool ok, const char *err,
                      const void *blob, size_t len, int mode, double timeout,
-                     const struct scatter *sc, struct rdv_step_res *res)
+                     const struct scatter *sc, struct pf_rdv_step_res *res)
 {
     S->step_no++;
     root_gather(S, kind, timeout);
     bool go = ok;
-    if (!ok) pf_rdv_mark(&S->failed, 0, err && *err ? err : "failed");
+    if (!ok) pf_wire_mark(&S->failed, 0, err && *err ? err : "failed");
     for (int i = 1; i < S->n; i++) {
         struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state != M_JOINED) {
+        if (m->state != PF_RDV_JOINED) {
             go = false;
             continue;
         }
         if (!m->step_ok) {
             go = false;
-            pf_rdv_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
+            pf_wire_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
         }
     }
-    if (mode != STEP_BARRIER || sc) root_take_parts(S, blob, len, res);
+    if (mode != PF_RDV_BARRIER || sc) root_take_parts(S, blob, len, res);
     if (sc && go && sc->ready) sc->ready(sc->arg, res->blobs, res->lens, res->nb);
     struct pf_buf b;
-    pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
-    pf_rdv_put_int(&b, "step", S->step_no);
-    pf_rdv_put_str(&b, "kind", kind);
-    pf_rdv_put_int(&b, "go", go);
+    pf_buf_init(&b, PF_WIRE_MAX_PAYLOAD);
+    pf_wire_put_int(&b, "step", S->step_no);
+    pf_wire_put_str(&b, "kind", kind);
+    pf_wire_put_int(&b, "go", go);
     put_marks(&b, "lost", "nlost", &S->lost);
     put_marks(&b, "failed", "nfailed", &S->failed);
-    if (mode == STEP_ALLGATHER && go)
+    if (mode == PF_RDV_ALLGATHER && go)
         for (int i = 0; i < S->n; i++)
-            pf_rdv_put(&b, "b", res->blobs[i], res->lens[i]);
+            pf_wire_put(&b, "b", res->blobs[i], res->lens[i]);
     if (pf_buf_check(&b, "the RESULT message") < 0) {
         go = false;
         rdv_say(S, "%s step: %s", kind, pf_err_msg());
     }
-    rdv_send_all(S, PF_RDV_RESULT, b.data, b.len, sc && go ? scatter_part : NULL, (void *)sc,
-                 pf_now() + 10);
+    rdv_send_all(S, PF_WIRE_RESULT, b.data, b.len, sc && go ? scatter_part : NULL, (void *)sc,
+                 rdv_wait_end(S, S->su.waits.frame));
     pf_buf_free(&b);
     res->go = go;
     if (!go) S->stopped = true;
@@ -283,15 +283,15 @@ static int root_step(struct rdv_stage *S, const char *kind, bool ok, const char 
 }
 
 /* The parts of an ALLGATHER (every "b" field in order), or a scatter's own part. */
-static void client_parts(struct rdv_stage *S, const struct pf_rdv_fields *f, int want,
-                         struct rdv_step_res *res)
+static void client_parts(struct rdv_session *S, const struct pf_wire_fields *f, int want,
+                         struct pf_rdv_step_res *res)
 {
     res->nb = want;
     res->blobs = pf_xcalloc((size_t)want, sizeof(uint8_t *));
     res->lens = pf_xcalloc((size_t)want, sizeof(size_t));
     int k = 0;
     for (size_t i = 0; i < f->n && k < want; i++) {
-        if (!pf_rdv_field_is(&f->v[i], "b")) continue;
+        if (!pf_wire_field_is(&f->v[i], "b")) continue;
         res->lens[k] = f->v[i].vlen;
         if (f->v[i].vlen) {
             res->blobs[k] = pf_xmalloc(f->v[i].vlen);
@@ -303,32 +303,32 @@ static void client_parts(struct rdv_stage *S, const struct pf_rdv_fields *f, int
     if (k != want) res->go = false;
 }
 
-static int client_step(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+static int client_step(struct rdv_session *S, const char *kind, bool ok, const char *err,
                        const void *blob, size_t len, int mode, double timeout, bool scatter,
-                       struct rdv_step_res *res)
+                       struct pf_rdv_step_res *res)
 {
     S->step_no++;
     struct pf_buf b;
-    pf_buf_init(&b, PF_RDV_MAX_PAYLOAD);
-    pf_rdv_put_int(&b, "step", S->step_no);
-    pf_rdv_put_str(&b, "kind", kind);
-    pf_rdv_put_int(&b, "ok", ok);
-    if (err && *err) pf_rdv_put_str(&b, "err", err);
-    if (len) pf_rdv_put(&b, "b", blob, len);
-    double d = pf_now() + 15;
-    int r = pf_rdv_conn_send(&S->ctl, PF_RDV_STEP, b.data, b.len, d < S->cutoff ? d : S->cutoff);
+    pf_buf_init(&b, PF_WIRE_MAX_PAYLOAD);
+    pf_wire_put_int(&b, "step", S->step_no);
+    pf_wire_put_str(&b, "kind", kind);
+    pf_wire_put_int(&b, "ok", ok);
+    if (err && *err) pf_wire_put_str(&b, "err", err);
+    if (len) pf_wire_put(&b, "b", blob, len);
+    int r =
+        pf_rdv_conn_send(&S->ctl, PF_WIRE_STEP, b.data, b.len, rdv_wait_end(S, S->su.waits.step));
     pf_buf_free(&b);
     struct pf_rdv_msg msg = {0};
     if (r == 0) {
-        d = pf_now() + timeout + 15;
-        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, d < S->cutoff ? d : S->cutoff);
+        double d = rdv_wait_end(S, timeout + S->su.waits.step);
+        r = pf_rdv_conn_recv(&S->ctl, &msg, S->auth, d);
     }
-    if (r < 0 || msg.type != PF_RDV_RESULT) {
+    if (r < 0 || msg.type != PF_WIRE_RESULT) {
         if (!S->root_lost) {
             S->root_lost = true;
             snprintf(S->root_why, sizeof(S->root_why), "%s",
                      r < 0 ? pf_err_msg() : "rank 0 sent an unexpected frame");
-            pf_rdv_mark(&S->lost, 0, S->root_why);
+            pf_wire_mark(&S->lost, 0, S->root_why);
             rdv_say(S, "lost rank 0 during the %s step: %s", kind, S->root_why);
         }
         pf_rdv_msg_free(&msg);
@@ -336,18 +336,18 @@ static int client_step(struct rdv_stage *S, const char *kind, bool ok, const cha
         return PF_ERR;
     }
     long long go = 0;
-    pf_rdv_fields_int(&go, &msg.f, "go");
+    pf_wire_fields_int(&go, &msg.f, "go");
     step_record(S, &msg.f);
     res->go = go == 1;
-    if (res->go && (mode == STEP_ALLGATHER || scatter))
+    if (res->go && (mode == PF_RDV_ALLGATHER || scatter))
         client_parts(S, &msg.f, scatter ? 1 : S->n, res);
     pf_rdv_msg_free(&msg);
     if (!res->go) S->stopped = true;
     return res->go ? 0 : PF_ERR;
 }
 
-int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, const void *blob,
-             size_t len, int mode, double timeout, struct rdv_step_res *res)
+int rdv_step(struct rdv_session *S, const char *kind, bool ok, const char *err, const void *blob,
+             size_t len, int mode, double timeout, struct pf_rdv_step_res *res)
 {
     memset(res, 0, sizeof(*res));
     if (S->stopped && strcmp(kind, "report") != 0) return PF_ERR;
@@ -356,13 +356,14 @@ int rdv_step(struct rdv_stage *S, const char *kind, bool ok, const char *err, co
     return client_step(S, kind, ok, err, blob, len, mode, timeout, false, res);
 }
 
-int rdv_step_scatter(struct rdv_stage *S, const char *kind, bool ok, const char *err,
+int rdv_step_scatter(struct rdv_session *S, const char *kind, bool ok, const char *err,
                      const void *blob, size_t len, double timeout, pf_rdv_ready_fn ready,
-                     rdv_part_fn part, void *arg, struct rdv_step_res *res)
+                     rdv_part_fn part, void *arg, struct pf_rdv_step_res *res)
 {
     memset(res, 0, sizeof(*res));
     if (S->stopped || S->root_lost) return PF_ERR;
     struct scatter sc = {ready, part, arg};
-    if (S->rank == 0) return root_step(S, kind, ok, err, blob, len, STEP_GATHER, timeout, &sc, res);
-    return client_step(S, kind, ok, err, blob, len, STEP_GATHER, timeout, true, res);
+    if (S->rank == 0)
+        return root_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, &sc, res);
+    return client_step(S, kind, ok, err, blob, len, PF_RDV_GATHER, timeout, true, res);
 }

@@ -1,6 +1,6 @@
 /* Kubernetes reporting: an Event on the pod (core/v1 events API) and the annotation
  * preflight.dev/verdict (JSON merge patch), with the pod's service-account token, through
- * libcurl loaded at run time. Bounded in time; every failure is a warn, never a gate
+ * libcurl loaded at run time (pkg/kapi). Bounded in time; every failure is a warn, never a gate
  * failure. */
 #define _GNU_SOURCE
 #include <stddef.h>
@@ -8,74 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_api.h"
+#include "../kapi/kapi.h"
 #include "report.h"
 
 #ifndef PF_STATIC
-static const struct pf_dl_curl *curl; /* set by pf_report_api_load */
-
-/* ---- one HTTP exchange (struct http and struct api: k8s_api.h) */
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-    struct pf_buf *b = userdata;
-    size_t n = size * nmemb;
-    size_t room = b->max - b->len;
-    (void)pf_buf_add(b, ptr, n < room ? n : room); /* the rest is dropped, not an error */
-    return n;
-}
-
-static void http_do(struct http *res, const struct api *a, const char *method, const char *path,
-                    const char *content_type, const char *body, double deadline)
-{
-    memset(res, 0, sizeof(*res));
-    pf_buf_init(&res->body, 64 << 10);
-    double left = deadline - pf_now();
-    if (left < 0.05) {
-        res->curl_code = PF_CURLE_OPERATION_TIMEDOUT;
-        snprintf(res->error, sizeof(res->error), "no time left of the %.0f s budget",
-                 PF_REPORT_K8S_BUDGET_S);
-        return;
-    }
-    pf_CURL *h = curl->easy_init();
-    if (!h) {
-        res->curl_code = -1;
-        snprintf(res->error, sizeof(res->error), "curl_easy_init failed");
-        return;
-    }
-    char url[1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
-    snprintf(url, sizeof(url), "%s%s", a->base, path);
-    snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
-    struct curl_slist *hdr = NULL;
-    if (a->token && pf_snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a->token) == 0)
-        hdr = curl->slist_append(hdr, auth);
-    hdr = curl->slist_append(hdr, ctype);
-    hdr = curl->slist_append(hdr, "Accept: application/json");
-    long ms = (long)(left * 1000);
-    curl->easy_setopt(h, PF_CURLOPT_URL, url);
-    curl->easy_setopt(h, PF_CURLOPT_CUSTOMREQUEST, method);
-    curl->easy_setopt(h, PF_CURLOPT_POSTFIELDS, body);
-    curl->easy_setopt(h, PF_CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    curl->easy_setopt(h, PF_CURLOPT_HTTPHEADER, hdr);
-    curl->easy_setopt(h, PF_CURLOPT_USERAGENT, "preflight/" PF_VERSION);
-    curl->easy_setopt(h, PF_CURLOPT_NOSIGNAL, 1L); /* the verdict guard owns SIGALRM */
-    curl->easy_setopt(h, PF_CURLOPT_TIMEOUT_MS, ms);
-    curl->easy_setopt(h, PF_CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl->easy_setopt(h, PF_CURLOPT_ERRORBUFFER, errbuf);
-    curl->easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
-    curl->easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
-    if (a->cafile[0]) curl->easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
-    res->curl_code = (int)curl->easy_perform(h);
-    if (res->curl_code == PF_CURLE_OK)
-        curl->easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);
-    else
-        snprintf(res->error, sizeof(res->error), "%s",
-                 errbuf[0] ? errbuf : curl->easy_strerror((pf_CURLcode)res->curl_code));
-    curl->easy_cleanup(h);
-    curl->slist_free_all(hdr);
-    /* the token must not outlive the request on the stack */
-    memset(auth, 0, sizeof(auth));
-}
-
 /* The "message" of a Kubernetes Status body (unescaped, cut to n), or "" when none. */
 static void status_message(char *out, size_t n, const char *body)
 {
@@ -107,8 +43,8 @@ static void status_message(char *out, size_t n, const char *body)
 }
 
 /* Adds the finding for a failed exchange; what is "posting the Event" or "patching the pod". */
-static void finding_for(struct pf_check *out, const struct http *res, const char *what,
-                        const char *forbidden_code, const struct api *a, const char *ns,
+static void finding_for(struct pf_check *out, const struct pf_kapi_res *res, const char *what,
+                        const char *forbidden_code, const struct pf_kapi *a, const char *ns,
                         const char *pod)
 {
     char detail[600];
@@ -142,39 +78,21 @@ static void finding_for(struct pf_check *out, const struct http *res, const char
     }
 }
 
-static bool http_ok(const struct http *res)
+static bool http_ok(const struct pf_kapi_res *res)
 {
     return res->curl_code == PF_CURLE_OK && res->status >= 200 && res->status < 300;
 }
 
-bool pf_report_api_load(const struct pf_env *env, const char **why)
-{
-    static char error[600];
-    /* the run's own copy of the environment names the library, as the process's would */
-    const char *path = pf_env_get(env, PF_DL_CURL_ENV);
-    if (!path || !*path) path = pf_env_get(env, PF_DL_CURL_ENV_ALIAS);
-    if (pf_dl_curl_at(path, &curl) == 0) return true;
-    snprintf(error, sizeof(error), "%s", pf_err_msg());
-    *why = error;
-    return false;
-}
-
-void pf_report_api_request(struct http *res, const struct api *a, const char *method,
-                           const char *path, const char *content_type, const char *body,
-                           double deadline)
-{
-    http_do(res, a, method, path, content_type, body, deadline);
-}
 /* The Event and the annotation as the config asks, each a finding when it fails; the
  * check's message says what was done. */
-static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const struct api *a,
+static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const struct pf_kapi *a,
                            const struct pf_report_pod *who, double deadline)
 {
     const struct pf_config *cfg = ctx->config;
     const struct pf_verdict *v = ctx->verdict;
     char path[800], ts[32];
     struct pf_buf body;
-    struct http res;
+    struct pf_kapi_res res;
     pf_buf_init(&body, 64 << 10);
     pf_utc_timestamp(ts, sizeof(ts));
     bool posted = false, patched = false;
@@ -183,7 +101,8 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         pf_report_event_body(&body, v, who, ts);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", who->ns);
         double t = pf_now();
-        http_do(&res, a, "POST", path, "application/json", body.data ? body.data : "{}", deadline);
+        pf_kapi_request(&res, a, "POST", path, "application/json", body.data ? body.data : "{}",
+                        deadline);
         pf_node_set_dbl(out->evidence, "eventSeconds", pf_now() - t);
         if (res.status) pf_node_set_int(out->evidence, "eventHttpStatus", res.status);
         if (http_ok(&res)) {
@@ -200,8 +119,8 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         pf_report_annotation_patch(&body, v);
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", who->ns, who->name);
         double t = pf_now();
-        http_do(&res, a, "PATCH", path, "application/merge-patch+json",
-                body.data ? body.data : "{}", deadline);
+        pf_kapi_request(&res, a, "PATCH", path, "application/merge-patch+json",
+                        body.data ? body.data : "{}", deadline);
         pf_node_set_dbl(out->evidence, "annotateSeconds", pf_now() - t);
         if (res.status) pf_node_set_int(out->evidence, "annotateHttpStatus", res.status);
         if (http_ok(&res))
@@ -246,7 +165,7 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
         return;
     }
     const char *why = NULL;
-    if (!pf_report_api_load(&ctx->env, &why)) {
+    if (!pf_kapi_load(&ctx->env, &why)) {
         pf_check_skip(out,
                       "libcurl cannot be loaded (%s); install libcurl4 in the image or "
                       "run preflight's own image",
@@ -260,7 +179,7 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
     }
     double deadline = pf_now() + budget_s;
     const char *port = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_PORT");
-    struct api a;
+    struct pf_kapi a;
     memset(&a, 0, sizeof(a));
     snprintf(a.base, sizeof(a.base), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
              port && *port ? port : "443");
@@ -315,8 +234,8 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
     v->duration_seconds = pf_now() - t0;
     pf_verdict_finalize(v, policy, policy_arg);
     if (cfg->report_events || cfg->report_annotate) {
-        /* leave a second of the run's deadline for writing the verdict */
-        double budget = pf_verdict_guard_remaining() - 1.0;
+        /* within the stage's deadline: the rest is the verdict's */
+        double budget = pf_ctx_left(ctx, 0);
         if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
         double t = pf_now();
         struct pf_check *c = pf_verdict_add_check(v, "report.kubernetes");

@@ -1,13 +1,13 @@
 /* Node marking: after a failure of class "node", preflight labels or taints its own node so
  * that the next attempt of the job is scheduled elsewhere (config report.markNode). Through
- * the same API-server exchange as the Event (k8s_api.h); bounded in time; every failure is a
+ * the same API-server exchange as the Event (pkg/kapi); bounded in time; every failure is a
  * warn in the check report.node, never a gate failure. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "k8s_api.h"
+#include "../kapi/kapi.h"
 #include "report.h"
 
 /* ---- a minimal reader of the API server's JSON: spans of values, no allocation */
@@ -136,8 +136,8 @@ int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const 
 }
 
 #ifndef PF_STATIC
-static void node_finding(struct pf_check *out, const struct http *res, const struct api *a,
-                         const char *what, const char *node)
+static void node_finding(struct pf_check *out, const struct pf_kapi_res *res,
+                         const struct pf_kapi *a, const char *what, const char *node)
 {
     if (res->curl_code == PF_CURLE_OPERATION_TIMEDOUT)
         pf_check_add_finding(out, "api-timeout", PF_WARN, NULL,
@@ -156,35 +156,23 @@ static void node_finding(struct pf_check *out, const struct http *res, const str
 
 /* The API server's address, token and CA, as for the Event; false (with a finding or a
  * skip) when there are none. */
-static bool api_open(struct api *a, struct pf_check *out, struct pf_ctx *ctx)
+static bool api_open(struct pf_kapi *a, struct pf_check *out, struct pf_ctx *ctx)
 {
-    memset(a, 0, sizeof(*a));
-    const char *host = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_HOST");
-    const char *port = pf_env_get(&ctx->env, "KUBERNETES_SERVICE_PORT");
     const char *why = NULL;
-    if (!host || !*host) {
-        pf_check_skip(out, "KUBERNETES_SERVICE_HOST is unset: not running in a Kubernetes pod");
+    int r = pf_kapi_open(a, &ctx->env, &ctx->host);
+    if (r == PF_ENOENT) {
+        pf_check_skip(out, "%s", pf_err_msg());
         return false;
     }
-    if (!pf_report_api_load(&ctx->env, &why)) {
+    if (!pf_kapi_load(&ctx->env, &why)) {
+        pf_kapi_close(a);
         pf_check_skip(out, "libcurl cannot be loaded (%s)", why);
         return false;
     }
-    snprintf(a->base, sizeof(a->base), strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s",
-             host, port && *port ? port : "443");
-    size_t tlen = 0;
-    if (pf_host_read_all(&a->token, &tlen, 64 << 10, &ctx->host, "%s/token", PF_REPORT_SA_DIR) <
-            0 ||
-        tlen == 0) {
-        pf_check_add_finding(out, "no-service-account", PF_WARN, NULL,
-                             "no service-account token at %s/token", PF_REPORT_SA_DIR);
-        free(a->token);
-        a->token = NULL;
+    if (r < 0) {
+        pf_check_add_finding(out, "no-service-account", PF_WARN, NULL, "%s", pf_err_msg());
         return false;
     }
-    pf_trim(a->token);
-    if (pf_host_exists(&ctx->host, "%s/ca.crt", PF_REPORT_SA_DIR))
-        pf_host_path(a->cafile, sizeof(a->cafile), &ctx->host, "%s/ca.crt", PF_REPORT_SA_DIR);
     return true;
 }
 #endif
@@ -205,26 +193,26 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
     (void)budget_s;
     pf_check_skip(out, "static build: no libcurl to patch the node");
 #else
-    struct api a;
+    struct pf_kapi a;
     if (!api_open(&a, out, ctx)) return;
     double deadline = pf_now() + budget_s;
     char path[400];
     snprintf(path, sizeof(path), "/api/v1/nodes/%s", node);
     struct pf_buf body;
-    struct http res;
+    struct pf_kapi_res res;
     pf_buf_init(&body, 64 << 10);
     bool done = false;
     if (how == PF_MARK_NODE_LABEL) {
         pf_report_node_label_patch(&body, code);
-        pf_report_api_request(&res, &a, "PATCH", path, "application/merge-patch+json", body.data,
-                              deadline);
+        pf_kapi_request(&res, &a, "PATCH", path, "application/merge-patch+json", body.data,
+                        deadline);
         done = res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300;
         if (!done) node_finding(out, &res, &a, "labelling node", node);
         pf_buf_free(&res.body);
     } else {
         /* a 409 means the node changed between GET and PATCH: read it again, once */
         for (int attempt = 0; attempt < 2 && !done; attempt++) {
-            pf_report_api_request(&res, &a, "GET", path, "application/json", "", deadline);
+            pf_kapi_request(&res, &a, "GET", path, "application/json", "", deadline);
             bool got = res.curl_code == PF_CURLE_OK && res.status == 200 && res.body.data;
             pf_buf_reset(&body);
             if (!got || pf_report_node_taint_patch(&body, res.body.data, code) < 0) {
@@ -237,8 +225,8 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
                 break;
             }
             pf_buf_free(&res.body);
-            pf_report_api_request(&res, &a, "PATCH", path, "application/strategic-merge-patch+json",
-                                  body.data, deadline);
+            pf_kapi_request(&res, &a, "PATCH", path, "application/strategic-merge-patch+json",
+                            body.data, deadline);
             done = res.curl_code == PF_CURLE_OK && res.status >= 200 && res.status < 300;
             if (!done && (res.status != 409 || attempt == 1))
                 node_finding(out, &res, &a, "tainting node", node);
@@ -270,7 +258,7 @@ void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_
             if (v->checks[i].findings[j].status == PF_FAIL &&
                 v->checks[i].findings[j].cls == PF_CLASS_NODE)
                 code = v->checks[i].findings[j].code;
-    double budget = pf_verdict_guard_remaining() - 1.0;
+    double budget = pf_ctx_left(ctx, 0);
     if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
     char code_copy[PF_CODE_MAX];
     snprintf(code_copy, sizeof(code_copy), "%s", code ? code : "");

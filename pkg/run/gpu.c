@@ -21,7 +21,7 @@ static int nccl_allgather(void *arg, const void *mine, void *out, size_t len)
      * stage deadline (nccl.timeoutSeconds from when it entered the stage): rank 0, done
      * early, waits that long plus the skew between the pods' stage starts and a margin
      * before it calls a silent pod lost. A pod whose NCCL timed out must still be heard. */
-    double t = (R->config.nccl_timeout_s > 0 ? R->config.nccl_timeout_s : 120) + 5;
+    double t = (R->config.nccl_timeout_s > 0 ? R->config.nccl_timeout_s : 120) + PF_RUN_SKEW_S;
     int r = pf_rdv_step(rdv, "allgather", true, NULL, mine, len, PF_RDV_ALLGATHER, t, &res);
     if (r == 0) {
         const int *rk = pf_rdv_ranks(rdv);
@@ -71,6 +71,7 @@ int run_stage_gpu(struct pf_run *R)
     peers.rdv = R;
     peers.allgather = nccl_allgather;
     run_guard(R, "collective.nccl", "running the NCCL collectives among %d pods", world);
+    if (R->ctx.deadline > 0) R->ctx.deadline -= PF_RUN_NCCL_AFTER_S;
     pf_nccl_stage(&R->ctx, &peers);
     return 0;
 }

@@ -17,7 +17,7 @@ struct run_pods {
     struct pf_rdv *rdv;
     int met; /* RUN_NOT_MET, RUN_ALONE, RUN_MET */
     /* what the meeting was handed (pointers of its setup) */
-    struct pf_rdv_ident id;
+    struct pf_identity id;
     char id_error[1024];
     char digest[96];
     char *nccl_version, *fabric, *pod, *node;

@@ -79,6 +79,7 @@ void run_sync_fleet(struct pf_run *R, struct pf_fleet *F)
         pf_strcpy(f->version, sizeof(f->version), m.version);
         pf_strcpy(f->digest, sizeof(f->digest), m.digest);
         pf_strcpy(f->nccl_version, sizeof(f->nccl_version), m.nccl_version);
+        pf_strcpy(f->fabric, sizeof(f->fabric), m.fabric ? m.fabric : "");
         pf_strlist_free(&f->env);
         for (size_t i = 0; i < m.env->n; i++)
             pf_strlist_add(&f->env, m.env->v[i]);
@@ -184,8 +185,22 @@ static void meet_noted(void *arg)
     run_rdv_notes(arg);
 }
 
-/* What the meeting is handed: the config's values, the guard's deadline, who this pod is,
- * and its JOIN's claims (the NCCL version and gpu.fabric's clique the local checks found). */
+/* The join phase's end: rendezvous.timeoutSeconds (600 s when unset) from now, but leaving
+ * the stages after it their reserve (meet.reserve) of the time left; at least a second. */
+static double join_deadline(const struct pf_run *R)
+{
+    double now = pf_now(), end = pf_run_waits_end(R);
+    double join = R->config.rendezvous_timeout_s > 0 ? R->config.rendezvous_timeout_s : 600;
+    if (end > 0) {
+        double left = end - now - (pf_run_wait(R, "meet.reserve") - now);
+        if (left < join) join = left;
+    }
+    return now + (join > 1 ? join : 1);
+}
+
+/* What the meeting is handed: the config's values, the run's deadlines and fixed waits, who
+ * this pod is, and its JOIN's claims (the NCCL version and gpu.fabric's clique the local
+ * checks found). */
 static void meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
 {
     struct run_pods *P = R->pods;
@@ -204,12 +219,17 @@ static void meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
     P->pod = pn ? pf_xstrdup(pn) : NULL;
     P->node = nn ? pf_xstrdup(nn) : NULL;
     pf_rdv_join_env(&P->join_env, &R->ctx.env, pf_verdict_is_secret_name);
-    double left = pf_verdict_guard_remaining();
     *su = (struct pf_rdv_setup){
-        .timeout_s = cfg->rendezvous_timeout_s,
         .interface = cfg->rendezvous_interface,
         .digest = P->digest,
-        .deadline = left < 1e8 ? pf_now() + left : 0,
+        .deadline = pf_run_waits_end(R),
+        .join_deadline = join_deadline(R),
+        .waits = {.dial = PF_RUN_DIAL_S,
+                  .frame = PF_RUN_FRAME_S,
+                  .flush = PF_RUN_FLUSH_S,
+                  .summary = PF_RUN_SUMMARY_S,
+                  .step = PF_RUN_STEP_S,
+                  .close = PF_RUN_CLOSE_S},
         .id = known ? &P->id : NULL,
         .id_error = P->id_error,
         .pod = P->pod,
@@ -249,41 +269,6 @@ int run_stage_meet(struct pf_run *R)
     return 0;
 }
 
-/* clique-mismatch: the ranks whose JOIN carried an NVLink fabric identity (gpu.fabric ran:
- * multi-node NVLink expected) must all share one cluster UUID and clique id, as NCCL's MNNVL
- * set-up needs (docs/checks/10-gpu.md). */
-static void fabric_agree(struct pf_run *R, struct pf_fleet *F)
-{
-    struct pf_fabric_rank *ranks = pf_xcalloc((size_t)F->world + 1, sizeof(*ranks));
-    size_t n = 0;
-    for (int r = 0; r < F->world; r++) {
-        struct pf_rdv_member_info m;
-        if (pf_rdv_member(R->pods->rdv, r, &m) < 0 || m.state != PF_RDV_JOINED || !m.fabric ||
-            !m.fabric[0] || pf_fabric_parse(&ranks[n], m.fabric) < 0)
-            continue;
-        ranks[n++].rank = r;
-    }
-    struct pf_fabric_mismatch mm[PF_FLEET_LIST_MAX];
-    size_t k = pf_fabric_compare(mm, PF_FLEET_LIST_MAX, ranks, n);
-    if (k) {
-        struct pf_buf b;
-        pf_buf_init(&b, 1 << 16);
-        for (size_t i = 0; i < k && i < PF_FLEET_LIST_MAX; i++) {
-            char w[160];
-            pf_fleet_who(w, sizeof(w), F, mm[i].rank);
-            pf_buf_addf(&b, "%s%s: %s", i ? "; " : "", w, mm[i].message);
-            pf_fleet_blame(F, mm[i].rank, "not in the job's NVLink domain: %s", mm[i].message);
-        }
-        if (k > PF_FLEET_LIST_MAX) pf_buf_addf(&b, "; and %zu more", k - PF_FLEET_LIST_MAX);
-        pf_fleet_finding(&F->out, "gpu.fabric", "clique-mismatch", PF_FAIL, NULL,
-                         "%zu of %zu ranks expecting multi-node NVLink are outside the NVLink "
-                         "domain of the others: %s",
-                         k, n, pf_buf_str(&b));
-        pf_buf_free(&b);
-    }
-    free(ranks);
-}
-
 /* Rank 0: the fleet's agreement over every JOIN's claims, then the roster to every rank. */
 int run_stage_agree(struct pf_run *R)
 {
@@ -294,7 +279,6 @@ int run_stage_agree(struct pf_run *R)
     if (pf_rdv_rank(P->rdv) == 0 && F) {
         run_sync_fleet(R, F);
         pf_fleet_agree(F, pf_now() - pf_rdv_t0(P->rdv));
-        fabric_agree(R, F);
         run_apply_fleet(R, &F->out, false);
     }
     pf_rdv_roster_send(P->rdv);

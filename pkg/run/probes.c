@@ -221,8 +221,8 @@ int run_probe_links(struct pf_run *R)
     P.R = R;
     P.own[0] = P.own[1] = -1;
     P.fail_peer = -1;
-    P.probe_s = pf_clampd(pf_rdv_left_s(Q->rdv) * 0.03, 2, 10);
-    P.step_s = P.probe_s + 15;
+    P.probe_s = pf_run_wait_s(R, "tcp.probe");
+    P.step_s = P.probe_s + PF_RUN_STEP_S;
     pf_host_cpu_read(&P.cpu0, &R->ctx.host);
     P.cpu0_t = pf_now();
     bool root = pf_rdv_rank(Q->rdv) == 0;

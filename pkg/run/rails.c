@@ -11,7 +11,9 @@
  *      frames of that size are dropped on the path (an MTU blackhole);
  *   3. the results go to rank 0 in a gather; it names the bad rails. Every rank's verdict
  *      gets the findings with the SUMMARY.
- * Skipped, saying why, when no pod has a rail. */
+ * Skipped, saying why, when no pod has a rail. The rails are the secondary networks of every
+ * source of pkg/k8s/attach.h that names an interface (Multus, GKE, and DRA network data when
+ * PREFLIGHT_READ_CLAIMS asks: pf_checks_attachments). */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -23,29 +25,33 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "../checks/checks.h"
+#include "../k8s/attach.h"
 #include "../k8s/k8s.h"
 #include "../netif/netif.h"
 
 #define CHECK "net.rails"
 
-/* ---- this pod's rails: the network-status's secondary networks, as the interfaces are */
+/* ---- this pod's rails: the secondary networks of every source (Multus network-status, GKE
+ * multi-networking, DRA claims with network data; pkg/k8s/attach.h) that name an interface,
+ * as the interfaces are */
 
-static void rail_from(struct pf_fleet_rail *r, const struct pf_k8s_network *n,
+static void rail_from(struct pf_fleet_rail *r, const struct pf_k8s_attach *a,
                       const struct pf_netif_list *l)
 {
     memset(r, 0, sizeof(*r));
-    pf_strcpy(r->net, sizeof(r->net), n->name);
-    pf_strcpy(r->iface, sizeof(r->iface), n->interface);
-    r->mtu = n->mtu;
-    pf_strlist_join(r->rdma, sizeof(r->rdma), &n->rdma_devices, ",");
-    const struct pf_netif *i = pf_netif_find(l, n->interface);
+    pf_strcpy(r->net, sizeof(r->net), a->name);
+    pf_strcpy(r->iface, sizeof(r->iface), a->interface);
+    r->mtu = a->mtu;
+    pf_strlist_join(r->rdma, sizeof(r->rdma), &a->rdma, ",");
+    const struct pf_netif *i = pf_netif_find(l, a->interface);
     if (!i) return; /* not in the pod: down, without address */
     r->mtu = i->mtu;
     r->up = i->up && i->running;
-    for (size_t a = 0; a < i->naddrs; a++)
-        if (i->addrs[a].family == AF_INET) {
-            pf_strcpy(r->ip, sizeof(r->ip), i->addrs[a].text);
-            r->prefix = i->addrs[a].prefix_len;
+    for (size_t k = 0; k < i->naddrs; k++)
+        if (i->addrs[k].family == AF_INET) {
+            pf_strcpy(r->ip, sizeof(r->ip), i->addrs[k].text);
+            r->prefix = i->addrs[k].prefix_len;
             break;
         }
 }
@@ -55,20 +61,18 @@ static void rail_from(struct pf_fleet_rail *r, const struct pf_k8s_network *n,
 int run_rails_mine(struct pf_fleet_rails *out, const struct pf_ctx *ctx)
 {
     memset(out, 0, sizeof(*out));
-    struct pf_k8s_podinfo pi;
-    (void)pf_k8s_podinfo_read_env(&pi, &ctx->host, &ctx->env);
-    struct pf_k8s_netstatus ns = {0};
+    struct pf_k8s_attachments att;
+    pf_checks_attachments(&att, ctx);
     struct pf_netif_list l = {0};
-    if (pi.netstatus && pf_k8s_netstatus_parse(&ns, pi.netstatus, strlen(pi.netstatus)) == 0 &&
-        pf_netif_list(&l) == 0) {
-        for (size_t i = 0; i < ns.n && out->n < PF_FLEET_RAILS_MAX; i++) {
-            if (pf_k8s_network_is_cluster(&ns, i) || !ns.v[i].interface[0]) continue;
-            rail_from(&out->r[out->n++], &ns.v[i], &l);
+    if (att.n && pf_netif_list(&l) == 0) {
+        for (size_t i = 0; i < att.n && out->n < PF_FLEET_RAILS_MAX; i++) {
+            if (att.v[i].cluster || !att.v[i].interface[0]) continue;
+            rail_from(&out->r[out->n++], &att.v[i], &l);
         }
     }
+    pf_err_clear();
     pf_netif_list_free(&l);
-    pf_k8s_netstatus_free(&ns);
-    pf_k8s_podinfo_free(&pi);
+    pf_k8s_attachments_free(&att);
     return 0;
 }
 
@@ -278,7 +282,7 @@ int run_stage_rails(struct pf_run *R)
     run_rails_mine(&X.mine, &R->ctx);
     int lfd[PF_RDV_ACCEPT_LFDS], nlfd = 0, port = 0;
     if (X.mine.n > 0 && (nlfd = rails_listen(&X.mine, lfd, &port)) > 0) X.mine.port = port;
-    double probe_s = pf_clampd(pf_rdv_left_s(rdv) * 0.08, 3, 15), step_s = probe_s + 15;
+    double probe_s = pf_run_wait_s(R, "rails.probe"), step_s = probe_s + PF_RUN_STEP_S;
     run_guard(R, CHECK, "exchanging the rails of %d pods", pf_rdv_size(rdv));
     struct pf_fleet_rail_task t[PF_FLEET_RAIL_TASKS];
     struct pf_fleet_rail_result res[PF_FLEET_RAIL_TASKS];

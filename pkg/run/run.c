@@ -25,12 +25,13 @@ int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard
     pf_verdict_init(&R->verdict);
     pf_ctx_init(&R->ctx, &R->config, &R->verdict);
     if (guard) {
+        /* the one clock, read before the guard's alarm is set: never after it */
+        if (o->timeout_s > 0) R->deadline = pf_now() + o->timeout_s - PF_RUN_DELIVER_S;
         int r = pf_verdict_guard_install(guard, o->timeout_s, pf_run_policy, &R->config);
         if (r < 0) return r;
         pf_verdict_guard_update(&R->verdict, "preflight", "reading the config file");
-        double left = pf_verdict_guard_remaining();
-        if (left < 1e8) R->deadline = pf_now() + left - PF_RUN_DELIVER_S;
     }
+    R->ctx.deadline = pf_run_waits_end(R);
     if (o->config_path) {
         int r = pf_config_load(&R->config, o->config_path);
         if (r < 0) return r;
@@ -86,9 +87,7 @@ int pf_run_stages(struct pf_run *R, const struct pf_run_stage *table, size_t n)
             skip_check(R, st, tm->why);
             continue;
         }
-        double left = R->deadline > 0 ? R->deadline - now : 0;
-        R->stage_deadline = R->deadline;
-        if (st->share > 0 && left > 0) R->stage_deadline = now + left * st->share;
+        R->ctx.deadline = pf_run_waits_end(R);
         R->stage = st;
         if (st->doing && R->verdict_path)
             pf_verdict_guard_update(&R->verdict, st->check ? st->check : "preflight", st->doing);
@@ -117,23 +116,22 @@ void pf_run_timing_text(const struct pf_run *R, struct pf_buf *out)
 /* ---- the tables */
 
 const struct pf_run_stage pf_run_check_table[] = {
-    {"local", "preflight", NULL, 0, false, run_stage_local},
-    {"counters", "rdma.counters", NULL, 0, false, run_stage_counters},
+    {"local", "preflight", NULL, false, run_stage_local},
+    {"counters", "rdma.counters", NULL, false, run_stage_counters},
 };
 const size_t pf_run_check_table_len = sizeof(pf_run_check_table) / sizeof(pf_run_check_table[0]);
 
-/* The shares are those the stages among pods take of the time left (docs/design.md): the
- * stages themselves bound every wait by them, the cutoff bounds them all. */
+/* The stages among pods cut their waits from R->deadline (budget.c, docs/design.md). */
 const struct pf_run_stage pf_run_run_table[] = {
-    {"local", "preflight", NULL, 0, false, run_stage_local},
-    {"meet", "rendezvous", "meeting the other pods", 0.7, false, run_stage_meet},
-    {"agree", "rendezvous", NULL, 0, false, run_stage_agree},
-    {"collective.tcp", "collective.tcp", NULL, 0.64, false, run_stage_tcp},
-    {"rails", "net.rails", NULL, 0, false, run_stage_rails},
-    {"gpu", "collective.nccl", NULL, 0, false, run_stage_gpu},
-    {"summary", "collective.tcp", NULL, 0, false, run_stage_summary},
-    {"counters", "rdma.counters", "reading the port error counters", 0, false, run_stage_counters},
-    {"report", "preflight", "reporting the verdict", 0, true, run_stage_report},
+    {"local", "preflight", NULL, false, run_stage_local},
+    {"meet", "rendezvous", "meeting the other pods", false, run_stage_meet},
+    {"agree", "rendezvous", NULL, false, run_stage_agree},
+    {"collective.tcp", "collective.tcp", NULL, false, run_stage_tcp},
+    {"rails", "net.rails", NULL, false, run_stage_rails},
+    {"gpu", "collective.nccl", NULL, false, run_stage_gpu},
+    {"summary", "collective.tcp", NULL, false, run_stage_summary},
+    {"counters", "rdma.counters", "reading the port error counters", false, run_stage_counters},
+    {"report", "preflight", "reporting the verdict", true, run_stage_report},
 };
 const size_t pf_run_run_table_len = sizeof(pf_run_run_table) / sizeof(pf_run_run_table[0]);
 
@@ -147,7 +145,7 @@ int pf_run_run(struct pf_run *R)
     struct run_pods pods;
     memset(&pods, 0, sizeof(pods));
     pods.met = RUN_NOT_MET;
-    pf_buf_init(&pods.sum, PF_RDV_MAX_PAYLOAD);
+    pf_buf_init(&pods.sum, PF_WIRE_MAX_PAYLOAD);
     R->pods = &pods;
     int r = pf_run_stages(R, pf_run_run_table, pf_run_run_table_len);
     pf_rdv_close(pods.rdv);

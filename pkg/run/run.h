@@ -1,9 +1,13 @@
 /* run: the stages of `preflight check` and `preflight run` as one table, the way pkg/checks
  * holds the local checks: every stage is one function of one shape, with its id, the check
- * it feeds, the guard's message while it runs and its share of the time left. One loop
- * (pf_run_stages) runs a table in order, times every stage, keeps the guard's message
- * current, and at the deadline skips what is left, saying why, so that the verdict is still
- * written in time (docs/design.md, "The stages of `preflight run`").
+ * it feeds and the guard's message while it runs. One loop (pf_run_stages) runs a table in
+ * order, times every stage, keeps the guard's message current, and at the deadline skips
+ * what is left, saying why, so that the verdict is still written in time (docs/design.md,
+ * "The stages of `preflight run`").
+ *
+ * run owns the time: R->deadline is the one clock. The stages' waits are cut from it here
+ * (pf_run_waits, pf_run_wait, the PF_RUN_*_S below) and handed down: to the context
+ * (ctx.deadline), to the meeting (its setup's deadlines and waits) and to the stages' calls.
  *
  * Also the session every subcommand opens: the config, the verdict, the context and the
  * guard. The library never prints: cmd/preflight delivers the verdict. */
@@ -26,7 +30,6 @@ struct pf_run_stage {
     const char *id;    /* "local", "meet", "collective.tcp", ... */
     const char *check; /* the check it feeds; the guard names it on a timeout ("preflight") */
     const char *doing; /* the guard's message while it runs; NULL: the stage sets its own */
-    double share;      /* of the time left when it starts: its soft deadline; 0: the run's */
     bool always;       /* runs after the deadline too (the report) */
     pf_run_fn fn;
 };
@@ -42,10 +45,42 @@ struct pf_run_timing {
 };
 
 #define PF_RUN_MAX_STAGES 16
-/* What the deadline leaves the verdict's delivery: a stage that would start later is skipped.
- * The stages' own waits end a second before the deadline (pkg/rendezvous' cutoff), so the
- * quick stages after them (agreement, counters, report) still run in that second. */
+
+/* ---- the time: every number `preflight run` waits (docs/design.md, "The waits") */
+
+/* What the guard's deadline leaves the verdict's delivery: R->deadline is the guard's deadline
+ * less this, and a stage that would start after R->deadline is skipped. */
 #define PF_RUN_DELIVER_S 0.5
+/* Every wait inside a stage ends this long before R->deadline (pf_run_waits_end: the
+ * context's deadline, the meeting's cutoff, pf_run_wait), so that the quick stages after it
+ * (agreement, counters, report) still run. */
+#define PF_RUN_AFTER_S 0.5
+/* The GPU stage's NCCL deadline ends this long before the waits' end: NCCL's abort and the
+ * stage's findings after it. */
+#define PF_RUN_NCCL_AFTER_S 1.0
+/* A step among pods that follows a wait of its own waits this much longer: the skew between
+ * the pods' starts of that wait (the mesh barrier, the all-reduce's gather, the GPU stage's
+ * allgather after nccl.timeoutSeconds). */
+#define PF_RUN_SKEW_S 5.0
+/* The summary stage's gather of every rank's statuses at rank 0. */
+#define PF_RUN_REPORT_S 15.0
+/* The meeting's fixed waits (struct pf_rdv_waits), each also bounded by its cutoff. */
+#define PF_RUN_DIAL_S 5.0     /* one dial of rank 0's address */
+#define PF_RUN_FRAME_S 10.0   /* a JOIN or RESULT sent; the HELLO of a new connection read */
+#define PF_RUN_FLUSH_S 5.0    /* rank 0: the roster, or the SUMMARY, flushed to every rank */
+#define PF_RUN_SUMMARY_S 30.0 /* a rank waits for rank 0's SUMMARY */
+/* a step's message sent; its answer: the step's own wait + this (a probe step's: the probe's) */
+#define PF_RUN_STEP_S 15.0
+#define PF_RUN_CLOSE_S 2.0 /* rank 0 lets a refused connection read why, then closes it */
+
+/* A wait that is a share of the time left: of what is left before pf_run_waits_end, at least
+ * min and at most max seconds. */
+struct pf_run_wait {
+    const char *id; /* "tcp.allreduce": the docs' name */
+    double share, min, max;
+};
+extern const struct pf_run_wait pf_run_waits[];
+extern const size_t pf_run_waits_len;
 
 /* How a subcommand opens its session. */
 struct pf_run_opts {
@@ -56,7 +91,7 @@ struct pf_run_opts {
     char **environ_;
     void (*progress)(void *arg, const char *line); /* progress lines; NULL: none */
     void *progress_arg;
-    struct pf_rdv_opts rdv; /* `run`: how to find the other pods */
+    struct pf_identity_opts rdv; /* `run`: how to find the other pods */
 };
 
 struct run_pods; /* the stages among pods (pkg/run/internal.h) */
@@ -72,8 +107,7 @@ struct pf_run {
     struct pf_counters *counters;
     double counters_t, counters_window;
     /* the loop */
-    double deadline;       /* the guard's deadline less PF_RUN_DELIVER_S; 0: none */
-    double stage_deadline; /* the stage under way: its share of the time left, or deadline */
+    double deadline; /* the one clock: the guard's deadline less PF_RUN_DELIVER_S; 0: none */
     const struct pf_run_stage *stage;
     struct pf_run_timing timing[PF_RUN_MAX_STAGES];
     size_t ntiming;
@@ -91,9 +125,17 @@ void pf_run_close(struct pf_run *R);
 /* The config's finding policy, in the verdict's shape (pf_verdict_finalize, the guard). */
 int pf_run_policy(void *config, const char *check_id, const char *code, enum pf_status status);
 
+/* When every wait inside a stage ends: R->deadline less PF_RUN_AFTER_S; 0: none. */
+double pf_run_waits_end(const struct pf_run *R);
+/* The deadline (a pf_now() time) of the wait id of pf_run_waits: pf_deadline_share(
+ * pf_run_waits_end(R), share, min, max); with no deadline, now + max. */
+double pf_run_wait(const struct pf_run *R, const char *id);
+/* The same as seconds from now (0 when past), for the calls that take a timeout. */
+double pf_run_wait_s(const struct pf_run *R, const char *id);
+
 /* Runs the table in order. Before each stage: past R->deadline (and not `always`) it is
  * skipped, its check (when it has none yet) skipped with the reason; else the guard names
- * its check and message and R->stage_deadline is set from its share. The first negative
+ * its check and message and the context's deadline is set (pf_run_waits_end). The first negative
  * return stops the loop and is returned; else 0. R->timing says what each stage did. */
 int pf_run_stages(struct pf_run *R, const struct pf_run_stage *table, size_t n);
 
@@ -124,11 +166,11 @@ int pf_run_check(struct pf_run *R);
 /* `preflight run`: every stage, from the local checks to the report. */
 int pf_run_run(struct pf_run *R);
 
-/* Who this pod is: gathers what pf_rdv_identify_pod reads (the host name, its FQDN when the
+/* Who this pod is: gathers what pf_identity_derive_pod reads (the host name, its FQDN when the
  * answer depends on it, the podinfo files under ctx's root, /etc/volcano) and calls it. */
-int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+int pf_run_whoami(struct pf_identity *out, const struct pf_identity_opts *o, struct pf_ctx *ctx,
                   int default_port);
 /* The identity as evidence: {rule, rank, worldSize, coordinator, member, explain, from}. */
-void pf_run_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id);
+void pf_run_ident_evidence(struct pf_node *map, const struct pf_identity *id);
 
 #endif

@@ -217,7 +217,7 @@ static void on_my_own(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     struct pf_rdv *rdv = P->rdv;
-    const struct pf_rdv_marks *lost = pf_rdv_lost(rdv);
+    const struct pf_wire_marks *lost = pf_rdv_lost(rdv);
     for (size_t i = 0; i < lost->n; i++) {
         int lr = lost->v[i].rank;
         const char *why = lost->v[i].why;
@@ -246,7 +246,7 @@ static void final_report(struct pf_run *R)
     my_statuses(R, &b);
     struct pf_rdv_step_res res;
     run_guard(R, "collective.tcp", "gathering every rank's results at rank 0");
-    pf_rdv_step(rdv, "report", true, NULL, b.data, b.len, PF_RDV_GATHER, 15, &res);
+    pf_rdv_step(rdv, "report", true, NULL, b.data, b.len, PF_RDV_GATHER, PF_RUN_REPORT_S, &res);
     pf_buf_free(&b);
     if (pf_rdv_rank(rdv) == 0) {
         root_final(R, &res);

@@ -141,8 +141,7 @@ static void do_allreduce(struct pf_run *R)
         snprintf(P->ar_err, sizeof(P->ar_err), "cannot allocate %lld bytes", bytes);
         return;
     }
-    double left = pf_rdv_left_s(rdv);
-    double deadline = pf_now() + pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left - 3);
+    double deadline = pf_run_wait(R, "tcp.allreduce");
     char mib[32], algo[64];
     snprintf(mib, sizeof(mib), "%.3g MiB", (double)bytes / (1 << 20));
     pf_coll_algo_name(algo, sizeof(algo), n);
@@ -191,8 +190,7 @@ static int gather_allreduce(struct pf_run *R)
     struct pf_fleet_ar mine = {P->ar_ok, P->ar_seconds, (long long)P->ar_wrong,
                                (long long)P->ar_first_bad, pf_rdv_iface(rdv)};
     pf_fleet_ar_encode(&b, &mine);
-    double left = pf_rdv_left_s(rdv);
-    double t = pf_clampd(left * 0.4, 3, left > 1e8 ? 300 : left) + 5;
+    double t = pf_run_wait_s(R, "tcp.allreduce") + PF_RUN_SKEW_S;
     int r =
         pf_rdv_step(rdv, "allreduce", P->ar_ok, P->ar_err, b.data, b.len, PF_RDV_GATHER, t, &res);
     pf_buf_free(&b);
@@ -220,10 +218,10 @@ int run_stage_tcp(struct pf_run *R)
     struct pf_rdv_step_res res;
     char err[384] = "";
     P->mesh.nshifts = pf_coll_probe_shifts(pf_rdv_size(rdv), P->mesh.shifts);
-    bool ok = pf_rdv_mesh_connect(rdv, &P->mesh, err, sizeof(err)) == 0;
+    bool ok = pf_rdv_mesh_connect(rdv, &P->mesh, pf_run_wait(R, "tcp.mesh"), err, sizeof(err)) == 0;
     if (!ok) pf_ctx_progress(&R->ctx, "data mesh: %s", err);
     if (pf_rdv_step(rdv, "mesh", ok, err, NULL, 0, PF_RDV_BARRIER,
-                    pf_clampd(pf_rdv_left_s(rdv) * 0.2, 3, 30) + 5, &res) < 0) {
+                    pf_run_wait_s(R, "tcp.mesh") + PF_RUN_SKEW_S, &res) < 0) {
         pf_rdv_step_res_free(rdv, &res);
         mesh_close(P);
         return 0;

@@ -1,7 +1,7 @@
 /* What the identity rules read besides the environment: the host name, its FQDN (only when the
  * answer depends on it: a lookup), the downward-API labels and annotations, and Volcano's
  * hostfiles; all files under the root prefix. The rules themselves are pkg/rendezvous's
- * pf_rdv_identify_pod; the meeting takes the identity found here (struct pf_rdv_setup). */
+ * pf_identity_derive_pod; the meeting takes the identity found here (struct pf_rdv_setup). */
 #define _GNU_SOURCE
 #include <netdb.h>
 #include <stdlib.h>
@@ -64,7 +64,7 @@ static void read_volcano(struct pf_k8s_map *out, struct pf_ctx *ctx)
     pf_strlist_free(&names);
 }
 
-int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct pf_ctx *ctx,
+int pf_run_whoami(struct pf_identity *out, const struct pf_identity_opts *o, struct pf_ctx *ctx,
                   int default_port)
 {
     char host[256] = "", fqdn[512] = "";
@@ -77,16 +77,16 @@ int pf_run_whoami(struct pf_rdv_ident *out, const struct pf_rdv_opts *o, struct 
     if (r == 0) r = read_map(&annotations, &have_a, ctx, dir, "annotations");
     if (r < 0) goto out;
     read_volcano(&volcano, ctx);
-    struct pf_rdv_podinfo pi = {.hostname = host,
-                                .fqdn = NULL,
-                                .labels = have_l ? &labels : NULL,
-                                .annotations = have_a ? &annotations : NULL,
-                                .volcano_hosts = volcano.n ? &volcano : NULL};
-    r = pf_rdv_identify_pod(out, o, &ctx->env, &pi, default_port);
+    struct pf_identity_podinfo pi = {.hostname = host,
+                                     .fqdn = NULL,
+                                     .labels = have_l ? &labels : NULL,
+                                     .annotations = have_a ? &annotations : NULL,
+                                     .volcano_hosts = volcano.n ? &volcano : NULL};
+    r = pf_identity_derive_pod(out, o, &ctx->env, &pi, default_port);
     if (out->wants_fqdn) { /* the answer depends on the subdomain: look it up */
         canonical_name(host, fqdn, sizeof(fqdn));
         pi.fqdn = fqdn;
-        if (fqdn[0]) r = pf_rdv_identify_pod(out, o, &ctx->env, &pi, default_port);
+        if (fqdn[0]) r = pf_identity_derive_pod(out, o, &ctx->env, &pi, default_port);
     }
 out:
     pf_k8s_map_free(&labels);
@@ -95,7 +95,7 @@ out:
     return r;
 }
 
-void pf_run_ident_evidence(struct pf_node *map, const struct pf_rdv_ident *id)
+void pf_run_ident_evidence(struct pf_node *map, const struct pf_identity *id)
 {
     pf_node_set_str(map, "rule", id->rule);
     if (id->member) {

@@ -178,13 +178,6 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
     return 0;
 }
 
-double pf_verdict_guard_remaining(void)
-{
-    if (guard_deadline <= 0) return 1e9;
-    double left = guard_deadline - pf_now();
-    return left > 0 ? left : 0;
-}
-
 static char *render(const struct pf_verdict *v, const char *stage_id, const char *code,
                     const char *msg, double duration, size_t *len, int *exit_code, char *line,
                     size_t nline)

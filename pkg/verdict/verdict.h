@@ -200,8 +200,6 @@ int pf_verdict_guard_install(const char *path, double timeout_s, pf_policy_fn po
 /* Renders a new snapshot: v as it is now, plus check stage_id failed with code "timeout"
  * (deadline) or "interrupted" (signal) and a message saying what was under way. */
 void pf_verdict_guard_update(const struct pf_verdict *v, const char *stage_id, const char *doing);
-/* Seconds left before the deadline (a large number when there is none). */
-double pf_verdict_guard_remaining(void);
 /* Where the handler also writes the snapshot's one-line reason (a termination message);
  * NULL or "" for nowhere. */
 void pf_verdict_guard_termination(const char *path);

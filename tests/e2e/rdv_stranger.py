@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A stranger on preflight's rendezvous and data ports, for tests/e2e/test_adversary.sh.
 
-It speaks the wire format of pkg/rendezvous/proto.c: a 16-byte header (magic "PFRV", version,
+It speaks the wire format of pkg/wire/wire.c: a 16-byte header (magic "PFRV", version,
 type, flags, a zero byte, sequence number and payload length, big-endian), a payload of fields
 ([u8 key length][key][u32 value length][value]) and, with flag 0x01, an HMAC-SHA256 keyed with
 the run's token over "PFRVmac" + a direction byte, rank 0's nonce, the joiner's nonce, the

@@ -26,9 +26,9 @@ ADDERS = {
     "chk": (1, None),            # pkg/rendezvous/stage.c
     "guard": (1, None),          # pkg/rendezvous/stage.c: the stage a deadline names
     "pf_verdict_guard_update": (1, None),
-    # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, stage.c, outcome.c)
+    # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, session.c, outcome.c)
     "rdv_add_finding_text": (1, 2),
-    "rdv_fleet_finding": (1, 2),
+    "rdv_note_shared": (1, 2),
     "rdv_sc_reject": (None, 2),
     "rdv_note_finding": (1, 2),  # pkg/rendezvous/outcome.c
     "rdv_note_check": (1, None),

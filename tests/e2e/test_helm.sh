@@ -126,6 +126,14 @@ expect_eq "helm: Multus annotation" \
     "$(q "$X" 'get("Job")["spec"]["template"]["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"]')" "ml/sriov-rdma-a, ml/sriov-rdma-b"
 expect_eq "helm: annotate adds patch on pods to the Role" \
     "$(q "$X" 'get("Role")["rules"]')" '[{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}, {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "patch"]}]'
+expect_eq "helm: the device plugins' resources of the limits in PREFLIGHT_DEVICE_RESOURCES" \
+    "$(q "$X" '[e["value"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_DEVICE_RESOURCES"]')" '["rdma/hca_shared_devices_a=1"]'
+expect_eq "helm: no claims read by default (no PREFLIGHT_READ_CLAIMS, no resourceclaims in the Role)" \
+    "$(q "$D" '[[e for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_READ_CLAIMS"], [r for r in get("Role")["rules"] if "resourceclaims" in r["resources"]]]')" '[[], []]'
+"$HELM" template pf "$CHART" -n ml --set rbac.readClaims=true >"$T/render-claims.yaml" 2>"$T/err"
+expect_eq "helm: rbac.readClaims: get on pods and resourceclaims, PREFLIGHT_READ_CLAIMS=true" \
+    "$(q "$T/render-claims.yaml" '[get("Role")["rules"][1:], [e["value"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_READ_CLAIMS"]]')" \
+    '[[{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}, {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}], ["true"]]'
 expect_eq "helm: existing Secret: none rendered, pods read it" \
     "$(q "$E" '[get("Secret"), [e["valueFrom"]["secretKeyRef"]["name"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_TOKEN"]]')" '[null, ["my-rendezvous-token"]]'
 expect_eq "helm: no RBAC, own ServiceAccount" \

@@ -157,8 +157,32 @@ expect_eq "baked: NCCL_SOCKET_IFNAME's origin is /etc/nccl.conf:3" \
     "$(yq "$T/baked.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_SOCKET_IFNAME"]["origin"]')" /etc/nccl.conf:3
 expect_eq "baked: a '#' after a value is part of it, as NCCL reads it" \
     "$(yq "$T/baked.yaml" 'check("nccl.env")["evidence"]["variables"]["NCCL_DEBUG"]["value"]')" "WARN # quiet"
-check "baked: 'NCCL_P2P_LEVEL = NVL' sets a name with a blank, which NCCL never reads" \
-    grep -q "NCCL_P2P_LEVEL .*is not a variable NCCL reads: did you mean NCCL_P2P_LEVEL" "$T/baked.yaml"
+expect_eq "baked: 'NCCL_P2P_LEVEL = NVL' sets a name with a blank, which NCCL never reads (conf-blanks)" \
+    "$(yq "$T/baked.yaml" '[f["message"].split(": NCCL does")[0] for f in check("nccl.env")["findings"] if f["code"]=="conf-blanks"]')" \
+    '["\"NCCL_P2P_LEVEL \" (from /etc/nccl.conf:5)"]'
+check "baked: the name with a blank is not also an unknown-variable" \
+    bash -c "! grep -q 'unknown-variable' '$T/baked.yaml'"
+# quotes and blanks NCCL keeps (setEnvFile copies the text after '=' verbatim)
+QUOTED=$T/quoted-root
+cp -a "$ROOT" "$QUOTED"
+printf 'NCCL_IB_HCA="=mlx5_0,mlx5_1"\nNCCL_IB_DISABLE="1"\nNCCL_SOCKET_IFNAME=eth0 \n' >"$QUOTED/etc/nccl.conf"
+penv "$QUOTED" "$T/quoted.yaml"
+expect_eq "quoted: conf-quotes for both quoted values, conf-blanks for the trailing blank" \
+    "$(yq "$T/quoted.yaml" 'sorted(f["code"] + " " + f["message"].split(" (from")[0] for f in check("nccl.env")["findings"] if f["code"].startswith("conf-"))')" \
+    '["conf-blanks NCCL_SOCKET_IFNAME=\"eth0 \"", "conf-quotes NCCL_IB_DISABLE=\"1\"", "conf-quotes NCCL_IB_HCA=\"=mlx5_0,mlx5_1\""]'
+expect_eq "quoted: NCCL_IB_HCA names its line, its first entry \"=mlx5_0 and the unquoted remedy" \
+    "$(yq "$T/quoted.yaml" '[("from /etc/nccl.conf:1" in f["message"], "first entry is \"\"=mlx5_0\"" in f["message"], f["remedy"].startswith("write NCCL_IB_HCA==mlx5_0,mlx5_1 without quotes")) for f in check("nccl.env")["findings"] if f["code"] == "conf-quotes" and "NCCL_IB_HCA" in f["message"]]')" \
+    '[[true, true, true]]'
+expect_eq "quoted: NCCL_IB_DISABLE=\"1\" is read as 0" \
+    "$(yq "$T/quoted.yaml" 'any("reads the number at its start, 0" in f["message"] for f in check("nccl.env")["findings"])')" True
+# Windows line ends: NCCL before 2.30.3 keeps the '\r' in each value (setEnvFile)
+CRLF=$T/crlf-root
+cp -a "$ROOT" "$CRLF"
+printf 'NCCL_IB_HCA==mlx5_0,mlx5_1\r\nNCCL_SOCKET_IFNAME=eth0\r\n' >"$CRLF/etc/nccl.conf"
+penv "$CRLF" "$T/crlf.yaml"
+expect_eq "crlf: one conf-crlf for the file, naming its first variable and line" \
+    "$(yq "$T/crlf.yaml" '[f["message"].split(": NCCL")[0] + " " + str("from /etc/nccl.conf:1" in f["message"]) for f in check("nccl.env")["findings"] if f["code"] == "conf-crlf"]')" \
+    '["/etc/nccl.conf has Windows line ends (CR LF) True"]'
 # ~/.nccl.conf comes before /etc/nccl.conf; NCCL_CONF_FILE replaces ~/.nccl.conf only
 printf 'NCCL_IB_DISABLE=0\n' >"$BAKED$T/.nccl.conf"
 penv "$BAKED" "$T/home.yaml"

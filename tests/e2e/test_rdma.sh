@@ -239,3 +239,24 @@ if command -v strace >/dev/null; then
 else
     skip "trace: umadN and issmN never opened" "strace not installed"
 fi
+
+# ---- AWS p4d whose EFA devices rdma-core's udev rules named rdmapXsY (fixtures/gen-p4d.sh):
+# EFA by its driver, so a healthy pod passes (link layer Unknown, no rdma_cm, rdma.efa runs
+# with the plugin where the loader looks); a PCIe link trained at x8 is named
+r=$(mat node-p4d-efa) || exit 1
+mkdir -p "$r/usr/lib/x86_64-linux-gnu" && : >"$r/usr/lib/x86_64-linux-gnu/libnccl-net.so"
+pf p4d "$r"
+MINE='["gpu.devices", "rdma.devices", "rdma.ports", "rdma.memlock", "rdma.gpudirect", "rdma.efa"]'
+expect_healthy_rc p4d
+expect_check p4d rdma.devices pass ""
+expect_check p4d rdma.ports pass ""
+expect_check p4d rdma.efa pass ""
+expect_eq "p4d: rdmap16s27 is EFA by its driver" \
+    "$(yq "$T/p4d.yaml" "[check('rdma.devices')['evidence']['hcas'][0][k] for k in ('name', 'provider', 'providerFrom')]")" \
+    '["rdmap16s27", "efa", "driver efa"]'
+echo 8 >"$r/sys/bus/pci/devices/0000:20:1b.0/current_link_width"
+echo '1: DOWN' >"$r/sys/class/infiniband/rdmap144s27/ports/1/state"
+pf p4d-bad "$r"
+expect_check p4d-bad rdma.devices warn "pcie-link-degraded"
+expect_check p4d-bad rdma.ports fail "port-down"
+expect_rc p4d-bad 4

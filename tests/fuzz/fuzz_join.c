@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define WORLD 4
 
 /* The findings for the fleet noted so far (none is taken here). */
-static size_t fleet_findings(const struct rdv_stage *S)
+static size_t fleet_findings(const struct rdv_session *S)
 {
     size_t n = 0;
     for (size_t i = 0; i < S->notes.n; i++)
@@ -30,23 +30,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 2) return 0;
     struct pf_rdv_msg msg;
     memset(&msg, 0, sizeof(msg));
-    msg.type = PF_RDV_JOIN;
+    msg.type = PF_WIRE_JOIN;
     msg.mac_ok = data[0] & 1;
     msg.had_mac = (data[0] & 2) != 0;
-    if (pf_rdv_fields_decode(&msg.f, data + 2, size - 2) < 0) return 0;
+    if (pf_wire_fields_decode(&msg.f, data + 2, size - 2) < 0) return 0;
 
-    struct rdv_stage st, *S = &st;
-    memset(S, 0, sizeof(*S));
+    struct rdv_session st, *S = &st;
+    rdv_session_init(S);
     S->auth = data[1] & 1;
     S->token = S->auth ? "fuzz-token" : NULL;
     S->world = WORLD;
     S->n = (data[1] & 2) ? 2 : 0;
     pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
-    S->m = calloc(WORLD, sizeof(*S->m));
-    if (!S->m) abort();
-    for (int r = 0; r < WORLD; r++)
-        S->m[r].conn = -1;
-    S->m[0].state = M_JOINED;
+    rdv_members_init(S);
+    S->m[0].state = PF_RDV_JOINED;
     S->nsc = 2;
     S->sc = calloc(S->nsc, sizeof(*S->sc));
     if (!S->sc) abort();
@@ -61,20 +58,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t nf = fleet_findings(S);
         rdv_admit(S, i, &msg);
         int r = S->sc[i].rank;
-        if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != M_JOINED)) abort();
+        if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != PF_RDV_JOINED)) abort();
         if (unverified) {
             if (r >= 0 || fleet_findings(S) != nf) abort();
             for (int k = 0; k < WORLD; k++)
                 if (S->m[k].state != before[k]) abort();
         }
     }
-    for (size_t i = 0; i < S->nsc; i++)
-        if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
-    for (int r = 0; r < WORLD; r++)
-        pf_strlist_free(&S->m[r].env);
-    free(S->sc);
-    free(S->m);
-    rdv_notes_free(&S->notes);
-    pf_rdv_fields_free(&msg.f);
+    rdv_session_free(S);
+    pf_wire_fields_free(&msg.f);
     return 0;
 }

@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)pf_fleet_tasks_decode(&more, tk, &ntk, PF_COLL_TASKS_MAX, 2, data, size);
     for (size_t i = 0; i < ntk; i++)
         if (tk[i].peer < 0 || tk[i].peer >= 2 || tk[i].bytes == 0) abort();
-    struct pf_rdv_marks none = {0};
+    struct pf_wire_marks none = {0};
     struct pf_fleet_tcp t = {.ran = true,
                              .ok = true,
                              .bytes = 1024,

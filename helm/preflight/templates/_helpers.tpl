@@ -124,6 +124,22 @@ container gets the token.
         secretKeyRef:
           name: {{ include "preflight.secretName" $ctx }}
           key: token
+    {{- /* the device plugins' resources of the limits, for net.multus (docs/kubernetes.md):
+         the downward API cannot expose extended resources */}}
+    {{- $devres := list }}
+    {{- range $k, $n := (default dict (default dict $v.resources).limits) }}
+    {{- if and (contains "/" $k) (not (hasPrefix "nvidia.com/" $k)) }}
+    {{- $devres = append $devres (printf "%s=%v" $k $n) }}
+    {{- end }}
+    {{- end }}
+    {{- with $devres }}
+    - name: PREFLIGHT_DEVICE_RESOURCES
+      value: {{ join "," . | quote }}
+    {{- end }}
+    {{- if (default dict $v.rbac).readClaims }}
+    - name: PREFLIGHT_READ_CLAIMS
+      value: "true"
+    {{- end }}
     {{- with $v.env }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -217,7 +233,8 @@ mount nothing else of preflight's in the trainer (never preflight-sa).
 
 {{/*
 preflight.volumes: the volumes the containers above mount. Argument: (dict "ctx" $).
-When preflight talks to the API server (config.report.events, .annotate or .markNode), one of
+When preflight talks to the API server (config.report.events, .annotate or .markNode, or
+rbac.readClaims), one of
 them is preflight-sa: the ServiceAccount token (bound to the pod, expiring), the cluster CA and
 the namespace, mounted by the preflight container alone at the path every pod's automatic
 token has (/var/run/secrets/kubernetes.io/serviceaccount). Your pod must then set
@@ -229,7 +246,7 @@ do whatever the ServiceAccount may (patch nodes with report.markNode).
 {{- define "preflight.usesApi" -}}
 {{- $v := include "preflight.v" . | fromYaml -}}
 {{- $r := default dict $v.config.report -}}
-{{- if or $r.events $r.annotate (has (default "none" $r.markNode) (list "label" "taint")) -}}
+{{- if or $r.events $r.annotate (has (default "none" $r.markNode) (list "label" "taint")) (default dict $v.rbac).readClaims -}}
 true
 {{- end -}}
 {{- end -}}

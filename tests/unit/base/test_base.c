@@ -61,6 +61,38 @@ static void test_deadline_in(void **state)
     assert_true(pf_clampd(5, 1, 10) == 5);
 }
 
+/* A share of the time left: (seconds left, share, lo, hi) → seconds from now, or the deadline
+ * itself when that comes first. Measured between two readings of the clock, never by how
+ * long the call took. */
+static void test_deadline_share(void **state)
+{
+    (void)state;
+    const struct {
+        double left, share, lo, hi;
+        double want; /* seconds after now; < 0: the deadline itself */
+    } rows[] = {
+        {100, 0.3, 3, 60, 30},  /* the share */
+        {1000, 0.3, 3, 60, 60}, /* at most hi */
+        {5, 0.3, 3, 60, 3},     /* at least lo */
+        {2, 0.3, 3, 60, -1},    /* lo would pass the deadline: the deadline */
+        {-5, 0.3, 3, 60, -1},   /* past already: the deadline */
+        {600, 0.03, 2, 10, 10}, /* a probe at --timeout 600 */
+        {60, 0.03, 2, 10, 2},   /* ... at 60 */
+        {0, 0.4, 3, 300, 300},  /* no deadline: hi */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        double before = pf_now();
+        double deadline = rows[i].left == 0 ? 0 : before + rows[i].left;
+        double d = pf_deadline_share(deadline, rows[i].share, rows[i].lo, rows[i].hi);
+        double after = pf_now();
+        if (rows[i].want < 0) {
+            if (d != deadline) fail_msg("row %zu: %.6f, not the deadline %.6f", i, d, deadline);
+        } else if (d < before + rows[i].want - 1e-9 || d > after + rows[i].want + 1e-9) {
+            fail_msg("row %zu: %.6f s from now, want %.1f", i, d - before, rows[i].want);
+        }
+    }
+}
+
 /* The median sorts in place: odd, even (the mean of the middle two), one, none. */
 static void test_median(void **state)
 {
@@ -84,6 +116,7 @@ int main(void)
         cmocka_unit_test(test_buf_str_never_null),
         cmocka_unit_test(test_buf_over_is_sticky),
         cmocka_unit_test(test_deadline_in),
+        cmocka_unit_test(test_deadline_share),
         cmocka_unit_test(test_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -37,9 +37,54 @@ static void test_skip_without_annotation_or_expectation(void **state)
     setup(&r, "fixtures/sriov-healthy");
     run_check(&r);
     assert_int_equal(r.c->status, PF_SKIP);
-    assert_string_equal(r.c->message, "no Multus network-status (/etc/podinfo/annotations does "
-                                      "not exist) and no expect.networks");
+    assert_string_equal(r.c->message,
+                        "no attachment metadata found: no Multus network-status "
+                        "(/etc/podinfo/annotations does not exist), no GKE, DRA or device-plugin "
+                        "attachments and no expect.networks; evidence lists what the namespace "
+                        "holds");
+    /* what the namespace holds: the RDMA devices with PCI address and NUMA node */
+    const struct pf_node *ns = pf_node_get(r.c->evidence, "namespace");
+    assert_non_null(ns);
+    const struct pf_node *rdma = pf_node_get(ns, "rdma");
+    assert_non_null(rdma);
+    assert_true(rdma->count > 0);
+    assert_non_null(pf_node_get(rdma->first, "name"));
+    assert_non_null(pf_node_get(rdma->first, "pciAddress"));
     th_env_close(&r);
+}
+
+/* A device plugin's resource (PREFLIGHT_DEVICE_RESOURCES, the pod's limits) against the verbs
+ * devices the pod holds: node-efa gives it uverbs0 and uverbs1, both EFA. */
+static void test_device_plugin_resources(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *resources, *expect, *codes, *needle;
+    } rows[] = {
+        {"vpc.amazonaws.com/efa=2", "vpc.amazonaws.com/efa", "", "1 of 1 attachments present"},
+        {"vpc.amazonaws.com/efa=3", NULL, "attachment-missing:fail",
+         "device-plugin resource vpc.amazonaws.com/efa=3 (PREFLIGHT_DEVICE_RESOURCES, the pod's "
+         "limits) promises 3 EFA devices, the pod holds 2 (efa_0, efa_1 in "},
+        {"rdma/hca_shared_devices_a=1", NULL, "", "rdma/hca_shared_devices_a"},
+        {"vpc.amazonaws.com/efa=2", "ml/sriov-a", "network-missing:fail",
+         "network ml/sriov-a is not attached (attached: vpc.amazonaws.com/efa (device-plugin))"},
+        {"efa=2", NULL, "annotation-invalid:fail",
+         "variable PREFLIGHT_DEVICE_RESOURCES: \"efa=2\" is not resource=count"},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(rows); i++) {
+        struct th_env r;
+        th_env_open(&r, "node-efa", TH_MATERIALIZE);
+        r.cfg.podinfo_wait_s = 0.3;
+        if (rows[i].expect) pf_strlist_add(&r.cfg.expect_networks, rows[i].expect);
+        th_env_start(&r);
+        th_env_set(&r, "PREFLIGHT_DEVICE_RESOURCES", rows[i].resources);
+        run_check(&r);
+        const char *codes = th_codes_status(r.c);
+        const char *text = r.c->nfindings ? r.c->findings[0].message : r.c->message;
+        if (strcmp(codes, rows[i].codes) != 0 || !strstr(text, rows[i].needle))
+            fail_msg("%zu: codes [%s], \"%s\"", i, codes, text);
+        th_env_close(&r);
+    }
 }
 
 static void test_annotation_missing(void **state)
@@ -61,6 +106,24 @@ static void test_annotation_missing(void **state)
     assert_non_null(strstr(r.c->findings[0].message, "is still empty after"));
     assert_non_null(strstr(r.c->findings[0].message, "the pod asks for ml/sriov-a,ml/sriov-b"));
     assert_non_null(pf_node_get(r.c->evidence, "waitedSeconds"));
+    th_env_close(&r);
+}
+
+/* The wait ends at the context's deadline (pkg/run hands each stage the run's): past it, the
+ * check does not wait its podinfo.waitSeconds of 60 s. With none (every other test here),
+ * podinfo.waitSeconds alone bounds the wait. */
+static void test_wait_within_the_deadline(void **state)
+{
+    (void)state;
+    struct th_env r;
+    setup(&r, "fixtures/podinfo-empty");
+    r.cfg.podinfo_wait_s = 60;
+    r.ctx.deadline = pf_now() - 1;
+    run_check(&r);
+    assert_string_equal(th_codes_status(r.c), "annotation-missing:fail");
+    const struct pf_node *w = pf_node_get(r.c->evidence, "waitedSeconds");
+    assert_non_null(w);
+    assert_true(w->d < 30);
     th_env_close(&r);
 }
 
@@ -207,6 +270,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_skip_without_annotation_or_expectation),
         cmocka_unit_test(test_annotation_missing),
+        cmocka_unit_test(test_wait_within_the_deadline),
+        cmocka_unit_test(test_device_plugin_resources),
         cmocka_unit_test(test_annotation_invalid),
         cmocka_unit_test(test_loopback_as_secondary),
         cmocka_unit_test(test_messages),

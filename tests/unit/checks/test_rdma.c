@@ -96,6 +96,19 @@ static const struct row rows[] = {
      "rm dev/infiniband/uverbs4 dev/infiniband/uverbs5 dev/infiniband/uverbs6 "
      "dev/infiniband/uverbs7",
      -1, 8, -1, PF_FAIL, "hca-count,uverbs-missing", NULL},
+    /* AWS p4d with rdma-core's device names (tests/fixtures/gen-p4d.sh): EFA by its driver */
+    {"p4d devices", "node-p4d-efa", "rdma.devices", NULL, NOEXP, PF_PASS, "",
+     "4 HCAs (rdmap16s27, rdmap32s27, rdmap144s27, rdmap160s27), 4 with an openable uverbs node"},
+    {"p4d ports", "node-p4d-efa", "rdma.ports", NULL, NOEXP, PF_PASS, "", "4 of 4 ports ACTIVE"},
+    {"p4d port down", "node-p4d-efa", "rdma.ports",
+     "echo '1: DOWN' > sys/class/infiniband/rdmap32s27/ports/1/state", NOEXP, PF_FAIL, "port-down",
+     "rdmap32s27 port 1: state is DOWN"},
+    {"p4d link disabled", "node-p4d-efa", "rdma.ports",
+     "echo '3: Disabled' > sys/class/infiniband/rdmap144s27/ports/1/phys_state", NOEXP, PF_FAIL,
+     "port-not-linkup", NULL},
+    {"p4d pcie x8", "node-p4d-efa", "rdma.devices",
+     "echo 8 > sys/bus/pci/devices/0000:20:1b.0/current_link_width", NOEXP, PF_WARN,
+     "pcie-link-degraded", NULL},
     {"ndr no ib_uverbs", "node-8gpu-ndr", "rdma.devices", "rm -rf sys/class/infiniband_verbs",
      NOEXP, PF_FAIL, "uverbs-missing", NULL},
     {"ndr half rate", "node-8gpu-ndr", "rdma.ports",
@@ -627,6 +640,29 @@ static void test_efa_devices_and_ports(void **state)
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_int_equal(c->nfindings, 0);
     assert_int_equal(c->status, PF_PASS);
+    th_env_close(&e);
+    /* the same on a p4d whose EFA devices rdma-core renamed rdmapXsY: no rdma_cm demanded, the
+     * PCIe link named, the advice OFI, rdma.efa runs and passes with the plugin in place */
+    th_env_open(&e, "node-p4d-efa", TH_MATERIALIZE);
+    c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
+    assert_int_equal(c->nfindings, 0);
+    assert_string_equal(pf_node_get_str(c->evidence, "rdmaCmNote"), "not needed by EFA");
+    const struct pf_node *h0 = pf_node_get(c->evidence, "hcas")->first;
+    assert_string_equal(pf_node_get_str(h0, "provider"), "efa");
+    assert_string_equal(pf_node_get_str(h0, "providerFrom"), "driver efa");
+    assert_string_equal(pf_node_get_str(h0, "pcieLink"), "x16 at 8.0 GT/s");
+    char why[160];
+    assert_string_equal(pf_checks_net_advice(why, sizeof(why), &e.ctx), "OFI");
+    th_env_close(&e);
+    th_env_open(&e, "node-p4d-efa", TH_MATERIALIZE);
+    th_sh("cd %s && mkdir -p opt/amazon/ofi-nccl/lib && : > "
+          "opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",
+          e.root);
+    static const char *const vars[] = {
+        "NCCL_NET_PLUGIN=ofi", "LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib", "NCCL_NET=OFI", NULL};
+    c = efa_run(&e, vars);
+    assert_int_equal(c->status, PF_PASS);
+    assert_non_null(strstr(c->message, "4 EFA devices"));
     th_env_close(&e);
 }
 

@@ -346,6 +346,41 @@ static void test_locality_remote_gpu(void **state)
     th_env_close(&r);
 }
 
+/* The NIC-to-GPU map names the attachment that gave the pod each NIC (pkg/k8s/attach.h): here
+ * Multus, whose device-info names mlx5_3, and a GKE network on the netdev of mlx5_4 and
+ * mlx5_5. */
+static void test_locality_attachments(void **state)
+{
+    (void)state;
+    struct th_env r;
+    setup(&r, "fixtures/sriov-healthy", true);
+    char gen[512];
+    th_abs_path(gen, sizeof(gen), "fixtures/gen-podinfo.py");
+    sh(&r,
+       "n=$(ls sys/class/infiniband/mlx5_4/device/net | head -1) && "
+       "echo '[{\"name\":\"ovn\",\"interface\":\"eth0\",\"default\":true},"
+       "{\"name\":\"ml/sriov-a\",\"interface\":\"net1\",\"device-info\":{\"type\":"
+       "\"pci\",\"version\":\"1.1.0\",\"pci\":{\"pci-address\":\"0000:c4:00.2\","
+       "\"rdma-device\":\"mlx5_3\"}}}]' | python3 '%s' etc/podinfo - --annotation "
+       "\"networking.gke.io/interfaces=[{\\\"interfaceName\\\":\\\"$n\\\",\\\"network\\\":"
+       "\\\"rdma-1\\\"}]\"",
+       gen);
+    th_env_check(&r, "topology.locality", pf_check_topology_locality);
+    struct pf_node *nics = pf_node_get(r.c->evidence, "nics");
+    /* mlx5_4 and mlx5_5 are two RDMA devices of one function, whose netdev is net2 */
+    const char *want[] = {NULL, "multus ml/sriov-a on net1", "gke rdma-1 on net2",
+                          "gke rdma-1 on net2"};
+    size_t i = 0;
+    for (struct pf_node *n = nics->first; n; n = n->next, i++) {
+        const char *got = pf_node_get_str(n, "attachment");
+        if (i >= 4) fail_msg("more than 4 NICs");
+        if (!want[i] ? got != NULL : !got || !strstr(got, want[i]))
+            fail_msg("nic %zu (%s): attachment %s, want %s", i, pf_node_get_str(n, "name"),
+                     got ? got : "none", want[i] ? want[i] : "none");
+    }
+    th_env_close(&r);
+}
+
 static void test_locality_paths(void **state)
 {
     (void)state;
@@ -415,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_net_advice),
         cmocka_unit_test(test_locality_remote_gpu),
         cmocka_unit_test(test_locality_paths),
+        cmocka_unit_test(test_locality_attachments),
         cmocka_unit_test(test_locality_skips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 /* One name per check: every entry of pf_checks_table (pkg/checks/checks.c) is held to what it
  * names. Its id is a check of the built-in docs; its docs fragment has the id's heading; its
- * source file defines pf_check_<id> (local checks) or uses the id (stage checks); its test
+ * source file defines pf_check_<id> (local checks), or its source files (stage checks) use the
+ * id and decide every finding code the docs give it (a stage's `timeout` is the guard's); its test
  * file exists and names the id or the function. Both ways: every check id of the docs and
  * every "## `id`" heading of docs/checks/ is in the table, once. The stage checks against
  * pkg/run's stage tables are in tests/unit/run/test_stages.c. Tests run from tests/, so the
@@ -60,6 +61,25 @@ static void test_ids_unique_and_well_formed(void **state)
     }
 }
 
+/* The files of a source column ("a.c b.c"), one after the other. */
+static char *source_files(const char *source)
+{
+    struct pf_buf all;
+    pf_buf_init(&all, 16u << 20);
+    char *list = strdup(source), *save = NULL;
+    assert_non_null(list);
+    for (char *f = strtok_r(list, " ", &save); f; f = strtok_r(NULL, " ", &save)) {
+        char *text = repo_file(f);
+        pf_buf_add(&all, text, strlen(text));
+        free(text);
+    }
+    free(list);
+    char *out = strdup(pf_buf_str(&all));
+    assert_non_null(out);
+    pf_buf_free(&all);
+    return out;
+}
+
 /* The function's name is the id's: "a.b" -> pf_check_a_b, defined in the entry's source. */
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 static void test_source_defines_it(void **state)
@@ -67,7 +87,7 @@ static void test_source_defines_it(void **state)
     (void)state;
     for (size_t i = 0; i < pf_checks_count; i++) {
         const struct pf_check_def *d = &pf_checks_table[i];
-        char *src = repo_file(d->source);
+        char *src = d->fn ? repo_file(d->source) : source_files(d->source);
         char want[160];
         if (d->fn) {
             snprintf(want, sizeof(want), "void pf_check_%s(struct pf_check *out", d->id);
@@ -88,6 +108,35 @@ static void test_source_defines_it(void **state)
         if (!strstr(src, want)) fail_msg("%s: %s does not have %s", d->id, d->source, want);
         free(src);
     }
+}
+
+/* A stage check's source files decide its findings: each code the docs give it is written
+ * there ("code"), except `timeout`, which the guard writes for the stage under way. */
+static void test_stage_source_decides_codes(void **state)
+{
+    (void)state;
+    struct pf_strlist ids = {0}, codes = {0};
+    pf_explain_list(&ids, &codes);
+    size_t checked = 0;
+    for (size_t i = 0; i < codes.n; i++) {
+        const char *slash = strchr(codes.v[i], '/');
+        assert_non_null(slash);
+        char id[64];
+        snprintf(id, sizeof(id), "%.*s", (int)(slash - codes.v[i]), codes.v[i]);
+        const struct pf_check_def *d = find(id);
+        if (!d || d->fn || (d->modes & PF_MODE_LOG) ||
+            (strcmp(slash + 1, "timeout") == 0 && strcmp(id, "preflight") != 0))
+            continue;
+        char *src = source_files(d->source);
+        char want[96];
+        snprintf(want, sizeof(want), "\"%s\"", slash + 1);
+        if (!strstr(src, want)) fail_msg("%s: %s decides no %s", id, d->source, want);
+        free(src);
+        checked++;
+    }
+    assert_true(checked >= 30);
+    pf_strlist_free(&ids);
+    pf_strlist_free(&codes);
 }
 
 static void test_doc_fragment_has_it(void **state)
@@ -160,6 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ids_unique_and_well_formed),
         cmocka_unit_test(test_source_defines_it),
+        cmocka_unit_test(test_stage_source_decides_codes),
         cmocka_unit_test(test_doc_fragment_has_it),
         cmocka_unit_test(test_test_file_names_it),
         cmocka_unit_test(test_docs_and_table_agree),

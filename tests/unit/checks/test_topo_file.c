@@ -48,6 +48,19 @@ static const struct {
      "0000:a3:00.0,0000:a4:00.0,0000:ad:00.0,0000:ae:00.0,0000:b7:00.0,0000:b8:00.0,0000:c1:00.0,"
      "0000:c2:00.0,0000:cb:00.0,0000:cc:00.0,0000:d5:00.0,0000:d6:00.0,0000:df:00.0,0000:e0:00.0,"
      "0000:e9:00.0,0000:ea:00.0"},
+    /* aws-ofi-nccl's p4d.24xlarge file: GPUs 0x030200 and EFA NICs 0x020000 (vendor 0x1d0f)
+     * under virtual switches */
+    {"aws-p4d-24xl-topo.xml", 12,
+     "0000:10:1c.0,0000:10:1d.0,0000:10:1b.0,0000:20:1c.0,0000:20:1d.0,0000:20:1b.0,0000:90:1c.0,"
+     "0000:90:1d.0,0000:90:1b.0,0000:a0:1c.0,0000:a0:1d.0,0000:a0:1b.0"},
+    /* aws-ofi-nccl's p5.48xlarge file: leaf <pci busid=... link_speed=... link_width=.../> with
+     * no class (NCCL reads it from sysfs), under class-less switches that are left out */
+    {"aws-p5.48xl-topo.xml", 32,
+     "0000:4f:00.0,0000:50:00.0,0000:51:00.0,0000:52:00.0,0000:60:00.0,0000:61:00.0,0000:62:00.0,"
+     "0000:63:00.0,0000:71:00.0,0000:72:00.0,0000:73:00.0,0000:74:00.0,0000:82:00.0,0000:83:00.0,"
+     "0000:84:00.0,0000:85:00.0,0000:93:00.0,0000:94:00.0,0000:95:00.0,0000:96:00.0,0000:a4:00.0,"
+     "0000:a5:00.0,0000:a6:00.0,0000:a7:00.0,0000:b5:00.0,0000:b6:00.0,0000:b7:00.0,0000:b8:00.0,"
+     "0000:c6:00.0,0000:c7:00.0,0000:c8:00.0,0000:c9:00.0"},
 };
 
 static void test_real_files(void **state)
@@ -66,6 +79,7 @@ static void test_real_files(void **state)
             fail_msg("%s: got %zu: %s", real[t].file, n, got);
         assert_false(pf_strlist_has(&ids, "ffff:ff:01.0"));
         assert_false(pf_strlist_has(&ids, "0000:a1:00.0"));
+        assert_false(pf_strlist_has(&ids, "0000:45:00.0")); /* p5's class-less switch */
         pf_strlist_free(&ids);
         free(text);
     }
@@ -77,8 +91,16 @@ static const struct {
     {"empty", "", ""},
     {"no bus id", "<system version=\"1\"><cpu numaid=\"0\"></cpu></system>", ""},
     {"bridge alone", "<pci busid=\"ffff:ff:01.0\" class=\"0x060400\"/>", ""},
-    {"class decides", "<pci busid='0000:17:00.0' class='0x030200'/><pci busid=\"0000:18:00.0\"/>",
+    {"class decides",
+     "<pci busid='0000:17:00.0' class='0x030200'/><pci busid=\"0000:18:00.0\" class=\"0x010802\"/>",
      "0000:17:00.0"},
+    {"no class: a leaf is a device", "<pci busid=\"0000:18:00.0\" link_width=\"16\"/>",
+     "0000:18:00.0"},
+    {"no class: a switch is not",
+     "<pci busid=\"0000:45:00.0\"><pci busid=\"0000:4f:00.0\"/><pci busid=\"0000:50:00.0\">"
+     "</pci></pci>",
+     "0000:4f:00.0,0000:50:00.0"},
+    {"no class, a bridge class", "<pci busid=\"0000:45:00.0\" class=\"0x060400\"></pci>", ""},
     {"child decides", "<pci busid=\"0000:18:00.0\" class=\"0x068000\"><gpu dev=\"0\"/></pci>",
      "0000:18:00.0"},
     {"nested nic",
@@ -123,19 +145,21 @@ static void sh(const char *fmt, ...)
     if (rc != 0) fail_msg("command failed (%d): %s", rc, cmd);
 }
 
-/* nccl.env on the NDv4 node tree with NCCL_TOPO_FILE=/opt/microsoft/<file>, the real file copied
- * where Azure's images put it. Returns the topo-file-mismatch finding's message, "" if none. */
-static void run(const char *file, long long want_ids, char *msg, size_t n)
+/* nccl.env on a node tree with NCCL_TOPO_FILE=<where>/<file>, the real file copied where the
+ * images put it (Azure's /opt/microsoft, aws-ofi-nccl's share/aws-ofi-nccl/xml). Returns the
+ * topo-file-mismatch finding's message, "" if none. */
+static void run_on(const char *node, const char *where, const char *file, long long want_ids,
+                   char *msg, size_t n)
 {
     char dir[64], root[128];
     snprintf(dir, sizeof(dir), "/tmp/pf-topo-XXXXXX");
     assert_non_null(mkdtemp(dir));
     snprintf(root, sizeof(root), "%s/root", dir);
-    sh("fixtures/materialize.sh fixtures/node-azure-ndv4 %s && mkdir -p %s/opt/microsoft && "
-       "cp fixtures/nccl-topo/%s %s/opt/microsoft/",
-       root, root, file, root);
-    char env[96];
-    snprintf(env, sizeof(env), "/opt/microsoft/%s", file);
+    sh("fixtures/materialize.sh fixtures/%s %s 2>/dev/null && mkdir -p %s%s && "
+       "cp fixtures/nccl-topo/%s %s%s/",
+       node, root, root, where, file, root, where);
+    char env[160];
+    snprintf(env, sizeof(env), "%s/%s", where, file);
     struct pf_config cfg;
     struct pf_verdict v;
     struct pf_ctx ctx;
@@ -161,6 +185,11 @@ static void run(const char *file, long long want_ids, char *msg, size_t n)
     sh("rm -rf '%s'", dir);
 }
 
+static void run(const char *file, long long want_ids, char *msg, size_t n)
+{
+    run_on("node-azure-ndv4", "/opt/microsoft", file, want_ids, msg, n);
+}
+
 static void test_check(void **state)
 {
     (void)state;
@@ -180,6 +209,14 @@ static void test_check(void **state)
     assert_non_null(strstr(msg, "names 16 of its 16 GPUs and NICs at PCI bus ids not on this node "
                                 "(0000:a3:00.0, 0000:a4:00.0, 0000:ad:00.0, 0000:ae:00.0, "
                                 "0000:b7:00.0, ...)"));
+    /* aws-ofi-nccl's own p4d file on a p4d (tests/fixtures/node-p4d-efa): every device there */
+    const char *ofi = "/opt/amazon/ofi-nccl/share/aws-ofi-nccl/xml";
+    run_on("node-p4d-efa", ofi, "aws-p4d-24xl-topo.xml", 12, msg, sizeof(msg));
+    assert_string_equal(msg, "");
+    /* the p5 file, class-less leaves and all, on a p4d: none of its 32 devices is there */
+    run_on("node-p4d-efa", ofi, "aws-p5.48xl-topo.xml", 32, msg, sizeof(msg));
+    assert_non_null(strstr(msg, "names 32 of its 32 GPUs and NICs at PCI bus ids not on this node "
+                                "(0000:4f:00.0, 0000:50:00.0,"));
 }
 
 int main(void)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../../pkg/fleet/internal.h"
-#include "../../../pkg/rendezvous/rendezvous.h"
+#include "../../../pkg/wire/wire.h"
 
 /* A SUMMARY as rank 0 writes it, with one of its number fields replaced by text. */
 static void summary_with(struct pf_buf *b, const char *key, const char *text)
@@ -25,24 +25,24 @@ static void summary_with(struct pf_buf *b, const char *key, const char *text)
     pf_buf_init(b, 1 << 16);
     struct pf_buf r;
     pf_buf_init(&r, 4096);
-    pf_rdv_put_str(&r, "check", "collective.tcp");
-    pf_rdv_put_str(&r, "code", "slow-link");
-    pf_rdv_put_str(&r, "status", "warn");
-    pf_rdv_put_str(&r, "message", "rank 1 -> rank 2 is slow");
-    pf_rdv_put(b, "finding", r.data, r.len);
-    pf_rdv_put_int(b, "bytes", 1 << 20);
-    pf_rdv_put_int(b, "ranks", 4);
-    pf_rdv_put_int(b, "correct", 1);
-    pf_rdv_put_int(b, "iterations", 5);
+    pf_wire_put_str(&r, "check", "collective.tcp");
+    pf_wire_put_str(&r, "code", "slow-link");
+    pf_wire_put_str(&r, "status", "warn");
+    pf_wire_put_str(&r, "message", "rank 1 -> rank 2 is slow");
+    pf_wire_put(b, "finding", r.data, r.len);
+    pf_wire_put_int(b, "bytes", 1 << 20);
+    pf_wire_put_int(b, "ranks", 4);
+    pf_wire_put_int(b, "correct", 1);
+    pf_wire_put_int(b, "iterations", 5);
     for (size_t i = 0; i < PF_ARRAY_LEN(nums); i++)
-        pf_rdv_put_str(b, nums[i][0], strcmp(key, nums[i][0]) == 0 ? text : nums[i][1]);
+        pf_wire_put_str(b, nums[i][0], strcmp(key, nums[i][0]) == 0 ? text : nums[i][1]);
     pf_buf_reset(&r);
-    pf_rdv_put_int(&r, "from", 1);
-    pf_rdv_put_int(&r, "to", 2);
-    pf_rdv_put_str(&r, "gbps", strcmp(key, "gbps") == 0 ? text : "0.830");
-    pf_rdv_put(b, "slowest", r.data, r.len);
-    pf_rdv_put_str(b, "fleet", "warn");
-    pf_rdv_put_str(b, "fleetSummary", "4 of 4 ranks met; fleet verdict warn");
+    pf_wire_put_int(&r, "from", 1);
+    pf_wire_put_int(&r, "to", 2);
+    pf_wire_put_str(&r, "gbps", strcmp(key, "gbps") == 0 ? text : "0.830");
+    pf_wire_put(b, "slowest", r.data, r.len);
+    pf_wire_put_str(b, "fleet", "warn");
+    pf_wire_put_str(b, "fleetSummary", "4 of 4 ranks met; fleet verdict warn");
     pf_buf_free(&r);
 }
 
@@ -101,15 +101,15 @@ static void test_summary_first_refusal(void **state)
     (void)state;
     struct pf_buf b;
     summary_with(&b, "busbw", "nan");
-    pf_rdv_put_str(&b, "ranks", "4x"); /* a second "ranks": the first wins */
+    pf_wire_put_str(&b, "ranks", "4x"); /* a second "ranks": the first wins */
     struct pf_fleet_summary s;
     assert_int_equal(pf_fleet_summary_decode(&s, (const uint8_t *)b.data, b.len), 0);
     assert_string_equal(s.bad, "field busbw: \"nan\" is not a finite decimal number");
     pf_fleet_summary_free(&s);
     pf_buf_free(&b);
     pf_buf_init(&b, 4096);
-    pf_rdv_put_str(&b, "bytes", "1M");
-    pf_rdv_put_str(&b, "fleet", "pass");
+    pf_wire_put_str(&b, "bytes", "1M");
+    pf_wire_put_str(&b, "fleet", "pass");
     assert_int_equal(pf_fleet_summary_decode(&s, (const uint8_t *)b.data, b.len), 0);
     assert_false(s.have_tcp);
     assert_string_equal(s.verdict, "pass");
@@ -133,11 +133,11 @@ static void test_ar_numbers(void **state)
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
         struct pf_buf b;
         pf_buf_init(&b, 4096);
-        pf_rdv_put_str(&b, "s", cases[i].s);
-        pf_rdv_put_str(&b, "seconds", cases[i].seconds);
-        pf_rdv_put_int(&b, "wrong", 0);
-        pf_rdv_put_int(&b, "firstBad", -1);
-        pf_rdv_put_str(&b, "iface", "eth0");
+        pf_wire_put_str(&b, "s", cases[i].s);
+        pf_wire_put_str(&b, "seconds", cases[i].seconds);
+        pf_wire_put_int(&b, "wrong", 0);
+        pf_wire_put_int(&b, "firstBad", -1);
+        pf_wire_put_str(&b, "iface", "eth0");
         struct pf_fleet_rank m;
         memset(&m, 0, sizeof(m));
         assert_int_equal(pf_fleet_ar_decode(&m, (const uint8_t *)b.data, b.len), cases[i].rc);
@@ -159,10 +159,10 @@ static void test_records_numbers(void **state)
     pf_buf_init(&r, 4096);
     for (size_t i = 0; i < PF_ARRAY_LEN(gbps); i++) {
         pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "from", (long long)i);
-        pf_rdv_put_int(&r, "to", 7);
-        pf_rdv_put_str(&r, "gbps", gbps[i]);
-        pf_rdv_put(&b, "l", r.data, r.len);
+        pf_wire_put_int(&r, "from", (long long)i);
+        pf_wire_put_int(&r, "to", 7);
+        pf_wire_put_str(&r, "gbps", gbps[i]);
+        pf_wire_put(&b, "l", r.data, r.len);
     }
     struct pf_coll_link *links = NULL;
     size_t n = 0;
@@ -177,12 +177,12 @@ static void test_records_numbers(void **state)
     pf_buf_reset(&b);
     for (size_t i = 0; i < PF_ARRAY_LEN(secs); i++) {
         pf_buf_reset(&r);
-        pf_rdv_put_int(&r, "src", (long long)i);
-        pf_rdv_put_int(&r, "dst", 1);
-        pf_rdv_put_int(&r, "round", 0);
-        pf_rdv_put_int(&r, "bytes", 4096);
-        pf_rdv_put_str(&r, "seconds", secs[i]);
-        pf_rdv_put(&b, "s", r.data, r.len);
+        pf_wire_put_int(&r, "src", (long long)i);
+        pf_wire_put_int(&r, "dst", 1);
+        pf_wire_put_int(&r, "round", 0);
+        pf_wire_put_int(&r, "bytes", 4096);
+        pf_wire_put_str(&r, "seconds", secs[i]);
+        pf_wire_put(&b, "s", r.data, r.len);
     }
     struct pf_coll_sample smp[8];
     assert_int_equal(pf_fleet_samples_decode(smp, &n, 8, (const uint8_t *)b.data, b.len), 0);
@@ -266,7 +266,7 @@ static void big_record(struct pf_buf *r, const void *items, size_t i)
     assert_non_null(v);
     memset(v, 'x', len);
     v[len] = '\0';
-    pf_rdv_put_str(r, "v", v);
+    pf_wire_put_str(r, "v", v);
     free(v);
 }
 
@@ -310,11 +310,11 @@ static void test_record_over_limit(void **state)
     pf_buf_init(&b, 1 << 20);
     assert_int_equal(fleet_records_put(&b, "r", lens, 3, big_record, "the test list"), PF_ETOOBIG);
     assert_non_null(strstr(pf_err_msg(), "the test list is over its limit"));
-    struct pf_rdv_fields f;
-    assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+    struct pf_wire_fields f;
+    assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
     assert_int_equal(f.n, 2);
     assert_true(f.v[0].vlen < 64 && f.v[1].vlen < 64);
-    pf_rdv_fields_free(&f);
+    pf_wire_fields_free(&f);
     pf_buf_free(&b);
 }
 

@@ -82,6 +82,27 @@ static void b_refused(struct pf_fleet *f)
     f->r[1].state = PF_FLEET_REFUSED;
     strcpy(f->r[1].why, "refused at the rendezvous: its PREFLIGHT_TOKEN does not match");
 }
+/* gpu.fabric's claims: every rank in cluster U clique 7 but rank 2 (clique 9); ranks that
+ * report none (no multi-node NVLink expected) and ranks not joined are left out */
+#define FAB_U "8e3a5b1c-2d4f-4a6b-9c8d-7e6f5a4b3c2d"
+static void b_fabric(struct pf_fleet *f)
+{
+    for (int r = 0; r < 4; r++)
+        strcpy(f->r[r].fabric, r == 2 ? FAB_U "/9" : FAB_U "/7");
+}
+static void b_fabric_some(struct pf_fleet *f)
+{
+    strcpy(f->r[0].fabric, FAB_U "/7");
+    strcpy(f->r[1].fabric, FAB_U "/7");
+    strcpy(f->r[3].fabric, "not/a-clique"); /* malformed: left out */
+}
+static void b_fabric_refused(struct pf_fleet *f)
+{
+    b_fabric(f);
+    b_refused(f);
+    f->r[1].state = PF_FLEET_JOINED;
+    f->r[2].state = PF_FLEET_REFUSED; /* the odd one was refused: nothing to compare */
+}
 
 static void test_agree_table(void **state)
 {
@@ -99,6 +120,12 @@ static void test_agree_table(void **state)
         {"env", b_env, "env-mismatch",
          "NCCL_IB_HCA: rank 2 (trainer-2) =mlx5_1 (the others: mlx5_0)", -1},
         {"refused", b_refused, NULL, NULL, 1},
+        {"fabric", b_fabric, "clique-mismatch",
+         "1 of 4 ranks expecting multi-node NVLink are outside the NVLink domain of the others: "
+         "rank 2 (trainer-2): rank 2 is in clique 9 of cluster " FAB_U ", 3 of 4 ranks in clique 7",
+         2},
+        {"fabric-some", b_fabric_some, NULL, NULL, -1},
+        {"fabric-refused", b_fabric_refused, NULL, NULL, 2},
     };
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
         const struct agree_case *c = &cases[i];
@@ -126,8 +153,8 @@ static void test_agree_table(void **state)
     }
 }
 
-static struct pf_fleet_tcp tcp_of(const struct pf_rdv_marks *lost,
-                                  const struct pf_rdv_marks *failed)
+static struct pf_fleet_tcp tcp_of(const struct pf_wire_marks *lost,
+                                  const struct pf_wire_marks *failed)
 {
     struct pf_fleet_tcp t = {.ran = true,
                              .ok = true,
@@ -147,9 +174,9 @@ static void test_lost_without_failures(void **state)
     struct pf_fleet f;
     int roster[2];
     fleet_of(&f, 2, roster);
-    struct pf_rdv_marks lost = {0}, failed = {0};
-    pf_rdv_mark(&lost, 1, "its connection closed: the process exited or the pod was deleted");
-    pf_rdv_mark(&lost, 1, "another reason"); /* once per rank */
+    struct pf_wire_marks lost = {0}, failed = {0};
+    pf_wire_mark(&lost, 1, "its connection closed: the process exited or the pod was deleted");
+    pf_wire_mark(&lost, 1, "another reason"); /* once per rank */
     struct pf_fleet_tcp t = tcp_of(&lost, &failed);
     pf_fleet_judge_tcp(&f, &t);
     const struct pf_fleet_finding *x = find(&f, "peer-lost");
@@ -173,18 +200,18 @@ static void test_lost_without_failures(void **state)
     /* with the others' reports, they are quoted in parentheses */
     pf_fleet_free(&f);
     fleet_of(&f, 2, roster);
-    pf_rdv_mark(&failed, 0, "receiving from rank 1 (trainer-1): connection reset");
+    pf_wire_mark(&failed, 0, "receiving from rank 1 (trainer-1): connection reset");
     pf_fleet_judge_tcp(&f, &t);
     x = find(&f, "peer-lost");
     assert_non_null(strstr(x->message, "deleted (rank 0: receiving from rank 1 (trainer-1): "
                                        "connection reset)"));
     pf_fleet_free(&f);
-    pf_rdv_marks_free(&lost);
-    pf_rdv_marks_free(&failed);
+    pf_wire_marks_free(&lost);
+    pf_wire_marks_free(&failed);
 }
 
 /* Hundreds lost (a thousand pods whose collective broke): a finding and a culprit for each of
- * the first PF_FLEET_LIST_MAX, one finding for the rest, every message of bounded size. */
+ * the first PF_WIRE_LIST_MAX, one finding for the rest, every message of bounded size. */
 static void test_many_lost(void **state)
 {
     (void)state;
@@ -192,10 +219,10 @@ static void test_many_lost(void **state)
     struct pf_fleet f;
     static int roster[N];
     fleet_of(&f, N, roster);
-    struct pf_rdv_marks lost = {0}, failed = {0};
+    struct pf_wire_marks lost = {0}, failed = {0};
     for (int r = 1; r < N; r++) {
-        pf_rdv_mark(&lost, r, "its connection closed: the process exited or the pod was deleted");
-        pf_rdv_mark(&failed, r, "receiving from the previous rank: the peer sent nothing");
+        pf_wire_mark(&lost, r, "its connection closed: the process exited or the pod was deleted");
+        pf_wire_mark(&failed, r, "receiving from the previous rank: the peer sent nothing");
     }
     struct pf_fleet_tcp t = tcp_of(&lost, &failed);
     pf_fleet_judge_tcp(&f, &t);
@@ -206,8 +233,8 @@ static void test_many_lost(void **state)
         total += strlen(f.out.findings[i].message);
         assert_true(strlen(f.out.findings[i].message) < 1400);
     }
-    assert_int_equal(nlost, PF_FLEET_LIST_MAX + 1);
-    assert_int_equal(f.out.nculprits, PF_FLEET_LIST_MAX);
+    assert_int_equal(nlost, PF_WIRE_LIST_MAX + 1);
+    assert_int_equal(f.out.nculprits, PF_WIRE_LIST_MAX);
     const struct pf_fleet_finding *x = NULL;
     for (size_t i = 0; i < f.out.nfindings; i++)
         if (strstr(f.out.findings[i].message, "more ranks were lost")) x = &f.out.findings[i];
@@ -217,8 +244,8 @@ static void test_many_lost(void **state)
     assert_non_null(strstr(x->message, "and 275 more)"));
     assert_true(total < 20000);
     pf_fleet_free(&f);
-    pf_rdv_marks_free(&lost);
-    pf_rdv_marks_free(&failed);
+    pf_wire_marks_free(&lost);
+    pf_wire_marks_free(&failed);
 }
 
 static void test_results_and_floor(void **state)
@@ -233,7 +260,7 @@ static void test_results_and_floor(void **state)
     }
     f.r[2].ar_wrong = 5;
     f.r[2].ar_first_bad = 7;
-    struct pf_rdv_marks none = {0};
+    struct pf_wire_marks none = {0};
     struct pf_fleet_tcp t = tcp_of(&none, &none);
     t.min_busbw = 1000; /* far above what 1 MiB in 10 ms gives */
     pf_fleet_judge_tcp(&f, &t);
@@ -260,7 +287,7 @@ static void test_slow_node(void **state)
         {3, 0, 0.5}, {0, 1, 9.0},  {1, 2, 9.2}, {2, 3, 0.4},
         {2, 0, 9.1}, {3, 1, 0.45}, {0, 2, 9.3}, {1, 3, 0.42},
     };
-    struct pf_rdv_marks none = {0};
+    struct pf_wire_marks none = {0};
     struct pf_fleet_tcp t = tcp_of(&none, &none);
     t.links = links;
     t.nlinks = PF_ARRAY_LEN(links);

@@ -24,7 +24,7 @@
 #endif
 
 struct rig {
-    struct rdv_stage S;
+    struct rdv_session S;
     struct pf_rdv_peer peer[3];
     int rk[3];
     int port;
@@ -35,7 +35,7 @@ struct rig {
 static void rig_open(struct rig *g)
 {
     memset(g, 0, sizeof(*g));
-    struct rdv_stage *S = &g->S;
+    struct rdv_session *S = &g->S;
     S->auth = true;
     S->token = TOKEN;
     S->rank = 1;
@@ -49,7 +49,7 @@ static void rig_open(struct rig *g)
     S->ro.n = 3;
     S->ro.world = 3;
     S->ro.peer = g->peer;
-    memset(S->ro.run, 0x5a, PF_RDV_NONCE);
+    memset(S->ro.run, 0x5a, PF_WIRE_NONCE);
     g->port = 0;
     assert_int_equal(pf_rdv_listen(&S->data_lfd, "127.0.0.1", &g->port), 0);
     assert_true(g->port > 0);
@@ -88,18 +88,18 @@ static int hello(struct rig *g, long long src, long long dst, long long round, u
     pf_rdv_conn_init(&c, fd, "test", true);
     c.auth.on = true;
     c.auth.token = token;
-    memset(c.auth.nonce_s, run, PF_RDV_NONCE);
-    c.dir_out = PF_RDV_DIR_DATA;
+    memset(c.auth.nonce_s, run, PF_WIRE_NONCE);
+    c.dir_out = PF_WIRE_DIR_DATA;
     struct pf_buf b;
     pf_buf_init(&b, 4096);
-    uint8_t r[PF_RDV_NONCE];
+    uint8_t r[PF_WIRE_NONCE];
     memset(r, run, sizeof(r));
-    pf_rdv_put(&b, "run", r, PF_RDV_NONCE);
-    pf_rdv_put_int(&b, "src", src);
-    pf_rdv_put_int(&b, "dst", dst);
-    pf_rdv_put_int(&b, "shift", 0);
-    pf_rdv_put_int(&b, "round", round);
-    assert_int_equal(pf_rdv_conn_send(&c, PF_RDV_DHELLO, b.data, b.len, pf_now() + 2), 0);
+    pf_wire_put(&b, "run", r, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "src", src);
+    pf_wire_put_int(&b, "dst", dst);
+    pf_wire_put_int(&b, "shift", 0);
+    pf_wire_put_int(&b, "round", round);
+    assert_int_equal(pf_rdv_conn_send(&c, PF_WIRE_DHELLO, b.data, b.len, pf_now() + 2), 0);
     pf_buf_free(&b);
     c.fd = -1;
     pf_rdv_conn_close(&c);
@@ -170,9 +170,8 @@ static void test_deadline_names_the_missing_peer(void **state)
     idle(&g, 2);
     int pos = 2, round = 1, fd = -1;
     char why[256] = "";
-    assert_int_equal(rdv_probe_accept_many(&g.S, 1, &pos, &round, &fd, pf_now() + 0.3, why,
-                                           sizeof(why)),
-                     1);
+    assert_int_equal(
+        rdv_probe_accept_many(&g.S, 1, &pos, &round, &fd, pf_now() + 0.3, why, sizeof(why)), 1);
     assert_int_equal(fd, -1);
     assert_non_null(strstr(why, "no probe connection from rank 2"));
     rig_close(&g);

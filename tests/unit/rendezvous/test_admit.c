@@ -26,7 +26,7 @@ struct seen {
 };
 
 struct rig {
-    struct rdv_stage S;
+    struct rdv_session S;
     struct seen seen[64];
     size_t nseen;
 };
@@ -72,16 +72,14 @@ static const struct seen *evidence(struct rig *g, const char *key)
 static void rig_open(struct rig *g, bool auth, size_t nconn)
 {
     memset(g, 0, sizeof(*g));
-    struct rdv_stage *S = &g->S;
+    struct rdv_session *S = &g->S;
+    rdv_session_init(S);
     S->auth = auth;
     S->token = auth ? "t0ken" : NULL;
     S->world = WORLD;
     pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
-    S->m = calloc(WORLD, sizeof(*S->m));
-    assert_non_null(S->m);
-    for (int r = 0; r < WORLD; r++)
-        S->m[r].conn = -1;
-    S->m[0].state = M_JOINED;
+    rdv_members_init(S);
+    S->m[0].state = PF_RDV_JOINED;
     S->nsc = nconn;
     S->sc = calloc(nconn, sizeof(*S->sc));
     assert_non_null(S->sc);
@@ -94,14 +92,7 @@ static void rig_open(struct rig *g, bool auth, size_t nconn)
 
 static void rig_close(struct rig *g)
 {
-    struct rdv_stage *S = &g->S;
-    for (size_t i = 0; i < S->nsc; i++)
-        if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
-    for (int r = 0; r < WORLD; r++)
-        pf_strlist_free(&S->m[r].env);
-    free(S->sc);
-    free(S->m);
-    rdv_notes_free(&S->notes);
+    rdv_session_free(&g->S);
 }
 
 /* connection i sends a JOIN claiming rank of world, from pod; mac: 0 none, 1 good, 2 bad,
@@ -110,20 +101,20 @@ static void join(struct rig *g, size_t i, long long rank, long long world, const
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    if (mac != 3) pf_rdv_put(&b, "run", g->S.join_run, PF_RDV_NONCE);
-    pf_rdv_put_int(&b, "rank", rank);
-    pf_rdv_put_int(&b, "world", world);
-    pf_rdv_put_str(&b, "pod", pod);
-    pf_rdv_put_str(&b, "node", "node-x");
-    pf_rdv_put_str(&b, "env", "NCCL_DEBUG=INFO");
+    if (mac != 3) pf_wire_put(&b, "run", g->S.join_run, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "rank", rank);
+    pf_wire_put_int(&b, "world", world);
+    pf_wire_put_str(&b, "pod", pod);
+    pf_wire_put_str(&b, "node", "node-x");
+    pf_wire_put_str(&b, "env", "NCCL_DEBUG=INFO");
     struct pf_rdv_msg msg;
     memset(&msg, 0, sizeof(msg));
-    msg.type = PF_RDV_JOIN;
+    msg.type = PF_WIRE_JOIN;
     msg.had_mac = mac != 0;
     msg.mac_ok = mac == 1 || mac == 3;
-    assert_int_equal(pf_rdv_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
+    assert_int_equal(pf_wire_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
     rdv_admit(&g->S, i, &msg);
-    pf_rdv_fields_free(&msg.f);
+    pf_wire_fields_free(&msg.f);
     pf_buf_free(&b);
 }
 
@@ -143,7 +134,7 @@ static void test_admitted(void **state)
     rig_open(&g, false, 1);
     join(&g, 0, 2, WORLD, "trainer-2", 0);
     assert_int_equal(g.S.sc[0].rank, 2);
-    assert_int_equal(g.S.m[2].state, M_JOINED);
+    assert_int_equal(g.S.m[2].state, PF_RDV_JOINED);
     assert_int_equal(g.S.m[2].conn, 0);
     assert_string_equal(g.S.m[2].pod, "trainer-2");
     assert_string_equal(g.S.m[2].node, "node-x");
@@ -171,8 +162,8 @@ static void test_unverified(void **state)
         rig_open(&g, cases[k].auth, 1);
         join(&g, 0, 2, WORLD, "trainer-2", cases[k].mac);
         size_t nf = nfindings(&g, false);
-        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 || g.S.m[2].state != M_EMPTY ||
-            g.S.refused != 1 || !g.S.m[2].refused_claim[0])
+        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 ||
+            g.S.m[2].state != PF_RDV_MISSING || g.S.refused != 1 || !g.S.m[2].refused_claim[0])
             fail_msg("%s: rank %d closing %d, %zu findings, slot %d, refused %d", cases[k].name,
                      g.S.sc[0].rank, g.S.sc[0].closing, nf, g.S.m[2].state, g.S.refused);
         const struct seen *n = evidence(&g, "refusedJoins");
@@ -195,12 +186,12 @@ static void test_stranger_before_and_after(void **state)
     join(&g, 0, 2, WORLD, "trainer-2", 2);
     join(&g, 1, 2, WORLD, "trainer-2", 1);
     assert_int_equal(g.S.sc[1].rank, 2);
-    assert_int_equal(g.S.m[2].state, M_JOINED);
+    assert_int_equal(g.S.m[2].state, PF_RDV_JOINED);
     join(&g, 2, 2, WORLD, "impostor", 2);
     assert_true(g.S.sc[2].closing);
     assert_int_equal(g.S.m[2].conn, 1);
     assert_string_equal(g.S.m[2].pod, "trainer-2");
-    g.S.m[1].state = g.S.m[3].state = M_JOINED;
+    g.S.m[1].state = g.S.m[3].state = PF_RDV_JOINED;
     rdv_admit_report_claims(&g.S);
     assert_false(has_code(&g, "stranger-refused"));
     assert_int_equal(nfindings(&g, true), 0);
@@ -241,7 +232,7 @@ static void test_no_run(void **state)
     rig_open(&g, true, 1);
     join(&g, 0, 1, WORLD, "trainer-1", 3);
     assert_true(g.S.sc[0].closing);
-    assert_int_equal(g.S.m[1].state, M_EMPTY);
+    assert_int_equal(g.S.m[1].state, PF_RDV_MISSING);
     assert_true(has_code(&g, "version-mismatch"));
     rig_close(&g);
 }
@@ -268,7 +259,7 @@ static void test_refused(void **state)
             fail_msg("%s: rank %d closing %d, finding %s expected", cases[k].name, g.S.sc[0].rank,
                      g.S.sc[0].closing, cases[k].code);
         for (int r = 1; r < WORLD; r++)
-            assert_int_not_equal(g.S.m[r].state, M_JOINED);
+            assert_int_not_equal(g.S.m[r].state, PF_RDV_JOINED);
         rig_close(&g);
     }
 }
@@ -293,7 +284,7 @@ static void test_rejoin_duplicate_late(void **state)
     g.S.n = 2; /* the roster went out */
     join(&g, 3, 3, WORLD, "trainer-3", 1);
     assert_true(g.S.sc[3].closing);
-    assert_int_equal(g.S.m[3].state, M_EMPTY);
+    assert_int_equal(g.S.m[3].state, PF_RDV_MISSING);
     rig_close(&g);
 }
 

@@ -79,7 +79,7 @@ static void record(struct got *g, const struct pf_rdv_note *xp)
     }
 }
 
-static void take_all(struct got *g, struct rdv_stage *S)
+static void take_all(struct got *g, struct rdv_session *S)
 {
     struct pf_rdv_note x;
     while (rdv_note_take(S, &x))
@@ -101,9 +101,9 @@ static void must_have(const struct got *g, const char *line)
     fail_msg("no note '%s'", line);
 }
 
-static struct pf_rdv_ident ident(int rank, int world, bool member)
+static struct pf_identity ident(int rank, int world, bool member)
 {
-    struct pf_rdv_ident id;
+    struct pf_identity id;
     memset(&id, 0, sizeof(id));
     id.rank = rank;
     id.world_size = world;
@@ -118,10 +118,10 @@ static struct pf_rdv_ident ident(int rank, int world, bool member)
 }
 
 /* opens a session with id (NULL: unknown, err says why), meets, takes every note */
-static int meet_with(struct got *g, const struct pf_rdv_ident *id, const char *err)
+static int meet_with(struct got *g, const struct pf_identity *id, const char *err)
 {
     memset(g, 0, sizeof(*g));
-    struct pf_rdv_opts o = {.rank = -1, .world_size = -1};
+    struct pf_identity_opts o = {.rank = -1, .world_size = -1};
     struct pf_rdv_setup su = {.id = id,
                               .id_error = err,
                               .pod = "trainer-0",
@@ -147,7 +147,7 @@ static void test_not_member(void **state)
 {
     (void)state;
     struct got g;
-    struct pf_rdv_ident id = ident(0, 4, false);
+    struct pf_identity id = ident(0, 4, false);
     assert_int_equal(meet_with(&g, &id, NULL), PF_ERR);
     assert_string_equal(g.line[0], "CHECK rendezvous");
     assert_string_equal(g.line[1], "CHECK collective.tcp");
@@ -175,7 +175,7 @@ static void test_world_of_one(void **state)
 {
     (void)state;
     struct got g;
-    struct pf_rdv_ident id = ident(0, 1, true);
+    struct pf_identity id = ident(0, 1, true);
     assert_int_equal(meet_with(&g, &id, NULL), PF_RDV_ALONE);
     must_have(&g, "POD rank 0 of 1");
     must_have(&g, "INT rendezvous rank=0");
@@ -191,10 +191,10 @@ static void test_world_of_one(void **state)
 static void test_finding_once(void **state)
 {
     (void)state;
-    struct rdv_stage S;
+    struct rdv_session S;
     memset(&S, 0, sizeof(S));
-    rdv_fleet_finding(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
-    rdv_fleet_finding(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
+    rdv_note_shared(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
+    rdv_note_shared(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
     rdv_add_finding_text(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank 3 twice");
     rdv_add_finding_text(&S, "rendezvous", "timeout", RDV_FAIL, "rank 3 twice");
     struct got g;
@@ -211,10 +211,10 @@ static void test_finding_once(void **state)
 static void test_root_unreachable(void **state)
 {
     (void)state;
-    struct rdv_stage S;
+    struct rdv_session S;
     memset(&S, 0, sizeof(S));
     S.id = ident(2, 4, true);
-    S.id.naming = PF_RDV_NAMING_ORDINAL;
+    S.id.naming = PF_IDENTITY_NAMING_ORDINAL;
     snprintf(S.id.prefix, sizeof(S.id.prefix), "trainer");
     snprintf(S.id.coordinator, sizeof(S.id.coordinator), "trainer-0.svc");
     S.rank = 2;
@@ -242,7 +242,7 @@ static void test_join_claims(void **state)
     pf_strlist_add(&env, "NCCL_IB_HCA=mlx5_0");
     pf_strlist_add(&env, "NCCL_SOCKET_IFNAME=eth0");
     for (int fab = 0; fab < 2; fab++) {
-        struct rdv_stage S;
+        struct rdv_session S;
         memset(&S, 0, sizeof(S));
         S.su =
             (struct pf_rdv_setup){.digest = "sha256:abc",
@@ -252,30 +252,30 @@ static void test_join_claims(void **state)
         S.rank = 3;
         S.world = 4;
         snprintf(S.pod, sizeof(S.pod), "trainer-3");
-        uint8_t nonce[PF_RDV_NONCE] = {1};
+        uint8_t nonce[PF_WIRE_NONCE] = {1};
         struct pf_buf b;
         pf_buf_init(&b, PF_RDV_MAX_JOIN);
         rdv_join_payload(&S, &b, nonce);
-        struct pf_rdv_fields f;
-        assert_int_equal(pf_rdv_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
+        struct pf_wire_fields f;
+        assert_int_equal(pf_wire_fields_decode(&f, (const uint8_t *)b.data, b.len), 0);
         char v[128];
-        assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "digest"), 0);
+        assert_int_equal(pf_wire_fields_str(v, sizeof(v), &f, "digest"), 0);
         assert_string_equal(v, "sha256:abc");
-        assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "ncclVersion"), 0);
+        assert_int_equal(pf_wire_fields_str(v, sizeof(v), &f, "ncclVersion"), 0);
         assert_string_equal(v, "2.21.5");
-        assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "pod"), 0);
+        assert_int_equal(pf_wire_fields_str(v, sizeof(v), &f, "pod"), 0);
         assert_string_equal(v, "trainer-3");
         if (fab) {
-            assert_int_equal(pf_rdv_fields_str(v, sizeof(v), &f, "fabric"), 0);
+            assert_int_equal(pf_wire_fields_str(v, sizeof(v), &f, "fabric"), 0);
             assert_string_equal(v, "6f1c7e00-1111-2222-3333-444455556666/7");
         } else {
-            assert_null(pf_rdv_fields_get(&f, "fabric")); /* not reported: not sent */
+            assert_null(pf_wire_fields_get(&f, "fabric")); /* not reported: not sent */
         }
-        assert_null(pf_rdv_fields_get(&f, "envLeftOut")); /* every variable fit */
+        assert_null(pf_wire_fields_get(&f, "envLeftOut")); /* every variable fit */
         size_t k = 0;
         for (size_t i = 0; i < f.n; i++) {
-            if (!pf_rdv_field_is(&f.v[i], "env")) continue;
-            char *e = pf_rdv_field_dup(&f.v[i]);
+            if (!pf_wire_field_is(&f.v[i], "env")) continue;
+            char *e = pf_wire_field_dup(&f.v[i]);
             assert_non_null(e);
             assert_true(k < env.n);
             assert_string_equal(e, env.v[k]);
@@ -283,7 +283,7 @@ static void test_join_claims(void **state)
             free(e);
         }
         assert_int_equal(k, env.n);
-        pf_rdv_fields_free(&f);
+        pf_wire_fields_free(&f);
         pf_buf_free(&b);
     }
     pf_strlist_free(&env);
@@ -300,13 +300,13 @@ static void test_join_env_left_out(void **state)
     v[60] = '\0';
     for (int i = 0; i < 600; i++) /* about 88 bytes a field: 52 KiB */
         pf_strlist_addf(&env, "NCCL_TEST_VAR_%03d=%s", i, v);
-    struct rdv_stage J;
+    struct rdv_session J;
     memset(&J, 0, sizeof(J));
     J.su.env = &env;
     J.rank = 3;
     J.world = 4;
     snprintf(J.pod, sizeof(J.pod), "trainer-3");
-    uint8_t nonce[PF_RDV_NONCE] = {1};
+    uint8_t nonce[PF_WIRE_NONCE] = {1};
     struct pf_buf b;
     pf_buf_init(&b, PF_RDV_MAX_JOIN);
     size_t out = rdv_join_payload(&J, &b, nonce);
@@ -314,25 +314,25 @@ static void test_join_env_left_out(void **state)
     assert_true(b.len <= PF_RDV_MAX_JOIN);
     struct pf_rdv_msg msg;
     memset(&msg, 0, sizeof(msg));
-    msg.type = PF_RDV_JOIN;
-    assert_int_equal(pf_rdv_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
+    msg.type = PF_WIRE_JOIN;
+    assert_int_equal(pf_wire_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
     long long said = -1;
-    assert_int_equal(pf_rdv_fields_int(&said, &msg.f, "envLeftOut"), 0);
+    assert_int_equal(pf_wire_fields_int(&said, &msg.f, "envLeftOut"), 0);
     assert_int_equal(said, (long long)out);
     size_t k = 0;
     for (size_t i = 0; i < msg.f.n; i++)
-        k += pf_rdv_field_is(&msg.f.v[i], "env");
+        k += pf_wire_field_is(&msg.f.v[i], "env");
     assert_int_equal(k + out, env.n); /* each variable sent or counted, none twice */
 
     /* rank 0 of a world of 4 admits it */
-    struct rdv_stage S;
+    struct rdv_session S;
     memset(&S, 0, sizeof(S));
     S.world = 4;
     S.m = calloc(4, sizeof(*S.m));
     assert_non_null(S.m);
     for (int r = 0; r < 4; r++)
         S.m[r].conn = -1;
-    S.m[0].state = M_JOINED;
+    S.m[0].state = PF_RDV_JOINED;
     S.nsc = 1;
     S.sc = calloc(1, sizeof(*S.sc));
     assert_non_null(S.sc);
@@ -340,7 +340,7 @@ static void test_join_env_left_out(void **state)
     S.sc[0].used = true;
     S.sc[0].rank = -1;
     rdv_admit(&S, 0, &msg);
-    assert_int_equal(S.m[3].state, M_JOINED);
+    assert_int_equal(S.m[3].state, PF_RDV_JOINED);
     assert_int_equal(S.m[3].env.n, k);
     struct got g;
     memset(&g, 0, sizeof(g));
@@ -358,7 +358,7 @@ static void test_join_env_left_out(void **state)
         pf_strlist_free(&S.m[r].env);
     free(S.m);
     rdv_notes_free(&S.notes);
-    pf_rdv_fields_free(&msg.f);
+    pf_wire_fields_free(&msg.f);
     pf_buf_free(&b);
     pf_strlist_free(&env);
 }

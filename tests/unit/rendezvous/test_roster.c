@@ -15,21 +15,21 @@ static void put_rec(struct pf_buf *b, long long rank, const char *ip, long long 
 {
     struct pf_buf r;
     pf_buf_init(&r, 4096);
-    pf_rdv_put_int(&r, "rank", rank);
-    pf_rdv_put_str(&r, "ip", ip);
-    pf_rdv_put_int(&r, "port", port);
-    if (pod) pf_rdv_put_str(&r, "pod", pod);
-    pf_rdv_put(b, "m", r.data, r.len);
+    pf_wire_put_int(&r, "rank", rank);
+    pf_wire_put_str(&r, "ip", ip);
+    pf_wire_put_int(&r, "port", port);
+    if (pod) pf_wire_put_str(&r, "pod", pod);
+    pf_wire_put(b, "m", r.data, r.len);
     pf_buf_free(&r);
 }
 
 static void put_head(struct pf_buf *b, long long n, long long world)
 {
-    uint8_t run[PF_RDV_NONCE];
+    uint8_t run[PF_WIRE_NONCE];
     memset(run, 7, sizeof(run));
-    pf_rdv_put(b, "run", run, sizeof(run));
-    pf_rdv_put_int(b, "n", n);
-    pf_rdv_put_int(b, "world", world);
+    pf_wire_put(b, "run", run, sizeof(run));
+    pf_wire_put_int(b, "n", n);
+    pf_wire_put_int(b, "world", world);
 }
 
 static void test_round_trip(void **state)
@@ -74,15 +74,15 @@ static void test_bad_records_left_out(void **state)
     put_rec(&b, 1, "10.0.0.2", 70000, "trainer-1");
     struct pf_buf r;
     pf_buf_init(&r, 4096);
-    pf_rdv_put_int(&r, "rank", 2);
-    pf_rdv_put(&r, "pod", "a\0b", 3);
-    pf_rdv_put_int(&r, "port", 1);
-    pf_rdv_put(&b, "m", r.data, r.len);
+    pf_wire_put_int(&r, "rank", 2);
+    pf_wire_put(&r, "pod", "a\0b", 3);
+    pf_wire_put_int(&r, "port", 1);
+    pf_wire_put(&b, "m", r.data, r.len);
     pf_buf_reset(&r);
-    pf_rdv_put_int(&r, "rank", 2);
-    pf_rdv_put(&b, "m", r.data, r.len);
+    pf_wire_put_int(&r, "rank", 2);
+    pf_wire_put(&b, "m", r.data, r.len);
     pf_buf_free(&r);
-    pf_rdv_put(&b, "m", "\x01", 1);
+    pf_wire_put(&b, "m", "\x01", 1);
     put_rec(&b, 3, "10.0.0.4", 40004, NULL);
     struct pf_rdv_roster got;
     assert_int_equal(pf_rdv_roster_decode(&got, (const uint8_t *)pf_buf_str(&b), b.len), 0);
@@ -108,8 +108,8 @@ static void test_malformed_headers(void **state)
         if (cases[i].run)
             put_head(&b, cases[i].n, cases[i].world);
         else {
-            pf_rdv_put_int(&b, "n", cases[i].n);
-            pf_rdv_put_int(&b, "world", cases[i].world);
+            pf_wire_put_int(&b, "n", cases[i].n);
+            pf_wire_put_int(&b, "world", cases[i].world);
         }
         put_rec(&b, 0, "", 1, "p");
         struct pf_rdv_roster got;

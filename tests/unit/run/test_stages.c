@@ -1,10 +1,15 @@
 /* The stage loop of pkg/run (pf_run_stages) with test stages in place of the real ones: the
- * order, the time budget's shares, the deadline that makes later stages skip with a reason,
- * a failing stage that stops the table, and the guard's message naming the stage under way
- * (the real guard, in a child process that a signal ends). No sockets; no timing decides a
- * result: the deadline is moved by the stages themselves. */
+ * order, the context's deadline every stage is handed, the deadline that makes later stages
+ * skip with a reason, a failing stage that stops the table, and the guard's message naming
+ * the stage under way (the real guard, in a child process that a signal ends). The waits'
+ * table (pkg/run/budget.c) against docs/design.md and at a few deadlines. No sockets; no
+ * timing decides a result: the deadline is moved by the stages themselves, and a wait is
+ * checked between two readings of the clock. Tests run from tests/, so the repository's root
+ * is "..". */
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,13 +22,13 @@
 
 #include "../../../pkg/checks/checks.h"
 #include "../../../pkg/run/run.h"
+#include "../helpers/helpers.h"
 
 /* What the test stages saw. */
 struct seen {
     char order[8][32];
     int n;
-    double share_seen; /* (deadline - stage_deadline) / (deadline - start) of stage "budget" */
-    double stage_deadline;
+    double ctx_deadline; /* the context's deadline the last stage saw */
 };
 
 static struct pf_run_opts opts;
@@ -67,16 +72,16 @@ static int teardown(void **state)
 }
 
 /* A row of a stage table: stage id feeding check, no message of its own, not always run. */
-static struct pf_run_stage stage(const char *id, const char *check, double share, pf_run_fn fn)
+static struct pf_run_stage stage(const char *id, const char *check, pf_run_fn fn)
 {
-    return (struct pf_run_stage){id, check, NULL, share, false, fn};
+    return (struct pf_run_stage){id, check, NULL, false, fn};
 }
 
 static int note(struct pf_run *R)
 {
     struct seen *s = R->user;
     snprintf(s->order[s->n++], sizeof(s->order[0]), "%s", R->stage->id);
-    s->stage_deadline = R->stage_deadline;
+    s->ctx_deadline = R->ctx.deadline;
     return 0;
 }
 
@@ -93,12 +98,12 @@ static int fails(struct pf_run *R)
     return pf_err_set(PF_EUSAGE, "stage %s: bad input", R->stage->id);
 }
 
-static int budget(struct pf_run *R)
+/* A stage that moves the context's deadline, as the GPU stage does: the next is handed its
+ * own again. */
+static int moves_ctx(struct pf_run *R)
 {
-    struct seen *s = R->user;
     note(R);
-    double now = pf_now();
-    s->share_seen = (R->stage_deadline - now) / (R->deadline - now);
+    R->ctx.deadline = 1;
     return 0;
 }
 
@@ -108,9 +113,9 @@ static void test_order(void **state)
     struct pf_run *R = &x->R;
     const struct seen *s = &x->s;
     const struct pf_run_stage t[] = {
-        stage("one", "preflight", 0, note),
-        stage("two", "rendezvous", 0, note),
-        stage("three", "collective.tcp", 0, note),
+        stage("one", "preflight", note),
+        stage("two", "rendezvous", note),
+        stage("three", "collective.tcp", note),
     };
     assert_int_equal(pf_run_stages(R, t, 3), 0);
     assert_int_equal(s->n, 3);
@@ -123,8 +128,8 @@ static void test_order(void **state)
         assert_int_equal(R->timing[i].state, PF_RUN_DONE);
         assert_true(R->timing[i].seconds >= 0);
     }
-    /* no deadline: no stage deadline either */
-    assert_true(s->stage_deadline == 0);
+    /* no deadline: the context has none either */
+    assert_true(s->ctx_deadline == 0);
     /* no check was touched by the loop itself */
     assert_null(pf_verdict_find_check(&R->verdict, "rendezvous"));
     struct pf_buf b;
@@ -135,21 +140,97 @@ static void test_order(void **state)
     pf_buf_free(&b);
 }
 
-static void test_shares(void **state)
+/* Every stage is handed the waits' end as the context's deadline, even after a stage moved
+ * it; pf_ctx_left counts down to it. */
+static void test_ctx_deadline(void **state)
 {
     struct fixture *x = *state;
     struct pf_run *R = &x->R;
     const struct seen *s = &x->s;
     R->deadline = pf_now() + 1000;
-    const struct pf_run_stage t[] = {stage("budget", "collective.tcp", 0.25, budget)};
-    assert_int_equal(pf_run_stages(R, t, 1), 0);
-    /* a quarter of the time left, measured from the stage's start */
-    assert_true(s->share_seen > 0.2499 && s->share_seen < 0.2501);
-    assert_true(s->stage_deadline < R->deadline);
-    /* share 0: the run's deadline */
-    const struct pf_run_stage t0[] = {stage("all", "preflight", 0, note)};
-    assert_int_equal(pf_run_stages(R, t0, 1), 0);
-    assert_true(s->stage_deadline == R->deadline);
+    const struct pf_run_stage t[] = {stage("gpu", "collective.nccl", moves_ctx),
+                                     stage("summary", "collective.tcp", note)};
+    assert_int_equal(pf_run_stages(R, t, 2), 0);
+    assert_true(s->ctx_deadline == R->deadline - PF_RUN_AFTER_S);
+    assert_true(pf_run_waits_end(R) == R->deadline - PF_RUN_AFTER_S);
+    double left = pf_ctx_left(&R->ctx, 10);
+    assert_true(left > 0 && left <= 1000 - PF_RUN_AFTER_S - 10);
+    /* past: nothing left; none: the caller's own bound alone (a large number) */
+    R->ctx.deadline = pf_now() - 1;
+    assert_true(pf_ctx_left(&R->ctx, 0) == 0);
+    R->ctx.deadline = 0;
+    assert_true(pf_ctx_left(&R->ctx, 0) >= 1e8);
+}
+
+/* The waits at a few run deadlines: (deadline in s, 0: none) → each wait's seconds from
+ * now, in pf_run_waits' order; < 0: the waits' end itself. */
+static void test_waits_at_deadlines(void **state)
+{
+    struct fixture *x = *state;
+    struct pf_run *R = &x->R;
+    const char *ids[] = {"meet.reserve", "tcp.mesh", "tcp.allreduce", "tcp.probe", "rails.probe"};
+    const struct {
+        double deadline;
+        double want[5];
+    } rows[] = {
+        /* 9.5 s left to the waits' end */
+        {10, {3, 3, 3.8, 2, 3}},
+        {60, {17.85, 11.9, 23.8, 2, 4.76}},
+        {600, {60, 30, 239.8, 10, 15}},
+        {0, {60, 30, 300, 10, 15}},
+        /* 1.5 s left: every minimum is past the end */
+        {2, {-1, -1, -1, -1, -1}},
+    };
+    assert_int_equal(pf_run_waits_len, 5);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        for (size_t k = 0; k < 5; k++) {
+            double before = pf_now();
+            R->deadline = rows[i].deadline > 0 ? before + rows[i].deadline : 0;
+            double d = pf_run_wait(R, ids[k]);
+            double after = pf_now(), want = rows[i].want[k];
+            if (want < 0) {
+                if (d != pf_run_waits_end(R))
+                    fail_msg("at %.0f s, %s: %.6f, not the waits' end", rows[i].deadline, ids[k],
+                             d - before);
+            } else if (d < before + want - 1e-6 || d > after + want + 1e-6) {
+                fail_msg("at %.0f s, %s: %.6f s, want %.2f", rows[i].deadline, ids[k], d - before,
+                         want);
+            }
+        }
+}
+
+/* docs/design.md's table of waits ("| `id` | 30% | 3 s | 60 s | what |") is pf_run_waits, row
+ * for row, both ways. */
+static void test_waits_documented(void **state)
+{
+    (void)state;
+    char *text = th_slurp("../docs/design.md", NULL);
+    if (!text) fail_msg("docs/design.md: cannot be read");
+    bool seen[32] = {false};
+    assert_true(pf_run_waits_len <= 32);
+    size_t rows = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char id[64];
+        double pct, lo, hi;
+        if (sscanf(line, "| `%63[^`]` | %lf%% | %lf s | %lf s |", id, &pct, &lo, &hi) != 4)
+            continue;
+        rows++;
+        size_t k = 0;
+        while (k < pf_run_waits_len && strcmp(pf_run_waits[k].id, id) != 0)
+            k++;
+        if (k == pf_run_waits_len) fail_msg("docs/design.md has wait %s, pf_run_waits not", id);
+        const struct pf_run_wait *w = &pf_run_waits[k];
+        if (fabs(w->share * 100 - pct) > 1e-9 || w->min != lo || w->max != hi)
+            fail_msg("wait %s: docs/design.md says %g%% (%g-%g s), pf_run_waits %g%% (%g-%g s)", id,
+                     pct, lo, hi, w->share * 100, w->min, w->max);
+        if (seen[k]) fail_msg("docs/design.md has wait %s twice", id);
+        seen[k] = true;
+    }
+    for (size_t k = 0; k < pf_run_waits_len; k++)
+        if (!seen[k]) fail_msg("pf_run_waits has %s, docs/design.md not", pf_run_waits[k].id);
+    assert_int_equal(rows, pf_run_waits_len);
+    free(text);
 }
 
 static void test_deadline_skips_later_stages(void **state)
@@ -162,11 +243,11 @@ static void test_deadline_skips_later_stages(void **state)
     struct pf_check *gpu = pf_verdict_add_check(&R->verdict, "collective.nccl");
     pf_check_add_finding(gpu, "timeout", PF_FAIL, NULL, "the GPU stage said this first");
     const struct pf_run_stage t[] = {
-        stage("local", "preflight", 0, note),
-        stage("meet", "rendezvous", 0, overrun),
-        stage("collective.tcp", "collective.tcp", 0, note),
-        stage("gpu", "collective.nccl", 0, note),
-        {"report", "preflight", NULL, 0, true, note},
+        stage("local", "preflight", note),
+        stage("meet", "rendezvous", overrun),
+        stage("collective.tcp", "collective.tcp", note),
+        stage("gpu", "collective.nccl", note),
+        {"report", "preflight", NULL, true, note},
     };
     assert_int_equal(pf_run_stages(R, t, 5), 0);
     /* local, meet and the report ran; the two between did not */
@@ -206,7 +287,7 @@ static void test_deadline_before_the_first(void **state)
     struct pf_run *R = &x->R;
     const struct seen *s = &x->s;
     R->deadline = pf_now() - 1;
-    const struct pf_run_stage t[] = {stage("meet", "rendezvous", 0, note)};
+    const struct pf_run_stage t[] = {stage("meet", "rendezvous", note)};
     assert_int_equal(pf_run_stages(R, t, 1), 0);
     assert_int_equal(s->n, 0);
     assert_string_equal(R->timing[0].why, "the deadline (--timeout) passed before stage meet");
@@ -221,9 +302,9 @@ static void test_failure_stops_the_table(void **state)
     struct pf_run *R = &x->R;
     const struct seen *s = &x->s;
     const struct pf_run_stage t[] = {
-        stage("one", "preflight", 0, note),
-        stage("bad", "preflight", 0, fails),
-        stage("three", "rendezvous", 0, note),
+        stage("one", "preflight", note),
+        stage("bad", "preflight", fails),
+        stage("three", "rendezvous", note),
     };
     assert_int_equal(pf_run_stages(R, t, 3), PF_EUSAGE);
     assert_string_equal(pf_err_msg(), "stage bad: bad input");
@@ -257,8 +338,8 @@ static void test_guard_names_the_stage(void **state)
         struct seen s;
         if (open_run(&R, &s, path) < 0) _exit(90);
         const struct pf_run_stage t[] = {
-            {"first", "rendezvous", "meeting the test pods", 0, false, note},
-            {"second", "collective.tcp", "running the test all-reduce", 0, false, stopped},
+            {"first", "rendezvous", "meeting the test pods", false, note},
+            {"second", "collective.tcp", "running the test all-reduce", false, stopped},
         };
         pf_run_stages(&R, t, 2);
         _exit(91); /* not reached: the guard ends the process */
@@ -336,7 +417,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_shares, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ctx_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waits_at_deadlines, setup, teardown),
+        cmocka_unit_test(test_waits_documented),
         cmocka_unit_test_setup_teardown(test_deadline_skips_later_stages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadline_before_the_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failure_stops_the_table, setup, teardown),
