@@ -294,10 +294,10 @@ static void test_cpu_report(void **state)
     assert_int_equal(pf_fleet_cpu_decode(&got, (const uint8_t *)pf_buf_str(&b), b.len), PF_ENOENT);
     assert_false(pf_coll_cpu_starved(&got)); /* unknown: -1 everywhere, never starved */
     pf_buf_reset(&b);
-    pf_rdv_put_int(&b, "cpuWait", 20000);
-    pf_rdv_put_int(&b, "cpuSteal", 0);
-    pf_rdv_put_int(&b, "cpuPsi", 0);
-    pf_rdv_put_int(&b, "cpuAvg10", 0);
+    pf_wire_put_int(&b, "cpuWait", 20000);
+    pf_wire_put_int(&b, "cpuSteal", 0);
+    pf_wire_put_int(&b, "cpuPsi", 0);
+    pf_wire_put_int(&b, "cpuAvg10", 0);
     assert_int_equal(pf_fleet_cpu_decode(&got, (const uint8_t *)pf_buf_str(&b), b.len), PF_EINVAL);
     pf_buf_free(&b);
 }

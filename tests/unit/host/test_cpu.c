@@ -32,15 +32,17 @@ static void test_psi_parse(void **state)
     (void)state;
     long long t;
     double a;
-    assert_int_equal(pf_host_psi_parse(&t, &a,
-                                       "some avg10=95.80 avg60=94.56 avg300=96.40 total=2105239131\n"
-                                       "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
-                     0);
+    assert_int_equal(
+        pf_host_psi_parse(&t, &a,
+                          "some avg10=95.80 avg60=94.56 avg300=96.40 total=2105239131\n"
+                          "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"),
+        0);
     assert_int_equal(t, 2105239131LL);
     assert_true(a > 95.79 && a < 95.81);
     /* a cgroup's file has the "full" line first in no kernel, but order must not matter */
-    assert_int_equal(pf_host_psi_parse(&t, &a, "full avg10=1.00 avg60=0 avg300=0 total=5\n"
-                                                "some avg10=2.50 avg60=0 avg300=0 total=7\n"),
+    assert_int_equal(pf_host_psi_parse(&t, &a,
+                                       "full avg10=1.00 avg60=0 avg300=0 total=5\n"
+                                       "some avg10=2.50 avg60=0 avg300=0 total=7\n"),
                      0);
     assert_int_equal(t, 7);
     assert_int_equal(pf_host_psi_parse(&t, &a, ""), PF_EINVAL);
