@@ -26,6 +26,11 @@ struct probe_run {
     double cpu0_t;
 };
 
+static double share01(double x)
+{
+    return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
 static double pct(double share)
 {
     return share < 0 ? 0 : share * 100;
@@ -40,12 +45,12 @@ static void cpu_round(struct probe_run *P, struct pf_coll_cpu *out)
     const struct pf_host_cpu *a = &P->cpu0;
     *out = (struct pf_coll_cpu){-1, -1, -1, now.psi_avg10};
     if (wall > 0 && a->wait_ns >= 0 && now.wait_ns >= a->wait_ns)
-        out->wait = pf_clampd((double)(now.wait_ns - a->wait_ns) / 1e9 / wall, 0, 1);
+        out->wait = share01((double)(now.wait_ns - a->wait_ns) / 1e9 / wall);
     if (a->total >= 0 && now.total > a->total && now.steal >= a->steal)
         out->steal = (double)(now.steal - a->steal) / (double)(now.total - a->total);
     /* the host's pressure counts other tenants' tasks: evidence only, never a verdict */
     if (wall > 0 && now.psi_own && a->psi_own && now.psi_us >= a->psi_us && a->psi_us >= 0)
-        out->psi = pf_clampd((double)(now.psi_us - a->psi_us) / 1e6 / wall, 0, 1);
+        out->psi = share01((double)(now.psi_us - a->psi_us) / 1e6 / wall);
     P->cpu0 = now;
     P->cpu0_t = t;
 }
