@@ -32,6 +32,8 @@ struct pf_options {
     bool out_is_tty;
     int width;                   /* the human form's line width: COLUMNS, the terminal's, else 80 */
     bool verbose;                /* -v: every check with its findings in the human form */
+    const char *pushgateway;     /* --pushgateway URL: over report.pushgateway */
+    const char *results;         /* --results FILE: over report.resultsFile */
     const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
     bool dry_run;                /* run --dry-run: print the identity, join nothing */
 };

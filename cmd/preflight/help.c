@@ -57,6 +57,11 @@ static const struct opt_help opts[] = {
     {"--termination-log FILE", "PREFLIGHT_TERMINATION_LOG", G_RUN,
      "where the one-line reason of a failure goes (default /dev/termination-log when it "
      "exists)"},
+    {"--pushgateway URL", "PREFLIGHT_PUSHGATEWAY", G_RUN | G_CHECK,
+     "push the run's metrics to this Prometheus Pushgateway (config report.pushgateway; "
+     "docs/kubernetes.md)"},
+    {"--results FILE", NULL, G_RUN | G_CHECK,
+     "write the NCCL collective results as nccl-tests' -J JSON (config report.resultsFile)"},
     {"--env-file FILE", "PREFLIGHT_ENV_FILE", G_ENV,
      "lint the KEY=VALUE lines of FILE instead of this process's environment"},
     {"--list", NULL, G_EXPLAIN, "list every check id and finding code"},
@@ -170,10 +175,25 @@ const char *pf_cli_suggest_command(const char *word)
 
 const char *pf_cli_suggest_option(const char *word)
 {
-    static const char *const names[] = {
-        "--config", "--verdict",     "--root",    "--format",   "--strict",         "--timeout",
-        "--rank",   "--world-size",  "--port",    "--env-file", "--list",           "--verbose",
-        "--help",   "--coordinator", "--version", "--dry-run",  "--termination-log"};
+    static const char *const names[] = {"--config",
+                                        "--verdict",
+                                        "--root",
+                                        "--format",
+                                        "--strict",
+                                        "--timeout",
+                                        "--rank",
+                                        "--world-size",
+                                        "--port",
+                                        "--env-file",
+                                        "--list",
+                                        "--verbose",
+                                        "--help",
+                                        "--coordinator",
+                                        "--version",
+                                        "--dry-run",
+                                        "--termination-log",
+                                        "--pushgateway",
+                                        "--results"};
     return nearest(word, names, PF_ARRAY_LEN(names));
 }
 

@@ -29,6 +29,8 @@ enum {
     O_VERSION,
     O_DRY_RUN,
     O_TERMINATION_LOG,
+    O_PUSHGATEWAY,
+    O_RESULTS,
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +51,8 @@ static const struct option long_opts[] = {
     {"version", no_argument, NULL, O_VERSION},
     {"dry-run", no_argument, NULL, O_DRY_RUN},
     {"termination-log", required_argument, NULL, O_TERMINATION_LOG},
+    {"pushgateway", required_argument, NULL, O_PUSHGATEWAY},
+    {"results", required_argument, NULL, O_RESULTS},
     {NULL, 0, NULL, 0},
 };
 
@@ -183,7 +187,7 @@ static int bad_option(const char *cmd, int c, const char *arg)
 
 struct seen {
     bool config, verdict, root, format, strict, timeout, verbose, rank, world, coord, port,
-        env_file, termination_log;
+        env_file, termination_log, pushgateway, results;
 };
 
 /* One option getopt_long accepted. Returns -1 to go on, else an exit code. */
@@ -211,6 +215,14 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
         return -1;
     case O_TERMINATION_LOG:
         o->termination_log = val, set->termination_log = true;
+        return -1;
+    case O_PUSHGATEWAY:
+        if (pf_http_url_check("--pushgateway", val) < 0)
+            return pf_cli_usage_error(cli->cmd, "%s", pf_err_msg());
+        o->pushgateway = val, set->pushgateway = true;
+        return -1;
+    case O_RESULTS:
+        o->results = val, set->results = true;
         return -1;
     case O_CONFIG:
         o->config_path = val, set->config = true;

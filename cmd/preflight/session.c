@@ -1,6 +1,7 @@
 /* What the subcommands share: the session with the command line's options, progress lines on
  * stderr, and the verdict delivered (the file, then the human form or the YAML on stdout). */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +46,20 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
     ro->progress = progress_line;
     ro->progress_arg = o->err;
     ro->rdv = o->rdv;
-    return pf_run_open(R, ro, guard);
+    int r = pf_run_open(R, ro, guard);
+    /* --pushgateway, else PREFLIGHT_PUSHGATEWAY, over report.pushgateway */
+    const char *pgw = o->pushgateway;
+    if (r == 0 && !pgw) {
+        pgw = pf_env_get(&R->ctx.env, "PREFLIGHT_PUSHGATEWAY");
+        if (pgw && !*pgw) pgw = NULL;
+        if (pgw) r = pf_http_url_check("PREFLIGHT_PUSHGATEWAY", pgw);
+    }
+    if (r == 0 && pgw)
+        snprintf(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), "%s", pgw);
+    if (r == 0 && o->results)
+        snprintf(R->config.report_results_file, sizeof(R->config.report_results_file), "%s",
+                 o->results);
+    return r;
 }
 
 bool pf_cmd_human(const struct pf_options *o)

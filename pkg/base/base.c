@@ -353,3 +353,20 @@ double pf_median(double *v, size_t n)
     pf_sort_dbl(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+int pf_http_url_check(const char *what, const char *url)
+{
+    const char *host = strncmp(url, "http://", 7) == 0    ? url + 7
+                       : strncmp(url, "https://", 8) == 0 ? url + 8
+                                                          : NULL;
+    if (!host || !*host || *host == '/')
+        return pf_err_set(PF_EUSAGE, "%s: expected an http:// or https:// URL, found \"%s\"", what,
+                          url);
+    size_t n = strcspn(host, "/?#");
+    if (memchr(host, '@', n))
+        return pf_err_set(PF_EUSAGE,
+                          "%s: credentials in the URL would show in the verdict and the logs; "
+                          "give them as files (report.pushgatewayAuth)",
+                          what);
+    return 0;
+}

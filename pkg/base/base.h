@@ -89,6 +89,9 @@ char *pf_trim(char *s);
 bool pf_str_starts(const char *s, const char *prefix);
 /* Levenshtein distance, capped at limit+1 (for did-you-mean). */
 int pf_edit_distance(const char *a, const char *b, int limit);
+/* An http:// or https:// URL with a host and no user:password@ (which would show wherever
+ * the URL is printed); PF_EUSAGE naming `what` otherwise. */
+int pf_http_url_check(const char *what, const char *url);
 
 /* Monotonic clock in seconds. */
 double pf_now(void);

@@ -590,12 +590,73 @@ FIELD(f_mark_node)
     return get_enum(x, v, key, names, 3, &x->c->report_mark_node);
 }
 
+FIELD(f_pushgateway)
+{
+    char *u = x->c->report_pushgateway;
+    int r = get_str(x, v, key, u, sizeof(x->c->report_pushgateway));
+    if (r == 0 && *u && pf_http_url_check("url", u) < 0) {
+        const char *m = strchr(pf_err_msg(), ':');
+        return bad(x, v, key, "%s", m ? m + 2 : pf_err_msg());
+    }
+    return r;
+}
+
+/* An absolute path to a file (a mounted secret, a result file). */
+static int get_abs_path(struct ctx *x, yaml_node_t *v, const char *key, char *out, size_t cap)
+{
+    int r = get_str(x, v, key, out, cap);
+    if (r == 0 && out[0] && out[0] != '/') return bad(x, v, key, "must be an absolute path");
+    return r;
+}
+
+FIELD(f_push_bearer)
+{
+    return get_abs_path(x, v, key, x->c->report_push_bearer_file,
+                        sizeof(x->c->report_push_bearer_file));
+}
+
+FIELD(f_push_username)
+{
+    return get_abs_path(x, v, key, x->c->report_push_username_file,
+                        sizeof(x->c->report_push_username_file));
+}
+
+FIELD(f_push_password)
+{
+    return get_abs_path(x, v, key, x->c->report_push_password_file,
+                        sizeof(x->c->report_push_password_file));
+}
+
+FIELD(f_push_ca)
+{
+    return get_abs_path(x, v, key, x->c->report_push_ca_file, sizeof(x->c->report_push_ca_file));
+}
+
+FIELD(f_push_auth)
+{
+    static const struct field fields[] = {{"bearerTokenFile", f_push_bearer},
+                                          {"usernameFile", f_push_username},
+                                          {"passwordFile", f_push_password},
+                                          {"caFile", f_push_ca}};
+    int r = walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
+    if (r == 0 && !x->c->report_push_username_file[0] != !x->c->report_push_password_file[0])
+        return bad(x, v, key, "usernameFile and passwordFile go together");
+    if (r == 0 && x->c->report_push_username_file[0] && x->c->report_push_bearer_file[0])
+        return bad(x, v, key, "bearerTokenFile or usernameFile and passwordFile, not both");
+    return r;
+}
+
+FIELD(f_results)
+{
+    return get_abs_path(x, v, key, x->c->report_results_file, sizeof(x->c->report_results_file));
+}
+
 FIELD(f_report)
 {
-    static const struct field fields[] = {{"events", f_events},
-                                          {"annotate", f_annotate},
-                                          {"metricsFile", f_metrics},
-                                          {"markNode", f_mark_node}};
+    static const struct field fields[] = {
+        {"events", f_events},      {"annotate", f_annotate},       {"metricsFile", f_metrics},
+        {"markNode", f_mark_node}, {"pushgateway", f_pushgateway}, {"pushgatewayAuth", f_push_auth},
+        {"resultsFile", f_results}};
     return walk_map(x, v, key, fields, PF_ARRAY_LEN(fields));
 }
 

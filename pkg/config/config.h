@@ -65,7 +65,14 @@ struct pf_config {
     bool report_events;
     bool report_annotate;
     char report_metrics_file[1024];
-    int report_mark_node; /* enum pf_mark_node */
+    int report_mark_node;          /* enum pf_mark_node */
+    char report_pushgateway[1024]; /* report.pushgateway: http(s)://host:port, or "" */
+    /* report.pushgatewayAuth: files as secrets are mounted ("" when unset) */
+    char report_push_bearer_file[1024];
+    char report_push_username_file[1024];
+    char report_push_password_file[1024];
+    char report_push_ca_file[1024];
+    char report_results_file[1024]; /* report.resultsFile: nccl-tests JSON, or "" */
 };
 
 /* report.markNode: what preflight does to its own node after a node-class failure. */

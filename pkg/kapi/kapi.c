@@ -100,7 +100,7 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
         snprintf(res->error, sizeof(res->error), "curl_easy_init failed");
         return;
     }
-    char url[1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
+    char url[2048 + 1200], auth[8192], ctype[128], errbuf[PF_CURL_ERROR_SIZE] = "";
     snprintf(url, sizeof(url), "%s%s", a->base, path);
     snprintf(ctype, sizeof(ctype), "Content-Type: %s", content_type);
     struct curl_slist *hdr = NULL;
@@ -122,6 +122,8 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
     curl->easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
     curl->easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
     if (a->cafile[0]) curl->easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
+    if (a->user) curl->easy_setopt(h, PF_CURLOPT_USERNAME, a->user);
+    if (a->password) curl->easy_setopt(h, PF_CURLOPT_PASSWORD, a->password);
     res->curl_code = (int)curl->easy_perform(h);
     if (res->curl_code == PF_CURLE_OK)
         curl->easy_getinfo(h, PF_CURLINFO_RESPONSE_CODE, &res->status);

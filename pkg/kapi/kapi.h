@@ -25,9 +25,10 @@ struct pf_kapi_res {
 
 /* Where the API server is and who the pod is to it. */
 struct pf_kapi {
-    char base[600];                /* https://host:port */
+    char base[2048];               /* https://host:port (or a Pushgateway's whole URL) */
     char cafile[PF_HOST_PATH_MAX]; /* "" when the service account has no ca.crt */
     char *token;
+    const char *user, *password; /* HTTP basic authentication, or NULL */
 };
 
 /* Loads libcurl once (pf_dl_curl_at; the override PREFLIGHT_CURL_LIB, or its older name

@@ -253,4 +253,6 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
             pf_verdict_finalize(v, policy, policy_arg);
         }
     }
+    pf_report_results_stage(ctx, policy, policy_arg);
+    pf_report_push_stage(ctx, policy, policy_arg, t0);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "report.h"
@@ -89,6 +90,277 @@ static void text_of(char *out, size_t n, const struct pf_node *map, const char *
         snprintf(out, n, "%s", "");
 }
 
+double pf_report_metrics_now;
+
+/* What a culprit's reason blames (docs/checks/90-report.md): the node for a slow node (whose
+ * reason speaks of its links), else a rail when it names one, a link when it names one, else
+ * the node. */
+static const char *culprit_kind(const char *reason)
+{
+    if (!reason || strncmp(reason, "slow node", 9) == 0) return "node";
+    if (strstr(reason, "rail")) return "rail";
+    if (reason && strstr(reason, "link")) return "link";
+    return "node";
+}
+
+/* preflight_culprit: one sample per culprit the verdict names (rank 0's summary lists at
+ * most its list's maximum, so a fleet of 1,000 pods adds at most that many series). The
+ * labels are culprit_pod and culprit_node: a Pushgateway overwrites pod and node with this
+ * pod's grouping key. */
+static void culprits(struct pf_buf *out, const struct pf_verdict *v, const char *workload)
+{
+    if (!v->culprits || !v->culprits->first) return;
+    family(out, "preflight_culprit",
+           "A pod this run blames, with its node and what failed: kind node (the pod or its "
+           "node), link (a path between two pods) or rail (one rail of the fabric); always 1.");
+    for (const struct pf_node *c = v->culprits->first; c; c = c->next) {
+        /* a rank blamed twice for the same kind (two reasons) is one series */
+        const char *kind = culprit_kind(pf_node_get_str(c, "reason"));
+        const struct pf_node *r = pf_node_get(c, "rank");
+        bool seen = false;
+        for (const struct pf_node *e = v->culprits->first; e != c && !seen; e = e->next) {
+            const struct pf_node *er = pf_node_get(e, "rank");
+            seen = r && er && r->i == er->i &&
+                   strcmp(culprit_kind(pf_node_get_str(e, "reason")), kind) == 0;
+        }
+        if (seen) continue;
+        char rank[32], pod[256], node[256];
+        text_of(rank, sizeof(rank), c, "rank");
+        text_of(pod, sizeof(pod), c, "pod");
+        text_of(node, sizeof(node), c, "node");
+        const char *l[] = {"culprit_pod", pod,    "culprit_node", node,       "culprit_rank",
+                           rank,          "kind", kind,           "workload", workload,
+                           NULL};
+        sample(out, "preflight_culprit", l, 1);
+    }
+}
+
+/* The training job a pod belongs to, what alerts count distinct jobs by: the first of the
+ * job labels the downward API gives (Job, JobSet, Kubeflow, app.kubernetes.io/instance), else
+ * the pod's name without its "-<ordinal>" (trainer-3 -> trainer). */
+static void workload_of(char *out, size_t n, const struct pf_node *pod)
+{
+    static const char *const keys[] = {
+        "batch.kubernetes.io/job-name", "jobset.sigs.k8s.io/jobset-name",
+        "training.kubeflow.org/job-name", "app.kubernetes.io/instance"};
+    const struct pf_node *labels = pf_node_get(pod, "labels");
+    for (size_t i = 0; labels && labels->kind == PF_NODE_MAP && i < PF_ARRAY_LEN(keys); i++) {
+        const char *v = pf_node_get_str(labels, keys[i]);
+        if (v && *v) {
+            snprintf(out, n, "%s", v);
+            return;
+        }
+    }
+    text_of(out, n, pod, "name");
+    char *dash = strrchr(out, '-');
+    if (dash && dash != out && dash[1] && strspn(dash + 1, "0123456789") == strlen(dash + 1))
+        *dash = '\0';
+}
+
+static bool same_link(const struct pf_node *a, const struct pf_node *b)
+{
+    const struct pf_node *af = pf_node_get(a, "from"), *at = pf_node_get(a, "to");
+    const struct pf_node *bf = pf_node_get(b, "from"), *bt = pf_node_get(b, "to");
+    return af && at && bf && bt && af->i == bf->i && at->i == bt->i;
+}
+
+/* A link probed in several rounds is listed once a round: one series, its slowest figure (in
+ * *gbps), at its first listing; false at the others. */
+static bool first_of_link(const struct pf_node *seq, const struct pf_node *x, double *gbps)
+{
+    for (const struct pf_node *e = seq->first; e != x; e = e->next)
+        if (same_link(e, x)) return false;
+    for (const struct pf_node *e = x->next; e; e = e->next) {
+        bool found;
+        double d = num(e, "gbps", &found);
+        if (found && same_link(e, x) && d < *gbps) *gbps = d;
+    }
+    return true;
+}
+
+/* Rank 0's link probe figures (check collective.tcp): the links it lists (every one up to 48,
+ * else the 48 slowest: pkg/run/summary.c) and the median; bounded whatever the fleet's size. */
+/* The node of a rank, from rank 0's list of ranks ("" when unknown). */
+static void node_of_rank(char *out, size_t n, const struct pf_verdict *v, const char *rank)
+{
+    out[0] = '\0';
+    for (const struct pf_node *r = v->ranks ? v->ranks->first : NULL; r; r = r->next) {
+        char k[32];
+        text_of(k, sizeof(k), r, "rank");
+        if (strcmp(k, rank) == 0) {
+            text_of(out, n, r, "node");
+            return;
+        }
+    }
+}
+
+static void links(struct pf_buf *out, const struct pf_verdict *v, const char *workload)
+{
+    const struct pf_check *c = NULL;
+    for (size_t k = 0; k < v->nchecks; k++)
+        if (strcmp(v->checks[k].id, "collective.tcp") == 0) c = &v->checks[k];
+    if (!c || !c->evidence) return;
+    const struct pf_node *l = pf_node_get(c->evidence, "links");
+    if (!l) l = pf_node_get(c->evidence, "slowestLinks");
+    bool any = false;
+    for (const struct pf_node *x = l && l->kind == PF_NODE_SEQ ? l->first : NULL; x; x = x->next) {
+        bool found;
+        double d = num(x, "gbps", &found);
+        if (!found || !first_of_link(l, x, &d)) continue;
+        if (!any)
+            family(out, "preflight_link_gbps",
+                   "Rank 0's link probe: Gb/s from one rank to another, with their nodes (all "
+                   "links up to 48, else the 48 slowest; a link's slowest round).");
+        any = true;
+        char from[32], to[32], from_node[256], to_node[256];
+        text_of(from, sizeof(from), x, "from");
+        text_of(to, sizeof(to), x, "to");
+        node_of_rank(from_node, sizeof(from_node), v, from);
+        node_of_rank(to_node, sizeof(to_node), v, to);
+        const char *lb[] = {"from_rank", from,    "to_rank",  to,       "from_node", from_node,
+                            "to_node",   to_node, "workload", workload, NULL};
+        sample(out, "preflight_link_gbps", lb, d);
+    }
+    bool found;
+    double med = num(c->evidence, "medianLinkGbps", &found);
+    if (found) {
+        family(out, "preflight_link_median_gbps", "The median of rank 0's link probes, Gb/s.");
+        sample(out, "preflight_link_median_gbps", NULL, med);
+    }
+}
+
+/* The rail probes (check net.rails): this pod's own probe on each of its rails (its rails:
+ * a handful), and on rank 0 each network's median; bounded whatever the fleet's size. */
+static void rails(struct pf_buf *out, const struct pf_verdict *v)
+{
+    const struct pf_check *c = NULL;
+    for (size_t k = 0; k < v->nchecks; k++)
+        if (strcmp(v->checks[k].id, "net.rails") == 0) c = &v->checks[k];
+    if (!c || !c->evidence) return;
+    const struct pf_node *seq = pf_node_get(c->evidence, "rails");
+    bool any = false;
+    for (const struct pf_node *r = seq && seq->kind == PF_NODE_SEQ ? seq->first : NULL; r;
+         r = r->next) {
+        bool found;
+        double d = num(pf_node_get(r, "probe"), "gbps", &found);
+        if (!found) continue;
+        if (!any)
+            family(out, "preflight_rail_probe_gbps",
+                   "This pod's probe of each of its rails (a secondary network), Gb/s.");
+        any = true;
+        char net[256], iface[64];
+        text_of(net, sizeof(net), r, "network");
+        text_of(iface, sizeof(iface), r, "interface");
+        const char *l[] = {"network", net, "interface", iface, NULL};
+        sample(out, "preflight_rail_probe_gbps", l, d);
+    }
+    seq = pf_node_get(c->evidence, "networks");
+    any = false;
+    for (const struct pf_node *n = seq && seq->kind == PF_NODE_SEQ ? seq->first : NULL; n;
+         n = n->next) {
+        bool found;
+        double d = num(n, "medianGbps", &found);
+        if (!found) continue;
+        if (!any)
+            family(out, "preflight_rail_median_gbps",
+                   "Rank 0: the median of the rail probes on each network, Gb/s.");
+        any = true;
+        char net[256];
+        text_of(net, sizeof(net), n, "name");
+        const char *l[] = {"network", net, NULL};
+        sample(out, "preflight_rail_median_gbps", l, d);
+    }
+}
+
+/* The NCCL Inspector plugin's range label (NVIDIA/nccl v2.30.7-1,
+ * plugins/profiler/inspector/inspector_prom.cc, inspectorPromFormatMessageSizeRange): the
+ * size in the largest unit of 1024 up to TB, floored, as "<n>-<n+1><unit>". */
+void pf_report_inspector_size(char *out, size_t n, unsigned long long bytes)
+{
+    static const char *const units[] = {"B", "KB", "MB", "GB", "TB"};
+    if (bytes == 0) {
+        snprintf(out, n, "0B");
+        return;
+    }
+    double x = (double)bytes;
+    size_t u = 0;
+    while (x >= 1024.0 && u < 4) {
+        x /= 1024.0;
+        u++;
+    }
+    double lo = floor(x) < 1.0 ? 1.0 : floor(x);
+    snprintf(out, n, "%.0f-%.0f%s", lo, lo + 1, units[u]);
+}
+
+/* The NCCL results once more under the names and labels of the NCCL Inspector plugin's
+ * Prometheus mode (same file, inspectorPromGetLabelsColl and inspectorPromWriteCollBucket), so
+ * that its Grafana dashboard shows them beside the training job's own. */
+static void inspector(struct pf_buf *out, const struct pf_verdict *v, const char *node)
+{
+    static const struct {
+        const char *name, *key, *help;
+        double scale;
+    } m[] = {
+        {"nccl_bus_bandwidth_gbs", "busbwGBps",
+         "NCCL bus bandwidth in GB/s (collectives), as the NCCL Inspector plugin names it.", 1},
+        {"nccl_collective_exec_time_microseconds", "timeUs",
+         "Execution time in microseconds (collectives), as the NCCL Inspector plugin names it.", 1},
+    };
+    const char *job = getenv("SLURM_JOB_ID");
+    for (size_t k = 0; k < PF_ARRAY_LEN(m); k++) {
+        bool any = false;
+        for (const struct pf_node *c = v->collectives ? v->collectives->first : NULL; c;
+             c = c->next) {
+            const char *backend = pf_node_get_str(c, "backend");
+            if (!backend || strcmp(backend, "nccl") != 0) continue;
+            bool found;
+            double d = num(c, m[k].key, &found);
+            if (!found) continue;
+            if (!any) family(out, m[k].name, m[k].help);
+            any = true;
+            char ranks[32], size[32], coll[32];
+            text_of(ranks, sizeof(ranks), c, "ranks");
+            if (!ranks[0]) text_of(ranks, sizeof(ranks), v->pod, "worldSize");
+            if (!ranks[0]) snprintf(ranks, sizeof(ranks), "unknown");
+            const struct pf_node *b = pf_node_get(c, "bytes");
+            pf_report_inspector_size(
+                size, sizeof(size),
+                b && b->kind == PF_NODE_INT && b->i > 0 ? (unsigned long long)b->i : 0);
+            const char *op = pf_node_get_str(c, "op");
+            snprintf(coll, sizeof(coll), "%s",
+                     !op                                ? "unknown"
+                     : strcmp(op, "allreduce") == 0     ? "AllReduce"
+                     : strcmp(op, "allgather") == 0     ? "AllGather"
+                     : strcmp(op, "reducescatter") == 0 ? "ReduceScatter"
+                     : strcmp(op, "alltoall") == 0      ? "AllToAll"
+                     : strcmp(op, "broadcast") == 0     ? "Broadcast"
+                                                        : op);
+            const char *l[] = {"version",
+                               "v5.1",
+                               "slurm_job_id",
+                               job && *job ? job : "unknown",
+                               "node",
+                               node,
+                               "gpu",
+                               "unknown",
+                               "comm_name",
+                               "preflight",
+                               "n_nodes",
+                               ranks,
+                               "nranks",
+                               ranks,
+                               "collective",
+                               coll,
+                               "message_size",
+                               size,
+                               "algo_proto",
+                               "unknown",
+                               NULL};
+            sample(out, m[k].name, l, d * m[k].scale);
+        }
+    }
+}
+
 int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
 {
     size_t start = out->len;
@@ -97,10 +369,12 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
     text_of(ns, sizeof(ns), v->pod, "namespace");
     text_of(node, sizeof(node), v->pod, "node");
     text_of(rank, sizeof(rank), v->pod, "rank");
+    char workload[256];
+    workload_of(workload, sizeof(workload), v->pod);
     sample_pod = pod;
     family(out, "preflight_info", "The run this file describes (always 1).");
-    const char *info[] = {"version", PF_VERSION, "pod",  pod,  "namespace", ns,
-                          "node",    node,       "rank", rank, NULL};
+    const char *info[] = {"version", PF_VERSION, "pod", pod,        "namespace", ns,  "node",
+                          node,      "rank",     rank,  "workload", workload,    NULL};
     sample(out, "preflight_info", info, 1);
 
     family(out, "preflight_verdict",
@@ -118,7 +392,8 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
            "(this pod's node) and peer (another pod or the path to it); all 0 when it passes.");
     static const enum pf_class classes[] = {PF_CLASS_SPEC, PF_CLASS_NODE, PF_CLASS_PEER};
     for (size_t i = 0; i < PF_ARRAY_LEN(classes); i++) {
-        const char *l[] = {"node", node, "class", pf_class_name(classes[i]), NULL};
+        const char *l[] = {"node",     node,     "class", pf_class_name(classes[i]),
+                           "workload", workload, NULL};
         sample(out, "preflight_failure_class", l, v->failure_class == classes[i]);
     }
 
@@ -142,6 +417,9 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
          "collective's factor, 2(n-1)/n for all-reduce)."},
         {"preflight_collective_algbw_gbps", "algbwGBps",
          "Algorithm bandwidth of each collective in GB/s (bytes / time, as nccl-tests)."},
+        {"preflight_collective_busbw_floor_gbps", "expectedMinBusbwGBps",
+         "The bus bandwidth each collective must reach (config tcp.minBusbwGBps or the NCCL "
+         "floor of docs/performance.md), GB/s; absent where none applies."},
     };
     for (size_t m = 0; m < PF_ARRAY_LEN(bw); m++) {
         bool any = false;
@@ -171,8 +449,17 @@ int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v)
         sample(out, "preflight_rendezvous_seconds", NULL, found ? d : c->seconds);
     }
 
+    culprits(out, v, workload);
+    links(out, v, workload);
+    rails(out, v);
+    inspector(out, v, node);
+
     family(out, "preflight_duration_seconds", "Seconds the whole run took.");
     sample(out, "preflight_duration_seconds", NULL, v->duration_seconds);
+    family(out, "preflight_last_run_timestamp_seconds",
+           "Unix time the run ended (what alerts on stale or missing runs compare with time()).");
+    sample(out, "preflight_last_run_timestamp_seconds", NULL,
+           pf_report_metrics_now ? pf_report_metrics_now : (double)time(NULL));
     sample_pod = NULL;
     return out->len > start && out->len < out->max ? 0 : PF_ETOOBIG;
 }

@@ -97,9 +97,49 @@ int pf_report_annotation_patch(struct pf_buf *out, const struct pf_verdict *v);
 /* The Prometheus text exposition of the verdict (HELP/TYPE lines, label values escaped);
  * every sample carries the label pod, preflight_failure_class the node and the class. */
 int pf_report_metrics_text(struct pf_buf *out, const struct pf_verdict *v);
+/* The time preflight_last_run_timestamp_seconds gives; 0 (the default) for now. Tests set it. */
+extern double pf_report_metrics_now;
+/* The NCCL Inspector plugin's message_size label for a size: "256-257MB". */
+void pf_report_inspector_size(char *out, size_t n, unsigned long long bytes);
 /* Writes it atomically (temp file in the same folder, fsync, rename; mode 0644), creating
  * the parent folder when missing. */
 int pf_report_metrics_write(const struct pf_verdict *v, const char *path);
+
+/* ---- the Pushgateway (push.c) */
+
+/* The job of the grouping key, and the bounds of a push: at most PF_REPORT_PUSH_SHARE of the
+ * time left before the run's deadline (less a second for the verdict), at most
+ * PF_REPORT_PUSH_BUDGET_S, at most PF_REPORT_PUSH_ATTEMPTS attempts (a refused connection,
+ * a 5xx or a 429 is tried again after 0.2 s, then 0.4 s). */
+#define PF_REPORT_PUSH_JOB "preflight"
+#define PF_REPORT_PUSH_BUDGET_S 5.0
+#define PF_REPORT_PUSH_SHARE 0.5
+#define PF_REPORT_PUSH_ATTEMPTS 3
+/* base + /metrics/job/preflight/namespace/NS/pod/POD/node/NODE; a value that is empty or has
+ * a character outside [A-Za-z0-9._~-] goes as <label>@base64/<base64url> (the Pushgateway
+ * README, "URL"). */
+int pf_report_push_url(struct pf_buf *out, const char *base, const char *ns, const char *pod,
+                       const char *node);
+/* The Pushgateway this run pushes to: report.pushgateway (which --pushgateway, else
+ * PREFLIGHT_PUSHGATEWAY, overrides: cmd/preflight/session.c); NULL for none. */
+const char *pf_report_pushgateway_url(const struct pf_ctx *ctx);
+/* PUTs body (the verdict's metrics, pf_report_metrics_text) to the group of this pod within
+ * budget_s; the outcome goes into out (check `report.metrics`): a message on success, a warn
+ * push-failed (HTTP status), push-unreachable, push-timeout or push-credentials otherwise. */
+void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
+                    const struct pf_buf *body, double budget_s);
+/* The push at the end of `check` and `run` (nothing when no Pushgateway is configured):
+ * finalizes the verdict, pushes, finalizes again. t0 is the run's start. */
+void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0);
+
+/* ---- nccl-tests' JSON (results.c) */
+
+/* The collective results in the layout `all_reduce_perf -J FILE` writes (nccl-tests
+ * src/common.cu); see results.c for the fields. */
+int pf_report_results_json(char **out, const struct pf_verdict *v);
+/* Writes it to report.resultsFile when set (a failure is a warn results-write-failed of
+ * check `report.metrics`). */
+void pf_report_results_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg);
 
 /* Appends a label value escaped per the exposition format (\\, \", \n). */
 int pf_report_prom_escape(struct pf_buf *out, const char *s);

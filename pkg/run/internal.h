@@ -79,6 +79,7 @@ int run_stage_gpu(struct pf_run *R);
 int run_stage_rails(struct pf_run *R);
 int run_stage_summary(struct pf_run *R);
 int run_stage_report(struct pf_run *R);
+int run_stage_push(struct pf_run *R);
 
 /* ---- probes.c */
 /* The probe rounds among the roster's ranks (pf_coll_rounds_run over the mesh and the

@@ -84,6 +84,14 @@ int run_stage_report(struct pf_run *R)
     return 0;
 }
 
+/* `check`: the push to a Pushgateway alone (no Event, annotation or node mark). */
+int run_stage_push(struct pf_run *R)
+{
+    pf_report_results_stage(&R->ctx, pf_run_policy, &R->config);
+    pf_report_push_stage(&R->ctx, pf_run_policy, &R->config, R->t0);
+    return 0;
+}
+
 int pf_run_env(struct pf_run *R, const char *env_file)
 {
     R->ctx.in_env_mode = true;

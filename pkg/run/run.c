@@ -118,6 +118,7 @@ void pf_run_timing_text(const struct pf_run *R, struct pf_buf *out)
 const struct pf_run_stage pf_run_check_table[] = {
     {"local", "preflight", NULL, false, run_stage_local},
     {"counters", "rdma.counters", NULL, false, run_stage_counters},
+    {"push", "preflight", "pushing the metrics", true, run_stage_push},
 };
 const size_t pf_run_check_table_len = sizeof(pf_run_check_table) / sizeof(pf_run_check_table[0]);
 

@@ -63,6 +63,56 @@ static void test_tcp_section(void **state)
     }
 }
 
+/* report.pushgateway, report.pushgatewayAuth and report.resultsFile: read, and each mistake a
+ * usage error naming the key. */
+static void test_report_push_keys(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *yaml, *message;
+    } bad[] = {
+        {"report: {pushgateway: pgw:9091}\n",
+         "c.yaml:1: report.pushgateway: expected an http:// or https:// URL, found \"pgw:9091\""},
+        {"report: {pushgateway: 'https://u:p@pgw:9091/'}\n",
+         "report.pushgateway: credentials in the URL would show in the verdict"},
+        {"report:\n  pushgatewayAuth: {bearerTokenFile: token}\n",
+         "report.pushgatewayAuth.bearerTokenFile: must be an absolute path"},
+        {"report:\n  pushgatewayAuth: {usernameFile: /u}\n",
+         "report.pushgatewayAuth: usernameFile and passwordFile go together"},
+        {"report:\n  pushgatewayAuth: {bearerTokenFile: /t, usernameFile: /u, passwordFile: /p}\n",
+         "report.pushgatewayAuth: bearerTokenFile or usernameFile and passwordFile, not both"},
+        {"report:\n  pushgatewayAuth: {caFle: /ca}\n",
+         "report.pushgatewayAuth.caFle: unknown key (did you mean 'caFile'?)"},
+        {"report: {resultsFile: out.json}\n", "report.resultsFile: must be an absolute path"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct pf_config c;
+        pf_config_defaults(&c);
+        int rc = pf_config_parse(&c, "c.yaml", bad[i].yaml, strlen(bad[i].yaml));
+        if (rc != PF_EUSAGE || !strstr(pf_err_msg(), bad[i].message))
+            fail_msg("case %zu: rc %d, \"%s\"; expected \"%s\"", i, rc, pf_err_msg(),
+                     bad[i].message);
+        pf_config_free(&c);
+    }
+    const char *good = "report:\n"
+                       "  pushgateway: https://pgw.monitoring:9091\n"
+                       "  pushgatewayAuth:\n"
+                       "    usernameFile: /s/user\n"
+                       "    passwordFile: /s/pass\n"
+                       "    caFile: /s/ca.crt\n"
+                       "  resultsFile: /run/preflight/nccl-tests.json\n";
+    struct pf_config c;
+    pf_config_defaults(&c);
+    assert_int_equal(pf_config_parse(&c, "c.yaml", good, strlen(good)), 0);
+    assert_string_equal(c.report_pushgateway, "https://pgw.monitoring:9091");
+    assert_string_equal(c.report_push_username_file, "/s/user");
+    assert_string_equal(c.report_push_password_file, "/s/pass");
+    assert_string_equal(c.report_push_ca_file, "/s/ca.crt");
+    assert_string_equal(c.report_push_bearer_file, "");
+    assert_string_equal(c.report_results_file, "/run/preflight/nccl-tests.json");
+    pf_config_free(&c);
+}
+
 /* The floor is part of the digest the rendezvous compares: ranks that judge the TCP
  * all-reduce by different floors report config-mismatch. */
 static void test_tcp_floor_in_digest(void **state)
@@ -87,6 +137,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tcp_section),
         cmocka_unit_test(test_tcp_floor_in_digest),
+        cmocka_unit_test(test_report_push_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -231,7 +231,9 @@ static void test_metrics_golden(void **state)
     pf_node_set_str(v.pod, "node", "node \"7\"\\\n");
     struct pf_buf b;
     pf_buf_init(&b, 1 << 20);
+    pf_report_metrics_now = 1795788000; /* preflight_last_run_timestamp_seconds */
     assert_int_equal(pf_report_metrics_text(&b, &v), 0);
+    pf_report_metrics_now = 0;
     const char *update = getenv("PF_UPDATE_GOLDEN");
     if (update && strcmp(update, "1") == 0) {
         FILE *f = fopen(GOLDEN_METRICS, "wb");
@@ -264,15 +266,16 @@ static void test_metrics_golden(void **state)
         assert_int_equal(strncmp(line, family, strlen(family)), 0);
         samples++;
     }
-    /* 1 info + 3 verdict + 3 class + 5 checks x 4 + 2 busbw + 2 algbw + rendezvous + duration */
-    assert_int_equal(samples, 1 + 3 + 3 + 20 + 2 + 2 + 1 + 1);
+    /* 1 info + 3 verdict + 3 class + 5 checks x 4 + 2 busbw + 2 algbw + rendezvous + culprit +
+     * the NCCL Inspector's busbw + duration + last run */
+    assert_int_equal(samples, 1 + 3 + 3 + 20 + 2 + 2 + 1 + 1 + 1 + 1 + 1);
     assert_non_null(strstr(b.data, "preflight_verdict{pod=\"trainer-3\",verdict=\"fail\"} 1\n"));
     assert_non_null(strstr(b.data, "preflight_verdict{pod=\"trainer-3\",verdict=\"pass\"} 0\n"));
     /* port-down is a node failure: the class and the node to act on */
     assert_non_null(strstr(b.data, "preflight_failure_class{pod=\"trainer-3\",node=\"node "
-                                   "\\\"7\\\"\\\\\\n\",class=\"node\"} 1\n"));
-    assert_non_null(strstr(b.data, ",class=\"spec\"} 0\n"));
-    assert_non_null(strstr(b.data, ",class=\"peer\"} 0\n"));
+                                   "\\\"7\\\"\\\\\\n\",class=\"node\",workload=\"trainer\"} 1\n"));
+    assert_non_null(strstr(b.data, ",class=\"spec\",workload=\"trainer\"} 0\n"));
+    assert_non_null(strstr(b.data, ",class=\"peer\",workload=\"trainer\"} 0\n"));
     assert_non_null(strstr(b.data, "preflight_check_status{pod=\"trainer-3\",check=\"rdma.ports\","
                                    "status=\"fail\"} 1\n"));
     assert_non_null(strstr(b.data, "preflight_collective_busbw_gbps{pod=\"trainer-3\",backend="
