@@ -14,7 +14,7 @@
 #   BENCH_LOAD_AS_MIB   rank 0's address-space limit (default 4096): a run past it fails
 #                       instead of taking the machine's memory
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 bin=${PREFLIGHT_REL:-$PWD/bin/preflight}
 [ -x "$bin" ] || { echo "bench_load: $bin not built (make bin/preflight)"; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench_load: GNU time (/usr/bin/time) not installed"; exit 0; }
