@@ -151,6 +151,19 @@ static const struct pf_coll_culprit *find(const struct pf_coll_judgement *J,
     return NULL;
 }
 
+/* Follows the plan, judges, and counts the culprits of each kind. */
+static void plan_and_judge(struct fleet *F, struct trace *T, struct pf_coll_judgement *J,
+                           int *nodes, int *links)
+{
+    run_plan(F, T);
+    judge(J, F, T);
+    *nodes = *links = 0;
+    for (size_t i = 0; i < J->n; i++) {
+        *nodes += J->v[i].kind == PF_COLL_CULPRIT_NODE;
+        *links += J->v[i].kind == PF_COLL_CULPRIT_LINK;
+    }
+}
+
 /* ---- the table of fleets */
 
 struct scenario {
@@ -313,14 +326,9 @@ static void test_scenarios(void **state)
             F.once[F.nonce++] = sc->once[i];
         F.flaky = sc->flaky;
         struct trace T;
-        run_plan(&F, &T);
         struct pf_coll_judgement J;
-        judge(&J, &F, &T);
-        int nodes = 0, links = 0;
-        for (size_t i = 0; i < J.n; i++) {
-            nodes += J.v[i].kind == PF_COLL_CULPRIT_NODE;
-            links += J.v[i].kind == PF_COLL_CULPRIT_LINK;
-        }
+        int nodes, links;
+        plan_and_judge(&F, &T, &J, &nodes, &links);
         int maxr = sc->max_rounds ? sc->max_rounds : pf_coll_plan_max_rounds(sc->n);
         printf("# %-52s n=%-4d rounds=%d probes=%zu nodes=%d links=%d unresolved=%zu "
                "median=%.1f\n",
@@ -670,14 +678,9 @@ static void test_starved_ends(void **state)
         F.starved_from = rows[k].from;
         F.starved_to = rows[k].to;
         struct trace T;
-        run_plan(&F, &T);
         struct pf_coll_judgement J;
-        judge(&J, &F, &T);
-        int nodes = 0, links = 0;
-        for (size_t i = 0; i < J.n; i++) {
-            nodes += J.v[i].kind == PF_COLL_CULPRIT_NODE;
-            links += J.v[i].kind == PF_COLL_CULPRIT_LINK;
-        }
+        int nodes, links;
+        plan_and_judge(&F, &T, &J, &nodes, &links);
         printf("# %-72s rounds=%d nodes=%d links=%d starved=%zu\n", rows[k].name, T.rounds, nodes,
                links, J.nstarved);
         assert_int_equal(links, rows[k].want_links);
