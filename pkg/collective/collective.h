@@ -212,7 +212,25 @@ struct pf_coll_sample {
     int round;
     size_t bytes;
     double seconds;
+    unsigned starved; /* PF_COLL_STARVED_SRC | _DST: that end's CPU was starved in the round */
 };
+#define PF_COLL_STARVED_SRC 1u
+#define PF_COLL_STARVED_DST 2u
+
+/* A rank's CPU over one probe round, which it reports with that round's samples: shares of
+ * the round's wall time (0..1; < 0: the kernel did not say). A busy host slows a probe as a
+ * slow wire does; a sample taken while an end was starved is no evidence against its link. */
+struct pf_coll_cpu {
+    double wait;      /* its threads runnable but waiting for a CPU (schedstat run_delay) */
+    double steal;     /* the host's CPU time taken by the hypervisor (/proc/stat steal) */
+    double psi;       /* its own cgroup had a task waiting for CPU (cpu.pressure "some" total);
+                       * < 0 when only the whole host's pressure is known (other tenants') */
+    double psi_avg10; /* the "some avg10" the kernel printed (%, host's or own), for the record */
+};
+#define PF_COLL_STARVED_SHARE 0.25 /* a quarter of the round waiting for a CPU */
+/* Whether a rank was starved in the round: wait, steal or its own cgroup's pressure at
+ * PF_COLL_STARVED_SHARE or more. */
+bool pf_coll_cpu_starved(const struct pf_coll_cpu *c);
 /* One probe to run: src sends bytes to dst. */
 struct pf_coll_pair {
     int src, dst;
@@ -265,6 +283,10 @@ struct pf_coll_judgement {
      * named in the evidence, never a culprit */
     size_t nunresolved;
     struct pf_coll_sample unresolved[PF_COLL_EVIDENCE_MAX];
+    /* slow links and nodes not named because an end was CPU-starved when they were slow:
+     * the first PF_COLL_EVIDENCE_MAX links (one sample each), and how many in all */
+    size_t nstarved;
+    struct pf_coll_sample starved[PF_COLL_EVIDENCE_MAX];
 };
 /* Names slow nodes (every link out of it, or into it, slow; slow again in confirmation rounds
  * against at least PF_COLL_NODE_PARTNERS partners the survey showed good), slow links
@@ -324,6 +346,8 @@ struct pf_coll_coord {
     int *to, *from; /* per position, in the round planned last: its partner, or -1 */
     size_t *bytes;  /* per position: the bytes it sends */
     size_t npairs;  /* probes in the round planned last */
+    bool *starved;  /* per position: starved in the round planned last (pf_coll_coord_cpu) */
+    size_t nstarved_reports; /* every (position, round) reported starved */
 };
 void pf_coll_coord_init(struct pf_coll_coord *c, int n, double ratio);
 void pf_coll_coord_free(struct pf_coll_coord *c);
@@ -332,6 +356,9 @@ void pf_coll_coord_free(struct pf_coll_coord *c);
  * input) are dropped. Returns how many were kept. */
 size_t pf_coll_coord_add(struct pf_coll_coord *c, int pos, const struct pf_coll_sample *s,
                          size_t ns);
+/* Position pos's CPU in the round planned last; call it before pf_coll_coord_add of that
+ * round, whose samples then carry their ends' starvation. */
+void pf_coll_coord_cpu(struct pf_coll_coord *c, int pos, const struct pf_coll_cpu *cpu);
 /* Plans round `round` (the one after the last planned) from every sample so far: the number
  * of probes, 0 when the probing is over, or PF_EINVAL. */
 int pf_coll_coord_plan(struct pf_coll_coord *c, int round);

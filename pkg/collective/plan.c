@@ -78,7 +78,9 @@ struct link_stat {
     double best;         /* the fastest sample */
     double survey_best;  /* the fastest survey sample (-1: none) */
     int nbelow;          /* samples below the threshold */
-    int nlow;            /* of those, the ones long enough to count as evidence */
+    int nlow;            /* of those, the ones long enough to count as evidence, taken
+                          * while neither end was CPU-starved */
+    int nstarved;        /* slow samples taken while an end was CPU-starved: no evidence */
     int nfine;           /* samples at or above the threshold */
     int nconfirm;        /* samples of confirmation rounds */
 };
@@ -220,7 +222,10 @@ static void classify(struct analysis *an)
             bool fine = g >= an->thr;
             l->nfine += fine;
             l->nbelow += !fine;
-            l->nlow += !fine && y->seconds >= PF_COLL_PROBE_MIN_S;
+            /* a starved end slows a probe as a slow wire does: such a sample makes the
+             * link a suspect, measured again at another moment, and is never evidence */
+            l->nlow += !fine && !y->starved && y->seconds >= PF_COLL_PROBE_MIN_S;
+            l->nstarved += !fine && y->starved;
             if (y->round < an->survey) {
                 survey_fine = survey_fine || fine;
                 survey_low = survey_low || !fine;
@@ -503,7 +508,7 @@ static struct pf_coll_culprit *new_culprit(struct pf_coll_judgement *j)
 /* The fastest sample of a link of r's in one direction, other than the link to `not`. */
 static struct pf_coll_sample fastest_other(const struct analysis *an, int r, bool out_dir, int not )
 {
-    struct pf_coll_sample best = {-1, -1, -1, 0, 0};
+    struct pf_coll_sample best = {-1, -1, -1, 0, 0, 0};
     double bg = -1;
     for (size_t i = 0; i < an->nl; i++) {
         const struct link_stat *l = &an->l[i];
@@ -546,6 +551,22 @@ static void judge_nodes(struct pf_coll_judgement *j, const struct analysis *an)
     }
 }
 
+/* The slowest of a link's samples taken while an end was starved. */
+static struct pf_coll_sample starved_sample(const struct analysis *an, const struct link_stat *l)
+{
+    struct pf_coll_sample best = an->s[an->order[l->first]];
+    double bg = 1e300;
+    for (size_t k = 0; k < l->count; k++) {
+        const struct pf_coll_sample *y = &an->s[an->order[l->first + k]];
+        double g = pf_coll_sample_gbps(y);
+        if (y->starved && g < bg) {
+            bg = g;
+            best = *y;
+        }
+    }
+    return best;
+}
+
 static void judge_links(struct pf_coll_judgement *j, const struct analysis *an)
 {
     for (size_t i = 0; i < an->nl; i++) {
@@ -553,6 +574,12 @@ static void judge_links(struct pf_coll_judgement *j, const struct analysis *an)
         if (!link_slow(l) || explained(an, l)) continue;
         bool ready =
             end_ready(an, l->src, &an->out[l->src]) && end_ready(an, l->dst, &an->in[l->dst]);
+        if (l->nlow < PF_COLL_LINK_SAMPLES && l->nstarved > 0) {
+            /* slow only, or too few times, while an end was starved: the CPU, not the link */
+            if (j->nstarved < PF_COLL_EVIDENCE_MAX) j->starved[j->nstarved] = starved_sample(an, l);
+            j->nstarved++;
+            continue;
+        }
         if (!ready || l->nlow < PF_COLL_LINK_SAMPLES) {
             if (j->nunresolved < PF_COLL_EVIDENCE_MAX)
                 j->unresolved[j->nunresolved] = an->s[an->order[l->first]];
@@ -566,7 +593,7 @@ static void judge_links(struct pf_coll_judgement *j, const struct analysis *an)
         c->gbps = l->best;
         for (size_t k = 0; k < l->count; k++)
             add_ev(c, &an->s[an->order[l->first + k]]);
-        struct pf_coll_sample none = {-1, -1, -1, 0, 0};
+        struct pf_coll_sample none = {-1, -1, -1, 0, 0, 0};
         c->clear_src = cleared(&an->out[l->src]) ? fastest_other(an, l->src, true, l->dst) : none;
         c->clear_dst = cleared(&an->in[l->dst]) ? fastest_other(an, l->dst, false, l->src) : none;
     }

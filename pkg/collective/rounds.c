@@ -43,7 +43,7 @@ static int run_round(int pos, int round, const struct pf_coll_rounds_ops *ops,
         return PF_ERR;
     }
     if (rcv && pr.bytes && pr.seconds > 0)
-        got[(*ngot)++] = (struct pf_coll_sample){rcv->peer, pos, round, pr.bytes, pr.seconds};
+        got[(*ngot)++] = (struct pf_coll_sample){rcv->peer, pos, round, pr.bytes, pr.seconds, 0};
     return 0;
 }
 
@@ -97,6 +97,7 @@ void pf_coll_coord_init(struct pf_coll_coord *c, int n, double ratio)
     c->to = pf_xmalloc(un * sizeof(int));
     c->from = pf_xmalloc(un * sizeof(int));
     c->bytes = pf_xcalloc(un, sizeof(size_t));
+    c->starved = pf_xcalloc(un, sizeof(bool));
     for (int i = 0; i < n; i++)
         c->to[i] = c->from[i] = -1;
 }
@@ -107,6 +108,7 @@ void pf_coll_coord_free(struct pf_coll_coord *c)
     free(c->to);
     free(c->from);
     free(c->bytes);
+    free(c->starved);
     memset(c, 0, sizeof(*c));
 }
 
@@ -125,10 +127,27 @@ size_t pf_coll_coord_add(struct pf_coll_coord *c, int pos, const struct pf_coll_
             c->cap = c->cap ? c->cap * 2 : 256;
             c->s = pf_xrealloc(c->s, c->cap * sizeof(*c->s));
         }
-        c->s[c->ns++] = *x;
+        struct pf_coll_sample y = *x;
+        /* the ends' CPU in this round, as they reported it (peer input has no say here) */
+        y.starved = (c->starved[src] ? PF_COLL_STARVED_SRC : 0) |
+                    (c->starved[pos] ? PF_COLL_STARVED_DST : 0);
+        c->s[c->ns++] = y;
         kept++;
     }
     return kept;
+}
+
+bool pf_coll_cpu_starved(const struct pf_coll_cpu *c)
+{
+    return c->wait >= PF_COLL_STARVED_SHARE || c->steal >= PF_COLL_STARVED_SHARE ||
+           c->psi >= PF_COLL_STARVED_SHARE;
+}
+
+void pf_coll_coord_cpu(struct pf_coll_coord *c, int pos, const struct pf_coll_cpu *cpu)
+{
+    if (pos < 0 || pos >= c->n || c->round < 0 || c->starved[pos]) return;
+    c->starved[pos] = pf_coll_cpu_starved(cpu);
+    c->nstarved_reports += c->starved[pos];
 }
 
 int pf_coll_coord_plan(struct pf_coll_coord *c, int round)
@@ -142,6 +161,7 @@ int pf_coll_coord_plan(struct pf_coll_coord *c, int round)
     for (int i = 0; i < c->n; i++)
         c->to[i] = c->from[i] = -1;
     memset(c->bytes, 0, (size_t)c->n * sizeof(size_t));
+    memset(c->starved, 0, (size_t)c->n * sizeof(bool));
     c->npairs = 0;
     for (size_t i = 0; i < np; i++) {
         /* the plan never gives a position two probes out or two in: keep the first if so */

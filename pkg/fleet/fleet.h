@@ -212,6 +212,12 @@ int pf_fleet_samples_encode(struct pf_buf *out, const struct pf_coll_sample *s, 
 int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, const uint8_t *p,
                             size_t len);
 /* A rank's probes of the next round, and whether that round runs at all. */
+/* A rank's CPU over the round (struct pf_coll_cpu), in the same message as its samples:
+ * top-level fields cpuWait, cpuSteal, cpuPsi, cpuAvg10, each in 1/10000 (-1: unknown).
+ * decode: 0, PF_ENOENT when the message has none (an older rank), PF_EINVAL when malformed;
+ * a share out of [0, 1] is refused. */
+int pf_fleet_cpu_encode(struct pf_buf *out, const struct pf_coll_cpu *c);
+int pf_fleet_cpu_decode(struct pf_coll_cpu *out, const uint8_t *p, size_t len);
 int pf_fleet_tasks_encode(struct pf_buf *out, bool more, const struct pf_coll_task *t, size_t n);
 /* Up to max tasks whose peer is a position below npos; PF_EINVAL without "more". */
 int pf_fleet_tasks_decode(bool *more, struct pf_coll_task *out, size_t *n, size_t max, int npos,

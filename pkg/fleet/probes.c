@@ -3,6 +3,7 @@
  * Nested fields; the decoders take peer input (fuzzed by tests/fuzz/fuzz_steps.c). */
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +55,46 @@ int pf_fleet_samples_decode(struct pf_coll_sample *out, size_t *n, size_t max, c
             dst >= 0 && dst < (1 << 24) && round >= 0 && round < 1024 && bytes > 0 &&
             bytes <= (1ll << 40))
             out[(*n)++] =
-                (struct pf_coll_sample){(int)src, (int)dst, (int)round, (size_t)bytes, sec};
+                (struct pf_coll_sample){(int)src, (int)dst, (int)round, (size_t)bytes, sec, 0};
         pf_wire_fields_free(&x);
     }
     pf_wire_fields_free(&f);
+    return 0;
+}
+
+static const char *const cpu_keys[4] = {"cpuWait", "cpuSteal", "cpuPsi", "cpuAvg10"};
+
+static long long cpu_units(double share)
+{
+    return share < 0 || !isfinite(share) ? -1 : (long long)llround((share > 1 ? 1 : share) * 1e4);
+}
+
+int pf_fleet_cpu_encode(struct pf_buf *out, const struct pf_coll_cpu *c)
+{
+    double v[4] = {c->wait, c->steal, c->psi, c->psi_avg10 < 0 ? -1 : c->psi_avg10 / 100};
+    for (int k = 0; k < 4; k++)
+        pf_wire_put_int(out, cpu_keys[k], cpu_units(v[k]));
+    return pf_buf_check(out, "the CPU report");
+}
+
+int pf_fleet_cpu_decode(struct pf_coll_cpu *out, const uint8_t *p, size_t len)
+{
+    *out = (struct pf_coll_cpu){-1, -1, -1, -1};
+    struct pf_wire_fields f;
+    if (!p || pf_wire_fields_decode(&f, p, len) < 0)
+        return pf_err_set(PF_EINVAL, "malformed CPU report");
+    double v[4];
+    int r = 0;
+    for (int k = 0; k < 4 && r == 0; k++) {
+        long long x;
+        r = pf_wire_fields_int(&x, &f, cpu_keys[k]);
+        if (r == 0 && (x < -1 || x > 10000))
+            r = pf_err_set(PF_EINVAL, "CPU report: %s %lld out of range", cpu_keys[k], x);
+        v[k] = x < 0 ? -1 : (double)x / 1e4;
+    }
+    pf_wire_fields_free(&f);
+    if (r < 0) return r == PF_ENOENT ? PF_ENOENT : PF_EINVAL;
+    *out = (struct pf_coll_cpu){v[0], v[1], v[2], v[3] < 0 ? -1 : v[3] * 100};
     return 0;
 }
 

@@ -59,4 +59,29 @@ int pf_host_stat(struct stat *out, const struct pf_host *h, const char *fmt, ...
 /* Natural-order comparison: digit runs compare by value. */
 int pf_host_natcmp(const char *a, const char *b);
 
+/* How much CPU this process waited for: cumulative counters since boot, so that a reading is
+ * compared with the one before it (pkg/run/probes.c, one probe round). Each field is the
+ * kernel's own:
+ *   wait_ns   run_delay, the 2nd field of /proc/self/task/<tid>/schedstat, summed over this
+ *             process's threads (fs/proc/base.c, proc_pid_schedstat): time runnable, not run
+ *   steal, total  /proc/stat's "cpu" line: its 8th number (steal) and the sum of all, in
+ *             USER_HZ ticks (fs/proc/stat.c, show_stat)
+ *   psi_us, psi_avg10  "some" of cpu.pressure (kernel/sched/psi.c, psi_show: "some avg10=A.BB
+ *             avg60=.. avg300=.. total=US", total in microseconds), from the process's own
+ *             cgroup v2 when /proc/self/cgroup names one other than "/" (psi_own), else from
+ *             /proc/pressure/cpu, which is the whole host's
+ * A counter the kernel does not have is -1. */
+struct pf_host_cpu {
+    long long wait_ns;
+    long long steal, total;
+    long long psi_us;
+    double psi_avg10;
+    bool psi_own;
+};
+/* Never fails: what cannot be read is -1. */
+void pf_host_cpu_read(struct pf_host_cpu *out, const struct pf_host *h);
+/* Parses a cpu.pressure text (the "some" line); 0, or PF_EINVAL. Peer-free, but fuzzed all
+ * the same: the kernel's format may grow. */
+int pf_host_psi_parse(long long *total_us, double *avg10, const char *text);
+
 #endif

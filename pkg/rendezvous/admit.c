@@ -22,8 +22,12 @@ static void refuse_unverified(struct rdv_session *S, size_t i, long long r, cons
     snprintf(S->refused_last, sizeof(S->refused_last), "%s: %s", claim, why);
     rdv_ev_int(S, "refusedJoins", S->refused);
     rdv_ev_str(S, "lastRefused", S->refused_last);
-    if (r > 0 && r < S->world)
-        snprintf(S->m[r].refused_claim, sizeof(S->m[r].refused_claim), "%s: %s", claim, why);
+    if (r > 0 && r < S->world) {
+        char t[RDV_WHY_MAX];
+        snprintf(t, sizeof(t), "%s: %s", claim, why);
+        free(S->m[r].refused_claim);
+        S->m[r].refused_claim = pf_xstrdup(t);
+    }
     double now = pf_now();
     if (S->refused <= 3 || now - S->last_drop_say >= 1) {
         rdv_say(S, "refused %s: %s (%d so far)", claim, why, S->refused);
@@ -55,7 +59,7 @@ void rdv_admit_report_claims(struct rdv_session *S)
     int k = 0;
     for (int r = 1; r < S->world; r++) {
         const struct rdv_member *m = &S->m[r];
-        if (m->state != PF_RDV_MISSING || !m->refused_claim[0]) continue;
+        if (m->state != PF_RDV_MISSING || !m->refused_claim || !m->refused_claim[0]) continue;
         if (k++ == PF_WIRE_LIST_MAX) break;
         rdv_note_shared(S, "rendezvous", "stranger-refused", RDV_WARN,
                         "rank %d never joined; the last JOIN that claimed it was refused "
@@ -152,7 +156,8 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
             return;
         }
     }
-    memset(m->why, 0, sizeof(m->why));
+    free(m->why);
+    m->why = NULL;
     pf_strlist_free(&m->env);
     m->state = PF_RDV_JOINED;
     m->conn = (int)i;

@@ -23,10 +23,40 @@ struct pf_rdv_out {
     uint8_t hdr[PF_WIRE_HDR];
     uint8_t mac[PF_WIRE_MACLEN];
     size_t maclen;
-    uint8_t *payload; /* owned */
+    uint8_t *payload; /* owned, or shared's */
+    struct pf_rdv_shared *shared;
     size_t len;
     size_t sent; /* bytes of hdr+payload+mac written */
 };
+
+struct pf_rdv_shared {
+    size_t refs, len;
+    uint8_t data[];
+};
+
+struct pf_rdv_shared *pf_rdv_shared_new(const void *payload, size_t len)
+{
+    struct pf_rdv_shared *s = pf_xmalloc(sizeof(*s) + (len ? len : 1));
+    s->refs = 1;
+    s->len = len;
+    if (len) memcpy(s->data, payload, len);
+    return s;
+}
+
+void pf_rdv_shared_drop(struct pf_rdv_shared *s)
+{
+    if (s && --s->refs == 0) free(s);
+}
+
+static void out_free(struct pf_rdv_out *o)
+{
+    if (o->shared)
+        pf_rdv_shared_drop(o->shared);
+    else
+        free(o->payload);
+    o->payload = NULL;
+    o->shared = NULL;
+}
 
 void pf_rdv_msg_free(struct pf_rdv_msg *m)
 {
@@ -59,13 +89,13 @@ void pf_rdv_conn_close(struct pf_rdv_conn *c)
     pf_buf_free(&c->in);
     c->in_off = 0;
     for (size_t i = 0; i < c->noutq; i++)
-        free(c->outq[i].payload);
+        out_free(&c->outq[i]);
     free(c->outq);
     c->outq = NULL;
     c->noutq = c->capoutq = 0;
 }
 
-void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len)
+static struct pf_rdv_out *queue_slot(struct pf_rdv_conn *c, int type, size_t len)
 {
     if (c->noutq == c->capoutq) {
         c->capoutq = c->capoutq ? c->capoutq * 2 : 4;
@@ -75,15 +105,35 @@ void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, siz
     memset(o, 0, sizeof(*o));
     int flags = c->auth.on ? PF_WIRE_F_MAC : 0;
     pf_wire_frame_header(o->hdr, type, flags, c->seq_out++, (uint32_t)len);
+    o->len = len;
+    return o;
+}
+
+static void queue_mac(struct pf_rdv_conn *c, struct pf_rdv_out *o)
+{
+    if (c->auth.on) {
+        pf_wire_mac(o->mac, &c->auth, c->dir_out, o->hdr, o->payload, o->len);
+        o->maclen = PF_WIRE_MACLEN;
+    }
+}
+
+void pf_rdv_conn_queue_shared(struct pf_rdv_conn *c, int type, struct pf_rdv_shared *s)
+{
+    struct pf_rdv_out *o = queue_slot(c, type, s->len);
+    s->refs++;
+    o->shared = s;
+    o->payload = s->data;
+    queue_mac(c, o);
+}
+
+void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len)
+{
+    struct pf_rdv_out *o = queue_slot(c, type, len);
     if (len) {
         o->payload = pf_xmalloc(len);
         memcpy(o->payload, payload, len);
     }
-    o->len = len;
-    if (c->auth.on) {
-        pf_wire_mac(o->mac, &c->auth, c->dir_out, o->hdr, o->payload, len);
-        o->maclen = PF_WIRE_MACLEN;
-    }
+    queue_mac(c, o);
 }
 
 bool pf_rdv_conn_pending(const struct pf_rdv_conn *c)
@@ -122,7 +172,7 @@ int pf_rdv_conn_flush_some(struct pf_rdv_conn *c)
         }
         o->sent += (size_t)w;
         if (o->sent == PF_WIRE_HDR + o->len + o->maclen) {
-            free(o->payload);
+            out_free(o);
             memmove(c->outq, c->outq + 1, (c->noutq - 1) * sizeof(*c->outq));
             c->noutq--;
         }

@@ -9,7 +9,8 @@
 /* What an unauthenticated peer may send: one JOIN; with its header and MAC it fits 32 KiB */
 #define PF_RDV_MAX_JOIN ((32u << 10) - 64)
 #define NAME_MAX_ 128
-#define JOIN_WAIT 3.0 /* a new connection must send its JOIN within this */
+#define RDV_WHY_MAX 384 /* a member's why, refused_claim and step_err, NUL included */
+#define JOIN_WAIT 3.0   /* a new connection must send its JOIN within this */
 /* Connections not yet authenticated (rank 0's JOIN, a data port's DHELLO): at most this many
  * at once; past it the oldest is closed, but none younger than UNAUTH_GRACE (a real peer's
  * first frame is on its way); the listener then rests for ACCEPT_REST. */
@@ -39,6 +40,12 @@ void pf_rdv_conn_close(struct pf_rdv_conn *c);
 void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload);
 /* Queues a frame (MAC'd when auth is on). */
 void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len);
+/* One payload queued to many connections (a fan-out): one copy, reference-counted; each
+ * queue takes a reference, and the creator drops its own when done queueing. */
+struct pf_rdv_shared;
+struct pf_rdv_shared *pf_rdv_shared_new(const void *payload, size_t len);
+void pf_rdv_shared_drop(struct pf_rdv_shared *s);
+void pf_rdv_conn_queue_shared(struct pf_rdv_conn *c, int type, struct pf_rdv_shared *s);
 /* Writes what it can without blocking: 1 when all is written, 0 when some is left, <0 on
  * error. */
 int pf_rdv_conn_flush_some(struct pf_rdv_conn *c);
@@ -100,15 +107,17 @@ struct rdv_member {
     int data_port;
     long long world_claimed;
     char version[48], digest[96], nccl_version[64];
-    char fabric[64];         /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "" when not reported */
-    struct pf_strlist env;   /* "NAME=VALUE" */
-    long long env_left_out;  /* NCCL_* variables its JOIN left out */
-    char why[384];           /* refused or lost: why */
-    char refused_claim[320]; /* the last JOIN for this rank that failed authentication */
+    char fabric[64];        /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "" when not reported */
+    struct pf_strlist env;  /* "NAME=VALUE" */
+    long long env_left_out; /* NCCL_* variables its JOIN left out */
+    /* allocated when first used (NULL: none), so that a thousand ranks that joined and
+     * answer every step cost no room for what went wrong */
+    char *why;           /* refused or lost: why (at most RDV_WHY_MAX bytes) */
+    char *refused_claim; /* the last JOIN for this rank that failed authentication */
     /* the step in progress */
     uint32_t step_got;
     bool step_ok;
-    char step_err[320];
+    char *step_err; /* its "err", when it sent one */
     uint8_t *blob;
     size_t bloblen;
 };
@@ -284,7 +293,8 @@ int rdv_step_scatter(struct rdv_session *S, const char *kind, bool ok, const cha
 /* Rank 0: sends one frame to every joined rank, common bytes then part(arg, pos) (NULL:
  * none), encoding and queueing a window of ranks at a time so that at most about
  * RDV_FANOUT_BYTES wait in the output queues, and serves until all are written or the
- * deadline. */
+ * deadline. Past the deadline the rest is queued at once: a frame without parts is then one
+ * shared payload (about 80 bytes a rank), never a copy per rank. */
 #define RDV_FANOUT_BYTES (4u << 20)
 void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len, rdv_part_fn part,
                   void *arg, double deadline);

@@ -27,7 +27,8 @@ void rdv_member_lost(struct rdv_session *S, int rank, const char *why)
     struct rdv_member *m = &S->m[rank];
     if (m->state != PF_RDV_JOINED) return;
     m->state = PF_RDV_LOST;
-    pf_strcpy(m->why, sizeof(m->why), why);
+    free(m->why);
+    m->why = pf_xasprintf("%.*s", RDV_WHY_MAX - 1, why);
     pf_wire_mark(&S->lost, rank, why);
     if (m->conn >= 0) rdv_sc_close(S, (size_t)m->conn);
     m->conn = -1;

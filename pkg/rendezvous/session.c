@@ -60,6 +60,9 @@ void rdv_session_free(struct rdv_session *S)
         for (int r = 0; r < S->world; r++) {
             pf_strlist_free(&S->m[r].env);
             free(S->m[r].blob);
+            free(S->m[r].why);
+            free(S->m[r].refused_claim);
+            free(S->m[r].step_err);
         }
         free(S->m);
     }
@@ -351,7 +354,7 @@ int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *o
     *out = (struct pf_rdv_member_info){
         .state = m->state,
         .addr = m->addr,
-        .why = m->why,
+        .why = m->why ? m->why : "",
         .version = m->version,
         .digest = m->digest,
         .nccl_version = m->nccl_version,

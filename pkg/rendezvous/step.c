@@ -21,7 +21,10 @@ void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
     }
     m->step_got = (uint32_t)no;
     m->step_ok = ok == 1;
-    pf_wire_fields_str(m->step_err, sizeof(m->step_err), &msg->f, "err");
+    char err[RDV_WHY_MAX] = "";
+    pf_wire_fields_str(err, sizeof(err), &msg->f, "err");
+    free(m->step_err);
+    m->step_err = err[0] ? pf_xstrdup(err) : NULL;
     free(m->blob);
     m->blob = NULL;
     m->bloblen = 0;
@@ -111,6 +114,7 @@ struct rdv_fanout {
     int nwin;
     size_t per; /* bytes of the last frame queued */
     struct pf_buf b;
+    struct pf_rdv_shared *sh; /* the frame, when it has no parts: one copy for every rank */
 };
 
 static struct rdv_member *member_at(struct rdv_session *S, int pos)
@@ -132,7 +136,10 @@ static void fan_queue(struct rdv_session *S, struct rdv_fanout *F, int pos)
         p = F->b.data;
         l = F->b.len;
     }
-    pf_rdv_conn_queue(&S->sc[m->conn].c, F->type, p, l);
+    if (F->sh)
+        pf_rdv_conn_queue_shared(&S->sc[m->conn].c, F->type, F->sh);
+    else
+        pf_rdv_conn_queue(&S->sc[m->conn].c, F->type, p, l);
     F->per = l + PF_WIRE_HDR + PF_WIRE_MACLEN;
     F->win[F->nwin++] = pos;
 }
@@ -162,6 +169,7 @@ void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len,
     F.next = 1;
     F.win = pf_xcalloc((size_t)(S->n > 0 ? S->n : 1), sizeof(int));
     pf_buf_init(&F.b, PF_WIRE_MAX_PAYLOAD);
+    if (!part) F.sh = pf_rdv_shared_new(data, len);
     S->fan = &F;
     rdv_serve(S, deadline < S->cutoff ? deadline : S->cutoff, fan_done);
     /* past the deadline: the rest is queued all the same (written by later loops), so that
@@ -169,6 +177,7 @@ void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len,
     while (F.next < S->n)
         fan_queue(S, &F, F.next++);
     S->fan = NULL;
+    pf_rdv_shared_drop(F.sh);
     pf_buf_free(&F.b);
     free(F.win);
 }
@@ -255,7 +264,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
         }
         if (!m->step_ok) {
             go = false;
-            pf_wire_mark(&S->failed, S->rk[i], m->step_err[0] ? m->step_err : "failed");
+            pf_wire_mark(&S->failed, S->rk[i], m->step_err ? m->step_err : "failed");
         }
     }
     if (mode != PF_RDV_BARRIER || sc) root_take_parts(S, blob, len, res);

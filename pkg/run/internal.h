@@ -41,7 +41,9 @@ struct run_pods {
     size_t nlinks;
     struct pf_coll_judgement judg; /* rank 0: the probes' judgement (have_judg) */
     bool have_judg;
-    struct pf_buf sum; /* rank 0: the SUMMARY payload */
+    int starved_rounds;     /* probe rounds in which this pod's CPU was starved */
+    size_t starved_reports; /* rank 0: (rank, round) reports of a starved CPU */
+    struct pf_buf sum;      /* rank 0: the SUMMARY payload */
 };
 
 /* ---- pods.c: the verdict, the fleet, naming ranks */

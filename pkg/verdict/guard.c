@@ -173,8 +173,12 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
                     const char *msg, double duration, size_t *len, int *exit_code, char *line,
                     size_t nline)
 {
-    struct pf_verdict copy;
-    pf_verdict_clone(&copy, v);
+    /* the ranks list (rank 0: a record per rank, the largest part of a large fleet's verdict)
+     * is lent to the copy, not cloned: nothing below changes it */
+    struct pf_verdict bare = *v, copy;
+    bare.ranks = NULL;
+    pf_verdict_clone(&copy, &bare);
+    copy.ranks = v->ranks;
     struct pf_check *c = pf_verdict_add_check(&copy, stage_id);
     pf_check_add_finding(c, code, PF_FAIL, NULL, "%s", msg);
     copy.duration_seconds = duration;
@@ -186,6 +190,7 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     pf_verdict_reason_line(line, nline, &copy);
     char *yaml = NULL;
     if (pf_verdict_to_yaml(&yaml, len, &copy) < 0) yaml = NULL;
+    copy.ranks = NULL;
     pf_verdict_free(&copy);
     return yaml;
 }

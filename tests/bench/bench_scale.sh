@@ -11,7 +11,7 @@
 # the processes.
 # Numbers never fail the run. Every rank is in one process group that is killed at the end,
 # so nothing outlives the script, also when a run hangs or the script is interrupted.
-#   BENCH_SCALE_N       ranks per run, a list (default "64 256 1024")
+#   BENCH_SCALE_N       ranks per run, a list (default "1024 2048")
 #   BENCH_SCALE_TIMEOUT preflight's --timeout for each run, seconds (default 300, Kueue's
 #                       default waitForPodsReady); the script kills what is left 30 s later
 #   BENCH_SCALE_BYTES   the all-reduce's message size (default 1 MiB: N processes share the
@@ -40,7 +40,7 @@ import os, re, shlex, signal, socket, statistics, subprocess, sys, threading, ti
 import yaml
 
 binary, tmp = sys.argv[1], sys.argv[2]
-ns = [int(x) for x in os.environ.get("BENCH_SCALE_N", "64 256 1024").split()]
+ns = [int(x) for x in os.environ.get("BENCH_SCALE_N", "1024 2048").split()]
 timeout = int(os.environ.get("BENCH_SCALE_TIMEOUT", "300"))
 msg_bytes = int(os.environ.get("BENCH_SCALE_BYTES", str(1 << 20)))
 wrap0 = shlex.split(os.environ.get("BENCH_SCALE_WRAP0", ""))

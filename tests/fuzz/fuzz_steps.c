@@ -34,6 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (nsmp > PF_COLL_TASKS_MAX) abort();
     for (size_t i = 0; i < nsmp; i++)
         if (!(smp[i].seconds > 0) || !isfinite(smp[i].seconds) || smp[i].bytes == 0) abort();
+    struct pf_coll_cpu cpu;
+    if (pf_fleet_cpu_decode(&cpu, data, size) == 0 &&
+        (cpu.wait > 1 || cpu.steal > 1 || cpu.psi > 1 || cpu.psi_avg10 > 100 ||
+         !isfinite(cpu.wait) || !isfinite(cpu.psi_avg10)))
+        abort();
     struct pf_coll_task tk[PF_COLL_TASKS_MAX];
     size_t ntk = 0;
     bool more = false;

@@ -37,6 +37,8 @@ struct fleet {
     struct one_sample once[8];
     int nonce;
     int flaky; /* -1, or a position whose probes alternate slow and fast (a starved CPU) */
+    /* -1, or a position that reports a starved CPU in rounds [starved_from, starved_to) */
+    int starved, starved_from, starved_to;
     /* noise: every sample x U(jitter, 1); with probability hiccup, x U(0.02, 0.3) */
     double jitter, hiccup;
     uint64_t rng;
@@ -57,6 +59,7 @@ static void fleet_init(struct fleet *F, int n)
     for (int i = 0; i < n; i++)
         F->out_f[i] = F->in_f[i] = 1.0;
     F->flaky = -1;
+    F->starved = -1;
     F->jitter = 1.0;
     F->rng = 0x9e3779b97f4a7c15ull;
 }
@@ -81,8 +84,12 @@ static struct pf_coll_sample measure(struct fleet *F, const struct pf_coll_pair 
     if (F->flaky >= 0 && (p->src == F->flaky || p->dst == F->flaky) && round % 2 == 0) rate *= 0.1;
     if (F->jitter < 1.0) rate *= F->jitter + (1.0 - F->jitter) * urand(F);
     if (F->hiccup > 0 && urand(F) < F->hiccup) rate *= 0.02 + 0.28 * urand(F);
-    struct pf_coll_sample s = {p->src, p->dst, round, p->bytes, 0};
+    struct pf_coll_sample s = {p->src, p->dst, round, p->bytes, 0, 0};
     s.seconds = (double)p->bytes * 8.0 / (rate * 1e9) + 50e-6; /* plus a round trip */
+    if (F->starved >= 0 && round >= F->starved_from && round < F->starved_to) {
+        if (p->src == F->starved) s.starved |= PF_COLL_STARVED_SRC;
+        if (p->dst == F->starved) s.starved |= PF_COLL_STARVED_DST;
+    }
     if (s.seconds > DEADLINE_S) {
         s.bytes = (size_t)(rate * 1e9 / 8.0 * DEADLINE_S);
         s.seconds = DEADLINE_S;
@@ -142,6 +149,19 @@ static const struct pf_coll_culprit *find(const struct pf_coll_judgement *J,
     for (size_t i = 0; i < J->n; i++)
         if (J->v[i].kind == k && J->v[i].src == src && J->v[i].dst == dst) return &J->v[i];
     return NULL;
+}
+
+/* Follows the plan, judges, and counts the culprits of each kind. */
+static void plan_and_judge(struct fleet *F, struct trace *T, struct pf_coll_judgement *J,
+                           int *nodes, int *links)
+{
+    run_plan(F, T);
+    judge(J, F, T);
+    *nodes = *links = 0;
+    for (size_t i = 0; i < J->n; i++) {
+        *nodes += J->v[i].kind == PF_COLL_CULPRIT_NODE;
+        *links += J->v[i].kind == PF_COLL_CULPRIT_LINK;
+    }
 }
 
 /* ---- the table of fleets */
@@ -306,14 +326,9 @@ static void test_scenarios(void **state)
             F.once[F.nonce++] = sc->once[i];
         F.flaky = sc->flaky;
         struct trace T;
-        run_plan(&F, &T);
         struct pf_coll_judgement J;
-        judge(&J, &F, &T);
-        int nodes = 0, links = 0;
-        for (size_t i = 0; i < J.n; i++) {
-            nodes += J.v[i].kind == PF_COLL_CULPRIT_NODE;
-            links += J.v[i].kind == PF_COLL_CULPRIT_LINK;
-        }
+        int nodes, links;
+        plan_and_judge(&F, &T, &J, &nodes, &links);
         int maxr = sc->max_rounds ? sc->max_rounds : pf_coll_plan_max_rounds(sc->n);
         printf("# %-52s n=%-4d rounds=%d probes=%zu nodes=%d links=%d unresolved=%zu "
                "median=%.1f\n",
@@ -466,13 +481,13 @@ static void test_bad_input(void **state)
     assert_int_equal(pf_coll_judge(&J, 0, NULL, 0, 0.3), PF_EINVAL);
     /* samples that make no sense are ignored, never trusted */
     struct pf_coll_sample s[] = {
-        {0, 0, 0, 1 << 20, 0.5},   /* to itself */
-        {-1, 2, 0, 1 << 20, 0.5},  /* out of range */
-        {1, 9, 0, 1 << 20, 0.5},   /* out of range */
-        {1, 2, 0, 1 << 20, 0},     /* no duration */
-        {1, 2, -4, 1 << 20, 0.5},  /* no round */
-        {1, 2, 0, 1 << 20, NAN},   /* no duration */
-        {2, 3, 0, 1 << 20, 0.001}, /* the one real sample */
+        {0, 0, 0, 1 << 20, 0.5, 0},   /* to itself */
+        {-1, 2, 0, 1 << 20, 0.5, 0},  /* out of range */
+        {1, 9, 0, 1 << 20, 0.5, 0},   /* out of range */
+        {1, 2, 0, 1 << 20, 0, 0},     /* no duration */
+        {1, 2, -4, 1 << 20, 0.5, 0},  /* no round */
+        {1, 2, 0, 1 << 20, NAN, 0},   /* no duration */
+        {2, 3, 0, 1 << 20, 0.001, 0}, /* the one real sample */
     };
     assert_int_equal(pf_coll_judge(&J, 4, s, PF_ARRAY_LEN(s), PF_COLL_SLOW_RATIO), 0);
     assert_int_equal(J.nsamples, 1);
@@ -568,6 +583,152 @@ static void test_simulation_no_false_culprit(void **state)
     }
 }
 
+/* The judge and a busy host: a rank that reports its CPU starved in a round gives no
+ * evidence against its links in that round; a link is named only when it is slow again at
+ * other moments, with both ends' CPUs free. */
+static void test_starved_ends(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        int n;
+        struct link_f link;     /* a slow link (f 0: none) */
+        int slow_node;          /* -1: none */
+        struct one_sample once; /* a slow moment (f 0: none) */
+        int starved, from, to;  /* the rank reporting a starved CPU, and when */
+        int want_links, want_nodes;
+        bool want_starved; /* the judgement lists what it left out for the CPU */
+    } rows[] = {
+        {"starved end, slow every time: no culprit",
+         64,
+         {5, 37, 0.1},
+         -1,
+         {0},
+         5,
+         0,
+         99,
+         0,
+         0,
+         true},
+        {"starved receiver, slow every time: no culprit",
+         64,
+         {5, 37, 0.1},
+         -1,
+         {0},
+         37,
+         0,
+         99,
+         0,
+         0,
+         true},
+        {"starved node, slow every time: no culprit", 64, {0}, 17, {0}, 17, 0, 99, 0, 0, true},
+        {"slow link, another rank starved: still named",
+         64,
+         {5, 37, 0.1},
+         -1,
+         {0},
+         9,
+         0,
+         99,
+         1,
+         0,
+         false},
+        {"slow link, its end starved in the survey only: named from the rounds after",
+         64,
+         {5, 37, 0.1},
+         -1,
+         {0},
+         5,
+         0,
+         3,
+         1,
+         0,
+         false},
+        {"slow node, starved in the survey only: named", 64, {0}, 17, {0}, 17, 0, 3, 0, 1, false},
+        {"slow while starved in the survey, fast when probed again: not named",
+         64,
+         {0},
+         -1,
+         {12, 44, 1, 0.05},
+         12,
+         0,
+         3,
+         0,
+         0,
+         false},
+        {"slow link among 1024, its end starved every time: no culprit",
+         1024,
+         {700, 188, 0.05},
+         -1,
+         {0},
+         700,
+         0,
+         99,
+         0,
+         0,
+         true},
+    };
+    for (size_t k = 0; k < PF_ARRAY_LEN(rows); k++) {
+        struct fleet F;
+        fleet_init(&F, rows[k].n);
+        if (rows[k].link.f > 0) F.links[F.nlinks++] = rows[k].link;
+        if (rows[k].slow_node >= 0) F.out_f[rows[k].slow_node] = F.in_f[rows[k].slow_node] = 0.1;
+        if (rows[k].once.f > 0) F.once[F.nonce++] = rows[k].once;
+        F.starved = rows[k].starved;
+        F.starved_from = rows[k].from;
+        F.starved_to = rows[k].to;
+        struct trace T;
+        struct pf_coll_judgement J;
+        int nodes, links;
+        plan_and_judge(&F, &T, &J, &nodes, &links);
+        printf("# %-72s rounds=%d nodes=%d links=%d starved=%zu\n", rows[k].name, T.rounds, nodes,
+               links, J.nstarved);
+        assert_int_equal(links, rows[k].want_links);
+        assert_int_equal(nodes, rows[k].want_nodes);
+        if (rows[k].want_links)
+            assert_non_null(find(&J, PF_COLL_CULPRIT_LINK, rows[k].link.src, rows[k].link.dst));
+        if (rows[k].want_nodes)
+            assert_non_null(find(&J, PF_COLL_CULPRIT_NODE, rows[k].slow_node, rows[k].slow_node));
+        assert_int_equal(J.nstarved > 0, rows[k].want_starved);
+        for (size_t i = 0; i < J.nstarved && i < PF_COLL_EVIDENCE_MAX; i++)
+            assert_int_not_equal(J.starved[i].starved, 0);
+        pf_coll_judgement_free(&J);
+        free(T.s);
+    }
+}
+
+/* The coordinator marks each sample with its ends' CPU as they reported it in that round,
+ * whatever the sample itself claims. */
+static void test_coord_cpu(void **state)
+{
+    (void)state;
+    struct pf_coll_coord c;
+    pf_coll_coord_init(&c, 4, PF_COLL_SLOW_RATIO);
+    assert_true(pf_coll_coord_plan(&c, 0) > 0);
+    struct pf_coll_cpu busy = {0.6, 0, -1, 99}, idle = {0.01, 0, -1, 99};
+    struct pf_coll_cpu steal = {0, 0.3, -1, -1}, own = {0, 0, 0.5, 50}, host = {0, 0, -1, 100};
+    assert_true(pf_coll_cpu_starved(&busy) && pf_coll_cpu_starved(&steal));
+    assert_true(pf_coll_cpu_starved(&own));
+    assert_false(pf_coll_cpu_starved(&idle) || pf_coll_cpu_starved(&host));
+    pf_coll_coord_cpu(&c, 0, &busy);
+    pf_coll_coord_cpu(&c, 1, &idle);
+    pf_coll_coord_cpu(&c, 2, &idle);
+    assert_int_equal(c.nstarved_reports, 1);
+    struct pf_coll_task t[PF_COLL_TASKS_MAX];
+    size_t nt = pf_coll_coord_tasks(&c, 1, t);
+    int from = -1;
+    for (size_t i = 0; i < nt; i++)
+        if (!t[i].send) from = t[i].peer;
+    assert_int_equal(from, 0); /* round 0 is shift 1: 0 sends to 1 */
+    struct pf_coll_sample s = {0, 1, 0, 1 << 20, 0.01, 0};
+    assert_int_equal(pf_coll_coord_add(&c, 1, &s, 1), 1);
+    s = (struct pf_coll_sample){1, 2, 0, 1 << 20, 0.01, PF_COLL_STARVED_SRC};
+    assert_int_equal(pf_coll_coord_add(&c, 2, &s, 1), 1);
+    assert_int_equal(c.s[0].starved, PF_COLL_STARVED_SRC); /* rank 0 reported it */
+    assert_int_equal(c.s[1].starved, 0);                   /* the sample's own claim: none */
+    pf_coll_coord_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -578,6 +739,8 @@ int main(void)
         cmocka_unit_test(test_noisy_sample_remeasured),
         cmocka_unit_test(test_scenarios),
         cmocka_unit_test(test_simulation_no_false_culprit),
+        cmocka_unit_test(test_starved_ends),
+        cmocka_unit_test(test_coord_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

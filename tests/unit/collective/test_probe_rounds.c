@@ -235,7 +235,7 @@ static void test_coord_keeps_planned_samples_only(void **state)
     struct pf_coll_coord c;
     pf_coll_coord_init(&c, 4, PF_COLL_SLOW_RATIO);
     /* nothing is planned yet: nothing is kept */
-    struct pf_coll_sample s = {3, 0, 0, 1000, 0.01};
+    struct pf_coll_sample s = {3, 0, 0, 1000, 0.01, 0};
     assert_int_equal(pf_coll_coord_add(&c, 0, &s, 1), 0);
     assert_int_equal(pf_coll_coord_plan(&c, 1), PF_EINVAL); /* round 0 comes first */
     assert_int_equal(pf_coll_coord_plan(&c, 0), 4);
@@ -248,15 +248,16 @@ static void test_coord_keeps_planned_samples_only(void **state)
     assert_false(t[1].send);
     size_t b = c.bytes[0];
     struct pf_coll_sample bad[] = {
-        {(4 - d) % 4, 1, 0, b, 0.01},     /* claims another destination */
-        {2, 0, 0, b, 0.01},               /* not its partner (for d = 1: 3 is) */
-        {(4 - d) % 4, 0, 5, b, 0.01},     /* another round */
-        {(4 - d) % 4, 0, 0, b + 1, 0.01}, /* more than was sent */
-        {(4 - d) % 4, 0, 0, b, 0},        /* no duration */
-        {(4 - d) % 4, 0, 0, b, -1},       /* a negative one */
+        {(4 - d) % 4, 1, 0, b, 0.01, 0},     /* claims another destination */
+        {2, 0, 0, b, 0.01, 0},               /* not its partner (for d = 1: 3 is) */
+        {(4 - d) % 4, 0, 5, b, 0.01, 0},     /* another round */
+        {(4 - d) % 4, 0, 0, b + 1, 0.01, 0}, /* more than was sent */
+        {(4 - d) % 4, 0, 0, b, 0, 0},        /* no duration */
+        {(4 - d) % 4, 0, 0, b, -1, 0},       /* a negative one */
     };
     assert_int_equal(pf_coll_coord_add(&c, 0, bad, PF_ARRAY_LEN(bad)), 0);
-    struct pf_coll_sample good[] = {{(4 - d) % 4, 0, 0, b, 0.01}, {(4 - d) % 4, 0, 0, b, 0.01}};
+    struct pf_coll_sample good[] = {{(4 - d) % 4, 0, 0, b, 0.01, 0},
+                                    {(4 - d) % 4, 0, 0, b, 0.01, 0}};
     /* one a round: the second copy is not kept */
     assert_int_equal(pf_coll_coord_add(&c, 0, good, 2), 1);
     assert_int_equal(pf_coll_coord_add(&c, 9, good, 1), 0); /* no such position */

@@ -197,7 +197,7 @@ static void test_records_numbers(void **state)
 static void samples_of(struct pf_coll_sample *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        s[i] = (struct pf_coll_sample){(int)i, 1, 0, 1 << 20, 0.001 * (double)(i + 1)};
+        s[i] = (struct pf_coll_sample){(int)i, 1, 0, 1 << 20, 0.001 * (double)(i + 1), 0};
 }
 
 /* Decodes what an encoder left in b: whole records only, and how many. */
@@ -270,6 +270,38 @@ static void big_record(struct pf_buf *r, const void *items, size_t i)
     free(v);
 }
 
+/* A rank's CPU over a round rides in the message of its samples: both decode from it; a
+ * message without it (an older rank) is PF_ENOENT, a share out of range is refused. */
+static void test_cpu_report(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    struct pf_coll_sample s[2];
+    samples_of(s, 2);
+    assert_int_equal(pf_fleet_samples_encode(&b, s, 2), 0);
+    struct pf_coll_cpu c = {0.4321, 0, -1, 95.8}, got;
+    assert_int_equal(pf_fleet_cpu_encode(&b, &c), 0);
+    assert_int_equal(samples_in(&b), 2);
+    assert_int_equal(pf_fleet_cpu_decode(&got, (const uint8_t *)pf_buf_str(&b), b.len), 0);
+    assert_true(got.wait > 0.4320 && got.wait < 0.4322);
+    assert_true(got.steal == 0);
+    assert_true(got.psi < 0);
+    assert_true(got.psi_avg10 > 95.79 && got.psi_avg10 < 95.81);
+    assert_true(pf_coll_cpu_starved(&got));
+    pf_buf_reset(&b);
+    assert_int_equal(pf_fleet_samples_encode(&b, s, 2), 0);
+    assert_int_equal(pf_fleet_cpu_decode(&got, (const uint8_t *)pf_buf_str(&b), b.len), PF_ENOENT);
+    assert_false(pf_coll_cpu_starved(&got)); /* unknown: -1 everywhere, never starved */
+    pf_buf_reset(&b);
+    pf_wire_put_int(&b, "cpuWait", 20000);
+    pf_wire_put_int(&b, "cpuSteal", 0);
+    pf_wire_put_int(&b, "cpuPsi", 0);
+    pf_wire_put_int(&b, "cpuAvg10", 0);
+    assert_int_equal(pf_fleet_cpu_decode(&got, (const uint8_t *)pf_buf_str(&b), b.len), PF_EINVAL);
+    pf_buf_free(&b);
+}
+
 static void test_record_over_limit(void **state)
 {
     (void)state;
@@ -292,6 +324,7 @@ int main(void)
         cmocka_unit_test(test_summary_numbers), cmocka_unit_test(test_summary_first_refusal),
         cmocka_unit_test(test_ar_numbers),      cmocka_unit_test(test_records_numbers),
         cmocka_unit_test(test_samples_bounded), cmocka_unit_test(test_record_over_limit),
+        cmocka_unit_test(test_cpu_report),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

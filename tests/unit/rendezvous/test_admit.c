@@ -163,7 +163,8 @@ static void test_unverified(void **state)
         join(&g, 0, 2, WORLD, "trainer-2", cases[k].mac);
         size_t nf = nfindings(&g, false);
         if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 ||
-            g.S.m[2].state != PF_RDV_MISSING || g.S.refused != 1 || !g.S.m[2].refused_claim[0])
+            g.S.m[2].state != PF_RDV_MISSING || g.S.refused != 1 || !g.S.m[2].refused_claim ||
+            !g.S.m[2].refused_claim[0])
             fail_msg("%s: rank %d closing %d, %zu findings, slot %d, refused %d", cases[k].name,
                      g.S.sc[0].rank, g.S.sc[0].closing, nf, g.S.m[2].state, g.S.refused);
         const struct seen *n = evidence(&g, "refusedJoins");

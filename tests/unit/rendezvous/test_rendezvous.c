@@ -108,6 +108,64 @@ static void test_conn_round_trip(void **state)
     pf_buf_free(&b);
 }
 
+/* One payload queued to several connections (a fan-out): each gets it whole, under its own
+ * sequence number and MAC, and the one copy is freed by the last writer (ASan says when it
+ * leaks or is freed twice), also when a connection closes with it still queued. */
+static void test_conn_shared_payload(void **state)
+{
+    (void)state;
+    int a[2], b[2], c[2];
+    nonblock_pair(a);
+    nonblock_pair(b);
+    nonblock_pair(c);
+    struct pf_rdv_conn ra, rb, rc, ja, jb;
+    pf_rdv_conn_init(&ra, a[1], "a", false);
+    pf_rdv_conn_init(&rb, b[1], "b", false);
+    pf_rdv_conn_init(&rc, c[1], "c", false);
+    pf_rdv_conn_init(&ja, a[0], "root", true);
+    pf_rdv_conn_init(&jb, b[0], "root", true);
+    struct pf_wire_auth au = {.on = true, .token = "t"};
+    memset(au.nonce_s, 1, sizeof(au.nonce_s));
+    ra.auth = ja.auth = au;
+    memset(au.nonce_c, 2, sizeof(au.nonce_c));
+    rb.auth = jb.auth = au;
+    struct pf_buf p;
+    pf_buf_init(&p, 1 << 20);
+    pf_wire_put_str(&p, "roster", "every rank");
+    struct pf_rdv_shared *sh = pf_rdv_shared_new(p.data, p.len);
+    pf_rdv_conn_queue(&ra, PF_WIRE_STEP, NULL, 0); /* a frame before it: seq 1 for a */
+    pf_rdv_conn_queue_shared(&ra, PF_WIRE_ROSTER, sh);
+    pf_rdv_conn_queue_shared(&rb, PF_WIRE_ROSTER, sh);
+    pf_rdv_conn_queue_shared(&rc, PF_WIRE_ROSTER, sh);
+    pf_rdv_shared_drop(sh); /* the queues hold it now */
+    pf_rdv_conn_close(&rc); /* never written: its reference goes with it */
+    double dl = pf_now() + 10;
+    struct pf_rdv_conn *roots[2] = {&ra, &rb}, *joiners[2] = {&ja, &jb};
+    for (int k = 0; k < 2; k++) {
+        while (pf_rdv_conn_pending(roots[k]))
+            assert_true(pf_rdv_conn_flush_some(roots[k]) >= 0);
+        struct pf_rdv_msg m;
+        if (k == 0) {
+            assert_int_equal(pf_rdv_conn_recv(joiners[k], &m, true, dl), 0);
+            assert_int_equal(m.type, PF_WIRE_STEP);
+            pf_rdv_msg_free(&m);
+        }
+        assert_int_equal(pf_rdv_conn_recv(joiners[k], &m, true, dl), 0);
+        assert_int_equal(m.type, PF_WIRE_ROSTER);
+        assert_true(m.mac_ok);
+        char v[32];
+        assert_int_equal(pf_wire_fields_str(v, sizeof(v), &m.f, "roster"), 0);
+        assert_string_equal(v, "every rank");
+        pf_rdv_msg_free(&m);
+    }
+    pf_buf_free(&p);
+    pf_rdv_conn_close(&ra);
+    pf_rdv_conn_close(&rb);
+    pf_rdv_conn_close(&ja);
+    pf_rdv_conn_close(&jb);
+    close(c[0]);
+}
+
 static void test_conn_mac_and_sequence(void **state)
 {
     (void)state;
@@ -230,6 +288,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conn_round_trip),
         cmocka_unit_test(test_conn_mac_and_sequence),
+        cmocka_unit_test(test_conn_shared_payload),
         cmocka_unit_test(test_conn_deadline_on_silent_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
