@@ -322,11 +322,21 @@ static int warn_kind(const char *m)
     if (strstr(m, "ibv_") || strstr(m, "libibverbs") || strstr(m, "Got completion") ||
         strstr(m, "NET/IB"))
         return PF_NCCLLOG_W_IBV;
-    if (strcasestr(m, "cuda failure") || strcasestr(m, "cuda error")) return PF_NCCLLOG_W_CUDA;
-    if (strstr(m, "/dev/shm") || strcasestr(m, "shared memory")) return PF_NCCLLOG_W_SHM;
+    /* CUDACHECK's "Cuda failure", P2P's "CUDA IPC handle" / cudaIpc* and alloc.h's "Failed to
+     * CUDA malloc" (NVIDIA/nccl src/include/checks.h, transport/p2p.cc, include/alloc.h) */
+    if (strcasestr(m, "cuda failure") || strcasestr(m, "cuda error") ||
+        strcasestr(m, "cuda ipc") || strstr(m, "cudaIpc") || strstr(m, "Failed to CUDA "))
+        return PF_NCCLLOG_W_CUDA;
+    /* shm.h's "shm_open failed", proxy.cc's "shm unlink failed" (2.3 to 2.30) */
+    if (strstr(m, "/dev/shm") || strcasestr(m, "shared memory") || strstr(m, "shm_open") ||
+        strstr(m, " shm "))
+        return PF_NCCLLOG_W_SHM;
     if (strstr(m, "NET/OFI") || strcasestr(m, "plugin")) return PF_NCCLLOG_W_PLUGIN;
+    /* SYSCHECK's "Call to NAME failed" and socket.h / socket.cc's "Net : ..." errors */
+    const char *call = strstr(m, "Call to ");
     if (strcasestr(m, "system error") || strcasestr(m, "socket") || strcasestr(m, "connect") ||
-        strcasestr(m, "unreachable"))
+        strcasestr(m, "unreachable") || strncmp(m, "Net : ", 6) == 0 ||
+        (call && strstr(call, " failed")))
         return PF_NCCLLOG_W_SYSERR;
     return PF_NCCLLOG_W_OTHER;
 }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # `preflight log` against NCCL's own format strings: every INFO line the reader interprets, as
 # NVIDIA/nccl's source writes it at each release tag v2.3.7-1..v2.30.7-1, and aws-ofi-nccl's
-# NET/OFI provider lines v1.0.0..v1.21.1 (tests/nccl-formats/formats.tsv, made by extract.py), rendered with realistic values under
-# NCCL's prefix and under Open MPI, kubectl --prefix, torchrun prefixes and colour codes
+# NET/OFI provider lines v1.0.0..v1.21.1, and every WARN format (NCCL's WARN, aws-ofi-nccl's
+# NCCL_OFI_WARN) the reader gives a kind (tests/nccl-formats/formats.tsv, made by extract.py),
+# rendered with realistic values under NCCL's prefix (WARN: its blank line, file:line, 2.26+'s
+# timestamp) and under Open MPI, kubectl --prefix, torchrun prefixes and colour codes
 # (tests/nccl-formats/render.py); then the meanings the source gives some lines: 2.21+'s
 # "collnet channels" is the ring count, NVLS Head lines, 2.5's NCCL_IB_DISABLE with NET/Socket,
 # nNodes before host names, MNNVL / RAS / GIN / RMA / Bootstrap timings lines that name no
-# transport.
+# transport, WARN kinds of real lines.
 source "$(dirname "$0")/lib.sh"
 
 R="$PREFLIGHT_SRC/tests/nccl-formats/render.py"
@@ -118,3 +120,28 @@ plog bare "$T/bare.log"
 expect_eq "formats: bare version behind colour and Open MPI prefix" \
     "$(q bare "c['evidence']['processes'][0].get('ncclVersion')")" '2.19.3'
 
+
+# WARN lines whose format names their kind (NVIDIA/nccl src/include/checks.h SYSCHECK's "Call to
+# NAME failed", src/include/socket.h's "Net : ...", src/include/shm.h's shm_open, transport/p2p.cc's
+# CUDA IPC handle), under 2.26+'s default "[%F %T] " WARN timestamp and 2.30.7's "(func)"
+cat >"$T/warns.log" <<'L'
+node-a:11:11 [0] NCCL INFO NCCL version 2.30.7+cuda13.0
+
+[2026-11-26 10:00:01] node-a:11:12 [0] misc/socket.cc:120 (ncclSocketPoll) NCCL WARN Call to poll failed : Bad file descriptor
+node-b:12:12 [0] NCCL INFO NCCL version 2.10.3+cuda11.4
+
+node-b:12:12 [0] include/socket.h:420 NCCL WARN Net : No interface found in the same subnet as remote address 10.0.0.6<43521>
+
+node-b:12:12 [0] include/shm.h:32 NCCL WARN shm_open failed to open nccl-shm-recv-3 : No such file or directory
+node-c:13:13 [0] NCCL INFO NCCL version 2.8.4+cuda11.2
+
+node-c:13:13 [0] transport/p2p.cc:231 NCCL WARN failed to open CUDA IPC handle : 201 invalid device context
+node-c:13:13 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with error No such device
+L
+plog warns "$T/warns.log"
+expect_eq "formats: WARN kinds of SYSCHECK, Net :, shm_open, CUDA IPC and ibv_* failures" \
+    "$(q warns "[h.get('warningsByKind') for h in c['evidence']['hosts']]")" \
+    '[{"system-error": 1}, {"system-error": 1, "shm": 1}, {"ibverbs": 1, "cuda": 1}]'
+expect_eq "formats: a timestamped 2.30 WARN keeps its process and file:line (func)" \
+    "$(q warns "c['evidence']['processes'][0].get('warnings')")" \
+    '["misc/socket.cc:120 (ncclSocketPoll) Call to poll failed : Bad file descriptor"]'

@@ -13,9 +13,10 @@ format strings of the calls below are kept, one row per format and contiguous ra
 
     first_tag  last_tag  file  level  key  format  args
 
-level is INFO, DEFINE (the VERSION_STRING macro) or PIECE (a part (s)(n)printf builds of a line
-logged whole, e.g. the device list of NET/IB : Using); key names the reader's rule the line
-falls under (see KEYS); format is the concatenated string literals of the call with any macro
+level is INFO, WARN (NCCL's WARN(...) and aws-ofi-nccl's NCCL_OFI_WARN(...) whose format
+string names one of the reader's WARN kinds, WARN_KEYS), DEFINE (the VERSION_STRING macro) or
+PIECE (a part (s)(n)printf builds of a line logged whole, e.g. the device list of NET/IB :
+Using); key names the reader's rule the line falls under (see KEYS, WARN_KEYS); format is the concatenated string literals of the call with any macro
 between them written as {NAME} (e.g. {STR(NCCL_MAJOR)}, {PRIx64}); args are the call's
 arguments after the format, as written, joined by ' ; '. Tags are the release tags vX.Y.Z-N
 from v2.3.7-1 on (pre-releases and other tags are left out). Regenerate after a new NCCL
@@ -69,9 +70,32 @@ KEYS = [
 ]
 KEY_RES = [(k, re.compile(r)) for k, r in KEYS]
 
+# The reader's kinds of WARN lines (warn_kind in pkg/nccllog/lines.c, first match wins, in this
+# order): key "warn-KIND" -> regex over the format string. A WARN format none of them matches
+# ("other") is left out: the reader counts it but gives it no meaning.
+WARN_KEYS = [
+    ("warn-connection-refused", r"(?i)connection refused"),
+    ("warn-connection-closed",
+     r"(?i)closed by remote|connection closed|connection reset|remote process exited"),
+    ("warn-timeout", r"(?i)timeout|timed out"),
+    ("warn-ibverbs", r"ibv_|libibverbs|Got completion|NET/IB"),
+    ("warn-cuda", r"(?i)cuda failure|cuda error|cuda ipc|(?-i:cudaIpc|Failed to CUDA )"),
+    ("warn-shm", r"/dev/shm|(?i:shared memory)|shm_open| shm "),
+    ("warn-plugin", r"NET/OFI|(?i:plugin)"),
+    ("warn-system-error", r"(?i)system error|socket|connect|unreachable|^Net : |(?-i:Call to .* failed)"),
+]
+
+
+def warn_text(f, fmt):
+    """fmt with the macro NCCL stringizes into it: ibvwrap's {name} is the ibv_* function,
+    SYSCHECK's a system call (src/misc/ibvwrap.cc, src/include/checks.h)."""
+    return fmt.replace("{name}", "ibv_modify_qp" if "ibvwrap" in f else "poll")
+
+WARN_RES = [(k, re.compile(r)) for k, r in WARN_KEYS]
+
 TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-(\d+)$")
 SRC_RE = re.compile(r"\.(c|cc|cu|cpp|h|hpp)$")
-CALL_RE = re.compile(r"(?<![A-Za-z0-9_])(INFO|WARN|VERSION_STRING|s?n?printf|NCCL_OFI_INFO)\b")
+CALL_RE = re.compile(r"(?<![A-Za-z0-9_])(INFO|WARN|VERSION_STRING|s?n?printf|NCCL_OFI_INFO|NCCL_OFI_WARN)\b")
 OFI_TAG_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)(-aws)?$")
 # pieces of a line NCCL builds with (s)(n)printf before logging it with INFO("...%s...", line)
 PIECE_KEYS = [
@@ -122,7 +146,7 @@ def scan(gitdir, tags, prefix, dirs, present, nccl):
             text = git(gitdir, "show", "%s:%s" % (tag, f)).decode("utf-8", "replace")
             for level, fmt, args in calls(text):
                 if nccl != fmt.startswith("NET/OFI "):
-                    k = key_of(level, fmt, args)
+                    k = key_of(level, fmt, args, f)
                 else:
                     k = None
                 if k:
@@ -225,7 +249,7 @@ def calls(text):
         args, _ = split_args(text, j)
         if not args:
             continue
-        fi = {"INFO": 1, "NCCL_OFI_INFO": 1, "WARN": 0, "sprintf": 1, "snprintf": 2}.get(name)
+        fi = {"INFO": 1, "NCCL_OFI_INFO": 1, "WARN": 0, "NCCL_OFI_WARN": 0, "sprintf": 1, "snprintf": 2}.get(name)
         if fi is None:
             continue
         if len(args) <= fi:
@@ -236,15 +260,20 @@ def calls(text):
         rest = " ; ".join(re.sub(r"\s+", " ", a) for a in args[fi + 1:])
         if name == "NCCL_OFI_INFO":  # its macro prefixes "NET/OFI " (include/nccl_ofi_log.h)
             name, fmt = "INFO", "NET/OFI " + fmt
+        elif name == "NCCL_OFI_WARN":  # and NCCL_OFI_WARN too, at level WARN
+            name, fmt = "WARN", "NET/OFI " + fmt
         yield ("PIECE" if "printf" in name else name), fmt, rest
 
 
-def key_of(level, fmt, args):
+def key_of(level, fmt, args, f=""):
     if level == "DEFINE":
         return "version" if fmt.startswith("NCCL version ") else None
     if fmt == "%s":
         return "version" if "VERSION_STRING" in args else None
     if level == "WARN":
+        for k, r in WARN_RES:
+            if r.search(warn_text(f, fmt).split("\n")[0]):
+                return k
         return None
     if level == "PIECE":
         for k, r in PIECE_KEYS:

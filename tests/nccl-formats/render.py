@@ -13,6 +13,13 @@ tag says. Values are realistic (rank 3 of 16, mlx5_0, eth0:10.0.0.5) and follow 
 arguments where they matter (2.21+ prints comm->nChannels as the CollNet channel count). Lines
 are written with NCCL's prefix `host:pid:tid [dev] NCCL INFO` and under launcher prefixes and
 colour codes (VARIANTS).
+
+WARN rows (NCCL's WARN and aws-ofi-nccl's NCCL_OFI_WARN formats the reader gives a kind) become
+NCCL's WARN line `host:pid:tid [dev] FILE:LINE NCCL WARN msg` after the blank line NCCL writes
+first (src/debug.cc): `FILE:LINE (func)` from 2.30.7, with the default `[%F %T] ` timestamp in
+front from 2.26.2 (NCCL_DEBUG_TIMESTAMP_LEVELS defaults to WARN there); aws-ofi-nccl passes its
+__PRETTY_FUNCTION__ as the file. The process's warnings list, its host's warningsByKind and the
+host's nccl-warn finding must name the line and the kind its format string means.
 """
 import json
 import os
@@ -20,6 +27,8 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from extract import warn_text  # noqa: E402  the macro NCCL stringizes into a WARN
 CHUNK = 200  # processes per log: preflight's evidence lists the first 256
 VERSION = "2.21.5"
 
@@ -137,6 +146,34 @@ ARG_VALUES = {"comm->nChannels": 16, "comm->collNetChannels": 16, "comm->nvlsCha
               "comm->p2pnChannels": 32, "comm->p2pnChannelsPerPeer": 2}
 
 
+def warn_str_value(row, before, arg):
+    """A realistic string for a WARN's %s: what the argument names, no word of another kind."""
+    a, b = arg, before
+    if "strerror" in a:
+        return "No route to host"
+    if "ibvWcStatusStr" in a or "wc->status" in a or "wcs[" in a:
+        return "transport retry counter exceeded"
+    if "ibvAsyncEventStr" in a or "event" in a.lower():
+        return "local catastrophic error"
+    if "cudaGetErrorString" in a or "cuGetErrorString" in a or "errStr" in a:
+        return "an illegal memory access was encountered"
+    if "fi_strerror" in a:
+        return "Input/output error"
+    if "ncclGetErrorString" in a:
+        return "invalid usage"
+    if "SocketToString" in a or "addr" in a.lower() or b.endswith("to ") or b.endswith("from "):
+        return "10.0.0.6<43521>"
+    if "devName" in a or "ibv_get_device_name" in a or "dev" in a.lower():
+        return "mlx5_0"
+    if "path" in a.lower() or "name" in a.lower() or "file" in a.lower():
+        return "nccl-AbCdEf"
+    if "env" in a.lower() or b.endswith("NCCL_"):
+        return "NCCL_IB_HCA"
+    if "func" in a.lower() or "__" in a:
+        return "ncclProxyConnect"
+    return "x"
+
+
 def num_value(row, before, arg, conv):
     if arg in ARG_VALUES:
         return ARG_VALUES[arg]
@@ -163,7 +200,9 @@ def render(row):
               .replace("{STR(NCCL_PATCH)}", VERSION.split(".")[2])
               .replace("{NCCL_SUFFIX}", "").replace("{STR(CUDA_MAJOR)}", "12")
               .replace("{STR(CUDA_MINOR)}", "4"))
-    fmt = re.sub(r"\{PRI([diux])64\}", r"l\1", fmt)
+    if row["level"] == "WARN":
+        fmt = warn_text(row["file"], fmt)
+    fmt = re.sub(r"\{PRI([diuxX])(8|16|32|64)\}", r"l\1", fmt)
     fmt = re.sub(r"\{[A-Za-z_()0-9]*\}", "", fmt)
     out, pos, ai = [], 0, 0
     for m in CONV.finditer(fmt):
@@ -177,7 +216,8 @@ def render(row):
         ai += 1
         before = fmt[:m.start()]
         if conv.endswith("s"):
-            out.append(str_value(row, before, arg))
+            out.append(warn_str_value(row, before, arg) if row["level"] == "WARN" else
+                       str_value(row, before, arg))
         elif conv.endswith("c"):
             out.append("x")
         else:
@@ -257,6 +297,10 @@ def lines_of(rows):
     out = []
     for r in rows:
         msg = render(r)
+        if r["level"] == "WARN":  # the reader reads a WARN's first line: NCCL's own ends with \n
+            msg = msg.split("\n")[0].strip()
+            out.append((r, msg, dict(warnKind=r["key"][len("warn-"):])))
+            continue
         if r["key"] == "dev-list":
             if "net_ib" in r["file"]:
                 body = msg if msg.endswith("}") or "/" in msg else msg + "/IB"
@@ -286,6 +330,19 @@ def tag_version(tag):
     return re.match(r"v(\d+\.\d+\.\d+)", tag).group(1)
 
 
+def vtuple(v):
+    return tuple(int(x) for x in v.split("."))
+
+
+def warn_where(row, ver):
+    """What NCCL writes between [dev] and NCCL WARN: FILE:LINE, FILE:LINE (func) from 2.30.7;
+    aws-ofi-nccl logs its __PRETTY_FUNCTION__ as the file."""
+    if row["file"].startswith("aws-ofi-nccl:"):
+        return "int nccl_net_ofi_rdma_init(const char*, bool, int*):1234"
+    f = row["file"][4:] if row["file"].startswith("src/") else row["file"]
+    return "%s:%d%s" % (f, 321, " (ncclProxyConnect)" if vtuple(ver) >= (2, 30, 7) else "")
+
+
 def cmd_logs(outdir):
     rows = load()
     items = lines_of(rows)
@@ -304,6 +361,15 @@ def cmd_logs(outdir):
                     if r["level"] == "DEFINE":  # NCCL_DEBUG=VERSION's bare line, then an INFO
                         w("%s:%d:%d [0] NCCL INFO cudaDriverVersion 12040" % (host, pid, pid + 7))
                         w(msg.replace(VERSION, ver))
+                    elif r["level"] == "WARN":
+                        w("%s:%d:%d [3] NCCL INFO NCCL version %s+cuda12.4" % (host, pid, pid + 7,
+                                                                              ver))
+                        where = warn_where(r, ver)
+                        f.write("\n")  # NCCL's WARN starts with a newline
+                        w("%s%s:%d:%d [3] %s NCCL WARN %s" % (
+                            "[2026-11-26 22:49:32] " if vtuple(ver) >= (2, 26, 2) else "",
+                            host, pid, pid + 7, where, msg))
+                        e = dict(e, warning=where + " " + msg)
                     elif r["key"] == "version":
                         w("%s:%d:%d [3] NCCL INFO %s" % (host, pid, pid + 7,
                                                          msg.replace(VERSION, ver)))
@@ -336,7 +402,19 @@ def cmd_check(outdir):
             h = byhost.get(x["host"], {})
             got = {}
             for k, want in x["expect"].items():
-                if k in ("transport", "transportClass", "sharp"):
+                if k == "warnKind":  # host's warningsByKind and nccl-warn finding
+                    v = h.get("warningsByKind")
+                    want = {want: 1}
+                    f = "logged 1 NCCL WARN (1 %s): %s" % (want and x["expect"]["warnKind"],
+                                                           x["expect"]["warning"])
+                    fs = [y.get("message", "") for y in c.get("findings") or []
+                          if y.get("code") == "nccl-warn" and
+                          re.search(r"\b%s\b" % x["host"], y.get("message", ""))]
+                    if len(fs) != 1 or not fs[0].endswith(f):
+                        got["nccl-warn finding"] = (fs, "... " + f)
+                elif k == "warning":
+                    v, want = p.get("warnings"), [want]
+                elif k in ("transport", "transportClass", "sharp"):
                     v = h.get(k)
                 elif k in ("p2p", "shm"):
                     m = re.search(r"p2p (\d+), shm (\d+)", h.get("channels", ""))
