@@ -324,8 +324,8 @@ static int warn_kind(const char *m)
         return PF_NCCLLOG_W_IBV;
     /* CUDACHECK's "Cuda failure", P2P's "CUDA IPC handle" / cudaIpc* and alloc.h's "Failed to
      * CUDA malloc" (NVIDIA/nccl src/include/checks.h, transport/p2p.cc, include/alloc.h) */
-    if (strcasestr(m, "cuda failure") || strcasestr(m, "cuda error") ||
-        strcasestr(m, "cuda ipc") || strstr(m, "cudaIpc") || strstr(m, "Failed to CUDA "))
+    if (strcasestr(m, "cuda failure") || strcasestr(m, "cuda error") || strcasestr(m, "cuda ipc") ||
+        strstr(m, "cudaIpc") || strstr(m, "Failed to CUDA "))
         return PF_NCCLLOG_W_CUDA;
     /* shm.h's "shm_open failed", proxy.cc's "shm unlink failed" (2.3 to 2.30) */
     if (strstr(m, "/dev/shm") || strcasestr(m, "shared memory") || strstr(m, "shm_open") ||
