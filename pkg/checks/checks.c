@@ -32,7 +32,7 @@ const struct pf_check_def pf_checks_table[] = {
           "/dev/infiniband: uverbsN openable, rdma_cm, sysfs and device nodes agree"),
     LOCAL(rdma, ports, PF_MODE_LOCAL, "rdma.c", "20-rdma.md", "unit/checks/test_rdma.c",
           "every HCA port: state, phys_state, rate, link layer, RoCE GIDs"),
-    LOCAL(rdma, memlock, PF_MODE_LOCAL, "rdma.c", "20-rdma.md", "unit/checks/test_rdma.c",
+    LOCAL(rdma, memlock, PF_MODE_LOCAL, "memlock.c", "20-rdma.md", "unit/checks/test_rdma.c",
           "RLIMIT_MEMLOCK"),
     LOCAL(rdma, verbs, PF_MODE_LOCAL, "verbs.c", "25-rdma-verbs.md", "e2e/test_rdma.sh",
           "libibverbs: open every device, query ports, alloc a PD, register 1 MiB, dma-buf probe"),

@@ -12,20 +12,13 @@
 #include "../dl/dl.h"
 #include "../ncclenv/ncclenv.h"
 #include "../netif/netif.h"
+#include "nccl_env.h"
 
 #define SOCKET_MAX_THREADS 16 /* net_socket.cc MAX_THREADS */
 #define SOCKET_MAX_SOCKETS 64 /* net_socket.cc MAX_SOCKETS */
 
-struct envcheck {
-    struct pf_check *out;
-    struct pf_ctx *ctx;
-    char where[1200];
-    char remedy[1600];
-    char shown[256];
-};
-
 /* "the environment" or the config file (with line) a value came from. */
-static const char *from(struct envcheck *e, const char *name)
+const char *ne_from(struct envcheck *e, const char *name)
 {
     const char *o = pf_env_origin(&e->ctx->env, name);
     if (!o || strcmp(o, "environment") == 0)
@@ -36,7 +29,7 @@ static const char *from(struct envcheck *e, const char *name)
 }
 
 /* The value as it may appear in a message (secrets masked, long values cut). */
-static const char *shown(struct envcheck *e, const char *name, const char *value)
+const char *ne_shown(struct envcheck *e, const char *name, const char *value)
 {
     if (pf_verdict_is_secret_name(name))
         snprintf(e->shown, sizeof(e->shown), "***");
@@ -48,7 +41,7 @@ static const char *shown(struct envcheck *e, const char *name, const char *value
 }
 
 /* Where to change the variable: the pod spec's env, or the config file it came from. */
-static const char *fix(struct envcheck *e, const char *name, const char *what)
+const char *ne_fix(struct envcheck *e, const char *name, const char *what)
 {
     const char *o = pf_env_origin(&e->ctx->env, name);
     const char *ef = e->ctx->env_file;
@@ -75,155 +68,19 @@ static const char *fix(struct envcheck *e, const char *name, const char *what)
     return e->remedy;
 }
 
-static const char *get(struct envcheck *e, const char *name)
+const char *ne_get(struct envcheck *e, const char *name)
 {
     return pf_env_get(&e->ctx->env, name);
 }
 
 /* Whether the value came from a config file NCCL reads itself (NCCL_CONF_FILE,
  * ~/.nccl.conf, /etc/nccl.conf), not the environment or an --env-file dump of it. */
-static bool from_conf(struct envcheck *e, const char *name)
+bool ne_from_conf(struct envcheck *e, const char *name)
 {
     const char *o = pf_env_origin(&e->ctx->env, name);
     const char *ef = e->ctx->env_file;
     if (!o || strcmp(o, "environment") == 0) return false;
     return !(ef && pf_str_starts(o, ef) && o[strlen(ef)] == ':');
-}
-
-/* ---- config files: NCCL's setEnvFile (src/misc/param.cc, every tag v2.3.7-1..v2.30.7-1)
- * sets everything before the first '=' as the name and everything after it as the value,
- * verbatim: no trimming, no quote removal (unlike a shell or an env file). */
-
-static bool blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-/* What NCCL makes of a value with quotes or blanks around it, for the message. */
-static void verbatim_effect(char *out, size_t n, const char *name, const char *v)
-{
-    if (pf_ncclenv_is_int_param(name)) {
-        bool clean = true;
-        long long x = pf_ncclenv_int(v, &clean);
-        snprintf(out, n, "NCCL reads the number at its start, %lld", x);
-    } else if (strcmp(name, "NCCL_IB_HCA") == 0 || strcmp(name, "NCCL_SOCKET_IFNAME") == 0 ||
-               strcmp(name, "NCCL_IB_ADDR_RANGE") == 0) {
-        char first[64];
-        snprintf(first, sizeof(first), "%.*s", (int)strcspn(v, ","), v);
-        snprintf(out, n,
-                 "the list's first entry is \"%s\" (so neither '^' nor '=' applies), which "
-                 "matches no %s",
-                 first, strcmp(name, "NCCL_IB_HCA") == 0 ? "device" : "interface");
-    } else {
-        snprintf(out, n, "the value NCCL uses includes them");
-    }
-}
-
-static int loaded_version(struct pf_ctx *ctx);
-
-/* Whether line lineno of file (under the root) ends in '\r': NCCL before 2.30.3 kept it in
- * the value (setEnvFile dropped only '\n'). */
-static bool conf_line_has_cr(struct envcheck *e, const char *origin)
-{
-    char file[1100];
-    snprintf(file, sizeof(file), "%s", origin);
-    char *colon = strrchr(file, ':');
-    if (!colon) return false;
-    *colon = '\0';
-    long want = strtol(colon + 1, NULL, 10);
-    char *text = NULL;
-    size_t len = 0;
-    bool cr = false;
-    if (want > 0 && pf_host_read_all(&text, &len, 1 << 20, &e->ctx->host, "%s", file) == 0) {
-        long line = 1;
-        for (size_t i = 0; i < len && line <= want; i++) {
-            if (text[i] != '\n') continue;
-            if (line == want) cr = i > 0 && text[i - 1] == '\r';
-            line++;
-        }
-    } else {
-        pf_err_clear();
-    }
-    free(text);
-    return cr;
-}
-
-/* One finding per config file with CR LF line ends, naming its variables. */
-static void check_conf_crlf(struct envcheck *e, const struct pf_strlist *names)
-{
-    int v = loaded_version(e->ctx);
-    if (v >= 23003) return; /* 2.30.3 on drop a trailing '\r' */
-    struct pf_strlist files = {0};
-    for (size_t i = 0; i < names->n; i++) {
-        const char *n = names->v[i];
-        const char *o = pf_env_origin(&e->ctx->env, n);
-        if (!from_conf(e, n) || !o || !conf_line_has_cr(e, o)) continue;
-        char file[1100];
-        snprintf(file, sizeof(file), "%s", o);
-        char *colon = strrchr(file, ':');
-        if (colon) *colon = '\0';
-        if (pf_strlist_has(&files, file)) continue;
-        pf_strlist_add(&files, file);
-        char what[1400];
-        snprintf(what, sizeof(what),
-                 "convert %s to Unix line ends (dos2unix, or sed -i 's/\\r$//')", file);
-        pf_check_add_finding(e->out, "conf-crlf", PF_WARN, fix(e, n, what),
-                             "%s has Windows line ends (CR LF): NCCL before 2.30.3 keeps the '\\r' "
-                             "at the end of each value (%s=\"%s\\r\", %s), so a list's last entry "
-                             "matches nothing%s",
-                             file, n, shown(e, n, get(e, n)), from(e, n),
-                             v ? "" : " (the NCCL version that will read it is not known here)");
-    }
-    pf_strlist_free(&files);
-}
-
-static void check_conf_text(struct envcheck *e, const struct pf_strlist *names)
-{
-    check_conf_crlf(e, names);
-    for (size_t i = 0; i < names->n; i++) {
-        const char *n = names->v[i];
-        if (!from_conf(e, n)) continue;
-        const char *v = get(e, n);
-        size_t nl = strlen(n), vl = v ? strlen(v) : 0;
-        char what[512], effect[256];
-        if (nl && blank(n[nl - 1])) {
-            char bare[256];
-            snprintf(bare, sizeof(bare), "%.*s", (int)nl, n);
-            pf_trim(bare);
-            char val[256];
-            snprintf(val, sizeof(val), "%s", v ? v : "");
-            pf_trim(val);
-            snprintf(what, sizeof(what), "write %s=%s with no blank around '='", bare,
-                     shown(e, bare, val));
-            pf_check_add_finding(e->out, "conf-blanks", PF_WARN, fix(e, n, what),
-                                 "\"%s\" (%s): NCCL does not trim, so it sets a variable named "
-                                 "\"%s\" (with the blank), which it never reads: %s stays %s",
-                                 n, from(e, n), n, bare,
-                                 get(e, bare) ? "as set elsewhere" : "unset");
-            continue;
-        }
-        if (!v || vl == 0) continue;
-        if (v[0] == '"' || v[0] == '\'') {
-            verbatim_effect(effect, sizeof(effect), n, v);
-            char inner[1100];
-            snprintf(inner, sizeof(inner), "%.*s",
-                     (int)(vl >= 2 && v[vl - 1] == v[0] ? vl - 2 : vl - 1), v + 1);
-            snprintf(what, sizeof(what), "write %s=%s without quotes", n, shown(e, n, inner));
-            pf_check_add_finding(e->out, "conf-quotes", PF_WARN, fix(e, n, what),
-                                 "%s=%s (%s): NCCL keeps the quotes of a config file's value: %s",
-                                 n, shown(e, n, v), from(e, n), effect);
-        } else if (blank(v[0]) || blank(v[vl - 1])) {
-            verbatim_effect(effect, sizeof(effect), n, v);
-            char inner[1100];
-            snprintf(inner, sizeof(inner), "%s", v);
-            pf_trim(inner);
-            snprintf(what, sizeof(what), "write %s=%s with no blank around the value", n,
-                     shown(e, n, inner));
-            pf_check_add_finding(e->out, "conf-blanks", PF_WARN, fix(e, n, what),
-                                 "%s=\"%s\" (%s): NCCL does not trim a config file's value: %s", n,
-                                 shown(e, n, v), from(e, n), effect);
-        }
-    }
 }
 
 /* ---- names */
@@ -232,14 +89,14 @@ static void check_names(struct envcheck *e, struct pf_strlist *names)
 {
     for (size_t i = 0; i < names->n; i++) {
         const char *n = names->v[i];
-        if (n[0] && blank(n[strlen(n) - 1]) && from_conf(e, n)) continue; /* conf-blanks */
+        if (n[0] && ne_blank(n[strlen(n) - 1]) && ne_from_conf(e, n)) continue; /* conf-blanks */
         if (pf_ncclenv_known(n)) {
             const char *obs = pf_ncclenv_obsolete(n);
             if (obs) {
                 char what[256];
                 snprintf(what, sizeof(what), "remove %s", n);
-                pf_check_add_finding(e->out, "obsolete-variable", PF_WARN, fix(e, n, what),
-                                     "%s (%s) has no effect: %s", n, from(e, n), obs);
+                pf_check_add_finding(e->out, "obsolete-variable", PF_WARN, ne_fix(e, n, what),
+                                     "%s (%s) has no effect: %s", n, ne_from(e, n), obs);
             }
             continue;
         }
@@ -249,14 +106,14 @@ static void check_names(struct envcheck *e, struct pf_strlist *names)
         char what[256];
         if (sug) {
             snprintf(what, sizeof(what), "rename %s to %s", n, sug);
-            pf_check_add_finding(e->out, "unknown-variable", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "unknown-variable", PF_WARN, ne_fix(e, n, what),
                                  "%s (%s) is not a variable NCCL reads: did you mean %s?", n,
-                                 from(e, n), sug);
+                                 ne_from(e, n), sug);
         } else {
             snprintf(what, sizeof(what), "remove %s or correct its name", n);
-            pf_check_add_finding(e->out, "unknown-variable", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "unknown-variable", PF_WARN, ne_fix(e, n, what),
                                  "%s (%s) is not a variable NCCL reads: NCCL ignores it", n,
-                                 from(e, n));
+                                 ne_from(e, n));
         }
     }
 }
@@ -268,7 +125,7 @@ static void check_ints(struct envcheck *e, struct pf_strlist *names)
     for (size_t i = 0; i < names->n; i++) {
         const char *n = names->v[i];
         if (!pf_ncclenv_is_int_param(n)) continue;
-        const char *s = get(e, n);
+        const char *s = ne_get(e, n);
         long long v;
         enum pf_ncclenv_int_kind k = pf_ncclenv_param(s, 0, &v);
         char what[256];
@@ -280,24 +137,24 @@ static void check_ints(struct envcheck *e, struct pf_strlist *names)
             else if (strcmp(n, "NCCL_SHM_DISABLE") == 0 && v != 1)
                 effect = ", so SHM is NOT disabled";
             if (pf_ncclenv_is_octal(s))
-                pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+                pf_check_add_finding(e->out, "invalid-value", PF_WARN, ne_fix(e, n, what),
                                      "%s=%s (%s) is read as octal (a leading 0) and stops at "
                                      "the first digit that is not octal: NCCL uses %lld%s",
-                                     n, shown(e, n, s), from(e, n), v, effect);
+                                     n, ne_shown(e, n, s), ne_from(e, n), v, effect);
             else
-                pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+                pf_check_add_finding(e->out, "invalid-value", PF_WARN, ne_fix(e, n, what),
                                      "%s=%s (%s) is not a number: NCCL silently uses %lld%s", n,
-                                     shown(e, n, s), from(e, n), v, effect);
+                                     ne_shown(e, n, s), ne_from(e, n), v, effect);
         } else if (k == PF_NCCLENV_INT_RANGE) {
-            pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN, ne_fix(e, n, what),
                                  "%s=%s (%s) is out of range: NCCL ignores it and uses its "
                                  "default",
-                                 n, shown(e, n, s), from(e, n));
+                                 n, ne_shown(e, n, s), ne_from(e, n));
         } else if (k == PF_NCCLENV_INT_CLEAN && pf_ncclenv_is_octal(s) && v != 0) {
-            pf_check_add_finding(e->out, "octal-value", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "octal-value", PF_WARN, ne_fix(e, n, what),
                                  "%s=%s (%s) has a leading 0, so NCCL reads it as octal: %lld, "
                                  "not %s",
-                                 n, shown(e, n, s), from(e, n), v, s);
+                                 n, ne_shown(e, n, s), ne_from(e, n), v, s);
         }
     }
 }
@@ -306,7 +163,7 @@ static void check_ints(struct envcheck *e, struct pf_strlist *names)
 
 static void check_p2p(struct envcheck *e)
 {
-    const char *s = get(e, "NCCL_P2P_DISABLE");
+    const char *s = ne_get(e, "NCCL_P2P_DISABLE");
     if (s) {
         bool clean;
         /* ncclGetLevel: int disable = strtol(str, NULL, 0); only 1 disables */
@@ -314,30 +171,31 @@ static void check_p2p(struct envcheck *e)
         char what[256];
         snprintf(what, sizeof(what), "remove NCCL_P2P_DISABLE");
         if (v == 1) {
-            pf_check_add_finding(e->out, "p2p-disabled", PF_FAIL, fix(e, "NCCL_P2P_DISABLE", what),
+            pf_check_add_finding(e->out, "p2p-disabled", PF_FAIL,
+                                 ne_fix(e, "NCCL_P2P_DISABLE", what),
                                  "NCCL_P2P_DISABLE=%s (%s) turns off GPU peer-to-peer (NVLink "
                                  "and PCIe): traffic between GPUs of this pod goes through host "
                                  "memory",
-                                 s, from(e, "NCCL_P2P_DISABLE"));
+                                 s, ne_from(e, "NCCL_P2P_DISABLE"));
             return; /* NCCL_P2P_LEVEL is not read then */
         }
         if (*s && !clean)
             pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                                 fix(e, "NCCL_P2P_DISABLE", "set NCCL_P2P_DISABLE to 0 or 1"),
+                                 ne_fix(e, "NCCL_P2P_DISABLE", "set NCCL_P2P_DISABLE to 0 or 1"),
                                  "NCCL_P2P_DISABLE=%s (%s) is not a number: NCCL reads %d and "
                                  "leaves P2P enabled",
-                                 s, from(e, "NCCL_P2P_DISABLE"), v);
+                                 s, ne_from(e, "NCCL_P2P_DISABLE"), v);
         else if (*s && v != 0)
             pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                                 fix(e, "NCCL_P2P_DISABLE", "set NCCL_P2P_DISABLE to 0 or 1"),
+                                 ne_fix(e, "NCCL_P2P_DISABLE", "set NCCL_P2P_DISABLE to 0 or 1"),
                                  "NCCL_P2P_DISABLE=%s (%s): NCCL disables P2P only for exactly 1, "
                                  "so P2P stays enabled",
-                                 s, from(e, "NCCL_P2P_DISABLE"));
+                                 s, ne_from(e, "NCCL_P2P_DISABLE"));
     }
     static const char *const levels[] = {"NCCL_P2P_LEVEL", "NCCL_NET_GDR_LEVEL"};
     for (size_t i = 0; i < PF_ARRAY_LEN(levels); i++) {
         const char *n = levels[i];
-        const char *lv = get(e, n);
+        const char *lv = ne_get(e, n);
         if (!lv) continue;
         const char *l = pf_ncclenv_level(lv);
         char what[256];
@@ -345,37 +203,37 @@ static void check_p2p(struct envcheck *e)
             snprintf(what, sizeof(what),
                      "set %s to one of %s (case-sensitive), or remove it to let NCCL choose", n,
                      pf_ncclenv_level_names());
-            pf_check_add_finding(e->out, "invalid-value", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "invalid-value", PF_WARN, ne_fix(e, n, what),
                                  "%s=%s (%s) is not a level NCCL knows (%s, or 0-4): NCCL "
                                  "ignores it and picks the level itself",
-                                 n, shown(e, n, lv), from(e, n), pf_ncclenv_level_names());
+                                 n, ne_shown(e, n, lv), ne_from(e, n), pf_ncclenv_level_names());
             continue;
         }
         if (strcmp(l, "LOC") != 0) continue;
         snprintf(what, sizeof(what), "remove %s", n);
         if (i == 0)
-            pf_check_add_finding(e->out, "p2p-disabled", PF_FAIL, fix(e, n, what),
+            pf_check_add_finding(e->out, "p2p-disabled", PF_FAIL, ne_fix(e, n, what),
                                  "NCCL_P2P_LEVEL=%s (%s) means LOC: NCCL never uses "
                                  "peer-to-peer between GPUs, as if NCCL_P2P_DISABLE=1",
-                                 lv, from(e, n));
+                                 lv, ne_from(e, n));
         else if (e->ctx->hcas.n > 0)
-            pf_check_add_finding(e->out, "gdr-disabled", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "gdr-disabled", PF_WARN, ne_fix(e, n, what),
                                  "NCCL_NET_GDR_LEVEL=%s (%s) means LOC: GPUDirect RDMA is never "
                                  "used, every network transfer is staged through host memory",
-                                 lv, from(e, n));
+                                 lv, ne_from(e, n));
     }
 }
 
 static void check_shm(struct envcheck *e)
 {
-    const char *s = get(e, "NCCL_SHM_DISABLE");
+    const char *s = ne_get(e, "NCCL_SHM_DISABLE");
     long long v;
     if (pf_ncclenv_param(s, 0, &v) == PF_NCCLENV_INT_UNSET || v != 1) return;
     pf_check_add_finding(e->out, "shm-disabled", PF_FAIL,
-                         fix(e, "NCCL_SHM_DISABLE", "remove NCCL_SHM_DISABLE"),
+                         ne_fix(e, "NCCL_SHM_DISABLE", "remove NCCL_SHM_DISABLE"),
                          "NCCL_SHM_DISABLE=%s (%s) turns off the shared-memory transport: GPUs "
                          "without P2P in this pod fall back to the network",
-                         s, from(e, "NCCL_SHM_DISABLE"));
+                         s, ne_from(e, "NCCL_SHM_DISABLE"));
 }
 
 static void check_ib(struct envcheck *e)
@@ -383,45 +241,45 @@ static void check_ib(struct envcheck *e)
     const struct pf_strlist *hcas = &e->ctx->hcas;
     char have[512];
     pf_strlist_join(have, sizeof(have), hcas, ", ");
-    const char *s = get(e, "NCCL_IB_DISABLE");
+    const char *s = ne_get(e, "NCCL_IB_DISABLE");
     long long v;
     if (pf_ncclenv_param(s, 0, &v) != PF_NCCLENV_INT_UNSET && v != 0) {
         if (hcas->n > 0)
             pf_check_add_finding(e->out, "ib-disabled", PF_FAIL,
-                                 fix(e, "NCCL_IB_DISABLE", "remove NCCL_IB_DISABLE"),
+                                 ne_fix(e, "NCCL_IB_DISABLE", "remove NCCL_IB_DISABLE"),
                                  "NCCL_IB_DISABLE=%s (%s) turns off the IB/RoCE transport while "
                                  "%zu RDMA device%s %s present (%s): NCCL falls back to TCP "
                                  "sockets",
-                                 s, from(e, "NCCL_IB_DISABLE"), hcas->n, hcas->n == 1 ? "" : "s",
+                                 s, ne_from(e, "NCCL_IB_DISABLE"), hcas->n, hcas->n == 1 ? "" : "s",
                                  hcas->n == 1 ? "is" : "are", have);
         else
-            pf_check_add_finding(
-                e->out, "ib-disabled", PF_WARN,
-                fix(e, "NCCL_IB_DISABLE", "remove NCCL_IB_DISABLE once the pod has RDMA devices"),
-                "NCCL_IB_DISABLE=%s (%s) turns off the IB/RoCE transport (no "
-                "RDMA devices are visible here either): NCCL uses TCP sockets",
-                s, from(e, "NCCL_IB_DISABLE"));
+            pf_check_add_finding(e->out, "ib-disabled", PF_WARN,
+                                 ne_fix(e, "NCCL_IB_DISABLE",
+                                        "remove NCCL_IB_DISABLE once the pod has RDMA devices"),
+                                 "NCCL_IB_DISABLE=%s (%s) turns off the IB/RoCE transport (no "
+                                 "RDMA devices are visible here either): NCCL uses TCP sockets",
+                                 s, ne_from(e, "NCCL_IB_DISABLE"));
     }
-    const char *net = get(e, "NCCL_NET");
+    const char *net = ne_get(e, "NCCL_NET");
     if (net && strcasecmp(net, "Socket") == 0 && hcas->n > 0)
         pf_check_add_finding(e->out, "ib-disabled", PF_FAIL,
-                             fix(e, "NCCL_NET", "remove NCCL_NET (or set it to IB)"),
+                             ne_fix(e, "NCCL_NET", "remove NCCL_NET (or set it to IB)"),
                              "NCCL_NET=%s (%s) forces the TCP socket transport while %zu RDMA "
                              "device%s %s present (%s)",
-                             net, from(e, "NCCL_NET"), hcas->n, hcas->n == 1 ? "" : "s",
+                             net, ne_from(e, "NCCL_NET"), hcas->n, hcas->n == 1 ? "" : "s",
                              hcas->n == 1 ? "is" : "are", have);
 }
 
 static void check_hca(struct envcheck *e)
 {
-    const char *s = get(e, "NCCL_IB_HCA");
+    const char *s = ne_get(e, "NCCL_IB_HCA");
     if (!s) return;
     const struct pf_strlist *hcas = &e->ctx->hcas;
     struct pf_ncclenv_list l;
     if (pf_ncclenv_list_parse(&l, s) < 0)
         pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                             fix(e, "NCCL_IB_HCA", "correct NCCL_IB_HCA"),
-                             "NCCL_IB_HCA=%s (%s): %s", s, from(e, "NCCL_IB_HCA"), pf_err_msg());
+                             ne_fix(e, "NCCL_IB_HCA", "correct NCCL_IB_HCA"),
+                             "NCCL_IB_HCA=%s (%s): %s", s, ne_from(e, "NCCL_IB_HCA"), pf_err_msg());
     struct pf_node *sel = pf_node_set_seq(e->out->evidence, "selectedHcas");
     size_t nsel = 0;
     for (size_t i = 0; i < hcas->n; i++)
@@ -435,16 +293,16 @@ static void check_hca(struct envcheck *e)
         pf_check_add_finding(e->out, "hca-no-match", PF_WARN, NULL,
                              "NCCL_IB_HCA=%s (%s) is set but no RDMA devices are visible in "
                              "/sys/class/infiniband",
-                             s, from(e, "NCCL_IB_HCA"));
+                             s, ne_from(e, "NCCL_IB_HCA"));
         return;
     }
     if (nsel == 0) {
         char what[700];
         snprintf(what, sizeof(what), "set NCCL_IB_HCA to devices that exist (have: %s)", have);
-        pf_check_add_finding(e->out, "hca-no-match", PF_FAIL, fix(e, "NCCL_IB_HCA", what),
+        pf_check_add_finding(e->out, "hca-no-match", PF_FAIL, ne_fix(e, "NCCL_IB_HCA", what),
                              "NCCL_IB_HCA=%s (%s) selects none of the %zu RDMA devices (have: "
                              "%s): NCCL finds no IB device and falls back to TCP sockets",
-                             s, from(e, "NCCL_IB_HCA"), hcas->n, have);
+                             s, ne_from(e, "NCCL_IB_HCA"), hcas->n, have);
         return;
     }
     if (l.exact) return;
@@ -461,9 +319,9 @@ static void check_hca(struct envcheck *e)
             pf_strlist_join(also, sizeof(also), &extra, ", ");
             snprintf(what, sizeof(what), "write NCCL_IB_HCA=%s%s for an exact match",
                      l.exclude ? "^=" : "=", s + (l.exclude ? 1 : 0));
-            pf_check_add_finding(e->out, "hca-no-match", PF_WARN, fix(e, "NCCL_IB_HCA", what),
+            pf_check_add_finding(e->out, "hca-no-match", PF_WARN, ne_fix(e, "NCCL_IB_HCA", what),
                                  "NCCL_IB_HCA=%s (%s): \"%s\" is a prefix, so it also %s %s", s,
-                                 from(e, "NCCL_IB_HCA"), ent, l.exclude ? "excludes" : "selects",
+                                 ne_from(e, "NCCL_IB_HCA"), ent, l.exclude ? "excludes" : "selects",
                                  also);
         }
         pf_strlist_free(&extra);
@@ -490,55 +348,56 @@ static void socket_ifaces(struct envcheck *e, const char *ifn)
 
 static void check_socket(struct envcheck *e)
 {
-    const char *ifn = get(e, "NCCL_SOCKET_IFNAME");
+    const char *ifn = ne_get(e, "NCCL_SOCKET_IFNAME");
     if (ifn) {
         struct pf_ncclenv_list l;
         if (strlen(ifn) <= 1)
             pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                                 fix(e, "NCCL_SOCKET_IFNAME",
-                                     "give NCCL_SOCKET_IFNAME an interface name or prefix of 2 "
-                                     "or more characters, or remove it"),
+                                 ne_fix(e, "NCCL_SOCKET_IFNAME",
+                                        "give NCCL_SOCKET_IFNAME an interface name or prefix of 2 "
+                                        "or more characters, or remove it"),
                                  "NCCL_SOCKET_IFNAME=\"%s\" (%s) is ignored: NCCL reads it only "
                                  "when it is longer than one character",
-                                 ifn, from(e, "NCCL_SOCKET_IFNAME"));
+                                 ifn, ne_from(e, "NCCL_SOCKET_IFNAME"));
         else if (pf_ncclenv_list_parse(&l, ifn) < 0)
             pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                                 fix(e, "NCCL_SOCKET_IFNAME", "correct NCCL_SOCKET_IFNAME"),
+                                 ne_fix(e, "NCCL_SOCKET_IFNAME", "correct NCCL_SOCKET_IFNAME"),
                                  "NCCL_SOCKET_IFNAME=%s (%s): %s", ifn,
-                                 from(e, "NCCL_SOCKET_IFNAME"), pf_err_msg());
+                                 ne_from(e, "NCCL_SOCKET_IFNAME"), pf_err_msg());
     }
     if (ifn && strlen(ifn) > 1 && e->ctx->in_env_mode && !e->ctx->env_file) socket_ifaces(e, ifn);
-    const char *fam = get(e, "NCCL_SOCKET_FAMILY");
+    const char *fam = ne_get(e, "NCCL_SOCKET_FAMILY");
     if (fam && strcmp(fam, "AF_INET") != 0 && strcmp(fam, "AF_INET6") != 0)
         pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                             fix(e, "NCCL_SOCKET_FAMILY",
-                                 "set NCCL_SOCKET_FAMILY to AF_INET or AF_INET6, or remove it"),
+                             ne_fix(e, "NCCL_SOCKET_FAMILY",
+                                    "set NCCL_SOCKET_FAMILY to AF_INET or AF_INET6, or remove it"),
                              "NCCL_SOCKET_FAMILY=%s (%s) is neither AF_INET nor AF_INET6: NCCL "
                              "ignores it and uses both families",
-                             fam, from(e, "NCCL_SOCKET_FAMILY"));
+                             fam, ne_from(e, "NCCL_SOCKET_FAMILY"));
 
-    const char *st = get(e, "NCCL_SOCKET_NTHREADS"), *ss = get(e, "NCCL_NSOCKS_PERTHREAD");
+    const char *st = ne_get(e, "NCCL_SOCKET_NTHREADS"), *ss = ne_get(e, "NCCL_NSOCKS_PERTHREAD");
     long long nt, ns;
     enum pf_ncclenv_int_kind kt = pf_ncclenv_param(st, -2, &nt);
     enum pf_ncclenv_int_kind ks = pf_ncclenv_param(ss, -2, &ns);
     if (kt != PF_NCCLENV_INT_UNSET && (nt < 0 && nt != -2))
         pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                             fix(e, "NCCL_SOCKET_NTHREADS",
-                                 "set NCCL_SOCKET_NTHREADS between 1 and 16, or remove it"),
+                             ne_fix(e, "NCCL_SOCKET_NTHREADS",
+                                    "set NCCL_SOCKET_NTHREADS between 1 and 16, or remove it"),
                              "NCCL_SOCKET_NTHREADS=%s (%s) is negative", st,
-                             from(e, "NCCL_SOCKET_NTHREADS"));
+                             ne_from(e, "NCCL_SOCKET_NTHREADS"));
     if (ks != PF_NCCLENV_INT_UNSET && (ns < 0 && ns != -2))
-        pf_check_add_finding(
-            e->out, "invalid-value", PF_WARN,
-            fix(e, "NCCL_NSOCKS_PERTHREAD", "set NCCL_NSOCKS_PERTHREAD to 1 or more, or remove it"),
-            "NCCL_NSOCKS_PERTHREAD=%s (%s) is negative", ss, from(e, "NCCL_NSOCKS_PERTHREAD"));
+        pf_check_add_finding(e->out, "invalid-value", PF_WARN,
+                             ne_fix(e, "NCCL_NSOCKS_PERTHREAD",
+                                    "set NCCL_NSOCKS_PERTHREAD to 1 or more, or remove it"),
+                             "NCCL_NSOCKS_PERTHREAD=%s (%s) is negative", ss,
+                             ne_from(e, "NCCL_NSOCKS_PERTHREAD"));
     if (nt > SOCKET_MAX_THREADS)
         pf_check_add_finding(
             e->out, "socket-thread-product", PF_WARN,
-            fix(e, "NCCL_SOCKET_NTHREADS", "set NCCL_SOCKET_NTHREADS to 16 or less"),
+            ne_fix(e, "NCCL_SOCKET_NTHREADS", "set NCCL_SOCKET_NTHREADS to 16 or less"),
             "NCCL_SOCKET_NTHREADS=%s (%s) is above NCCL's maximum of %d: NCCL "
             "uses %d threads",
-            st, from(e, "NCCL_SOCKET_NTHREADS"), SOCKET_MAX_THREADS, SOCKET_MAX_THREADS);
+            st, ne_from(e, "NCCL_SOCKET_NTHREADS"), SOCKET_MAX_THREADS, SOCKET_MAX_THREADS);
     if (kt != PF_NCCLENV_INT_UNSET && ks != PF_NCCLENV_INT_UNSET && nt > 0 && ns > 0 &&
         nt <= 1 << 20 && ns <= 1 << 20 && nt * ns > SOCKET_MAX_SOCKETS) {
         long long eff_t = nt > SOCKET_MAX_THREADS ? SOCKET_MAX_THREADS : nt;
@@ -547,15 +406,15 @@ static void check_socket(struct envcheck *e)
         snprintf(what, sizeof(what),
                  "choose NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 (e.g. %lld x %lld)",
                  eff_t, SOCKET_MAX_SOCKETS / eff_t);
-        snprintf(where_t, sizeof(where_t), "%s", from(e, "NCCL_SOCKET_NTHREADS"));
-        const char *where_s = from(e, "NCCL_NSOCKS_PERTHREAD");
+        snprintf(where_t, sizeof(where_t), "%s", ne_from(e, "NCCL_SOCKET_NTHREADS"));
+        const char *where_s = ne_from(e, "NCCL_NSOCKS_PERTHREAD");
         char where[2500];
         if (strcmp(where_t, where_s) == 0)
             snprintf(where, sizeof(where), "both %s", where_t);
         else
             snprintf(where, sizeof(where), "%s, %s", where_t, where_s);
         pf_check_add_finding(e->out, "socket-thread-product", PF_FAIL,
-                             fix(e, "NCCL_NSOCKS_PERTHREAD", what),
+                             ne_fix(e, "NCCL_NSOCKS_PERTHREAD", what),
                              "NCCL_SOCKET_NTHREADS=%s x NCCL_NSOCKS_PERTHREAD=%s (%s) = %lld "
                              "sockets, above NCCL's limit of %d: NCCL cuts it to %lld threads x "
                              "%lld sockets",
@@ -580,14 +439,15 @@ static bool subsys_has_all(struct envcheck *e, const char *s)
             if (strcasecmp(t, subsystems[i]) == 0) known = true;
         if (strcasecmp(t, "ALL") == 0) all = true;
         if (!known)
-            pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                                 fix(e, "NCCL_DEBUG_SUBSYS",
-                                     "use subsystem names NCCL knows (INIT, COLL, P2P, SHM, NET, "
-                                     "GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, BOOTSTRAP, "
-                                     "REG, PROFILE, RAS, ALL)"),
-                                 "NCCL_DEBUG_SUBSYS=%s (%s): \"%.40s\" is not a subsystem NCCL "
-                                 "knows: it is ignored",
-                                 s, from(e, "NCCL_DEBUG_SUBSYS"), t);
+            pf_check_add_finding(
+                e->out, "invalid-value", PF_WARN,
+                ne_fix(e, "NCCL_DEBUG_SUBSYS",
+                       "use subsystem names NCCL knows (INIT, COLL, P2P, SHM, NET, "
+                       "GRAPH, TUNING, ENV, ALLOC, CALL, PROXY, NVLS, BOOTSTRAP, "
+                       "REG, PROFILE, RAS, ALL)"),
+                "NCCL_DEBUG_SUBSYS=%s (%s): \"%.40s\" is not a subsystem NCCL "
+                "knows: it is ignored",
+                s, ne_from(e, "NCCL_DEBUG_SUBSYS"), t);
     }
     free(copy);
     return all && !negate;
@@ -595,8 +455,8 @@ static bool subsys_has_all(struct envcheck *e, const char *s)
 
 static void check_debug(struct envcheck *e)
 {
-    const char *d = get(e, "NCCL_DEBUG");
-    const char *sub = get(e, "NCCL_DEBUG_SUBSYS");
+    const char *d = ne_get(e, "NCCL_DEBUG");
+    const char *sub = ne_get(e, "NCCL_DEBUG_SUBSYS");
     bool sub_all = sub ? subsys_has_all(e, sub) : false;
     if (!d) return;
     static const char *const levels[] = {"VERSION", "WARN", "INFO", "ABORT", "TRACE"};
@@ -605,27 +465,27 @@ static void check_debug(struct envcheck *e)
         if (strcasecmp(d, levels[i]) == 0) known = true;
     if (!known) {
         pf_check_add_finding(e->out, "invalid-value", PF_WARN,
-                             fix(e, "NCCL_DEBUG", "set NCCL_DEBUG to WARN (or INFO to debug)"),
+                             ne_fix(e, "NCCL_DEBUG", "set NCCL_DEBUG to WARN (or INFO to debug)"),
                              "NCCL_DEBUG=%s (%s) is not a level NCCL knows (VERSION, WARN, "
                              "INFO, ABORT, TRACE): NCCL prints nothing, not even its warnings",
-                             d, from(e, "NCCL_DEBUG"));
+                             d, ne_from(e, "NCCL_DEBUG"));
         return;
     }
     if (strcasecmp(d, "TRACE") == 0)
         pf_check_add_finding(e->out, "debug-verbose", PF_WARN,
-                             fix(e, "NCCL_DEBUG", "set NCCL_DEBUG=WARN (or INFO) for training"),
+                             ne_fix(e, "NCCL_DEBUG", "set NCCL_DEBUG=WARN (or INFO) for training"),
                              "NCCL_DEBUG=%s (%s) logs every call (and needs an NCCL built with "
                              "TRACE): it slows training and floods the logs",
-                             d, from(e, "NCCL_DEBUG"));
+                             d, ne_from(e, "NCCL_DEBUG"));
     else if (strcasecmp(d, "INFO") == 0 && sub_all)
         pf_check_add_finding(e->out, "debug-verbose", PF_WARN,
-                             fix(e, "NCCL_DEBUG_SUBSYS",
-                                 "remove NCCL_DEBUG_SUBSYS (the default is INIT,BOOTSTRAP,ENV) "
-                                 "or name the few subsystems you need"),
+                             ne_fix(e, "NCCL_DEBUG_SUBSYS",
+                                    "remove NCCL_DEBUG_SUBSYS (the default is INIT,BOOTSTRAP,ENV) "
+                                    "or name the few subsystems you need"),
                              "NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS=%s (%s) logs every "
                              "subsystem, collectives included: it slows training and floods the "
                              "logs",
-                             sub, from(e, "NCCL_DEBUG_SUBSYS"));
+                             sub, ne_from(e, "NCCL_DEBUG_SUBSYS"));
 }
 
 /* ---- files */
@@ -642,7 +502,7 @@ static void check_topo_busids(struct envcheck *e, const char *t)
         pf_check_add_finding(e->out, "topo-file-missing", PF_WARN, NULL,
                              "NCCL_TOPO_FILE=%s (%s) cannot be read (%s): NCCL loads no topology "
                              "from it",
-                             t, from(e, "NCCL_TOPO_FILE"), pf_err_msg());
+                             t, ne_from(e, "NCCL_TOPO_FILE"), pf_err_msg());
         return;
     }
     struct pf_strlist ids = {0};
@@ -665,21 +525,21 @@ static void check_topo_busids(struct envcheck *e, const char *t)
                              "NCCL_TOPO_FILE=%s (%s) names %zu of its %zu GPUs and NICs at PCI "
                              "bus ids not on this node (%s%s): the file was written for another "
                              "node type",
-                             t, from(e, "NCCL_TOPO_FILE"), nmissing, ids.n, missing,
+                             t, ne_from(e, "NCCL_TOPO_FILE"), nmissing, ids.n, missing,
                              nmissing > 5 ? ", ..." : "");
     pf_strlist_free(&ids);
 }
 
 static void check_topo_file(struct envcheck *e)
 {
-    const char *t = get(e, "NCCL_TOPO_FILE");
+    const char *t = ne_get(e, "NCCL_TOPO_FILE");
     if (!t || !*t) return;
     if (t[0] != '/') {
         pf_check_add_finding(e->out, "topo-file-missing", PF_WARN,
-                             fix(e, "NCCL_TOPO_FILE", "give NCCL_TOPO_FILE an absolute path"),
+                             ne_fix(e, "NCCL_TOPO_FILE", "give NCCL_TOPO_FILE an absolute path"),
                              "NCCL_TOPO_FILE=%s (%s) is a relative path: NCCL opens it from the "
                              "working directory of the training process",
-                             t, from(e, "NCCL_TOPO_FILE"));
+                             t, ne_from(e, "NCCL_TOPO_FILE"));
         return;
     }
     if (e->ctx->in_env_mode) return; /* a file on another machine: only the environment is linted */
@@ -690,11 +550,11 @@ static void check_topo_file(struct envcheck *e)
         return;
     }
     pf_check_add_finding(e->out, "topo-file-missing", PF_FAIL,
-                         fix(e, "NCCL_TOPO_FILE",
-                             "mount the topology file at that path (a ConfigMap or hostPath "
-                             "volume) or remove NCCL_TOPO_FILE"),
+                         ne_fix(e, "NCCL_TOPO_FILE",
+                                "mount the topology file at that path (a ConfigMap or hostPath "
+                                "volume) or remove NCCL_TOPO_FILE"),
                          "NCCL_TOPO_FILE=%s (%s) %s: NCCL fails to load the topology", t,
-                         from(e, "NCCL_TOPO_FILE"),
+                         ne_from(e, "NCCL_TOPO_FILE"),
                          r == 0 ? "is a directory, not a file" : "does not exist");
 }
 
@@ -736,7 +596,7 @@ static void count_link_layers(struct envcheck *e, size_t *roce, size_t *ib)
 /* A fixed NCCL_IB_GID_INDEX where NCCL would pick the RoCE GID itself. */
 static void check_gid_index(struct envcheck *e, int version, const char *loaded)
 {
-    const char *s = get(e, "NCCL_IB_GID_INDEX");
+    const char *s = ne_get(e, "NCCL_IB_GID_INDEX");
     long long v;
     if (pf_ncclenv_param(s, -1, &v) == PF_NCCLENV_INT_UNSET || v < 0) return;
     if (version && version < PF_NCCLENV_GID_AUTO_SINCE) return; /* that NCCL needs it on RoCE */
@@ -749,14 +609,14 @@ static void check_gid_index(struct envcheck *e, int version, const char *loaded)
     else
         snprintf(who, sizeof(who), "NCCL 2.21 and later pick");
     pf_check_add_finding(e->out, "gid-index-fixed", PF_WARN,
-                         fix(e, "NCCL_IB_GID_INDEX",
-                             "remove NCCL_IB_GID_INDEX (steer the choice with "
-                             "NCCL_IB_ADDR_FAMILY or NCCL_IB_ADDR_RANGE if needed)"),
+                         ne_fix(e, "NCCL_IB_GID_INDEX",
+                                "remove NCCL_IB_GID_INDEX (steer the choice with "
+                                "NCCL_IB_ADDR_FAMILY or NCCL_IB_ADDR_RANGE if needed)"),
                          "NCCL_IB_GID_INDEX=%s (%s) pins the RoCE GID index, while %s the GID "
                          "itself (RoCE v2 and IPv4 unless NCCL_IB_ADDR_FAMILY or "
                          "NCCL_IB_ADDR_RANGE say otherwise): a fixed index breaks connections "
                          "where the GID table differs",
-                         shown(e, "NCCL_IB_GID_INDEX", s), from(e, "NCCL_IB_GID_INDEX"), who);
+                         ne_shown(e, "NCCL_IB_GID_INDEX", s), ne_from(e, "NCCL_IB_GID_INDEX"), who);
 }
 
 /* One variable that only some releases read, against the loaded version (0: unknown). */
@@ -778,12 +638,12 @@ static void check_change(struct envcheck *e, const struct pf_ncclenv_change *c, 
         else
             snprintf(head, sizeof(head), "%s and later do not read it", rel);
         if (c->replacement)
-            pf_check_add_finding(e->out, "nccl-setting-renamed", PF_WARN, fix(e, n, what),
+            pf_check_add_finding(e->out, "nccl-setting-renamed", PF_WARN, ne_fix(e, n, what),
                                  "%s (%s) has no effect: %s (%s replaced it with %s: %s)", n,
-                                 from(e, n), head, rel, c->replacement, c->note);
+                                 ne_from(e, n), head, rel, c->replacement, c->note);
         else
-            pf_check_add_finding(e->out, "nccl-setting-obsolete", PF_WARN, fix(e, n, what),
-                                 "%s (%s) has no effect: %s (gone since %s: %s)", n, from(e, n),
+            pf_check_add_finding(e->out, "nccl-setting-obsolete", PF_WARN, ne_fix(e, n, what),
+                                 "%s (%s) has no effect: %s (gone since %s: %s)", n, ne_from(e, n),
                                  head, rel, c->note);
         return;
     }
@@ -791,10 +651,10 @@ static void check_change(struct envcheck *e, const struct pf_ncclenv_change *c, 
         minor_name(rel, sizeof(rel), c->since);
         char what[256];
         snprintf(what, sizeof(what), "upgrade NCCL to %s or later, or remove %s", rel + 5, n);
-        pf_check_add_finding(e->out, "nccl-setting-unsupported", PF_WARN, fix(e, n, what),
+        pf_check_add_finding(e->out, "nccl-setting-unsupported", PF_WARN, ne_fix(e, n, what),
                              "%s (%s) has no effect: the loaded %s does not read it yet (%s "
                              "and later do: %s)",
-                             n, from(e, n), loaded, rel, c->note);
+                             n, ne_from(e, n), loaded, rel, c->note);
     }
 }
 
@@ -823,7 +683,7 @@ void pf_nccl_env_version_rules(struct pf_check *out, struct pf_ctx *ctx, int ver
 
 /* The loaded NCCL's version code; 0 in `preflight env` (an environment meant for another
  * machine), in the static binary (no dlopen), or when libnccl.so.2 does not load. */
-static int loaded_version(struct pf_ctx *ctx)
+int ne_loaded_version(struct pf_ctx *ctx)
 {
 #ifdef PF_STATIC
     (void)ctx;
@@ -849,7 +709,7 @@ static void record(struct envcheck *e, struct pf_strlist *names)
     for (size_t i = 0; i < names->n; i++) {
         const char *n = names->v[i];
         struct pf_node *m = pf_node_set_map(vars, n);
-        const char *v = get(e, n);
+        const char *v = ne_get(e, n);
         pf_node_set_str(m, "value", pf_verdict_is_secret_name(n) ? "***" : v);
         const char *o = pf_env_origin(&e->ctx->env, n);
         pf_node_set_str(m, "origin", o ? o : "environment");
@@ -877,7 +737,7 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
     pf_strlist_sort(&names);
     record(&e, &names);
 
-    check_conf_text(&e, &names);
+    ne_check_conf_text(&e, &names);
     check_names(&e, &names);
     check_ints(&e, &names);
     check_p2p(&e);
@@ -887,7 +747,7 @@ void pf_check_nccl_env(struct pf_check *out, struct pf_ctx *ctx)
     check_socket(&e);
     check_debug(&e);
     check_topo_file(&e);
-    pf_nccl_env_version_rules(out, ctx, loaded_version(ctx));
+    pf_nccl_env_version_rules(out, ctx, ne_loaded_version(ctx));
     static const char *const fallback[] = {"hca-no-match", NULL};
     pf_checks_net_remedies(out, ctx, 0, fallback);
     pf_checks_record_advice(out, ctx);
