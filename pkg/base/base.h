@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define PF_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -195,6 +196,10 @@ int pf_file_replace(const char *path, const void *data, size_t len, unsigned mod
  * why" (cannot open, larger than the limit, read error, no end by the deadline: a FIFO
  * without a writer, a device). */
 #define PF_FILE_READ_WAIT_S 60.0
+/* The next bytes of fd, polled first, before deadline (0: none): what read() gives (0 at the
+ * end), -1 with errno, or -2 when the deadline passed with nothing to read (a FIFO nobody
+ * writes to, a terminal). EAGAIN and EINTR are waited out. */
+ssize_t pf_file_read_by(int fd, void *buf, size_t n, double deadline);
 int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path, double deadline);
 
 /* In a function taking (..., const char *fmt, ...): formats the arguments after fmt into

@@ -339,41 +339,45 @@ int pf_file_replace(const char *path, const void *data, size_t len, unsigned mod
     return pf_file_error(path, step, e, lstat(path, &st) == 0);
 }
 
+ssize_t pf_file_read_by(int fd, void *buf, size_t n, double deadline)
+{
+    for (;;) {
+        if (deadline > 0 && pf_now() >= deadline) return -2;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        int ms = deadline > 0 ? (int)((deadline - pf_now()) * 1000) + 1 : -1;
+        int p = poll(&pfd, 1, ms);
+        if (p < 0 && errno != EINTR) return -1;
+        if (p <= 0) continue;
+        ssize_t got = read(fd, buf, n);
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+        return got;
+    }
+}
+
 int pf_file_read_named(struct pf_buf *b, const char *flag, const char *path, double deadline)
 {
-    /* non-blocking, and polled before every read: a FIFO nobody writes to (whose read says
-     * "end" at once), a terminal or a device that never ends the file is waited for until the
-     * deadline, never longer, and a file without end (/dev/zero) ends at the size limit */
+    /* non-blocking, and polled before every read (pf_file_read_by): a FIFO nobody writes to
+     * (whose read says "end" at once), a terminal or a device that never ends the file is
+     * waited for until the deadline, never longer, and a file without end (/dev/zero) ends at
+     * the size limit */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
     double t0 = pf_now();
     if (deadline <= 0) deadline = t0 + PF_FILE_READ_WAIT_S;
     char chunk[4096];
     int r = 0;
-    for (;;) {
-        double left = deadline - pf_now();
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int p = left > 0 ? poll(&pfd, 1, (int)(left * 1000) + 1) : 0;
-        if (p < 0 && errno == EINTR) continue;
-        if (p == 0 && pf_now() < deadline) continue;
-        if (p == 0) {
-            r = pf_err_set(PF_EUSAGE,
-                           "%s %s: %s within %.0f s (a FIFO or a device nobody writes to?)", flag,
-                           path, b->len ? "no end of the file" : "nothing to read", deadline - t0);
-            break;
-        }
-        ssize_t got = read(fd, chunk, sizeof(chunk));
-        if (got == 0) break; /* the end (a FIFO: its writer closed it) */
-        if (got < 0) {
-            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-            r = pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
-            break;
-        }
+    ssize_t got;
+    while ((got = pf_file_read_by(fd, chunk, sizeof(chunk), deadline)) > 0)
         if (pf_buf_add(b, chunk, (size_t)got) < 0) {
             r = pf_err_set(PF_EUSAGE, "%s %s: larger than %zu bytes", flag, path, b->max);
             break;
         }
-    }
+    if (r == 0 && got == -2)
+        r = pf_err_set(PF_EUSAGE, "%s %s: %s within %.0f s (a FIFO or a device nobody writes to?)",
+                       flag, path, b->len ? "no end of the file" : "nothing to read",
+                       deadline - t0);
+    else if (r == 0 && got < 0)
+        r = pf_err_set(PF_EUSAGE, "%s %s: %s", flag, path, strerror(errno));
     close(fd);
     return r;
 }

@@ -229,23 +229,6 @@ void pf_nccllog_text(struct pf_nccllog *log, const char *text, size_t len)
     }
 }
 
-/* The next bytes of fd before deadline (0: none): what read() gives, or -2 when the
- * deadline passed with nothing to read (a FIFO nobody writes to, a terminal). */
-static ssize_t read_by(int fd, char *buf, size_t n, double deadline)
-{
-    for (;;) {
-        if (deadline > 0 && pf_now() >= deadline) return -2;
-        struct pollfd pfd = {fd, POLLIN, 0};
-        int ms = deadline > 0 ? (int)((deadline - pf_now()) * 1000) + 1 : -1;
-        int p = poll(&pfd, 1, ms);
-        if (p < 0 && errno != EINTR) return -1;
-        if (p <= 0) continue;
-        ssize_t got = read(fd, buf, n);
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
-        return got;
-    }
-}
-
 int pf_nccllog_read_file(struct pf_nccllog *log, const char *path, double deadline)
 {
     bool in = strcmp(path, "-") == 0;
@@ -260,7 +243,7 @@ int pf_nccllog_read_file(struct pf_nccllog *log, const char *path, double deadli
     ssize_t got;
     size_t total = 0;
     int r = 0;
-    while ((got = read_by(fd, chunk, CHUNK, deadline)) > 0) {
+    while ((got = pf_file_read_by(fd, chunk, CHUNK, deadline)) > 0) {
         size_t n = (size_t)got;
         total += n;
         size_t i = 0;

@@ -417,17 +417,6 @@ int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, d
     return pf_err_set(PF_ERR, "connect %s: %s", where[0] ? where : host, strerror(last));
 }
 
-int pf_rdv_accept(int lfd)
-{
-    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
-        int e = errno;
-        (void)poll(NULL, 0, 100);
-        errno = e;
-    }
-    return fd;
-}
-
 int pf_rdv_listen(int *fd, const char *addr, int *port)
 {
     *fd = -1;

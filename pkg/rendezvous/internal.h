@@ -318,10 +318,6 @@ int rdv_probe_dial_addr(struct rdv_session *S, int round, int pos, const struct 
 /* pollfds and serve until take took `want` or the deadline: how many it took. */
 int pf_rdv_acceptor_run(struct pf_rdv_acceptor *A, int want, double deadline, pf_rdv_take_fn take,
                         void *arg);
-/* The next connection on listener lfd, non-blocking and close-on-exec; -1 when there is none
- * (errno says why). Out of descriptors or memory the listener stays readable, so it rests
- * 100 ms first: a poll loop around it does not spin. */
-int pf_rdv_accept(int lfd);
 /* ---- accept.c: the data listeners' accept discipline, for the session S's run and rank */
 void rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct rdv_session *S, const int *lfd,
                        int nlfd);
