@@ -95,6 +95,7 @@ static const struct pf_dl_sym cuda_syms[] = {
     REQ(struct pf_dl_cuda, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     REQ(struct pf_dl_cuda, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     REQ(struct pf_dl_cuda, CtxSetCurrent, "cuCtxSetCurrent"),
+    REQ(struct pf_dl_cuda, CtxSynchronize, "cuCtxSynchronize"),
     REQ(struct pf_dl_cuda, MemAlloc, "cuMemAlloc_v2"),
     REQ(struct pf_dl_cuda, MemFree, "cuMemFree_v2"),
     REQ(struct pf_dl_cuda, MemcpyHtoD, "cuMemcpyHtoD_v2"),

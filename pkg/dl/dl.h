@@ -203,6 +203,7 @@ struct pf_dl_cuda {
     pf_CUresult (*DevicePrimaryCtxRetain)(pf_CUcontext *ctx, pf_CUdevice dev);
     pf_CUresult (*DevicePrimaryCtxRelease)(pf_CUdevice dev); /* _v2 */
     pf_CUresult (*CtxSetCurrent)(pf_CUcontext ctx);
+    pf_CUresult (*CtxSynchronize)(void);
     pf_CUresult (*MemAlloc)(pf_CUdeviceptr *p, size_t bytes);                 /* _v2 */
     pf_CUresult (*MemFree)(pf_CUdeviceptr p);                                 /* _v2 */
     pf_CUresult (*MemcpyHtoD)(pf_CUdeviceptr dst, const void *src, size_t n); /* _v2 */

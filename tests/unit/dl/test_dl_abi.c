@@ -141,6 +141,7 @@ SAME_FN(pf_dl_cuda, DeviceGetPCIBusId, cuDeviceGetPCIBusId);
 SAME_FN(pf_dl_cuda, DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
 SAME_FN(pf_dl_cuda, DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
 SAME_FN(pf_dl_cuda, CtxSetCurrent, cuCtxSetCurrent);
+SAME_FN(pf_dl_cuda, CtxSynchronize, cuCtxSynchronize);
 SAME_FN(pf_dl_cuda, MemAlloc, cuMemAlloc_v2);
 SAME_FN(pf_dl_cuda, MemFree, cuMemFree_v2);
 SAME_FN(pf_dl_cuda, MemcpyHtoD, cuMemcpyHtoD_v2);
