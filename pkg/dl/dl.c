@@ -128,22 +128,48 @@ static const struct pf_dl_sym verbs_syms[] = {
     VOPT(struct pf_dl_verbs, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
 };
 
+/* Tried in this order after the soname (the dynamic linker's own search), the first file
+ * that loads wins; a glob takes its first match in sorted order:
+ *   - NVIDIA's CUDA images and NCCL's own packages: /usr/local/cuda/lib64,
+ *     /usr/local/nccl/lib, /opt/nccl/lib;
+ *   - PyTorch's pip wheels nvidia-nccl-cu12 and nvidia-nccl-cu13: both keep the library in
+ *     <site-packages>/nvidia/nccl/lib; the cu13 wheels moved the other CUDA libraries to
+ *     nvidia/cu13/lib but not NCCL (NVIDIA/cuml pull request 7304, "Set NCCL rpath for cu13
+ *     wheels"). site-packages of the system's Python (/usr/local/lib/python3.X,
+ *     /usr/lib/python3), of a virtual environment (/opt/venv, /opt/<app>/.venv,
+ *     /opt/<app>/venv, /venv, /workspace/.venv: uv and python -m venv in training images)
+ *     and of pip install --user for root;
+ *   - conda: /opt/conda/lib (conda-forge's nccl package) and its environments' wheels. */
 static const char *const nccl_names[] = {
     "libnccl.so.2",
     "/usr/local/cuda/lib64/libnccl.so.2",
     "/usr/local/nccl/lib/libnccl.so.2",
     "/opt/nccl/lib/libnccl.so.2",
-    /* PyTorch's pip wheels (nvidia-nccl-cu12/cu13) and conda */
     "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
     "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
     "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/*/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/workspace/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/root/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
     "/opt/conda/lib/libnccl.so.2",
     "/opt/conda/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/conda/envs/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
     NULL,
 };
-static const char *const cuda_names[] = {"libcuda.so.1", "/usr/lib64/libcuda.so.1",
+/* The driver's library where the container runtime puts it: the distribution's library
+ * folders (NVIDIA Container Toolkit on Debian/Ubuntu and RHEL), and /usr/local/nvidia/lib64
+ * (GKE's driver installer mounts the host's driver there, and NVIDIA's device plugin images
+ * put it on LD_LIBRARY_PATH, which a process started without that environment lacks). */
+static const char *const cuda_names[] = {"libcuda.so.1",
                                          "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-                                         "/usr/lib/aarch64-linux-gnu/libcuda.so.1", NULL};
+                                         "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+                                         "/usr/lib64/libcuda.so.1",
+                                         "/usr/local/nvidia/lib64/libcuda.so.1",
+                                         "/usr/local/nvidia/lib/libcuda.so.1",
+                                         NULL};
 /* NCCL tries libibverbs.so first, then libibverbs.so.1; the unversioned name is the
  * development symlink, so the soname comes first here. */
 static const char *const verbs_names[] = {"libibverbs.so.1", "libibverbs.so", NULL};
