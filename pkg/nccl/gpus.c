@@ -280,7 +280,13 @@ int nc_prepare(struct stage *st, char *why, size_t wn)
 int nc_init_comms(struct stage *st, const struct pf_ncclUniqueId *id, char *why, size_t wn)
 {
     const struct pf_dl_nccl *n = st->nccl;
-    struct pf_ncclConfig cfg = {sizeof(cfg), PF_NCCL_CONFIG_MAGIC, PF_NCCL_CONFIG_VERSION, 0};
+    /* zeroed first: NCCL copies `size` bytes, the tail padding included (see dl.h) */
+    struct pf_ncclConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.size = sizeof(cfg);
+    cfg.magic = PF_NCCL_CONFIG_MAGIC;
+    cfg.version = PF_NCCL_CONFIG_VERSION;
+    cfg.blocking = 0;
     pf_ncclResult_t r = n->GroupStart();
     int bad = 0;
     for (int i = 0; i < st->ngpus && (r == PF_NCCL_SUCCESS || r == PF_NCCL_IN_PROGRESS); i++) {

@@ -70,8 +70,11 @@ SAME(__typeof__(((struct pf_ncclConfig *)0)->magic), __typeof__(((ncclConfig_t *
 SAME(__typeof__(((struct pf_ncclConfig *)0)->version), __typeof__(((ncclConfig_t *)0)->version));
 SAME(__typeof__(((struct pf_ncclConfig *)0)->blocking), __typeof__(((ncclConfig_t *)0)->blocking));
 _Static_assert(sizeof(struct pf_ncclConfig) <= sizeof(ncclConfig_t), "a prefix of ncclConfig_t");
-/* NCCL reads `size` bytes of the config and gives every later field NCCL_CONFIG_UNDEF_INT
- * (its default); the blocking flag dl.h sets is 0 (non-blocking) or 1, never that value. */
+/* NCCL gives every field newer than the config's version (2.14) its default,
+ * NCCL_CONFIG_UNDEF_INT (see dl.h); the blocking flag gpus.c sets is 0 (non-blocking),
+ * never that value. */
+_Static_assert(PF_NCCL_CONFIG_VERSION == NCCL_VERSION(2, 14, 0), "config version 2.14");
+_Static_assert(PF_NCCL_CONFIG_MAGIC == 0xcafebeefu, "NCCL_CONFIG_INITIALIZER's magic");
 _Static_assert(NCCL_CONFIG_UNDEF_INT == INT_MIN, "NCCL_CONFIG_UNDEF_INT");
 
 /* functions: every field of struct pf_dl_nccl against the real prototype */
