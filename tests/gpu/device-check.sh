@@ -49,8 +49,12 @@ notok() {
     FAILED=1
 }
 result() { echo "$1" >>"$RESULTS"; } # one JSON object a line
-# have SECONDS: true when that much time is left for a phase
-have() { [ "$(left)" -ge "$1" ]; }
+# have SECONDS [PHASE]: true when that much time is left, and PHASE is among DEVICE_CHECK_ONLY
+# (a comma-separated list of e2e2 sweep fail coll torch four; default all)
+have() {
+    [ "$(left)" -ge "$1" ] || return 1
+    [ -z "${2:-}" ] || [ -z "${DEVICE_CHECK_ONLY:-}" ] || [[ ",$DEVICE_CHECK_ONLY," == *",$2,"* ]]
+}
 
 finish() {
     trap - EXIT
@@ -275,6 +279,8 @@ for l in sys.stdin:
     d = json.loads(l); d.update(kind="torch", tag=sys.argv[1]); print(json.dumps(d))' "$tag" >>"$RESULTS"
 }
 
+SIZES="4 65536 1048576 16777216 268435456 1073741824"  # as nccl-tests -b 4 -f 4 steps
+
 # ---- 3. e2e.sh at 2 pods (its own namespaces: run before ours are in use, so tear ours down)
 run_e2e() {
     local n=$1
@@ -286,11 +292,10 @@ run_e2e() {
     [ "$rc" = 0 ] && ok "tests/gpu/e2e.sh at $n pods" || notok "tests/gpu/e2e.sh at $n pods" "rc $rc (logs/e2e-$n.out)"
     python3 "$SRC/tests/gpu/verdicts.py" "$L/e2e-$n" "$n" "e2e-$n" >>"$RESULTS" 2>/dev/null
 }
-have 60 && run_e2e 2
+have 60 e2e2 && run_e2e 2
 
 # ---- 4. side by side at 2 ranks: 4 B to 1 GiB (torch after the failure paths)
-SIZES="4 65536 1048576 16777216 268435456 1073741824"  # as nccl-tests -b 4 -f 4 steps
-if have 120; then
+if have 120 sweep; then
     for s in $SIZES; do
         have 60 || break
         preflight_run "pf-ar2-$s" 2 "$s" ""
@@ -299,11 +304,11 @@ if have 120; then
             notok "preflight all-reduce, 2 ranks, $s B" "collective.nccl $st (logs/pf-ar2-$s)"
     done
 fi
-have 60 && nccl_tests nt-ar2 2 all_reduce_perf -b 4 -e 1G -f 4 -n 20 -w 5
+have 60 sweep && nccl_tests nt-ar2 2 all_reduce_perf -b 4 -e 1G -f 4 -n 20 -w 5
 # ---- 6. failure paths, each within its deadline
 # a rank that never joins NCCL's init: rank 1 loads the test double, which takes the unique id
 # and never connects; rank 0's real NCCL waits in its bootstrap until preflight aborts it
-if have 70; then
+if have 70 fail; then
     RANK_ENV=("" "PREFLIGHT_NCCL_LIB=$BUNDLE/double/libnccl-double.so")
     PF_NCCL_TIMEOUT=20 PF_LIMIT=60 preflight_run fail-noinit 2 1048576 "" DOUBLE_NCCL_FAIL=hang \
         DOUBLE_NCCL_VERSION="${NCCL_CODE:-0}"
@@ -319,7 +324,7 @@ if have 70; then
 fi
 # a rank killed in the middle of the all-reduce: 10,000 iterations of 256 MiB take minutes,
 # so rank 1 is killed inside them, a few seconds after it made its CUDA context
-if have 80; then
+if have 80 fail; then
     d=$L/fail-kill
     (
         pid=
@@ -348,7 +353,7 @@ if have 80; then
     *) notok "a rank killed mid all-reduce" "rank 0 codes [$c] status $(pf_field fail-kill 0 status)" ;; esac
 fi
 # NCCL_NET=IB where there is no InfiniBand
-if have 50; then
+if have 50 fail; then
     NCCL_VARS_SAVE=("${NCCL_VARS[@]}")
     NCCL_VARS=(CUDA_VISIBLE_DEVICES=0 NCCL_SOCKET_IFNAME=$IFNAME NCCL_NET=IB)
     PF_NCCL_TIMEOUT=30 PF_LIMIT=60 preflight_run fail-netib 2 1048576 ""
@@ -363,7 +368,7 @@ if have 50; then
 fi
 
 # ---- 5. the other collectives, 256 MiB, 2 ranks
-if have 90; then
+if have 90 coll; then
     preflight_run pf-coll2 2 268435456 "collectives: [allreduce, allgather, reducescatter, alltoall]"
     st=$(pf_field pf-coll2 0 status)
     [ "$st" = pass ] && ok "preflight all-gather, reduce-scatter, all-to-all: pass" ||
@@ -374,14 +379,14 @@ if have 90; then
 fi
 
 # torch.distributed at 2 ranks, the same sizes
-have 60 && torch_run torch-ar2 2 "$(echo $SIZES | tr ' ' ,)"
+have 60 torch && torch_run torch-ar2 2 "$(echo $SIZES | tr ' ' ,)"
 
 
 # ---- 7. four ranks
-have 80 && run_e2e 4
-have 50 && nccl_tests nt-ar4 4 all_reduce_perf -b 256M -e 1G -f 4 -n 20 -w 5
-have 50 && torch_run torch-ar4 4 268435456,1073741824
-if have 40; then
+have 80 four && run_e2e 4
+have 50 four && nccl_tests nt-ar4 4 all_reduce_perf -b 256M -e 1G -f 4 -n 20 -w 5
+have 50 four && torch_run torch-ar4 4 268435456,1073741824
+if have 40 four; then
     preflight_run pf-ar4-1073741824 4 1073741824 ""
 fi
 say "done: $(left)s of ${LIMIT}s left"
