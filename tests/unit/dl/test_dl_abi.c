@@ -338,6 +338,73 @@ static void curl_override_variables(void **state)
 
 /* The real libcurl.so.4 of this machine: every symbol resolves, the path is the file, and
  * curl_version() is libcurl's own string. */
+/* The symbol names dl.c resolves are the ones cuda.h binds the API names to (the default
+ * ABI, no per-thread default stream): cuMemAlloc is cuMemAlloc_v2, cuEventElapsedTime is
+ * cuEventElapsedTime_v2 since CUDA 12.8, and so on; a name cuda.h moved to a newer version
+ * would fail here. Then the CUDA toolkit's stub libcuda.so, which exports every entry point
+ * of its driver API, loads through dl.c's table: every name exists. */
+#define NAME_OF(api) NAME_OF2(api)
+#define NAME_OF2(api) #api
+static void cuda_exported_names(void **state)
+{
+    (void)state;
+#ifdef HAVE_CUDA_H
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    skip();
+#endif
+    static const char *const pairs[][2] = {
+        {NAME_OF(cuInit), "cuInit"},
+        {NAME_OF(cuDriverGetVersion), "cuDriverGetVersion"},
+        {NAME_OF(cuDeviceGetCount), "cuDeviceGetCount"},
+        {NAME_OF(cuDeviceGet), "cuDeviceGet"},
+        {NAME_OF(cuDeviceGetName), "cuDeviceGetName"},
+        {NAME_OF(cuDeviceGetPCIBusId), "cuDeviceGetPCIBusId"},
+        {NAME_OF(cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain"},
+        {NAME_OF(cuDevicePrimaryCtxRelease), "cuDevicePrimaryCtxRelease_v2"},
+        {NAME_OF(cuCtxSetCurrent), "cuCtxSetCurrent"},
+        {NAME_OF(cuCtxSynchronize), "cuCtxSynchronize"},
+        {NAME_OF(cuMemAlloc), "cuMemAlloc_v2"},
+        {NAME_OF(cuMemFree), "cuMemFree_v2"},
+        {NAME_OF(cuMemcpyHtoD), "cuMemcpyHtoD_v2"},
+        {NAME_OF(cuMemcpyDtoH), "cuMemcpyDtoH_v2"},
+        {NAME_OF(cuStreamCreate), "cuStreamCreate"},
+        {NAME_OF(cuStreamDestroy), "cuStreamDestroy_v2"},
+        {NAME_OF(cuStreamQuery), "cuStreamQuery"},
+        {NAME_OF(cuEventCreate), "cuEventCreate"},
+        {NAME_OF(cuEventDestroy), "cuEventDestroy_v2"},
+        {NAME_OF(cuEventRecord), "cuEventRecord"},
+        {NAME_OF(cuEventQuery), "cuEventQuery"},
+        {NAME_OF(cuGetErrorName), "cuGetErrorName"},
+        {NAME_OF(cuGetErrorString), "cuGetErrorString"},
+#if CUDA_VERSION >= 12080
+        {NAME_OF(cuEventElapsedTime), "cuEventElapsedTime_v2"},
+#endif
+#if CUDA_VERSION >= 11040
+        {NAME_OF(cuDeviceGetUuid), "cuDeviceGetUuid_v2"},
+#endif
+    };
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+        assert_string_equal(pairs[i][0], pairs[i][1]);
+    const char *home = getenv("CUDA_HOME");
+    char stub[512];
+    snprintf(stub, sizeof(stub), "%s/lib64/stubs/libcuda.so",
+             home && *home ? home : "/usr/local/cuda");
+    FILE *f = fopen(stub, "r");
+    if (!f) {
+        print_message("no %s: the exported names are not checked\n", stub);
+        return;
+    }
+    fclose(f);
+    struct pf_dl_cuda l;
+    if (pf_dl_cuda_open(&l, stub) < 0) fail_msg("%s", pf_err_msg());
+    assert_non_null(l.CtxSynchronize);
+    assert_non_null(l.EventElapsedTime);
+    assert_non_null(l.DeviceGetUuid);
+#else
+    skip();
+#endif
+}
+
 static void curl_real_library(void **state)
 {
     (void)state;
@@ -367,11 +434,9 @@ static void curl_real_library(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(nccl_header),
-        cmocka_unit_test(cuda_header),
-        cmocka_unit_test(verbs_header),
-        cmocka_unit_test(curl_header),
-        cmocka_unit_test(curl_override_variables),
+        cmocka_unit_test(nccl_header),         cmocka_unit_test(cuda_header),
+        cmocka_unit_test(cuda_exported_names), cmocka_unit_test(verbs_header),
+        cmocka_unit_test(curl_header),         cmocka_unit_test(curl_override_variables),
         cmocka_unit_test(curl_real_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
