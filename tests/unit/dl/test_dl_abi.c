@@ -338,6 +338,31 @@ static void curl_override_variables(void **state)
 
 /* The real libcurl.so.4 of this machine: every symbol resolves, the path is the file, and
  * curl_version() is libcurl's own string. */
+/* The real libnccl.so.2, where one loads: every symbol dl.c resolves is there, the
+ * optional ones too from NCCL 2.28 on (ncclAlltoAll is the newest). */
+static void nccl_real_library(void **state)
+{
+    (void)state;
+    unsetenv("PREFLIGHT_NCCL_LIB");
+    struct pf_dl_nccl l;
+    if (pf_dl_nccl_open(&l, NULL) < 0) {
+        print_message("libnccl.so.2 does not load here: %s\n", pf_err_msg());
+        skip();
+    }
+    int v = 0;
+    assert_int_equal(l.GetVersion(&v), PF_NCCL_SUCCESS);
+    assert_true(v > 0);
+    if (v < 22800) return;
+    assert_non_null(l.CommInitRankConfig);
+    assert_non_null(l.CommFinalize);
+    assert_non_null(l.GetLastError);
+    assert_non_null(l.Send);
+    assert_non_null(l.Recv);
+    assert_non_null(l.AlltoAll);
+    assert_non_null(l.Broadcast);
+    assert_non_null(l.Reduce);
+}
+
 /* The symbol names dl.c resolves are the ones cuda.h binds the API names to (the default
  * ABI, no per-thread default stream): cuMemAlloc is cuMemAlloc_v2, cuEventElapsedTime is
  * cuEventElapsedTime_v2 since CUDA 12.8, and so on; a name cuda.h moved to a newer version
@@ -434,9 +459,13 @@ static void curl_real_library(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(nccl_header),         cmocka_unit_test(cuda_header),
-        cmocka_unit_test(cuda_exported_names), cmocka_unit_test(verbs_header),
-        cmocka_unit_test(curl_header),         cmocka_unit_test(curl_override_variables),
+        cmocka_unit_test(nccl_header),
+        cmocka_unit_test(cuda_header),
+        cmocka_unit_test(cuda_exported_names),
+        cmocka_unit_test(nccl_real_library),
+        cmocka_unit_test(verbs_header),
+        cmocka_unit_test(curl_header),
+        cmocka_unit_test(curl_override_variables),
         cmocka_unit_test(curl_real_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
