@@ -12,6 +12,7 @@
 #ifndef PF_STATIC
 #include <dlfcn.h>
 #include <glob.h>
+#include <unistd.h>
 #endif
 
 int pf_nccl_version_code(int major, int minor, int patch)
@@ -128,6 +129,31 @@ static const struct pf_dl_sym verbs_syms[] = {
     VOPT(struct pf_dl_verbs, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
 };
 
+/* Before the soname: the NCCL a pip-installed PyTorch loads. PyTorch's CUDA wheels are linked
+ * with DT_RPATH (--force-rpath) $ORIGIN/../../nvidia/nccl/lib on the libraries in torch/lib
+ * (pytorch/pytorch .ci/manywheel/build_cuda.sh, "Using nvidia libs from pypi"), and DT_RPATH
+ * comes before LD_LIBRARY_PATH and ld.so.cache: where torch/lib/libtorch_cuda.so and
+ * nvidia/nccl/lib/libnccl.so.2 share a site-packages, that NCCL is the one training loads,
+ * whatever else the soname finds (seen on an H100 machine: torch 2.11.0+cu130 loaded the
+ * wheel's NCCL 2.28.9 from a virtual environment while ld.so.cache held a system NCCL
+ * 2.28.3). The site-packages folders are those of the list below. */
+#ifndef PF_STATIC
+static const char *const site_packages[] = {
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/opt/venv/lib/python3*/site-packages",
+    "/opt/*/.venv/lib/python3*/site-packages",
+    "/opt/*/venv/lib/python3*/site-packages",
+    "/venv/lib/python3*/site-packages",
+    "/workspace/.venv/lib/python3*/site-packages",
+    "/root/.local/lib/python3*/site-packages",
+    "/opt/conda/lib/python3*/site-packages",
+    "/opt/conda/envs/*/lib/python3*/site-packages",
+    NULL,
+};
+#endif
+
 /* Tried in this order after the soname (the dynamic linker's own search), the first file
  * that loads wins; a glob takes its first match in sorted order:
  *   - NVIDIA's CUDA images and NCCL's own packages: /usr/local/cuda/lib64,
@@ -218,6 +244,25 @@ static void *try_open(const char *name, char *err, size_t errn)
     return h;
 }
 
+/* The NCCL of a pip-installed PyTorch (site_packages above), or NULL. */
+static void *torch_nccl(char *err, size_t errn)
+{
+    void *h = NULL;
+    for (size_t i = 0; site_packages[i] && !h; i++) {
+        glob_t g;
+        if (glob(site_packages[i], 0, NULL, &g) != 0) continue;
+        for (size_t k = 0; k < g.gl_pathc && !h; k++) {
+            char torch[PF_DL_PATH_MAX], nccl[PF_DL_PATH_MAX];
+            int a = snprintf(torch, sizeof(torch), "%s/torch/lib/libtorch_cuda.so", g.gl_pathv[k]);
+            int b = snprintf(nccl, sizeof(nccl), "%s/nvidia/nccl/lib/libnccl.so.2", g.gl_pathv[k]);
+            if (a < 0 || (size_t)a >= sizeof(torch) || b < 0 || (size_t)b >= sizeof(nccl)) continue;
+            if (access(torch, F_OK) == 0 && access(nccl, F_OK) == 0) h = try_open(nccl, err, errn);
+        }
+        globfree(&g);
+    }
+    return h;
+}
+
 /* The override: lib->env, else its older name. */
 static const char * override(const struct pf_dl_lib *lib)
 {
@@ -264,6 +309,7 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
                        : pf_err_set(PF_EUNAVAIL, "%s: %s", path, err);
         tried = path;
     } else {
+        if (lib == &lib_nccl) h = torch_nccl(err, sizeof(err));
         for (size_t i = 0; lib->names[i] && !h; i++) {
             char e[512] = "";
             h = try_open(lib->names[i], e, sizeof(e));
