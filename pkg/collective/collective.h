@@ -124,6 +124,13 @@ double pf_coll_busbw_allreduce(double algbw, int n);
  * Returns how many (at most 3). */
 int pf_coll_probe_shifts(int n, int out[3]);
 
+/* The positions position pos of n dials, known from (pos, n) alone: the data mesh's (pos +
+ * each probe shift) and, where n runs the grid, its row and column rings' next and its fold
+ * partner. Each once, never pos; how many (at most PF_COLL_DIAL_MAX). Rank 0 sends a rank
+ * the addresses of these only (docs/design.md, "Wire protocol"). */
+#define PF_COLL_DIAL_MAX 6
+int pf_coll_dial_partners(int pos, int n, int out[PF_COLL_DIAL_MAX]);
+
 struct pf_coll_probe_res {
     double gbps;     /* received rate, Gb/s (1e9 bits) */
     size_t bytes;    /* timed: received after the warm-up (the first quarter, untimed) */

@@ -139,3 +139,28 @@ int pf_coll_allreduce_grid(float *data, size_t count, const struct pf_coll_grid 
     }
     return r;
 }
+
+static int add_partner(int *out, int k, int q, int pos)
+{
+    if (q < 0 || q == pos) return k;
+    for (int i = 0; i < k; i++)
+        if (out[i] == q) return k;
+    out[k] = q;
+    return k + 1;
+}
+
+int pf_coll_dial_partners(int pos, int n, int out[PF_COLL_DIAL_MAX])
+{
+    if (n < 2 || pos < 0 || pos >= n) return 0;
+    int sh[3], k = 0, ns = pf_coll_probe_shifts(n, sh);
+    for (int i = 0; i < ns; i++)
+        k = add_partner(out, k, (pos + sh[i]) % n, pos);
+    if (!pf_coll_use_grid(n)) return k;
+    struct pf_coll_grid g;
+    pf_coll_grid_shape(&g, n);
+    struct pf_coll_grid_peers p;
+    pf_coll_grid_peers(&p, &g, pos);
+    k = add_partner(out, k, p.row_next, pos);
+    k = add_partner(out, k, p.col_next, pos);
+    return add_partner(out, k, p.fold, pos);
+}

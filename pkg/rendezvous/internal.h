@@ -83,21 +83,27 @@ struct pf_rdv_peer {
     char ip[64]; /* its data address; "" for rank 0 (a joiner uses the address it reached) */
     int port;    /* its data port */
     char pod[NAME_MAX_], node[NAME_MAX_];
+    bool known; /* ip, port, pod and node came (rank 0: all; a rank: its partners') */
 };
 
-/* The roster: who is in the run, in rank order (ROSTER, docs/design.md "Wire protocol"). */
+/* The roster: who is in the run, in rank order (ROSTER, docs/design.md "Wire protocol").
+ * Every position's rank is there; the records of some only (known). */
 struct pf_rdv_roster {
     uint8_t run[PF_WIRE_NONCE]; /* the run id: data connections name it */
     int world;                  /* rank 0's world size */
     int n;
     struct pf_rdv_peer *peer;
 };
-/* The ROSTER payload: run, n, world and one record `m` {rank, ip, port, pod, node} a rank.
- * PF_ETOOBIG when b's limit cut it. */
+/* The ROSTER payload's head: run, n, world and the ranks in the run (`out`: the ranks not in
+ * it, 4 bytes big-endian each, ascending; or `in`: a bitmap of world bits, rank r at byte
+ * r / 8 bit r % 8; whichever is shorter). PF_ETOOBIG when b's limit cut it. */
+int pf_rdv_roster_encode_head(struct pf_buf *b, const struct pf_rdv_roster *ro);
+/* The head and one record `m` {rank, ip, port, pod, node} for every known position. */
 int pf_rdv_roster_encode(struct pf_buf *b, const struct pf_rdv_roster *ro);
 /* Decodes a ROSTER payload (peer input). PF_EINVAL when the header fields are missing or
- * out of range; a malformed record is left out (out->n counts the good ones). Free with
- * pf_rdv_roster_free, also after an error. */
+ * out of range, or the ranks are not n ascending ranks of the world with rank 0 first; a
+ * malformed record, or one naming a rank not in the run, is left out (its position stays
+ * unknown). Free with pf_rdv_roster_free, also after an error. */
 int pf_rdv_roster_decode(struct pf_rdv_roster *out, const uint8_t *payload, size_t len);
 void pf_rdv_roster_free(struct pf_rdv_roster *ro);
 
@@ -277,10 +283,24 @@ int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t l
 /* ---- roster.c */
 void rdv_roster_alloc(struct rdv_session *S, int n);
 void rdv_roster_free(struct rdv_session *S);
-/* Rank 0: the roster of rank 0 and every joined rank, queued to every joined rank. */
+/* Rank 0: the roster of rank 0 and every joined rank (every position known). */
+void rdv_roster_build(struct rdv_session *S);
+/* The positions whose records position pos gets (the setup's partners rule: in range, not
+ * pos, each once; at most PF_RDV_PARTNERS_MAX), or -1 when there is no rule (every one). */
+int rdv_roster_partners(const struct rdv_session *S, int pos, int *out);
+/* Rank 0: the ROSTER payload position pos gets (the head, its partners' records). */
+int rdv_roster_payload(struct rdv_session *S, int pos, struct pf_buf *b);
+/* Rank 0: builds the roster and queues each joined rank its own. */
 void rdv_root_send_roster(struct rdv_session *S);
 /* Rank > 0: the roster from rank 0's ROSTER message. PF_EINVAL when malformed. */
 int rdv_client_parse_roster(struct rdv_session *S, const struct pf_rdv_msg *msg);
+/* Position pos's record when its address is known here; NULL with why naming the position
+ * when rank 0 sent none (a caller that dials it then fails, saying so). */
+const struct pf_rdv_peer *rdv_peer_addr(const struct rdv_session *S, int pos, char *why,
+                                        size_t nwhy);
+/* pf_rdv_addr_put and pf_rdv_addr_take (rendezvous.h). */
+int rdv_addr_put(const struct rdv_session *S, struct pf_buf *out, int pos);
+int rdv_addr_take(struct rdv_session *S, const uint8_t *payload, size_t len);
 
 /* ---- step.c */
 /* Rank 0: a STEP from connection i. */

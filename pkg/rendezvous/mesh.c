@@ -21,12 +21,13 @@ static int mesh_dial_out(struct rdv_session *S, const struct pf_wire_auth *da, d
         int p = ((S->pos + S->shifts[k]) % S->n);
         char peer[96];
         int fd;
-        if (pf_rdv_dial(&fd, peer, sizeof(peer), S->ro.peer[p].ip, S->ro.peer[p].port, deadline) <
-            0) {
+        const struct pf_rdv_peer *to = rdv_peer_addr(S, p, err, nerr);
+        if (!to) return PF_ERR;
+        if (pf_rdv_dial(&fd, peer, sizeof(peer), to->ip, to->port, deadline) < 0) {
             char w[160];
             rdv_who(w, sizeof(w), S, S->rk[p]);
-            snprintf(err, nerr, "data connection to %s at %s:%d: %s", w, S->ro.peer[p].ip,
-                     S->ro.peer[p].port, pf_err_msg());
+            snprintf(err, nerr, "data connection to %s at %s:%d: %s", w, to->ip, to->port,
+                     pf_err_msg());
             return PF_ERR;
         }
         struct pf_rdv_conn c;

@@ -51,9 +51,10 @@ static int probe_dial(struct rdv_session *S, int round, int q, double deadline, 
 {
     char peer[96];
     int fd;
-    if (pf_rdv_dial(&fd, peer, sizeof(peer), S->ro.peer[q].ip, S->ro.peer[q].port, deadline) < 0) {
-        snprintf(why, nwhy, "probe connection to %s:%d: %s", S->ro.peer[q].ip, S->ro.peer[q].port,
-                 pf_err_msg());
+    const struct pf_rdv_peer *to = rdv_peer_addr(S, q, why, nwhy);
+    if (!to) return -1;
+    if (pf_rdv_dial(&fd, peer, sizeof(peer), to->ip, to->port, deadline) < 0) {
+        snprintf(why, nwhy, "probe connection to %s:%d: %s", to->ip, to->port, pf_err_msg());
         return -1;
     }
     if (hello_send(S, fd, peer, round, q, deadline) < 0) {

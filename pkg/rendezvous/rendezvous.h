@@ -64,7 +64,12 @@ struct pf_rdv_setup {
     void (*doing)(void *arg, const char *check, const char *doing);
     void (*noted)(void *arg);
     void *arg;
+    /* rank 0: the positions whose data addresses position pos of n needs from the roster
+     * (those it dials, known from (pos, n): pf_coll_dial_partners), at most
+     * PF_RDV_PARTNERS_MAX, with arg; NULL: every rank gets every address */
+    int (*partners)(void *arg, int pos, int n, int *out, int max);
 };
+#define PF_RDV_PARTNERS_MAX 16
 
 /* The JOIN's variables from env: every NCCL_* "NAME=VALUE", the value of a name secret()
  * calls secret replaced by "sha256:" and the first 8 bytes of its SHA-256 in hex. */
@@ -226,6 +231,16 @@ struct pf_rdv_addr {
  * or -1 with why. */
 int pf_rdv_probe_dial_addr(struct pf_rdv *R, int round, int pos, const struct pf_rdv_addr *a,
                            double deadline, char *why, size_t nwhy);
+
+/* A rank's roster holds the addresses of its partners only (struct pf_rdv_setup's partners);
+ * a peer rank 0 pairs it with later (a confirmation probe) comes with the task. Rank 0:
+ * appends position pos's record {rank, ip, port, pod, node} to out as the field "a" (the
+ * task's decoder passes it by). PF_EINVAL when this rank holds no address of pos. */
+int pf_rdv_addr_put(const struct pf_rdv *R, struct pf_buf *out, int pos);
+/* A rank: takes the address of every field "a" of the payload p (rank 0's, peer input)
+ * that names a rank of the run. How many it took, or PF_EINVAL when p is not a field
+ * payload or a record is malformed. */
+int pf_rdv_addr_take(struct pf_rdv *R, const uint8_t *p, size_t len);
 
 /* ---- the summary: rank 0 sends it to every joined rank, the others wait for it */
 void pf_rdv_summary_send(struct pf_rdv *R, const void *payload, size_t len);

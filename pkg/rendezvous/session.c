@@ -402,6 +402,16 @@ int pf_rdv_probe_dial_addr(struct pf_rdv *R, int round, int pos, const struct pf
     return rdv_probe_dial_addr(&R->st, round, pos, a, deadline, why, nwhy);
 }
 
+int pf_rdv_addr_put(const struct pf_rdv *R, struct pf_buf *out, int pos)
+{
+    return rdv_addr_put(&R->st, out, pos);
+}
+
+int pf_rdv_addr_take(struct pf_rdv *R, const uint8_t *p, size_t len)
+{
+    return rdv_addr_take(&R->st, p, len);
+}
+
 void pf_rdv_acceptor_init(struct pf_rdv_acceptor *A, const struct pf_rdv *R, const int *lfd,
                           int nlfd)
 {

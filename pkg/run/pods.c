@@ -195,6 +195,18 @@ static double join_deadline(const struct pf_run *R)
     return now + (join > 1 ? join : 1);
 }
 
+/* The positions whose addresses position pos of n gets in its roster: those it dials for
+ * the data mesh and the grid (pkg/collective); a confirmation probe's peer comes with its
+ * task (probes.c). */
+static int meet_partners(void *arg, int pos, int n, int *out, int max)
+{
+    (void)arg;
+    int q[PF_COLL_DIAL_MAX], k = pf_coll_dial_partners(pos, n, q);
+    for (int i = 0; i < k && i < max; i++)
+        out[i] = q[i];
+    return k < max ? k : max;
+}
+
 /* What the meeting is handed: the config's values, the run's deadlines and fixed waits, who
  * this pod is, and its JOIN's claims (the NCCL version and gpu.fabric's clique the local
  * checks found). */
@@ -238,6 +250,7 @@ static void meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
         .doing = meet_doing,
         .noted = meet_noted,
         .arg = R,
+        .partners = meet_partners,
     };
 }
 

@@ -79,9 +79,14 @@ static void probe_ready(void *arg, uint8_t **blobs, size_t *lens, int nb)
 static void probe_part(void *arg, int pos, struct pf_buf *out)
 {
     struct probe_run *P = arg;
-    struct pf_coll_task t[PF_COLL_TASKS_MAX];
+    struct pf_coll_task t[PF_COLL_TASKS_MAX] = {{0}};
     size_t nt = P->more ? pf_coll_coord_tasks(&P->co, pos, t) : 0;
     pf_fleet_tasks_encode(out, P->more, t, nt);
+    /* a rank's roster has the addresses of its mesh and grid partners only: the peer it
+     * dials comes with the task */
+    for (size_t i = 0; i < nt; i++)
+        if (t[i].send && pf_rdv_addr_put(P->R->pods->rdv, out, t[i].peer) < 0)
+            pf_ctx_progress(&P->R->ctx, "probe round %d: %s", P->co.round + 1, pf_err_msg());
 }
 
 /* The samples this rank received, kept for its own evidence (by rank). */
@@ -141,6 +146,9 @@ static int probe_next(void *arg, int round, const struct pf_coll_sample *mine, s
                           pf_fleet_tasks_decode(&more, tasks, ntasks, PF_COLL_TASKS_MAX,
                                                 pf_rdv_size(rdv), res.blobs[0], res.lens[0]) < 0)) {
         r = PF_ERR;
+    } else if (r == 0 && pf_rdv_addr_take(rdv, res.blobs[0], res.lens[0]) < 0) {
+        /* the probe that needs it then fails naming the position */
+        pf_ctx_progress(&P->R->ctx, "probe round %d: %s", round + 1, pf_err_msg());
     }
     pf_rdv_step_res_free(rdv, &res);
     if (r < 0) return PF_ERR;

@@ -13,7 +13,9 @@
 
 #include "../base/base.h"
 
-#define PF_WIRE_PROTO 2           /* 2: the MAC covers the payload's SHA-256, not the payload */
+/* 2: the MAC covers the payload's SHA-256, not the payload; 3: a rank's ROSTER holds every
+ * position but its partners' records only, the others' addresses come with its tasks */
+#define PF_WIRE_PROTO 3
 #define PF_WIRE_MAGIC 0x50465256u /* "PFRV" */
 #define PF_WIRE_HDR 16
 #define PF_WIRE_MACLEN 32

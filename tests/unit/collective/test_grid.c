@@ -304,6 +304,46 @@ static void test_grid_row_partner_vanishes(void **state)
     }
 }
 
+static bool has(const int *v, int k, int q)
+{
+    for (int i = 0; i < k; i++)
+        if (v[i] == q) return true;
+    return false;
+}
+
+/* The positions a rank dials, for which the roster carries addresses: every probe shift's,
+ * and the grid's row, column and fold partners that tcp.c dials; never itself, each once. */
+static void test_dial_partners(void **state)
+{
+    (void)state;
+    static const int sizes[] = {1, 2, 3, 5, 16, 100, 1000, 1031, 4096, 16384};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        int n = sizes[i];
+        struct pf_coll_grid g;
+        pf_coll_grid_shape(&g, n);
+        int sh[3], ns = pf_coll_probe_shifts(n, sh);
+        for (int pos = 0; pos < n; pos += n > 64 ? 37 : 1) {
+            int q[PF_COLL_DIAL_MAX];
+            int k = pf_coll_dial_partners(pos, n, q);
+            assert_true(k >= 0 && k <= PF_COLL_DIAL_MAX);
+            if (n == 1) assert_int_equal(k, 0);
+            for (int a = 0; a < k; a++) {
+                assert_true(q[a] >= 0 && q[a] < n && q[a] != pos);
+                for (int b = a + 1; b < k; b++)
+                    assert_int_not_equal(q[a], q[b]);
+            }
+            for (int s = 0; s < ns && n > 1; s++)
+                assert_true(has(q, k, (pos + sh[s]) % n));
+            if (!pf_coll_use_grid(n)) continue;
+            struct pf_coll_grid_peers p;
+            pf_coll_grid_peers(&p, &g, pos);
+            if (p.row_next >= 0 && p.row_next != pos) assert_true(has(q, k, p.row_next));
+            if (p.col_next >= 0 && p.col_next != pos) assert_true(has(q, k, p.col_next));
+            if (p.fold >= 0) assert_true(has(q, k, p.fold));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +352,7 @@ int main(void)
         cmocka_unit_test(test_grid_exact),
         cmocka_unit_test(test_grid_extra_vanishes),
         cmocka_unit_test(test_grid_row_partner_vanishes),
+        cmocka_unit_test(test_dial_partners),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
