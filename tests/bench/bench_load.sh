@@ -7,7 +7,8 @@
 # plane fails, and goes on to the final gather and the summary (docs/performance.md says
 # which phases this drives and argues the rest from their measured per-step costs).
 # For each N: rank 0's time per stage (its -v line "stages: ..."), its wall time, CPU
-# seconds and peak RSS (GNU time), RSS per rank, and how many simulated ranks got the SUMMARY.
+# seconds and peak RSS (GNU time), RSS per rank, the ROSTER payload a rank received (mean and
+# largest, bytes), and how many simulated ranks got the SUMMARY.
 # Numbers never fail the run.
 #   BENCH_LOAD_N        ranks per run (default "4096 8192 16384")
 #   BENCH_LOAD_WORKERS  simulating processes (default 4)
@@ -39,9 +40,9 @@ print()
 print("machine: loopback; rank 0 real, the other ranks simulated (tests/bench/rdv_load.py)")
 print()
 print("| N | rank 0 wall (s) | meet | agree (+ roster) | collective.tcp (mesh only) | summary | "
-      "report | CPU rank 0 (s) | peak RSS rank 0 (MiB) | KiB per rank | ranks with SUMMARY | "
-      "verdict |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+      "report | CPU rank 0 (s) | peak RSS rank 0 (MiB) | KiB per rank | roster bytes a rank "
+      "(mean / max) | ranks with SUMMARY | verdict |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 f = lambda x, nd=2: "n/a" if x is None else f"{x:.{nd}f}"
 for r in rows:
     st = r.get("stages", {})
@@ -49,6 +50,8 @@ for r in rows:
     per = rss * 1024 / r["n"] if rss else None
     print(f"| {r['n']} | {f(r.get('wall0'))} | {f(st.get('meet'))} | {f(st.get('agree'))} | "
           f"{f(st.get('collective.tcp'))} | {f(st.get('summary'))} | {f(st.get('report'))} | "
-          f"{f(r.get('cpu0_s'))} | {f(rss, 1)} | {f(per, 1)} | {r.get('done')} of {r['n'] - 1} | "
+          f"{f(r.get('cpu0_s'))} | {f(rss, 1)} | {f(per, 1)} | "
+          f"{f(r['rosterBytes'] / r['rosters'] if r.get('rosters') else None, 0)} / "
+          f"{r.get('rosterMax', 'n/a')} | {r.get('done')} of {r['n'] - 1} | "
           f"{r.get('verdict')} (rc {r.get('rc0')}){' killed' if r.get('killed') else ''} |")
 PY

@@ -43,7 +43,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 from rdv_stranger import (DIR_TO_ROOT, F_MAC, HDR, MACLEN, NONCE, PROTO, T_DHELLO,  # noqa: E402
                           T_HELLO, T_JOIN, T_REJECT, T_ROSTER, field, fields_decode, header,
-                          mac)
+                          mac, roster_decode)
 
 T_STEP, T_RESULT, T_SUMMARY = 5, 6, 7
 DIR_DATA = 2
@@ -67,12 +67,13 @@ def survey_shifts(n):
 
 
 class Shared:
-    """What a worker's ranks share: the roster is parsed once, the data listener is one."""
+    """What a worker's ranks share: the data listener, the roster sizes seen."""
 
     def __init__(self, a):
         self.a = a
-        self.roster = None  # {"run": bytes, "n": int, "port0": int}
-        self.roster_waiters = []
+        self.rosters = 0  # ROSTER frames received, and their payload bytes
+        self.roster_bytes = 0
+        self.roster_max = 0
         self.done = 0
         self.failed = {}
         self.data_port = 0
@@ -94,7 +95,7 @@ class Rank(asyncio.Protocol):
     def __init__(self, sh, rank):
         self.sh, self.rank = sh, rank
         self.buf = bytearray()
-        self.skip = 0  # bytes of a frame being skipped (every roster after the first)
+        self.ro = None  # this rank's roster (roster_decode)
         self.seq = 0
         self.nonce_s = b""
         self.nonce_c = os.urandom(NONCE)
@@ -120,30 +121,16 @@ class Rank(asyncio.Protocol):
         self.tr.write(hdr + payload + tail)
 
     def data_received(self, data):
-        mv = memoryview(data)
-        while len(mv):
-            if self.skip:
-                k = min(self.skip, len(mv))
-                self.skip -= k
-                mv = mv[k:]
-                continue
-            self.buf += mv
-            mv = mv[len(mv):]
-            while len(self.buf) >= HDR:
-                (length,) = struct.unpack(">I", self.buf[12:16])
-                total = HDR + length + (MACLEN if self.buf[6] & F_MAC else 0)
-                ftype = self.buf[5]
-                if ftype == T_ROSTER and self.sh.roster is not None and len(self.buf) < total:
-                    # every worker parses one roster; the others are counted, not kept
-                    self.skip = total - len(self.buf)
-                    self.buf = bytearray()
-                    self.frame(ftype, None)
-                    break
-                if len(self.buf) < total:
-                    break
-                payload = bytes(self.buf[HDR:HDR + length])
-                del self.buf[:total]
-                self.frame(ftype, payload)
+        self.buf += data
+        while len(self.buf) >= HDR:
+            (length,) = struct.unpack(">I", self.buf[12:16])
+            total = HDR + length + (MACLEN if self.buf[6] & F_MAC else 0)
+            ftype = self.buf[5]
+            if len(self.buf) < total:
+                break
+            payload = bytes(self.buf[HDR:HDR + length])
+            del self.buf[:total]
+            self.frame(ftype, payload)
 
     def frame(self, ftype, payload):
         if self.finished.done():
@@ -169,22 +156,11 @@ class Rank(asyncio.Protocol):
         if self.state == "roster":
             if ftype != T_ROSTER:
                 return self.finish("refused" if ftype == T_REJECT else f"frame {ftype}")
-            if payload is not None and self.sh.roster is None:
-                f = fields_decode(payload)
-                ro = {"run": b"", "n": 0, "port0": 0}
-                for k, v in f:
-                    if k == "run":
-                        ro["run"] = v
-                    elif k == "n":
-                        ro["n"] = int(v)
-                    elif k == "m" and not ro["port0"]:
-                        m = dict(fields_decode(v))
-                        if int(m.get("rank", b"-1")) == 0:
-                            ro["port0"] = int(m["port"])
-                self.sh.roster = ro
-                for w in self.sh.roster_waiters:
-                    if not w.done():
-                        w.set_result(ro)
+            # every rank's own: the ranks in the run and the records of those it dials
+            self.ro = roster_decode(payload)
+            self.sh.rosters += 1
+            self.sh.roster_bytes += len(payload)
+            self.sh.roster_max = max(self.sh.roster_max, len(payload))
             asyncio.ensure_future(self.after_roster())
             self.state = "mesh"
             return
@@ -211,15 +187,14 @@ class Rank(asyncio.Protocol):
         self.send(T_STEP, body)
 
     async def after_roster(self):
-        ro = self.sh.roster
-        if ro is None:
-            w = asyncio.get_running_loop().create_future()
-            self.sh.roster_waiters.append(w)
-            ro = await w
+        ro = self.ro
         n = ro["n"] or self.sh.a.world
         shifts = survey_shifts(n)
         for d in shifts:
             if self.rank == n - d:
+                if 0 not in ro["peers"]:
+                    self.sh.failed.setdefault("data", f"rank {self.rank}: no address of rank 0")
+                    continue
                 await self.dial_root(ro, d)
         fail = self.rank == self.sh.a.fail_rank
         self.send_step("mesh", not fail, "load generator: no data plane" if fail else "", b"")
@@ -231,7 +206,7 @@ class Rank(asyncio.Protocol):
         hdr = header(T_DHELLO, F_MAC if tok else 0, 0, len(body))
         tail = mac(tok, DIR_DATA, ro["run"], b"\0" * NONCE, hdr, body) if tok else b""
         try:
-            r, w = await asyncio.open_connection(self.sh.a.host, ro["port0"])
+            r, w = await asyncio.open_connection(self.sh.a.host, ro["peers"][0]["port"])
             w.write(hdr + body + tail)
             await w.drain()
             self.sh.data_conns.append(w)  # held until the end, as a mesh connection is
@@ -296,7 +271,8 @@ async def worker_main(a):
     srv.close()
     for w in sh.data_conns:
         w.close()
-    out = {"ranks": len(ranks), "done": sh.done, "failed": len(sh.failed)}
+    out = {"ranks": len(ranks), "done": sh.done, "failed": len(sh.failed),
+           "rosters": sh.rosters, "rosterBytes": sh.roster_bytes, "rosterMax": sh.roster_max}
     if sh.failed:
         out["firstFailure"] = next(iter(sh.failed.items()))
         out["firstFailure"] = [str(out["firstFailure"][0]), out["firstFailure"][1]]
@@ -450,7 +426,7 @@ def drive(a):
     res["wall0"] = time.monotonic() - t0
     res["wall_from_workers"] = time.monotonic() - t_workers
     res["rc0"] = rc0
-    res["done"] = res["failed"] = 0
+    res["done"] = res["failed"] = res["rosters"] = res["rosterBytes"] = res["rosterMax"] = 0
     for w in workers:
         try:
             out, _ = w.communicate(timeout=60)
@@ -464,6 +440,9 @@ def drive(a):
                 continue
             res["done"] += j.get("done", 0)
             res["failed"] += j.get("failed", 0)
+            res["rosters"] += j.get("rosters", 0)
+            res["rosterBytes"] += j.get("rosterBytes", 0)
+            res["rosterMax"] = max(res["rosterMax"], j.get("rosterMax", 0))
             if "firstFailure" in j and "firstFailure" not in res:
                 res["firstFailure"] = j["firstFailure"]
     log0.close()

@@ -5,7 +5,9 @@ It speaks the wire format of pkg/wire/wire.c: a 16-byte header (magic "PFRV", ve
 type, flags, a zero byte, sequence number and payload length, big-endian), a payload of fields
 ([u8 key length][key][u32 value length][value]) and, with flag 0x01, an HMAC-SHA256 keyed with
 the run's token over "PFRVmac" + a direction byte, rank 0's nonce, the joiner's nonce, the
-header and the payload's SHA-256 (protocol version 2).
+header and the payload's SHA-256 (protocol version 2). Protocol version 3: a rank's ROSTER
+lists every rank in the run ("out": the ranks not in it, or "in": a bitmap) but holds the
+records {rank, ip, port, pod, node} of the ranks it dials only (roster_decode).
 
 Subcommands (every one bounded in count and in time; targets are addresses the test owns):
   join     connect to rank 0, read its HELLO, send a JOIN claiming a rank, with a MAC made
@@ -34,7 +36,7 @@ import sys
 import time
 
 MAGIC = b"PFRV"
-PROTO = 2  # 2: the MAC covers the payload's SHA-256 (docs/security.md)
+PROTO = 3  # 2: the MAC covers the payload's SHA-256 (docs/security.md); 3: per-rank rosters
 HDR = 16
 MACLEN = 32
 NONCE = 16
@@ -85,6 +87,32 @@ def mac(token, direction, nonce_s, nonce_c, hdr, payload):
     h.update(hdr)
     h.update(hashlib.sha256(payload).digest())
     return h.digest()
+
+
+def roster_decode(payload):
+    """A ROSTER payload (pkg/rendezvous/roster.c): {"run", "n", "world", "ranks": the ranks in
+    the run in order, "peers": {rank: {"ip", "port", "pod", "node"}} for the records sent}."""
+    ro = {"run": b"", "n": 0, "world": 0, "ranks": [], "peers": {}}
+    out = inn = None
+    for k, v in fields_decode(payload):
+        if k in ("n", "world"):
+            ro[k] = int(v)
+        elif k == "run":
+            ro["run"] = v
+        elif k == "out":
+            out = {struct.unpack(">I", v[i:i + 4])[0] for i in range(0, len(v) - 3, 4)}
+        elif k == "in":
+            inn = v
+        elif k == "m":
+            m = dict(fields_decode(v))
+            ro["peers"][int(m.get("rank", b"-1"))] = {
+                "ip": m.get("ip", b"").decode(), "port": int(m.get("port", b"0")),
+                "pod": m.get("pod", b"").decode(), "node": m.get("node", b"").decode()}
+    if out is not None:
+        ro["ranks"] = [r for r in range(ro["world"]) if r not in out]
+    elif inn is not None:
+        ro["ranks"] = [r for r in range(ro["world"]) if inn[r // 8] >> (r % 8) & 1]
+    return ro
 
 
 def frame_size(buf):
