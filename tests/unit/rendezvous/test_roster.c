@@ -166,13 +166,13 @@ static void test_malformed_headers(void **state)
         {"out", "\0\0\0\0", 4, 3, 4},         /* rank 0 out */
         {"out", "\0\0\0\4", 4, 3, 4},         /* past the world */
         {"out", "\0\0\0\3", 4, 2, 4},         /* n says two are out */
-        {"out", "\0\0\3", 3, 3, 4},            /* not whole numbers */
-        {"in", "\x0e", 1, 3, 4},                 /* rank 0 not in */
-        {"in", "\x1f", 1, 4, 4},                 /* a bit past the world */
-        {"in", "\x07", 1, 4, 4},                 /* n says four */
-        {"in", "\x0f\0", 2, 4, 4},              /* too long */
-        {NULL, NULL, 0, 4, 4},                   /* neither */
-        {"both", NULL, 0, 4, 4},                 /* both */
+        {"out", "\0\0\3", 3, 3, 4},           /* not whole numbers */
+        {"in", "\x0e", 1, 3, 4},              /* rank 0 not in */
+        {"in", "\x1f", 1, 4, 4},              /* a bit past the world */
+        {"in", "\x07", 1, 4, 4},              /* n says four */
+        {"in", "\x0f\0", 2, 4, 4},            /* too long */
+        {NULL, NULL, 0, 4, 4},                /* neither */
+        {"both", NULL, 0, 4, 4},              /* both */
     };
     for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
         struct pf_buf b;
@@ -364,12 +364,9 @@ static void test_size_flat(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_bad_records_left_out),
-        cmocka_unit_test(test_malformed_headers),
-        cmocka_unit_test(test_partners_only),
-        cmocka_unit_test(test_unknown_address),
-        cmocka_unit_test(test_size_flat),
+        cmocka_unit_test(test_round_trip),        cmocka_unit_test(test_bad_records_left_out),
+        cmocka_unit_test(test_malformed_headers), cmocka_unit_test(test_partners_only),
+        cmocka_unit_test(test_unknown_address),   cmocka_unit_test(test_size_flat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
