@@ -321,8 +321,8 @@ static void test_dial_partners(void **state)
         int n = sizes[i];
         struct pf_coll_grid g;
         pf_coll_grid_shape(&g, n);
-        int sh[3], ns = pf_coll_probe_shifts(n, sh);
-        for (int pos = 0; pos<n; pos += n> 64 ? 37 : 1) {
+        int sh[3], ns = pf_coll_probe_shifts(n, sh), step = n > 64 ? 37 : 1;
+        for (int pos = 0; pos < n; pos += step) {
             int q[PF_COLL_DIAL_MAX];
             int k = pf_coll_dial_partners(pos, n, q);
             assert_true(k >= 0 && k <= PF_COLL_DIAL_MAX);
