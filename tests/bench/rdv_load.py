@@ -157,7 +157,7 @@ class Rank(asyncio.Protocol):
             if ftype != T_ROSTER:
                 return self.finish("refused" if ftype == T_REJECT else f"frame {ftype}")
             # every rank's own: the ranks in the run and the records of those it dials
-            self.ro = roster_decode(payload)
+            self.ro = roster_decode(payload, ranks=False)  # its records; no O(N) list
             self.sh.rosters += 1
             self.sh.roster_bytes += len(payload)
             self.sh.roster_max = max(self.sh.roster_max, len(payload))

@@ -89,9 +89,10 @@ def mac(token, direction, nonce_s, nonce_c, hdr, payload):
     return h.digest()
 
 
-def roster_decode(payload):
+def roster_decode(payload, ranks=True):
     """A ROSTER payload (pkg/rendezvous/roster.c): {"run", "n", "world", "ranks": the ranks in
-    the run in order, "peers": {rank: {"ip", "port", "pod", "node"}} for the records sent}."""
+    the run in order (only with ranks: O(world) to list), "peers": {rank: {"ip", "port",
+    "pod", "node"}} for the records sent}."""
     ro = {"run": b"", "n": 0, "world": 0, "ranks": [], "peers": {}}
     out = inn = None
     for k, v in fields_decode(payload):
@@ -108,7 +109,9 @@ def roster_decode(payload):
             ro["peers"][int(m.get("rank", b"-1"))] = {
                 "ip": m.get("ip", b"").decode(), "port": int(m.get("port", b"0")),
                 "pod": m.get("pod", b"").decode(), "node": m.get("node", b"").decode()}
-    if out is not None:
+    if not ranks:
+        pass
+    elif out is not None:
         ro["ranks"] = [r for r in range(ro["world"]) if r not in out]
     elif inn is not None:
         ro["ranks"] = [r for r in range(ro["world"]) if inn[r // 8] >> (r % 8) & 1]
