@@ -277,6 +277,9 @@ void rdv_sc_close(struct rdv_session *S, size_t i);
  * list of connections not yet joined and epoll's interest in it follow; a closing connection
  * whose queue is written is closed. O(1) (the list: O(UNAUTH_MAX)). */
 void rdv_sc_sync(struct rdv_session *S, size_t i);
+/* After a frame was queued on connection i: writes what goes without blocking (epoll waits
+ * to write the rest), and a write error loses the rank as in the loop; then rdv_sc_sync. */
+void rdv_sc_write(struct rdv_session *S, size_t i);
 /* A member's state and step_got change only here, so that the counters follow. */
 void rdv_member_set(struct rdv_session *S, int rank, int state, uint32_t step_got);
 /* The next step: step_no + 1 (the counters move with it). */

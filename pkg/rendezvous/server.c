@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #define EV_LISTENER UINT64_MAX /* the listener's epoll_event.data; a connection's is its index */
-#define EV_BATCH 512
+#define EV_BATCH 1024
 
 /* ---- rank 0: the heap of deadlines */
 
@@ -248,6 +248,13 @@ static void sc_failed(struct rdv_session *S, size_t i, bool eof, const char *err
     }
     rdv_member_lost(S, r,
                     eof ? "its connection closed: the process exited or the pod was deleted" : err);
+}
+
+void rdv_sc_write(struct rdv_session *S, size_t i)
+{
+    struct rdv_sconn *c = &S->sc[i];
+    if (c->used && pf_rdv_conn_flush_some(&c->c) < 0) sc_failed(S, i, false, pf_err_msg());
+    rdv_sc_sync(S, i);
 }
 
 /* The connection not yet authenticated that goes first when room is needed: a refused one

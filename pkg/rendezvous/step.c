@@ -139,7 +139,7 @@ static void fan_queue(struct rdv_session *S, struct rdv_fanout *F, int pos)
         c->fan = S->fan_gen;
         S->fan_win++;
     }
-    rdv_sc_sync(S, (size_t)m->conn);
+    rdv_sc_write(S, (size_t)m->conn);
 }
 
 /* serve's condition: every frame queued and written. Tops the window up as frames go out. */
