@@ -40,8 +40,9 @@ void pf_rdv_conn_close(struct pf_rdv_conn *c);
 void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload);
 /* Queues a frame (MAC'd when auth is on). */
 void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len);
-/* One payload queued to many connections (a fan-out): one copy, reference-counted; each
- * queue takes a reference, and the creator drops its own when done queueing. */
+/* One payload queued to many connections (a fan-out): one copy, reference-counted, hashed
+ * once (each connection's MAC covers its SHA-256); each queue takes a reference, and the
+ * creator drops its own when done queueing. */
 struct pf_rdv_shared;
 struct pf_rdv_shared *pf_rdv_shared_new(const void *payload, size_t len);
 void pf_rdv_shared_drop(struct pf_rdv_shared *s);
@@ -237,6 +238,10 @@ void rdv_note_culprit(struct rdv_session *S, int rank, const char *pod, const ch
                       const char *text);
 /* A progress line for a human. */
 void rdv_say(struct rdv_session *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- watch.c: a control connection closed while a stage works outside the rendezvous;
+ * the rank lost (who: "rank 1 (trainer-1)") or -1. Reads nothing. */
+int rdv_peer_lost(struct rdv_session *S, char *who, size_t n);
 
 /* ---- session.c: the session's state. rdv_session_init zeroes it and sets what is not zero
  * (no descriptors, t0); rdv_session_free frees and closes all it holds, whoever built it
