@@ -24,7 +24,7 @@
 
 enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
 
-/* A check of one rank's report that is not pass: its id (an index into the fleet's table
+/* A check of one rank's report that is neither pass nor skip: its id (an index into the fleet's table
  * of check ids, which every rank shares), its status and its finding codes. */
 struct pf_fleet_check {
     uint16_t id;
@@ -55,7 +55,7 @@ struct pf_fleet_rank {
     long long ar_wrong, ar_first_bad;
     char iface[16]; /* IFNAMSIZ */
     /* its report: each check's status by the fleet's check ids (st[0 .. nst)), how many
-     * passed, and the checks that did not pass with their codes */
+     * passed, and the checks that did not pass or skip, with their codes */
     bool reported;
     char verdict[8];
     uint8_t *st;

@@ -340,10 +340,9 @@ void pf_fleet_ranks(const struct pf_fleet *f, struct pf_ranks *ranks, const char
             ncs = m->nbad;
             cs = pf_xrealloc(cs, ncs * sizeof(*cs));
         }
-        /* the checks that are neither pass nor skip */
+        /* the checks that are neither pass nor skip (the only ones with a record) */
         for (size_t k = 0; m->reported && k < m->nbad; k++) {
             const struct pf_fleet_check *c = &m->bad[k];
-            if (c->status == PF_SKIP + 1) continue;
             cs[e.nchecks++] = (struct pf_rank_in_check){pf_fleet_check_id(f, c),
                                                         status_text(c->status), c->codes.v,
                                                         c->codes.n};

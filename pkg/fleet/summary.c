@@ -279,7 +279,7 @@ static void add_check(struct pf_fleet *f, struct pf_fleet_rank *m, const struct 
     }
     if (st == PF_PASS + 1) {
         m->passed++;
-    } else {
+    } else if (st != PF_SKIP + 1) { /* a skipped check is its status byte alone */
         struct pf_fleet_check c = {.id = (uint16_t)(ix < 0 ? 0 : ix), .status = st};
         if (ix < 0) c.own_id = pf_xstrdup(id);
         for (size_t j = 0; j < x.n && c.codes.n < 256; j++) {

@@ -448,6 +448,100 @@ static void test_step_codecs(void **state)
     pf_buf_free(&b);
 }
 
+/* A fleet of 1,000 ranks, each reporting 21 checks (17 pass, 4 skip), one of them (rank 637)
+ * with rdma.ports failing: one table of 21 check ids for all, a status byte a check, a record
+ * only for the failing check; the ranks list has 1,000 entries of which only rank 637's
+ * lists a check, and the fleet's summary names it. */
+static void test_thousand_ranks_one_failing(void **state)
+{
+    (void)state;
+    enum { W = 1000, BAD = 637 };
+    static int roster[W];
+    struct pf_fleet f;
+    fleet_of(&f, W, roster);
+    struct pf_verdict ok, fail;
+    pf_verdict_init(&ok);
+    pf_verdict_init(&fail);
+    for (int k = 0; k < 21; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), k == 3 ? "rdma.ports" : "check.%02d", k);
+        struct pf_check *c = pf_verdict_add_check(&ok, id);
+        if (k >= 17) pf_check_skip(c, "nothing to check");
+        c = pf_verdict_add_check(&fail, id);
+        if (k >= 17) pf_check_skip(c, "nothing to check");
+        if (k == 3) pf_check_add_finding(c, "port-down", PF_FAIL, NULL, "mlx5_1 port 1 is DOWN");
+    }
+    pf_verdict_finalize(&ok, NULL, NULL);
+    pf_verdict_finalize(&fail, NULL, NULL);
+    struct pf_buf a, b;
+    pf_buf_init(&a, 1 << 20);
+    pf_buf_init(&b, 1 << 20);
+    assert_int_equal(pf_fleet_report_encode(&a, &ok), 0);
+    assert_int_equal(pf_fleet_report_encode(&b, &fail), 0);
+    for (int r = 0; r < W; r++) {
+        const struct pf_buf *x = r == BAD ? &b : &a;
+        assert_int_equal(pf_fleet_report_decode(&f, r, (const uint8_t *)pf_buf_str(x), x->len), 0);
+    }
+    assert_int_equal(f.ids.n, 21);
+    for (int r = 0; r < W; r++) {
+        assert_int_equal(f.r[r].nst, 21);
+        assert_int_equal(f.r[r].passed, r == BAD ? 16 : 17);
+        assert_int_equal(f.r[r].nbad, r == BAD ? 1 : 0);
+        assert_int_equal(f.r[r].st[20], PF_SKIP + 1);
+    }
+    pf_fleet_judge_reports(&f);
+    assert_int_equal(f.out.nculprits, 1);
+    assert_int_equal(f.out.culprits[0].rank, BAD);
+    assert_string_equal(f.out.culprits[0].reason,
+                        "check rdma.ports failed on this pod (port-down)");
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    pf_verdict_add_culprit(&v, BAD, f.out.culprits[0].pod, f.out.culprits[0].node, "%s",
+                           f.out.culprits[0].reason);
+    pf_fleet_conclude(&f, PF_PASS, v.culprits->count, v.culprits->first);
+    assert_string_equal(f.out.verdict, "fail");
+    assert_non_null(strstr(f.out.text, "first: rank 637 (trainer-637): check rdma.ports failed"));
+    pf_fleet_ranks(&f, &v.ranks, "10.0.0.1");
+    assert_int_equal(v.ranks.n, W);
+    int listed = 0;
+    for (size_t i = 0; i < v.ranks.n; i++) {
+        struct pf_rank_in e;
+        pf_ranks_get(&v.ranks, i, &e);
+        assert_int_equal(e.rank, (int)i);
+        if (!e.nchecks) {
+            assert_string_equal(e.verdict, "pass");
+            continue;
+        }
+        listed++;
+        assert_int_equal(e.rank, BAD);
+        assert_string_equal(e.verdict, "fail");
+        assert_int_equal(e.passed, 16);
+        assert_int_equal(e.nchecks, 1);
+        struct pf_rank_in_check c;
+        pf_ranks_check(&v.ranks, i, 0, &c);
+        assert_string_equal(c.id, "rdma.ports");
+        assert_string_equal(c.status, "fail");
+        assert_int_equal(c.ncodes, 1);
+        assert_string_equal(pf_ranks_code(&v.ranks, i, 0, 0), "port-down");
+    }
+    assert_int_equal(listed, 1);
+    char *y = NULL;
+    size_t len = 0;
+    assert_int_equal(pf_verdict_to_yaml(&y, &len, &v), 0);
+    assert_non_null(strstr(y, "- {rank: 999, pod: trainer-999, node: node-999, state: joined, "
+                              "verdict: pass, checksPassed: 17}\n"));
+    assert_non_null(strstr(y, "  checks:\n  - {id: rdma.ports, status: fail, findings: "
+                              "[port-down]}\n"));
+    assert_true(len < (size_t)W * 120); /* a short line a passing rank */
+    free(y);
+    pf_verdict_free(&v);
+    pf_buf_free(&a);
+    pf_buf_free(&b);
+    pf_verdict_free(&ok);
+    pf_verdict_free(&fail);
+    pf_fleet_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -455,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_many_lost),          cmocka_unit_test(test_results_and_floor),
         cmocka_unit_test(test_slow_node),          cmocka_unit_test(test_reports_and_verdict),
         cmocka_unit_test(test_summary_round_trip), cmocka_unit_test(test_step_codecs),
+        cmocka_unit_test(test_thousand_ranks_one_failing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
