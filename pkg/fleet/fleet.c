@@ -15,8 +15,8 @@ void pf_fleet_init(struct pf_fleet *f, int world)
     f->r = pf_xcalloc(world > 0 ? (size_t)world : 1, sizeof(*f->r));
     for (int i = 0; i < world; i++) {
         struct pf_fleet_rank *r = &f->r[i];
-        r->pod = r->node = r->addr = r->why = r->version = r->digest = r->nccl_version =
-            r->fabric = "";
+        r->pod = r->node = r->addr = r->why = r->version = r->digest = r->nccl_version = r->fabric =
+            "";
         r->env = &no_env;
     }
     f->out.expected = -1;

@@ -24,12 +24,12 @@
 
 enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
 
-/* A check of one rank's report that is neither pass nor skip: its id (an index into the fleet's table
- * of check ids, which every rank shares), its status and its finding codes. */
+/* A check of one rank's report that is neither pass nor skip: its id (an index into the fleet's
+ * table of check ids, which every rank shares), its status and its finding codes. */
 struct pf_fleet_check {
     uint16_t id;
-    uint8_t status;     /* PF_FLEET_ST_* */
-    char *own_id;       /* the id, when the fleet's table was full; NULL otherwise */
+    uint8_t status; /* PF_FLEET_ST_* */
+    char *own_id;   /* the id, when the fleet's table was full; NULL otherwise */
     struct pf_strlist codes;
 };
 /* A check's status in one byte: none (not in the rank's report), or pf_status + 1, or a

@@ -314,8 +314,9 @@ void pf_fleet_conclude(struct pf_fleet *f, enum pf_status worst, size_t nculprit
 
 static const char *status_text(uint8_t st)
 {
-    return st == PF_FLEET_ST_NONE || st >= PF_FLEET_ST_OTHER ? "?"
-                                                             : pf_status_name((enum pf_status)(st - 1));
+    return st == PF_FLEET_ST_NONE || st >= PF_FLEET_ST_OTHER
+               ? "?"
+               : pf_status_name((enum pf_status)(st - 1));
 }
 
 void pf_fleet_ranks(const struct pf_fleet *f, struct pf_ranks *ranks, const char *my_ip)
@@ -343,9 +344,8 @@ void pf_fleet_ranks(const struct pf_fleet *f, struct pf_ranks *ranks, const char
         /* the checks that are neither pass nor skip (the only ones with a record) */
         for (size_t k = 0; m->reported && k < m->nbad; k++) {
             const struct pf_fleet_check *c = &m->bad[k];
-            cs[e.nchecks++] = (struct pf_rank_in_check){pf_fleet_check_id(f, c),
-                                                        status_text(c->status), c->codes.v,
-                                                        c->codes.n};
+            cs[e.nchecks++] = (struct pf_rank_in_check){
+                pf_fleet_check_id(f, c), status_text(c->status), c->codes.v, c->codes.n};
         }
         e.checks = cs;
         pf_ranks_add(ranks, &e);

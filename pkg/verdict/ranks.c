@@ -77,7 +77,7 @@ static uint32_t intern(struct pf_ranks *l, const char *s)
 #define GROW(arr, n, cap, want)                                                                    \
     do {                                                                                           \
         if ((n) + (want) > (cap)) {                                                                \
-            (cap) = (cap) ? (cap) * 2 : 64;                                                        \
+            (cap) = (cap) ? (cap)*2 : 64;                                                          \
             while ((n) + (want) > (cap))                                                           \
                 (cap) *= 2;                                                                        \
             (arr) = pf_xrealloc((arr), (cap) * sizeof(*(arr)));                                    \

@@ -545,10 +545,14 @@ static void test_thousand_ranks_one_failing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agree_table),        cmocka_unit_test(test_lost_without_failures),
-        cmocka_unit_test(test_many_lost),          cmocka_unit_test(test_results_and_floor),
-        cmocka_unit_test(test_slow_node),          cmocka_unit_test(test_reports_and_verdict),
-        cmocka_unit_test(test_summary_round_trip), cmocka_unit_test(test_step_codecs),
+        cmocka_unit_test(test_agree_table),
+        cmocka_unit_test(test_lost_without_failures),
+        cmocka_unit_test(test_many_lost),
+        cmocka_unit_test(test_results_and_floor),
+        cmocka_unit_test(test_slow_node),
+        cmocka_unit_test(test_reports_and_verdict),
+        cmocka_unit_test(test_summary_round_trip),
+        cmocka_unit_test(test_step_codecs),
         cmocka_unit_test(test_thousand_ranks_one_failing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -479,13 +479,19 @@ static void test_ranks_list(void **state)
     pf_verdict_init(&v);
     static char down[] = "port-down", yes[] = "yes";
     char *codes[] = {down, yes};
-    struct pf_rank_in_check bad[] = {{"rdma.ports", "fail", codes, 2}, {"sys.shm", "warn", NULL, 0}};
+    struct pf_rank_in_check bad[] = {{"rdma.ports", "fail", codes, 2},
+                                     {"sys.shm", "warn", NULL, 0}};
     char pod[32];
     for (int r = 0; r < 100; r++) {
         snprintf(pod, sizeof(pod), "trainer-%d", r);
-        struct pf_rank_in e = {.rank = r, .pod = pod, .node = "gpu-node-1", .state = "joined",
-                               .verdict = r == 7 ? "fail" : "pass", .passed = r == 7 ? 19 : 21,
-                               .has_tcp = r == 0, .tcp_seconds = 0.25};
+        struct pf_rank_in e = {.rank = r,
+                               .pod = pod,
+                               .node = "gpu-node-1",
+                               .state = "joined",
+                               .verdict = r == 7 ? "fail" : "pass",
+                               .passed = r == 7 ? 19 : 21,
+                               .has_tcp = r == 0,
+                               .tcp_seconds = 0.25};
         if (r == 7) e.checks = bad, e.nchecks = 2;
         if (r == 9) e.verdict = "fail", e.passed = -1, e.state = "lost";
         pf_ranks_add(&v.ranks, &e);
