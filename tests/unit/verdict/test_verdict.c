@@ -419,6 +419,27 @@ static void test_yaml_plain_resolution(void **state)
 /* Every case emitted as a map value, then read back by PyYAML with its pure-Python reader
  * (YAML 1.1 resolver) and with libyaml's C parser (CSafeLoader): each value must come back as
  * the same string. A doubles line checks numbers stay numbers. */
+/* Runs a Python script (yaml and sys imported) on the text y, in a file named by sys.argv[1];
+ * its first line of output into line. Returns the exit status. */
+static int python_on(const char *y, const char *script, char *line, size_t n)
+{
+    char path[] = "/tmp/pf-yaml-py.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
+    close(fd);
+    struct pf_buf cmd;
+    pf_buf_init(&cmd, 1 << 16);
+    pf_buf_addf(&cmd, "python3 -c \"import sys, yaml\n%s\" %s", script, path);
+    FILE *p = popen(pf_buf_str(&cmd), "r");
+    assert_non_null(p);
+    if (!fgets(line, (int)n, p)) line[0] = '\0';
+    int rc = pclose(p);
+    unlink(path);
+    pf_buf_free(&cmd);
+    return rc;
+}
+
 static void test_yaml_roundtrip_pyyaml(void **state)
 {
     (void)state;
@@ -436,32 +457,21 @@ static void test_yaml_roundtrip_pyyaml(void **state)
     pf_node_set_dbl(root, "plain", 337.7);
     char *y = NULL;
     assert_int_equal(pf_node_to_yaml(&y, NULL, root), 0);
-    char path[] = "/tmp/pf-yaml-rt.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
-    close(fd);
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd),
-             "python3 -c \"import sys, yaml\n"
-             "for L in (yaml.SafeLoader, yaml.CSafeLoader):\n"
-             "  d = yaml.load(open('%s'), Loader=L)\n"
-             "  for k, v in d.items():\n"
-             "    if k in ('small', 'big', 'plain'):\n"
-             "      assert isinstance(v, float), (L, k, v)\n"
-             "    elif k.startswith('k'):\n"
-             "      assert isinstance(v, str) and (v in d or v == ''), (L, k, v)\n"
-             "    else:\n"
-             "      assert isinstance(k, str), (L, k)\n"
-             "print(len(d))\"",
-             path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
     char line[64] = "";
-    if (!fgets(line, sizeof(line), p)) line[0] = '\0';
-    int rc = pclose(p);
-    unlink(path);
-    assert_int_equal(rc, 0);
+    assert_int_equal(
+        python_on(y,
+                  "for L in (yaml.SafeLoader, yaml.CSafeLoader):\n"
+                  "  d = yaml.load(open(sys.argv[1]), Loader=L)\n"
+                  "  for k, v in d.items():\n"
+                  "    if k in ('small', 'big', 'plain'):\n"
+                  "      assert isinstance(v, float), (L, k, v)\n"
+                  "    elif k.startswith('k'):\n"
+                  "      assert isinstance(v, str) and (v in d or v == ''), (L, k, v)\n"
+                  "    else:\n"
+                  "      assert isinstance(k, str), (L, k)\n"
+                  "print(len(d))",
+                  line, sizeof(line)),
+        0);
     free(y);
     pf_node_free(root);
     /* every value and every key came back: 2 per case, 3 doubles (duplicates merge) */
@@ -523,25 +533,14 @@ static void test_ranks_list(void **state)
         pf_verdict_free(&v);
         skip();
     }
-    char path[] = "/tmp/pf-ranks.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
-    close(fd);
-    char cmd[768];
-    snprintf(cmd, sizeof(cmd),
-             "python3 -c \"import yaml\n"
-             "d = yaml.safe_load(open('%s'))['ranks']\n"
-             "print(len(d), [r['rank'] for r in d if 'checks' in r], d[7]['checks'],\n"
-             "      d[0]['tcpSeconds'], 'checksPassed' in d[9], d[9]['state'], d[9]['verdict'])\"",
-             path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
     char line[512] = "";
-    if (!fgets(line, sizeof(line), p)) line[0] = '\0';
-    int rc = pclose(p);
-    unlink(path);
-    assert_int_equal(rc, 0);
+    assert_int_equal(python_on(y,
+                               "d = yaml.safe_load(open(sys.argv[1]))['ranks']\n"
+                               "print(len(d), [r['rank'] for r in d if 'checks' in r], "
+                               "d[7]['checks'], d[0]['tcpSeconds'], 'checksPassed' in d[9], "
+                               "d[9]['state'], d[9]['verdict'])",
+                               line, sizeof(line)),
+                     0);
     assert_string_equal(line, "100 [7] [{'id': 'rdma.ports', 'status': 'fail', 'findings': "
                               "['port-down', 'yes']}, {'id': 'sys.shm', 'status': 'warn', "
                               "'findings': []}] 0.25 False lost fail\n");
