@@ -12,6 +12,7 @@
 #ifndef PF_STATIC
 #include <dlfcn.h>
 #include <glob.h>
+#include <unistd.h>
 #endif
 
 int pf_nccl_version_code(int major, int minor, int patch)
@@ -95,6 +96,7 @@ static const struct pf_dl_sym cuda_syms[] = {
     REQ(struct pf_dl_cuda, DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     REQ(struct pf_dl_cuda, DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     REQ(struct pf_dl_cuda, CtxSetCurrent, "cuCtxSetCurrent"),
+    REQ(struct pf_dl_cuda, CtxSynchronize, "cuCtxSynchronize"),
     REQ(struct pf_dl_cuda, MemAlloc, "cuMemAlloc_v2"),
     REQ(struct pf_dl_cuda, MemFree, "cuMemFree_v2"),
     REQ(struct pf_dl_cuda, MemcpyHtoD, "cuMemcpyHtoD_v2"),
@@ -127,22 +129,73 @@ static const struct pf_dl_sym verbs_syms[] = {
     VOPT(struct pf_dl_verbs, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
 };
 
+/* Before the soname: the NCCL a pip-installed PyTorch loads. PyTorch's CUDA wheels are linked
+ * with DT_RPATH (--force-rpath) $ORIGIN/../../nvidia/nccl/lib on the libraries in torch/lib
+ * (pytorch/pytorch .ci/manywheel/build_cuda.sh, "Using nvidia libs from pypi"), and DT_RPATH
+ * comes before LD_LIBRARY_PATH and ld.so.cache: where torch/lib/libtorch_cuda.so and
+ * nvidia/nccl/lib/libnccl.so.2 share a site-packages, that NCCL is the one training loads,
+ * whatever else the soname finds (seen on an H100 machine: torch 2.11.0+cu130 loaded the
+ * wheel's NCCL 2.28.9 from a virtual environment while ld.so.cache held a system NCCL
+ * 2.28.3). The site-packages folders are those of the list below. */
+#ifndef PF_STATIC
+static const char *const site_packages[] = {
+    "/usr/local/lib/python3*/dist-packages",
+    "/usr/local/lib/python3*/site-packages",
+    "/usr/lib/python3*/dist-packages",
+    "/opt/venv/lib/python3*/site-packages",
+    "/opt/*/.venv/lib/python3*/site-packages",
+    "/opt/*/venv/lib/python3*/site-packages",
+    "/venv/lib/python3*/site-packages",
+    "/workspace/.venv/lib/python3*/site-packages",
+    "/root/.local/lib/python3*/site-packages",
+    "/opt/conda/lib/python3*/site-packages",
+    "/opt/conda/envs/*/lib/python3*/site-packages",
+    NULL,
+};
+#endif
+
+/* Tried in this order after the soname (the dynamic linker's own search), the first file
+ * that loads wins; a glob takes its first match in sorted order:
+ *   - NVIDIA's CUDA images and NCCL's own packages: /usr/local/cuda/lib64,
+ *     /usr/local/nccl/lib, /opt/nccl/lib;
+ *   - PyTorch's pip wheels nvidia-nccl-cu12 and nvidia-nccl-cu13: both keep the library in
+ *     <site-packages>/nvidia/nccl/lib; the cu13 wheels moved the other CUDA libraries to
+ *     nvidia/cu13/lib but not NCCL (NVIDIA/cuml pull request 7304, "Set NCCL rpath for cu13
+ *     wheels"). site-packages of the system's Python (/usr/local/lib/python3.X,
+ *     /usr/lib/python3), of a virtual environment (/opt/venv, /opt/<app>/.venv,
+ *     /opt/<app>/venv, /venv, /workspace/.venv: uv and python -m venv in training images)
+ *     and of pip install --user for root;
+ *   - conda: /opt/conda/lib (conda-forge's nccl package) and its environments' wheels. */
 static const char *const nccl_names[] = {
     "libnccl.so.2",
     "/usr/local/cuda/lib64/libnccl.so.2",
     "/usr/local/nccl/lib/libnccl.so.2",
     "/opt/nccl/lib/libnccl.so.2",
-    /* PyTorch's pip wheels (nvidia-nccl-cu12/cu13) and conda */
     "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
     "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
     "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/*/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/workspace/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/root/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
     "/opt/conda/lib/libnccl.so.2",
     "/opt/conda/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
+    "/opt/conda/envs/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
     NULL,
 };
-static const char *const cuda_names[] = {"libcuda.so.1", "/usr/lib64/libcuda.so.1",
+/* The driver's library where the container runtime puts it: the distribution's library
+ * folders (NVIDIA Container Toolkit on Debian/Ubuntu and RHEL), and /usr/local/nvidia/lib64
+ * (GKE's driver installer mounts the host's driver there, and NVIDIA's device plugin images
+ * put it on LD_LIBRARY_PATH, which a process started without that environment lacks). */
+static const char *const cuda_names[] = {"libcuda.so.1",
                                          "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-                                         "/usr/lib/aarch64-linux-gnu/libcuda.so.1", NULL};
+                                         "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+                                         "/usr/lib64/libcuda.so.1",
+                                         "/usr/local/nvidia/lib64/libcuda.so.1",
+                                         "/usr/local/nvidia/lib/libcuda.so.1",
+                                         NULL};
 /* NCCL tries libibverbs.so first, then libibverbs.so.1; the unversioned name is the
  * development symlink, so the soname comes first here. */
 static const char *const verbs_names[] = {"libibverbs.so.1", "libibverbs.so", NULL};
@@ -185,6 +238,25 @@ static void *try_open(const char *name, char *err, size_t errn)
                 const char *e = dlerror();
                 snprintf(err, errn, "%s", e ? e : "dlopen failed");
             }
+        }
+        globfree(&g);
+    }
+    return h;
+}
+
+/* The NCCL of a pip-installed PyTorch (site_packages above), or NULL. */
+static void *torch_nccl(char *err, size_t errn)
+{
+    void *h = NULL;
+    for (size_t i = 0; site_packages[i] && !h; i++) {
+        glob_t g;
+        if (glob(site_packages[i], 0, NULL, &g) != 0) continue;
+        for (size_t k = 0; k < g.gl_pathc && !h; k++) {
+            char torch[PF_DL_PATH_MAX], nccl[PF_DL_PATH_MAX];
+            int a = snprintf(torch, sizeof(torch), "%s/torch/lib/libtorch_cuda.so", g.gl_pathv[k]);
+            int b = snprintf(nccl, sizeof(nccl), "%s/nvidia/nccl/lib/libnccl.so.2", g.gl_pathv[k]);
+            if (a < 0 || (size_t)a >= sizeof(torch) || b < 0 || (size_t)b >= sizeof(nccl)) continue;
+            if (access(torch, F_OK) == 0 && access(nccl, F_OK) == 0) h = try_open(nccl, err, errn);
         }
         globfree(&g);
     }
@@ -237,6 +309,7 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
                        : pf_err_set(PF_EUNAVAIL, "%s: %s", path, err);
         tried = path;
     } else {
+        if (lib == &lib_nccl) h = torch_nccl(err, sizeof(err));
         for (size_t i = 0; lib->names[i] && !h; i++) {
             char e[512] = "";
             h = try_open(lib->names[i], e, sizeof(e));

@@ -43,9 +43,16 @@ typedef struct ncclComm *pf_ncclComm_t;
 struct pf_ncclUniqueId {
     char internal[PF_NCCL_UNIQUE_ID_BYTES];
 };
-/* The ncclConfig_t layout of NCCL 2.14 (the first with ncclCommInitRankConfig). NCCL reads
- * `size` bytes of it and gives every field added after `version` its default, so this works
- * with every NCCL from 2.14 on. */
+/* The ncclConfig_t layout of NCCL 2.14 (the first with ncclCommInitRankConfig), with
+ * version = NCCL_VERSION(2,14,0). NCCL 2.14 to 2.16 read only `blocking`; from 2.17 on
+ * parseCommConfig (src/init.cc, v2.17.1-1 to v2.28.9-1) copies min(size, its own sizeof)
+ * bytes over an NCCL_CONFIG_INITIALIZER copy and then puts back the default of every field
+ * newer than the config's `version` (cgaClusterSize, minCTAs, maxCTAs, netName: < 2.17;
+ * trafficClass: < 2.25; collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs: < 2.27;
+ * nChannelsPerNetPeer, nvlinkCentricSched: < 2.28). So every field after `blocking`, the
+ * 4 bytes of tail padding copied over cgaClusterSize included, ends up
+ * NCCL_CONFIG_UNDEF_INT/PTR (NCCL's default) with every NCCL from 2.14 on; a newer
+ * layout would have to list every field with its UNDEF value instead. */
 struct pf_ncclConfig {
     size_t size;
     unsigned int magic;   /* PF_NCCL_CONFIG_MAGIC */
@@ -203,6 +210,7 @@ struct pf_dl_cuda {
     pf_CUresult (*DevicePrimaryCtxRetain)(pf_CUcontext *ctx, pf_CUdevice dev);
     pf_CUresult (*DevicePrimaryCtxRelease)(pf_CUdevice dev); /* _v2 */
     pf_CUresult (*CtxSetCurrent)(pf_CUcontext ctx);
+    pf_CUresult (*CtxSynchronize)(void);
     pf_CUresult (*MemAlloc)(pf_CUdeviceptr *p, size_t bytes);                 /* _v2 */
     pf_CUresult (*MemFree)(pf_CUdeviceptr p);                                 /* _v2 */
     pf_CUresult (*MemcpyHtoD)(pf_CUdeviceptr dst, const void *src, size_t n); /* _v2 */

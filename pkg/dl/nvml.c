@@ -80,6 +80,15 @@ static const struct nvml_sym nvml_syms[] = {
     NSYM(ErrorString, "nvmlErrorString", false),
 };
 
+/* Tried after the soname fails, in order: the distribution's library folders (NVIDIA
+ * Container Toolkit), then /usr/local/nvidia/lib64 (GKE's driver installer mounts the host's
+ * driver there; images reach it only through LD_LIBRARY_PATH, which a process started
+ * without that environment lacks). */
+static const char *const nvml_places[] = {
+    "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", "/usr/lib/aarch64-linux-gnu/libnvidia-ml.so.1",
+    "/usr/lib64/libnvidia-ml.so.1", "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+    "/usr/local/nvidia/lib/libnvidia-ml.so.1"};
+
 int pf_dl_nvml_open(struct pf_dl_nvml *out, const char *path)
 {
     memset(out, 0, sizeof(*out));
@@ -90,7 +99,12 @@ int pf_dl_nvml_open(struct pf_dl_nvml *out, const char *path)
     void *h = dlopen(what, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        return pf_err_set(PF_EUNAVAIL, "%s does not load: %s", what, e ? e : "not found");
+        char err[512];
+        snprintf(err, sizeof(err), "%s", e ? e : "not found");
+        /* the driver's own folders, as for libcuda.so.1 (dl.c) */
+        for (size_t i = 0; !path && !h && i < PF_ARRAY_LEN(nvml_places); i++)
+            if ((h = dlopen(nvml_places[i], RTLD_NOW | RTLD_LOCAL))) what = nvml_places[i];
+        if (!h) return pf_err_set(PF_EUNAVAIL, "%s does not load: %s", what, err);
     }
     for (size_t i = 0; i < PF_ARRAY_LEN(nvml_syms); i++) {
         const struct nvml_sym *s = &nvml_syms[i];

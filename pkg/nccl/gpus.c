@@ -56,6 +56,26 @@ static void nap(int *round)
 
 /* ---- waiting: every GPU's stop event and every communicator, against the deadline */
 
+/* Every quarter of a second while NCCL is busy: a pod whose rendezvous connection closed
+ * (killed, deleted) will never finish this collective, and NCCL itself may not say so before
+ * the deadline (NET/Socket logs "Connection closed by remote peer" and waits on). */
+#define WATCH_EVERY_S 0.25
+
+static int watch_peers(struct stage *st, char *why, size_t wn, const char *what)
+{
+    if (st->world < 2 || !st->peers || !st->peers->lost) return WAIT_OK;
+    double now = pf_now();
+    if (now < st->next_watch) return WAIT_OK;
+    st->next_watch = now + WATCH_EVERY_S;
+    char who[160];
+    if (st->peers->lost(st->peers->rdv, who, sizeof(who)) < 0) return WAIT_OK;
+    snprintf(why, wn,
+             "%s was lost during %s: its connection to the rendezvous closed (the process "
+             "exited or the pod was deleted)",
+             who, what);
+    return WAIT_LOST;
+}
+
 int nc_wait_comms(struct stage *st, char *why, size_t wn, const char *what)
 {
     int round = 0;
@@ -82,6 +102,7 @@ int nc_wait_comms(struct stage *st, char *why, size_t wn, const char *what)
             snprintf(why, wn, "%s did not complete within the deadline", what);
             return WAIT_TIMEOUT;
         }
+        if (watch_peers(st, why, wn, what) == WAIT_LOST) return WAIT_LOST;
         nap(&round);
     }
 }
@@ -108,6 +129,7 @@ int nc_wait_events(struct stage *st, char *why, size_t wn, const char *what)
             snprintf(why, wn, "%s did not complete within the deadline", what);
             return WAIT_TIMEOUT;
         }
+        if (watch_peers(st, why, wn, what) == WAIT_LOST) return WAIT_LOST;
         nap(&round);
     }
 }
@@ -280,7 +302,13 @@ int nc_prepare(struct stage *st, char *why, size_t wn)
 int nc_init_comms(struct stage *st, const struct pf_ncclUniqueId *id, char *why, size_t wn)
 {
     const struct pf_dl_nccl *n = st->nccl;
-    struct pf_ncclConfig cfg = {sizeof(cfg), PF_NCCL_CONFIG_MAGIC, PF_NCCL_CONFIG_VERSION, 0};
+    /* zeroed first: NCCL copies `size` bytes, the tail padding included (see dl.h) */
+    struct pf_ncclConfig cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.size = sizeof(cfg);
+    cfg.magic = PF_NCCL_CONFIG_MAGIC;
+    cfg.version = PF_NCCL_CONFIG_VERSION;
+    cfg.blocking = 0;
     pf_ncclResult_t r = n->GroupStart();
     int bad = 0;
     for (int i = 0; i < st->ngpus && (r == PF_NCCL_SUCCESS || r == PF_NCCL_IN_PROGRESS); i++) {

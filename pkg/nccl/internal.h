@@ -53,6 +53,7 @@ struct stage {
     size_t buf_elems;
     float *host;
     double deadline;
+    double next_watch; /* when to ask peers->lost next */
     char logdir[128];
     char logpath[PF_HOST_PATH_MAX]; /* where NCCL writes its log ("" unknown) */
     char debug_note[256];
@@ -79,7 +80,7 @@ struct result {
 };
 
 /* How a wait, a step or a pod ended. */
-enum { WAIT_OK = 0, WAIT_TIMEOUT = 1, WAIT_FAIL = 2 };
+enum { WAIT_OK = 0, WAIT_TIMEOUT = 1, WAIT_FAIL = 2, WAIT_LOST = 3 };
 
 /* The buffers of one op at one world size. */
 struct plan {

@@ -19,6 +19,10 @@ struct pf_nccl_peers {
     /* Every rank contributes len bytes; out receives world_size * len bytes in rank order.
      * 0 or a negative PF_E* code; bounded by the run's deadline. */
     int (*allgather)(void *rdv, const void *mine, void *out, size_t len);
+    /* Optional, non-blocking: the rank of a pod whose rendezvous connection has closed (who:
+     * "rank N (pod)"), else -1. Asked while NCCL is waited on, so that a pod killed in the
+     * middle of a collective aborts the others' communicators at once, not at the deadline. */
+    int (*lost)(void *rdv, char *who, size_t n);
 };
 
 /* Runs the NCCL collectives among all GPUs of all pods (check `collective.nccl`), adding

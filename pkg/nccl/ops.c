@@ -140,6 +140,11 @@ int nc_run_op(struct stage *st, const char *op, struct result *r)
                 st->host[k] = -1.0f;
             cr = st->cu->MemcpyHtoD(st->g[i].recv, st->host, p.recv_elems * 4);
         }
+        /* cuMemcpyHtoD from pageable memory may return before its DMA lands, and it runs
+         * on the legacy default stream, which a CU_STREAM_NON_BLOCKING stream (where NCCL
+         * runs) does not wait for (CUDA Driver API reference, "API synchronization behavior"):
+         * the context is synchronised before any collective reads the buffers. */
+        if (cr == PF_CUDA_SUCCESS) cr = st->cu->CtxSynchronize();
         if (cr != PF_CUDA_SUCCESS) {
             nc_cuerr(why, sizeof(why), st, "cuMemcpyHtoD", i, cr);
             goto fail;

@@ -269,7 +269,11 @@ static bool comms_up(struct stage *st, const struct pf_ncclUniqueId *id, struct 
     struct result res = {0};
     res.state = w;
     snprintf(res.why, sizeof(res.why), "%s", why);
-    bool go = exchange(st, &res, rall, sizeof(res)) == 0;
+    bool shared = exchange(st, &res, rall, sizeof(res)) == 0, go = shared;
+    if (!shared && w == WAIT_OK) { /* a pod was lost while this one's were coming up */
+        w = WAIT_LOST;
+        snprintf(why, sizeof(why), "%s", pf_err_msg());
+    }
     for (int r = 0; go && r < st->world; r++)
         if (rall[r].state != WAIT_OK) {
             go = false;
@@ -280,8 +284,11 @@ static bool comms_up(struct stage *st, const struct pf_ncclUniqueId *id, struct 
         }
     if (go) return true;
     nc_abort_comms(st);
-    pf_check_add_finding(st->c, w == WAIT_TIMEOUT ? "timeout" : "init-failed", PF_FAIL, NULL,
-                         "NCCL communicators (%d ranks): %s", st->nranks,
+    pf_check_add_finding(st->c,
+                         w == WAIT_TIMEOUT ? "timeout"
+                         : w == WAIT_LOST  ? "peer-lost"
+                                           : "init-failed",
+                         PF_FAIL, NULL, "NCCL communicators (%d ranks): %s", st->nranks,
                          why[0] ? why : "the pods could not agree to go on");
     return false;
 }
@@ -303,10 +310,16 @@ static void run_ops(struct stage *st, struct result *rall)
         pf_ctx_progress(st->ctx, "NCCL: %s", o->op);
         (void)nc_run_op(st, o->op, &res);
         if (exchange(st, &res, rall, sizeof(res)) < 0) {
+            /* the exchange fails only when a pod was lost: this pod's own watch may have
+             * seen which one, and when */
             nc_abort_comms(st);
-            pf_check_add_finding(c, "timeout", PF_FAIL, NULL,
-                                 "%s: the pods could not share their results: %s", o->op,
-                                 pf_err_msg());
+            if (res.state == WAIT_LOST)
+                pf_check_add_finding(c, "peer-lost", PF_FAIL, NULL, "%s over %d ranks: %.*s", o->op,
+                                     st->nranks, (int)sizeof(res.why) - 1, res.why);
+            else
+                pf_check_add_finding(c, "peer-lost", PF_FAIL, NULL,
+                                     "%s: the pods could not share their results: %s", o->op,
+                                     pf_err_msg());
             return;
         }
         int worst = WAIT_OK, who = -1;
@@ -322,9 +335,12 @@ static void run_ops(struct stage *st, struct result *rall)
         }
         if (worst != WAIT_OK) {
             nc_abort_comms(st);
-            pf_check_add_finding(c, worst == WAIT_TIMEOUT ? "timeout" : "init-failed", PF_FAIL,
-                                 NULL, "%s over %d ranks, rank %d: %.*s", o->op, st->nranks, who,
-                                 (int)sizeof(rall[who].why) - 1, rall[who].why);
+            pf_check_add_finding(c,
+                                 worst == WAIT_TIMEOUT ? "timeout"
+                                 : worst == WAIT_LOST  ? "peer-lost"
+                                                       : "init-failed",
+                                 PF_FAIL, NULL, "%s over %d ranks, rank %d: %.*s", o->op,
+                                 st->nranks, who, (int)sizeof(rall[who].why) - 1, rall[who].why);
             return;
         }
         struct plan p;

@@ -208,6 +208,10 @@ void rdv_note_culprit(struct rdv_session *S, int rank, const char *pod, const ch
 /* A progress line for a human. */
 void rdv_say(struct rdv_session *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- watch.c: a control connection closed while a stage works outside the rendezvous;
+ * the rank lost (who: "rank 1 (trainer-1)") or -1. Reads nothing. */
+int rdv_peer_lost(struct rdv_session *S, char *who, size_t n);
+
 /* ---- session.c: the session's state. rdv_session_init zeroes it and sets what is not zero
  * (no descriptors, t0); rdv_session_free frees and closes all it holds, whoever built it
  * (pf_rdv_open and pf_rdv_close use them, and so do the tests and the fuzz targets). */

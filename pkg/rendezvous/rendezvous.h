@@ -108,6 +108,10 @@ double pf_rdv_t0(const struct pf_rdv *R);
 bool pf_rdv_stopped(const struct pf_rdv *R);
 /* The ranks lost and the ranks that reported a failure, with why. */
 const struct pf_wire_marks *pf_rdv_lost(const struct pf_rdv *R);
+/* Between steps, without reading: has a pod's control connection closed (rank 0: any rank's;
+ * a rank: rank 0's)? The rank lost, who set to "rank N (pod)"; -1 when none has. For a stage
+ * that waits on something else (NCCL) and must not wait out its deadline for a dead pod. */
+int pf_rdv_peer_lost(struct pf_rdv *R, char *who, size_t n);
 const struct pf_wire_marks *pf_rdv_failed(const struct pf_rdv *R);
 /* Rank 0 after it began to listen: it keeps a record of every rank (pf_rdv_member). */
 bool pf_rdv_serving(const struct pf_rdv *R);

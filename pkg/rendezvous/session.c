@@ -320,6 +320,11 @@ const struct pf_wire_marks *pf_rdv_lost(const struct pf_rdv *R)
     return &R->st.lost;
 }
 
+int pf_rdv_peer_lost(struct pf_rdv *R, char *who, size_t n)
+{
+    return rdv_peer_lost(&R->st, who, n);
+}
+
 const struct pf_wire_marks *pf_rdv_failed(const struct pf_rdv *R)
 {
     return &R->st.failed;

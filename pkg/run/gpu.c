@@ -39,6 +39,13 @@ static int nccl_allgather(void *arg, const void *mine, void *out, size_t len)
     return r < 0 ? pf_err_set(PF_ERR, "allgather among pods failed: a rank was lost") : 0;
 }
 
+/* A pod lost while NCCL is waited on (pf_rdv_peer_lost). */
+static int nccl_lost(void *arg, char *who, size_t n)
+{
+    struct pf_run *R = arg;
+    return pf_rdv_peer_lost(R->pods->rdv, who, n);
+}
+
 int run_stage_gpu(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
@@ -70,6 +77,7 @@ int run_stage_gpu(struct pf_run *R)
     peers.port = port + 1 <= 65535 ? port + 1 : port - 1;
     peers.rdv = R;
     peers.allgather = nccl_allgather;
+    peers.lost = nccl_lost;
     run_guard(R, "collective.nccl", "running the NCCL collectives among %d pods", world);
     if (R->ctx.deadline > 0) R->ctx.deadline -= PF_RUN_NCCL_AFTER_S;
     pf_nccl_stage(&R->ctx, &peers);

@@ -285,3 +285,40 @@ if [ -n "$killed" ]; then
 else
     notok "nccl: rank 1 killed during the GPU stage" "it never reached the GPU stage"
 fi
+
+# ---- the watch on the pods while NCCL is waited on: both pods' communicators hang in init
+# (the double), rank 1 is killed; rank 0 sees its rendezvous connection close and aborts at
+# once with peer-lost naming rank 1, where without the watch it would wait out
+# nccl.timeoutSeconds (30 s here, under --timeout 40) and say timeout
+sed 's/timeoutSeconds: [0-9]*/timeoutSeconds: 30/' "$T/base.yaml" >"$T/watch.yaml"
+grep -q 'timeoutSeconds: 30' "$T/watch.yaml" || printf 'nccl: {timeoutSeconds: 30}\n' >>"$T/watch.yaml"
+gpu watch-0 "$T/watch.yaml" DOUBLE_GPUS=1 DOUBLE_NCCL_FAIL=hang -- --rank 0 --world-size 2 \
+    --coordinator 127.0.0.1 --port 29863 &
+w0=$!
+gpu watch-1 "$T/watch.yaml" DOUBLE_GPUS=1 DOUBLE_NCCL_FAIL=hang -- --rank 1 --world-size 2 \
+    --coordinator 127.0.0.1 --port 29863 &
+w1=$!
+killed=
+for _ in $(seq 1 300); do
+    if grep -q "NCCL: creating" "$T/watch-1/err" 2>/dev/null && grep -q "NCCL: creating" "$T/watch-0/err" 2>/dev/null; then
+        pid=$(pgrep -f -- "--verdict $T/watch-1/v.yaml" | while read -r p; do
+            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preflight ] && echo "$p"; done | head -1)
+        [ -n "$pid" ] && kill -KILL "$pid" && killed=1
+        break
+    fi
+    sleep 0.1
+done
+wait $w0 $w1
+if [ -n "$killed" ]; then
+    expect_eq "nccl: rank 1 killed while the communicators hang: rank 0 says peer-lost" \
+        "$(nccl watch-0)" "fail [peer-lost]"
+    contains "nccl: ... naming rank 1 and its closed connection" "$(msg watch-0)" \
+        "was lost during"
+    contains "nccl: ... the lost rank is rank 1" "$(msg watch-0)" "rank 1"
+    contains "nccl: ... seen by the watch (its rendezvous connection)" "$(msg watch-0)" \
+        "its connection to the rendezvous closed"
+    expect_eq "nccl: ... rank 0 fails as a peer" "$(rc_of watch-0)" 5
+    clean watch-0
+else
+    notok "nccl: rank 1 killed while the communicators hang" "it never reached the GPU stage"
+fi

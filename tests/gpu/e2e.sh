@@ -16,7 +16,8 @@
 #   sudo tests/gpu/e2e.sh                 # 2 pods, 256 MiB
 #   sudo GPU_E2E_PODS=4 GPU_E2E_BYTES=67108864 tests/gpu/e2e.sh
 # Other knobs: GPU_E2E_ITERS (20), GPU_E2E_WARMUP (5), GPU_E2E_DEVICE (0: the GPU every pod
-# uses), PREFLIGHT (a preflight binary; default: `make bin/preflight` and use it).
+# uses), PREFLIGHT (a preflight binary; default: `make bin/preflight` and use it), GPU_E2E_OUT
+# (a folder to copy the verdicts, NCCL logs and tables to).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 SRC=$PWD
@@ -172,6 +173,9 @@ else:
 PY
 echo
 echo "verdicts and logs: $W"
+if [ -n "${GPU_E2E_OUT:-}" ]; then
+    mkdir -p "$GPU_E2E_OUT" && cp -r "$W"/. "$GPU_E2E_OUT"/
+fi
 trap - EXIT
 pods_cleanup
 exit "$FAILED"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The reference for tests/gpu/e2e.sh: PyTorch's torch.distributed all_reduce with the NCCL
 backend, in the same layout as preflight (one process per pod, one GPU each) and on the same
-message size, timed the way preflight times its own: CUDA events around `iters` all-reduces
+message sizes, timed the way preflight times its own: CUDA events around `iters` all-reduces
 after `warmup` ones, mean time per iteration; algbw = bytes / time, busbw = algbw x 2(n-1)/n
-(nccl-tests). Rank 0 prints one JSON line. Exits 3 when torch cannot be imported."""
+(nccl-tests). --bytes takes one size or several, comma-separated; rank 0 prints one JSON line
+per size. Exits 3 when torch cannot be imported."""
 import argparse
 import json
 import sys
@@ -22,7 +23,7 @@ def main():
     ap.add_argument("--world-size", type=int, required=True)
     ap.add_argument("--master", required=True)
     ap.add_argument("--port", type=int, default=29500)
-    ap.add_argument("--bytes", type=int, default=64 << 20)
+    ap.add_argument("--bytes", default=str(64 << 20))
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)
     a = ap.parse_args()
@@ -31,7 +32,14 @@ def main():
     dist.init_process_group("nccl", init_method="tcp://%s:%d" % (a.master, a.port),
                             rank=a.rank, world_size=a.world_size)
     n = a.world_size
-    count = max(1, a.bytes // 4)
+    bad = 0
+    for size in [int(b) for b in a.bytes.split(",")]:
+        bad += run_size(a, n, max(1, size // 4))
+    dist.destroy_process_group()
+    return 1 if bad else 0
+
+
+def run_size(a, n, count):
     # exact small integers, so the sum is exact in float32 and can be checked
     x = (torch.arange(count, device="cuda", dtype=torch.float32) % 61) + (a.rank % 7) + 1
     want_add = sum(r % 7 for r in range(n))
@@ -66,7 +74,6 @@ def main():
             "algbwGBps": round(algbw, 2), "busbwGBps": round(algbw * 2 * (n - 1) / n, 2),
             "correct": wrong == 0,
         }))
-    dist.destroy_process_group()
     return 0 if wrong == 0 else 1
 
 

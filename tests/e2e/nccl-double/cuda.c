@@ -110,6 +110,11 @@ EXPORT CUresult cuCtxSetCurrent(struct CUctx_st *ctx)
     return OK;
 }
 
+EXPORT CUresult cuCtxSynchronize(void)
+{
+    return current ? OK : E_INVALID_CONTEXT;
+}
+
 EXPORT CUresult cuMemAlloc_v2(unsigned long long *p, size_t bytes)
 {
     if (!current) return E_INVALID_CONTEXT;

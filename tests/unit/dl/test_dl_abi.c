@@ -70,8 +70,11 @@ SAME(__typeof__(((struct pf_ncclConfig *)0)->magic), __typeof__(((ncclConfig_t *
 SAME(__typeof__(((struct pf_ncclConfig *)0)->version), __typeof__(((ncclConfig_t *)0)->version));
 SAME(__typeof__(((struct pf_ncclConfig *)0)->blocking), __typeof__(((ncclConfig_t *)0)->blocking));
 _Static_assert(sizeof(struct pf_ncclConfig) <= sizeof(ncclConfig_t), "a prefix of ncclConfig_t");
-/* NCCL reads `size` bytes of the config and gives every later field NCCL_CONFIG_UNDEF_INT
- * (its default); the blocking flag dl.h sets is 0 (non-blocking) or 1, never that value. */
+/* NCCL gives every field newer than the config's version (2.14) its default,
+ * NCCL_CONFIG_UNDEF_INT (see dl.h); the blocking flag gpus.c sets is 0 (non-blocking),
+ * never that value. */
+_Static_assert(PF_NCCL_CONFIG_VERSION == NCCL_VERSION(2, 14, 0), "config version 2.14");
+_Static_assert(PF_NCCL_CONFIG_MAGIC == 0xcafebeefu, "NCCL_CONFIG_INITIALIZER's magic");
 _Static_assert(NCCL_CONFIG_UNDEF_INT == INT_MIN, "NCCL_CONFIG_UNDEF_INT");
 
 /* functions: every field of struct pf_dl_nccl against the real prototype */
@@ -141,6 +144,7 @@ SAME_FN(pf_dl_cuda, DeviceGetPCIBusId, cuDeviceGetPCIBusId);
 SAME_FN(pf_dl_cuda, DevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
 SAME_FN(pf_dl_cuda, DevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
 SAME_FN(pf_dl_cuda, CtxSetCurrent, cuCtxSetCurrent);
+SAME_FN(pf_dl_cuda, CtxSynchronize, cuCtxSynchronize);
 SAME_FN(pf_dl_cuda, MemAlloc, cuMemAlloc_v2);
 SAME_FN(pf_dl_cuda, MemFree, cuMemFree_v2);
 SAME_FN(pf_dl_cuda, MemcpyHtoD, cuMemcpyHtoD_v2);
@@ -334,6 +338,98 @@ static void curl_override_variables(void **state)
 
 /* The real libcurl.so.4 of this machine: every symbol resolves, the path is the file, and
  * curl_version() is libcurl's own string. */
+/* The real libnccl.so.2, where one loads: every symbol dl.c resolves is there, the
+ * optional ones too from NCCL 2.28 on (ncclAlltoAll is the newest). */
+static void nccl_real_library(void **state)
+{
+    (void)state;
+    unsetenv("PREFLIGHT_NCCL_LIB");
+    struct pf_dl_nccl l;
+    if (pf_dl_nccl_open(&l, NULL) < 0) {
+        print_message("libnccl.so.2 does not load here: %s\n", pf_err_msg());
+        skip();
+    }
+    int v = 0;
+    assert_int_equal(l.GetVersion(&v), PF_NCCL_SUCCESS);
+    assert_true(v > 0);
+    if (v < 22800) return;
+    assert_non_null(l.CommInitRankConfig);
+    assert_non_null(l.CommFinalize);
+    assert_non_null(l.GetLastError);
+    assert_non_null(l.Send);
+    assert_non_null(l.Recv);
+    assert_non_null(l.AlltoAll);
+    assert_non_null(l.Broadcast);
+    assert_non_null(l.Reduce);
+}
+
+/* The symbol names dl.c resolves are the ones cuda.h binds the API names to (the default
+ * ABI, no per-thread default stream): cuMemAlloc is cuMemAlloc_v2, cuEventElapsedTime is
+ * cuEventElapsedTime_v2 since CUDA 12.8, and so on; a name cuda.h moved to a newer version
+ * would fail here. Then the CUDA toolkit's stub libcuda.so, which exports every entry point
+ * of its driver API, loads through dl.c's table: every name exists. */
+#define NAME_OF(api) NAME_OF2(api)
+#define NAME_OF2(api) #api
+static void cuda_exported_names(void **state)
+{
+    (void)state;
+#ifdef HAVE_CUDA_H
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+    skip();
+#endif
+    static const char *const pairs[][2] = {
+        {NAME_OF(cuInit), "cuInit"},
+        {NAME_OF(cuDriverGetVersion), "cuDriverGetVersion"},
+        {NAME_OF(cuDeviceGetCount), "cuDeviceGetCount"},
+        {NAME_OF(cuDeviceGet), "cuDeviceGet"},
+        {NAME_OF(cuDeviceGetName), "cuDeviceGetName"},
+        {NAME_OF(cuDeviceGetPCIBusId), "cuDeviceGetPCIBusId"},
+        {NAME_OF(cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain"},
+        {NAME_OF(cuDevicePrimaryCtxRelease), "cuDevicePrimaryCtxRelease_v2"},
+        {NAME_OF(cuCtxSetCurrent), "cuCtxSetCurrent"},
+        {NAME_OF(cuCtxSynchronize), "cuCtxSynchronize"},
+        {NAME_OF(cuMemAlloc), "cuMemAlloc_v2"},
+        {NAME_OF(cuMemFree), "cuMemFree_v2"},
+        {NAME_OF(cuMemcpyHtoD), "cuMemcpyHtoD_v2"},
+        {NAME_OF(cuMemcpyDtoH), "cuMemcpyDtoH_v2"},
+        {NAME_OF(cuStreamCreate), "cuStreamCreate"},
+        {NAME_OF(cuStreamDestroy), "cuStreamDestroy_v2"},
+        {NAME_OF(cuStreamQuery), "cuStreamQuery"},
+        {NAME_OF(cuEventCreate), "cuEventCreate"},
+        {NAME_OF(cuEventDestroy), "cuEventDestroy_v2"},
+        {NAME_OF(cuEventRecord), "cuEventRecord"},
+        {NAME_OF(cuEventQuery), "cuEventQuery"},
+        {NAME_OF(cuGetErrorName), "cuGetErrorName"},
+        {NAME_OF(cuGetErrorString), "cuGetErrorString"},
+#if CUDA_VERSION >= 12080
+        {NAME_OF(cuEventElapsedTime), "cuEventElapsedTime_v2"},
+#endif
+#if CUDA_VERSION >= 11040
+        {NAME_OF(cuDeviceGetUuid), "cuDeviceGetUuid_v2"},
+#endif
+    };
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+        assert_string_equal(pairs[i][0], pairs[i][1]);
+    const char *home = getenv("CUDA_HOME");
+    char stub[512];
+    snprintf(stub, sizeof(stub), "%s/lib64/stubs/libcuda.so",
+             home && *home ? home : "/usr/local/cuda");
+    FILE *f = fopen(stub, "r");
+    if (!f) {
+        print_message("no %s: the exported names are not checked\n", stub);
+        return;
+    }
+    fclose(f);
+    struct pf_dl_cuda l;
+    if (pf_dl_cuda_open(&l, stub) < 0) fail_msg("%s", pf_err_msg());
+    assert_non_null(l.CtxSynchronize);
+    assert_non_null(l.EventElapsedTime);
+    assert_non_null(l.DeviceGetUuid);
+#else
+    skip();
+#endif
+}
+
 static void curl_real_library(void **state)
 {
     (void)state;
@@ -365,6 +461,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(nccl_header),
         cmocka_unit_test(cuda_header),
+        cmocka_unit_test(cuda_exported_names),
+        cmocka_unit_test(nccl_real_library),
         cmocka_unit_test(verbs_header),
         cmocka_unit_test(curl_header),
         cmocka_unit_test(curl_override_variables),
