@@ -137,12 +137,14 @@ int nc_wait_events(struct stage *st, char *why, size_t wn, const char *what)
 /* Ends every communicator with ncclCommAbort or ncclCommDestroy, each on its GPU. */
 static void end_comms(struct stage *st, bool abort)
 {
+    double t0 = pf_now();
     for (int i = 0; i < st->ngpus; i++) {
         if (!st->g[i].comm) continue;
         nc_set_current(st, i);
         (abort ? st->nccl->CommAbort : st->nccl->CommDestroy)(st->g[i].comm);
         st->g[i].comm = NULL;
     }
+    st->end_s += pf_now() - t0;
 }
 
 void nc_abort_comms(struct stage *st)

@@ -54,6 +54,7 @@ struct stage {
     float *host;
     double deadline;
     double next_watch; /* when to ask peers->lost next */
+    double end_s;      /* seconds spent in ncclCommAbort / ncclCommDestroy */
     char logdir[128];
     char logpath[PF_HOST_PATH_MAX]; /* where NCCL writes its log ("" unknown) */
     char debug_note[256];

@@ -31,6 +31,8 @@ struct pf_rdv_out {
 
 struct pf_rdv_shared {
     size_t refs, len;
+    bool hashed; /* digest holds the payload's SHA-256 (hashed at the first MAC) */
+    uint8_t digest[PF_WIRE_DIGEST];
     uint8_t data[];
 };
 
@@ -39,6 +41,7 @@ struct pf_rdv_shared *pf_rdv_shared_new(const void *payload, size_t len)
     struct pf_rdv_shared *s = pf_xmalloc(sizeof(*s) + (len ? len : 1));
     s->refs = 1;
     s->len = len;
+    s->hashed = false;
     if (len) memcpy(s->data, payload, len);
     return s;
 }
@@ -111,10 +114,16 @@ static struct pf_rdv_out *queue_slot(struct pf_rdv_conn *c, int type, size_t len
 
 static void queue_mac(struct pf_rdv_conn *c, struct pf_rdv_out *o)
 {
-    if (c->auth.on) {
+    if (!c->auth.on) return;
+    if (o->shared) {
+        /* one payload on many connections: hashed once, each MAC then covers its digest */
+        if (!o->shared->hashed) pf_wire_digest(o->shared->digest, o->payload, o->len);
+        o->shared->hashed = true;
+        pf_wire_mac_digest(o->mac, &c->auth, c->dir_out, o->hdr, o->shared->digest);
+    } else {
         pf_wire_mac(o->mac, &c->auth, c->dir_out, o->hdr, o->payload, o->len);
-        o->maclen = PF_WIRE_MACLEN;
     }
+    o->maclen = PF_WIRE_MACLEN;
 }
 
 void pf_rdv_conn_queue_shared(struct pf_rdv_conn *c, int type, struct pf_rdv_shared *s)
@@ -243,10 +252,11 @@ int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
     }
     if (c->auth.on && f.mac) ok = pf_wire_mac_ok(&c->auth, c->dir_in, &f);
     if (require_mac && !ok)
-        return pf_err_set(PF_EINVAL,
-                          f.mac ? "%s frame fails its HMAC: the token differs"
-                                : "%s frame carries no HMAC: the peer has no token",
-                          pf_wire_type_name(f.type));
+        return pf_err_set(
+            PF_EINVAL,
+            f.mac ? "%s frame fails its HMAC: the token differs, or its bytes changed on the way"
+                  : "%s frame carries no HMAC: the peer has no token",
+            pf_wire_type_name(f.type));
     c->seq_in++;
     out->type = f.type;
     out->len = f.len;

@@ -40,8 +40,9 @@ void pf_rdv_conn_close(struct pf_rdv_conn *c);
 void pf_rdv_conn_limit(struct pf_rdv_conn *c, size_t max_payload);
 /* Queues a frame (MAC'd when auth is on). */
 void pf_rdv_conn_queue(struct pf_rdv_conn *c, int type, const void *payload, size_t len);
-/* One payload queued to many connections (a fan-out): one copy, reference-counted; each
- * queue takes a reference, and the creator drops its own when done queueing. */
+/* One payload queued to many connections (a fan-out): one copy, reference-counted, hashed
+ * once (each connection's MAC covers its SHA-256); each queue takes a reference, and the
+ * creator drops its own when done queueing. */
 struct pf_rdv_shared;
 struct pf_rdv_shared *pf_rdv_shared_new(const void *payload, size_t len);
 void pf_rdv_shared_drop(struct pf_rdv_shared *s);

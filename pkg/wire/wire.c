@@ -204,8 +204,14 @@ int pf_wire_put_int(struct pf_buf *b, const char *key, long long v)
     return pf_wire_put_str(b, key, s);
 }
 
-void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
-                 const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len)
+void pf_wire_digest(uint8_t out[PF_WIRE_DIGEST], const uint8_t *payload, size_t len)
+{
+    static const uint8_t none = 0;
+    crypto_hash_sha256(out, len ? payload : &none, len);
+}
+
+void pf_wire_mac_digest(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
+                        const uint8_t hdr[PF_WIRE_HDR], const uint8_t digest[PF_WIRE_DIGEST])
 {
     crypto_auth_hmacsha256_state st;
     const char *tok = a->token ? a->token : "";
@@ -214,10 +220,19 @@ void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int 
     crypto_auth_hmacsha256_update(&st, d, sizeof(d));
     crypto_auth_hmacsha256_update(&st, a->nonce_s, PF_WIRE_NONCE);
     crypto_auth_hmacsha256_update(&st, a->nonce_c, PF_WIRE_NONCE);
+    /* the header carries the version (2: this construction) and the payload's length */
     crypto_auth_hmacsha256_update(&st, hdr, PF_WIRE_HDR);
-    if (len) crypto_auth_hmacsha256_update(&st, payload, len);
+    crypto_auth_hmacsha256_update(&st, digest, PF_WIRE_DIGEST);
     crypto_auth_hmacsha256_final(&st, out);
     sodium_memzero(&st, sizeof(st));
+}
+
+void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
+                 const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len)
+{
+    uint8_t dg[PF_WIRE_DIGEST];
+    pf_wire_digest(dg, payload, len);
+    pf_wire_mac_digest(out, a, dir, hdr, dg);
 }
 
 bool pf_wire_mac_ok(const struct pf_wire_auth *a, int dir, const struct pf_wire_frame *f)

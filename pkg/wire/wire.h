@@ -13,11 +13,12 @@
 
 #include "../base/base.h"
 
-#define PF_WIRE_PROTO 1
+#define PF_WIRE_PROTO 2           /* 2: the MAC covers the payload's SHA-256, not the payload */
 #define PF_WIRE_MAGIC 0x50465256u /* "PFRV" */
 #define PF_WIRE_HDR 16
 #define PF_WIRE_MACLEN 32
 #define PF_WIRE_NONCE 16
+#define PF_WIRE_DIGEST 32 /* SHA-256 of a payload */
 #define PF_WIRE_MAX_PAYLOAD (32u << 20)
 #define PF_WIRE_F_MAC 0x01
 
@@ -90,8 +91,10 @@ int pf_wire_put_str(struct pf_buf *b, const char *key, const char *s);
 int pf_wire_put_int(struct pf_buf *b, const char *key, long long v);
 
 /* Authentication: HMAC-SHA256 keyed with the token over a direction byte, both nonces, the
- * header and the payload. The header's sequence number and the per-connection nonces make a
- * frame useless on any other connection or at any other position. */
+ * header and the SHA-256 of the payload (docs/security.md, "The frame MAC"). The header's
+ * sequence number and the per-connection nonces make a frame useless on any other
+ * connection or at any other position; the digest lets one payload sent on many connections
+ * be hashed once (pf_wire_mac_digest), each connection's MAC then costs a few blocks. */
 enum { PF_WIRE_DIR_TO_ROOT = 0, PF_WIRE_DIR_FROM_ROOT = 1, PF_WIRE_DIR_DATA = 2 };
 struct pf_wire_auth {
     bool on;
@@ -99,6 +102,12 @@ struct pf_wire_auth {
     uint8_t nonce_s[PF_WIRE_NONCE]; /* rank 0's (HELLO), or the run id on data connections */
     uint8_t nonce_c[PF_WIRE_NONCE]; /* the joiner's (JOIN) */
 };
+/* The payload's SHA-256, the part of a frame its MAC covers in place of the payload. */
+void pf_wire_digest(uint8_t out[PF_WIRE_DIGEST], const uint8_t *payload, size_t len);
+/* The MAC of a frame with this header and payload digest. */
+void pf_wire_mac_digest(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
+                        const uint8_t hdr[PF_WIRE_HDR], const uint8_t digest[PF_WIRE_DIGEST]);
+/* The same, hashing the payload first. */
 void pf_wire_mac(uint8_t out[PF_WIRE_MACLEN], const struct pf_wire_auth *a, int dir,
                  const uint8_t hdr[PF_WIRE_HDR], const uint8_t *payload, size_t len);
 /* Constant-time check of a frame's MAC; false when it has none. */

@@ -5,7 +5,7 @@ It speaks the wire format of pkg/wire/wire.c: a 16-byte header (magic "PFRV", ve
 type, flags, a zero byte, sequence number and payload length, big-endian), a payload of fields
 ([u8 key length][key][u32 value length][value]) and, with flag 0x01, an HMAC-SHA256 keyed with
 the run's token over "PFRVmac" + a direction byte, rank 0's nonce, the joiner's nonce, the
-header and the payload.
+header and the payload's SHA-256 (protocol version 2).
 
 Subcommands (every one bounded in count and in time; targets are addresses the test owns):
   join     connect to rank 0, read its HELLO, send a JOIN claiming a rank, with a MAC made
@@ -34,7 +34,7 @@ import sys
 import time
 
 MAGIC = b"PFRV"
-PROTO = 1
+PROTO = 2  # 2: the MAC covers the payload's SHA-256 (docs/security.md)
 HDR = 16
 MACLEN = 32
 NONCE = 16
@@ -83,7 +83,7 @@ def mac(token, direction, nonce_s, nonce_c, hdr, payload):
     h.update(nonce_s)
     h.update(nonce_c)
     h.update(hdr)
-    h.update(payload)
+    h.update(hashlib.sha256(payload).digest())
     return h.digest()
 
 

@@ -40,7 +40,7 @@ def read(d, i, tag=""):
     out["message"] = c.get("message")
     out["codes"] = sorted(f.get("code") for f in c.get("findings") or [])
     ev = c.get("evidence") or {}
-    out["evidence"] = {k: ev[k] for k in ev if k in ("transport", "ncclVersion", "ncclWarnings",
+    out["evidence"] = {k: ev[k] for k in ev if k in ("transport", "ncclVersion", "ncclWarnings", "commEndSeconds", "gpuFreeSeconds",
                                                       "interfaces", "ncclLog", "deadline")}
     out["failing"] = sorted("%s:%s" % (x.get("id"), x.get("status")) for x in v.get("checks") or []
                             if x.get("status") in ("fail", "warn"))

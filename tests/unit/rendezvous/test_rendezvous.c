@@ -166,6 +166,85 @@ static void test_conn_shared_payload(void **state)
     close(c[0]);
 }
 
+/* A fan-out's payload is hashed once and each connection's MAC covers that digest: a byte
+ * of the payload changed on the way no longer matches it, and the joiner refuses the frame,
+ * naming it; the same bytes unchanged on a second connection are taken. */
+static void test_conn_shared_tampered(void **state)
+{
+    (void)state;
+    int wire[2], a[2], b[2];
+    nonblock_pair(wire);
+    nonblock_pair(a);
+    nonblock_pair(b);
+    struct pf_rdv_conn root, rootb, joiner, joinerb;
+    pf_rdv_conn_init(&root, wire[1], "root side", false);
+    pf_rdv_conn_init(&rootb, b[1], "root side", false);
+    pf_rdv_conn_init(&joiner, a[0], "root", true);
+    pf_rdv_conn_init(&joinerb, b[0], "root", true);
+    struct pf_wire_auth au;
+    auth_init(&au, "t", 3, 4);
+    root.auth = joiner.auth = au;
+    auth_init(&au, "t", 3, 5);
+    rootb.auth = joinerb.auth = au;
+    struct pf_buf p;
+    pf_buf_init(&p, 1 << 20);
+    char rec[64];
+    for (int k = 0; k < 2000; k++) {
+        snprintf(rec, sizeof(rec), "10.0.%d.%d:29500 trainer-%d", k / 250, k % 250, k);
+        pf_wire_put_str(&p, "m", rec);
+    }
+    struct pf_rdv_shared *sh = pf_rdv_shared_new(p.data, p.len);
+    pf_rdv_conn_queue_shared(&root, PF_WIRE_ROSTER, sh);
+    pf_rdv_conn_queue_shared(&rootb, PF_WIRE_ROSTER, sh);
+    pf_rdv_shared_drop(sh);
+    /* the frame as rank 0 wrote it, one payload byte changed, then on to the joiner */
+    size_t total = PF_WIRE_HDR + p.len + PF_WIRE_MACLEN, got = 0;
+    uint8_t *raw = malloc(total);
+    assert_non_null(raw);
+    while (got < total) {
+        assert_true(pf_rdv_conn_flush_some(&root) >= 0);
+        ssize_t r = read(wire[0], raw + got, total - got);
+        if (r > 0) got += (size_t)r;
+    }
+    raw[PF_WIRE_HDR + p.len / 2] ^= 0x01;
+    struct pf_rdv_msg m;
+    int r = 0;
+    for (size_t off = 0; r == 0;) {
+        if (off < total) {
+            ssize_t w = write(a[1], raw + off, total - off);
+            if (w > 0) off += (size_t)w;
+        }
+        int fr = pf_rdv_conn_fill(&joiner);
+        assert_true(fr > 0 || fr == PF_ETIMEOUT);
+        r = pf_rdv_conn_next(&joiner, &m, true);
+    }
+    assert_int_equal(r, PF_EINVAL);
+    assert_non_null(strstr(pf_err_msg(), "ROSTER frame fails its HMAC"));
+    /* the other connection's copy, unchanged, is taken */
+    double dl = pf_now() + 10;
+    while (pf_rdv_conn_pending(&rootb)) {
+        assert_true(pf_rdv_conn_flush_some(&rootb) >= 0);
+        if (pf_rdv_conn_pending(&rootb)) {
+            int fr = pf_rdv_conn_fill(&joinerb);
+            assert_true(fr > 0 || fr == PF_ETIMEOUT);
+        }
+    }
+    assert_int_equal(pf_rdv_conn_recv(&joinerb, &m, true, dl), 0);
+    assert_int_equal(m.type, PF_WIRE_ROSTER);
+    assert_true(m.mac_ok);
+    assert_int_equal(m.len, p.len);
+    assert_memory_equal(m.payload, p.data, p.len);
+    pf_rdv_msg_free(&m);
+    free(raw);
+    pf_buf_free(&p);
+    pf_rdv_conn_close(&root);
+    pf_rdv_conn_close(&rootb);
+    pf_rdv_conn_close(&joiner);
+    pf_rdv_conn_close(&joinerb);
+    close(wire[0]);
+    close(a[1]);
+}
+
 static void test_conn_mac_and_sequence(void **state)
 {
     (void)state;
@@ -237,10 +316,10 @@ static void test_conn_mac_and_sequence(void **state)
     pf_rdv_conn_init(&root, sv[1], "joiner", false);
     uint8_t h[PF_WIRE_HDR];
     pf_wire_frame_header(h, PF_WIRE_JOIN, 0, 0, 0);
-    h[4] = 2;
+    h[4] = 3; /* a later preflight */
     assert_int_equal(write(sv[0], h, sizeof(h)), (ssize_t)sizeof(h));
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), PF_EINVAL);
-    assert_non_null(strstr(pf_err_msg(), "protocol version 2"));
+    assert_non_null(strstr(pf_err_msg(), "protocol version 3 (this preflight speaks 2)"));
     close(sv[0]);
     pf_rdv_conn_close(&root);
     pf_buf_free(&b);
@@ -289,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_conn_round_trip),
         cmocka_unit_test(test_conn_mac_and_sequence),
         cmocka_unit_test(test_conn_shared_payload),
+        cmocka_unit_test(test_conn_shared_tampered),
         cmocka_unit_test(test_conn_deadline_on_silent_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,12 +133,12 @@ static void test_frame_other_version(void **state)
     uint8_t g[PF_WIRE_HDR + 8];
     struct pf_wire_frame f;
     pf_wire_frame_header(g, PF_WIRE_JOIN, 0, 3, 8);
-    g[4] = 2;    /* a later preflight */
-    g[5] = 77;   /* with a type this one does not know */
-    g[6] = 0xF0; /* and flags */
+    g[4] = PF_WIRE_PROTO + 1; /* a later preflight */
+    g[5] = 77;                /* with a type this one does not know */
+    g[6] = 0xF0;              /* and flags */
     /* decodes as far as the header so the caller can name the version */
     assert_int_equal(pf_wire_frame_decode(&f, g, PF_WIRE_HDR, 1024), PF_WIRE_HDR);
-    assert_int_equal(f.version, 2);
+    assert_int_equal(f.version, PF_WIRE_PROTO + 1);
     assert_int_equal(f.seq, 3);
     assert_null(f.payload);
     /* even when its length would be too big for this version */
@@ -421,6 +421,69 @@ static void test_mac(void **state)
     assert_memory_not_equal(r1, r2, sizeof(r1));
 }
 
+static void hex(uint8_t *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        assert_int_equal(sscanf(s + 2 * i, "%2x", &v), 1);
+        out[i] = (uint8_t)v;
+    }
+}
+
+/* The MAC covers the header and the payload's SHA-256 (docs/security.md, "The frame MAC"):
+ * the values below were made with Python's hmac and hashlib, not with this code. A payload
+ * hashed once and MAC'd per connection gives the same bytes as one MAC'd whole, and a
+ * changed byte of a large payload, whose digest then differs, fails. */
+static void test_mac_digest(void **state)
+{
+    (void)state;
+    struct pf_wire_auth a;
+    auth_init(&a, "s3cret-token", 0x11, 0x22);
+    uint8_t buf[256];
+    struct pf_wire_frame f;
+    const char *pl = "rank=3 pod=trainer-3";
+    macd_frame(buf, &f, &a, PF_WIRE_DIR_TO_ROOT, 5, pl);
+    uint8_t want[PF_WIRE_MACLEN], dg[PF_WIRE_DIGEST], m[PF_WIRE_MACLEN];
+    hex(want, "c2d7edd85f2b2a89c4bd4118604442bc649763328d677c02064364e420c3d528", PF_WIRE_DIGEST);
+    pf_wire_digest(dg, f.payload, f.len);
+    assert_memory_equal(dg, want, PF_WIRE_DIGEST);
+    hex(want, "baced0e943c90c32a1c9ff2400abbeece764c0502af3be13c171135d1ebafa6b", PF_WIRE_MACLEN);
+    assert_memory_equal(f.mac, want, PF_WIRE_MACLEN);
+    pf_wire_mac_digest(m, &a, PF_WIRE_DIR_TO_ROOT, f.header, dg);
+    assert_memory_equal(m, want, PF_WIRE_MACLEN);
+    /* the digest is what the MAC binds: another digest, another MAC */
+    dg[PF_WIRE_DIGEST - 1] ^= 1;
+    pf_wire_mac_digest(m, &a, PF_WIRE_DIR_TO_ROOT, f.header, dg);
+    assert_memory_not_equal(m, want, PF_WIRE_MACLEN);
+
+    /* a 1 MiB payload (a roster at 14,000 ranks), MAC'd from its digest as a fan-out does */
+    size_t len = 1u << 20;
+    uint8_t *big = malloc(PF_WIRE_HDR + len + PF_WIRE_MACLEN);
+    assert_non_null(big);
+    for (size_t i = 0; i < len; i++)
+        big[PF_WIRE_HDR + i] = (uint8_t)(i * 7 + 3);
+    pf_wire_frame_header(big, PF_WIRE_ROSTER, PF_WIRE_F_MAC, 1, (uint32_t)len);
+    pf_wire_digest(dg, big + PF_WIRE_HDR, len);
+    pf_wire_mac_digest(big + PF_WIRE_HDR + len, &a, PF_WIRE_DIR_FROM_ROOT, big, dg);
+    size_t total = PF_WIRE_HDR + len + PF_WIRE_MACLEN;
+    struct pf_wire_frame g;
+    assert_int_equal(pf_wire_frame_decode(&g, big, total, PF_WIRE_MAX_PAYLOAD), (int)total);
+    assert_true(pf_wire_mac_ok(&a, PF_WIRE_DIR_FROM_ROOT, &g));
+    /* one byte changed, first, in the middle, last: the digest differs, the MAC fails */
+    size_t at[] = {0, len / 2, len - 1};
+    for (size_t i = 0; i < PF_ARRAY_LEN(at); i++) {
+        big[PF_WIRE_HDR + at[i]] ^= 0x40;
+        assert_false(pf_wire_mac_ok(&a, PF_WIRE_DIR_FROM_ROOT, &g));
+        big[PF_WIRE_HDR + at[i]] ^= 0x40;
+    }
+    assert_true(pf_wire_mac_ok(&a, PF_WIRE_DIR_FROM_ROOT, &g));
+    /* the same payload and digest on another connection: that connection's MAC, not this */
+    struct pf_wire_auth b;
+    auth_init(&b, "s3cret-token", 0x11, 0x23);
+    assert_false(pf_wire_mac_ok(&b, PF_WIRE_DIR_FROM_ROOT, &g));
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +494,7 @@ int main(void)
         cmocka_unit_test(test_fields_int_strict),
         cmocka_unit_test(test_fields_malformed),
         cmocka_unit_test(test_mac),
+        cmocka_unit_test(test_mac_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
