@@ -337,16 +337,29 @@ void pf_fleet_ranks(const struct pf_fleet *f, struct pf_ranks *ranks, const char
             .verdict = m->reported ? m->verdict : "fail",
             .passed = m->reported ? m->passed : -1,
         };
-        if (m->reported && m->nbad > ncs) {
-            ncs = m->nbad;
+        size_t want = m->reported ? (size_t)m->nst + m->nbad : 0;
+        if (want > ncs) {
+            ncs = want;
             cs = pf_xrealloc(cs, ncs * sizeof(*cs));
         }
-        /* the checks that are neither pass nor skip (the only ones with a record) */
-        for (size_t k = 0; m->reported && k < m->nbad; k++) {
-            const struct pf_fleet_check *c = &m->bad[k];
-            cs[e.nchecks++] = (struct pf_rank_in_check){
-                pf_fleet_check_id(f, c), status_text(c->status), c->codes.v, c->codes.n};
+        /* every check the rank reported, with its status (docs/verdict.md: rank 0's verdict
+         * carries every rank's check statuses), in the fleet's order of check ids; the codes
+         * from the records of the checks that did not pass or skip */
+        for (size_t k = 0; m->reported && k < m->nst; k++) {
+            if (m->st[k] == PF_FLEET_ST_NONE) continue;
+            const struct pf_fleet_check *b = NULL;
+            for (size_t j = 0; j < m->nbad && !b; j++)
+                if (!m->bad[j].own_id && m->bad[j].id == k) b = &m->bad[j];
+            cs[e.nchecks++] =
+                (struct pf_rank_in_check){k < f->ids.n ? f->ids.v[k] : "?", status_text(m->st[k]),
+                                          b ? b->codes.v : NULL, b ? b->codes.n : 0};
         }
+        /* a check past the fleet's table of ids has its own record only */
+        for (size_t j = 0; m->reported && j < m->nbad; j++)
+            if (m->bad[j].own_id)
+                cs[e.nchecks++] =
+                    (struct pf_rank_in_check){m->bad[j].own_id, status_text(m->bad[j].status),
+                                              m->bad[j].codes.v, m->bad[j].codes.n};
         e.checks = cs;
         pf_ranks_add(ranks, &e);
     }

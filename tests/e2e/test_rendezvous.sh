@@ -148,7 +148,7 @@ PY
 # common expressions
 # rank 0's ranks list: an entry a rank, each listing only its checks that are neither pass nor
 # skip, with how many passed; no other rank has the list
-RANKS_LISTED='[r["rank"] for r in d["ranks"]] == [0, 1, 2, 3] and all(r["state"] == "joined" and r["pod"] == "trainer-%d" % r["rank"] and r["checksPassed"] > 0 and all(c["status"] not in ("pass", "skip") for c in r.get("checks", [])) for r in d["ranks"]) if d["pod"]["rank"] == 0 else "ranks" not in d'
+RANKS_LISTED='[r["rank"] for r in d["ranks"]] == [0, 1, 2, 3] and all(r["state"] == "joined" and r["pod"] == "trainer-%d" % r["rank"] and r["checksPassed"] > 0 and sum(c["status"] == "pass" for c in r["checks"]) == r["checksPassed"] and all(set(c) == {"id", "status", "findings"} for c in r["checks"]) for r in d["ranks"]) if d["pod"]["rank"] == 0 else "ranks" not in d'
 HEALTHY=('d["verdict"] in ("pass", "warn")' 'check("rendezvous")["status"] == "pass"'
     'check("collective.tcp")["status"] == "pass"' 'tcp()["correct"] is True'
     'tcp()["busbwGBps"] > 0' 'tcp()["ranks"] == 4' 'd["culprits"] == []'

@@ -355,7 +355,21 @@ static void test_reports_and_verdict(void **state)
     assert_string_equal(e.pod, "trainer-1");
     assert_string_equal(e.verdict, "fail");
     assert_int_equal(e.passed, 1);
-    assert_int_equal(e.nchecks, 1);
+    assert_int_equal(e.nchecks, 2); /* every check it reported: the passing one too */
+    struct pf_rank_in_check rc;
+    int fails = 0;
+    for (size_t k = 0; k < e.nchecks; k++) {
+        pf_ranks_check(&ranks, 1, k, &rc);
+        if (strcmp(rc.status, "fail") == 0) {
+            fails++;
+            assert_string_equal(rc.id, "rdma.ports");
+            assert_int_equal(rc.ncodes, 1);
+        } else {
+            assert_string_equal(rc.status, "pass");
+            assert_int_equal(rc.ncodes, 0);
+        }
+    }
+    assert_int_equal(fails, 1);
     pf_ranks_get(&ranks, 2, &e); /* no report: failed, nothing counted */
     assert_string_equal(e.verdict, "fail");
     assert_int_equal(e.passed, -1);
@@ -508,31 +522,43 @@ static void test_thousand_ranks_one_failing(void **state)
         struct pf_rank_in e;
         pf_ranks_get(&v.ranks, i, &e);
         assert_int_equal(e.rank, (int)i);
-        if (!e.nchecks) {
+        assert_int_equal(e.nchecks, 21); /* every rank's every check, with its status */
+        size_t bad = 0, nbad = 0;
+        for (size_t k = 0; k < e.nchecks; k++) {
+            struct pf_rank_in_check c;
+            pf_ranks_check(&v.ranks, i, k, &c);
+            if (strcmp(c.status, "pass") != 0 && strcmp(c.status, "skip") != 0)
+                bad = k, nbad++;
+            else
+                assert_int_equal(c.ncodes, 0);
+        }
+        if (!nbad) {
             assert_string_equal(e.verdict, "pass");
+            assert_int_equal(e.passed, 17);
             continue;
         }
         listed++;
         assert_int_equal(e.rank, BAD);
         assert_string_equal(e.verdict, "fail");
         assert_int_equal(e.passed, 16);
-        assert_int_equal(e.nchecks, 1);
+        assert_int_equal(nbad, 1);
         struct pf_rank_in_check c;
-        pf_ranks_check(&v.ranks, i, 0, &c);
+        pf_ranks_check(&v.ranks, i, bad, &c);
         assert_string_equal(c.id, "rdma.ports");
         assert_string_equal(c.status, "fail");
         assert_int_equal(c.ncodes, 1);
-        assert_string_equal(pf_ranks_code(&v.ranks, i, 0, 0), "port-down");
+        assert_string_equal(pf_ranks_code(&v.ranks, i, bad, 0), "port-down");
     }
     assert_int_equal(listed, 1);
     char *y = NULL;
     size_t len = 0;
     assert_int_equal(pf_verdict_to_yaml(&y, &len, &v), 0);
-    assert_non_null(strstr(y, "- {rank: 999, pod: trainer-999, node: node-999, state: joined, "
-                              "verdict: pass, checksPassed: 17}\n"));
-    assert_non_null(strstr(y, "  checks:\n  - {id: rdma.ports, status: fail, findings: "
-                              "[port-down]}\n"));
-    assert_true(len < (size_t)W * 120); /* a short line a passing rank */
+    assert_non_null(strstr(y, "- rank: 999\n  pod: trainer-999\n  node: node-999\n  state: "
+                              "joined\n  verdict: pass\n  checksPassed: 17\n  checks:\n  - {id: "));
+    assert_non_null(strstr(y, "  - {id: rdma.ports, status: fail, findings: [port-down]}\n"));
+    assert_non_null(strstr(y, "  - {id: rdma.ports, status: pass, findings: []}\n"));
+    /* a check a line: about 50 bytes a check, 21 checks a rank */
+    assert_true(len < (size_t)W * 21 * 64);
     free(y);
     pf_verdict_free(&v);
     pf_buf_free(&a);
