@@ -176,7 +176,7 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     /* the ranks list (rank 0: a record per rank, the largest part of a large fleet's verdict)
      * is lent to the copy, not cloned: nothing below changes it */
     struct pf_verdict bare = *v, copy;
-    bare.ranks = NULL;
+    memset(&bare.ranks, 0, sizeof(bare.ranks));
     pf_verdict_clone(&copy, &bare);
     copy.ranks = v->ranks;
     struct pf_check *c = pf_verdict_add_check(&copy, stage_id);
@@ -190,7 +190,7 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     pf_verdict_reason_line(line, nline, &copy);
     char *yaml = NULL;
     if (pf_verdict_to_yaml(&yaml, len, &copy) < 0) yaml = NULL;
-    copy.ranks = NULL;
+    memset(&copy.ranks, 0, sizeof(copy.ranks));
     pf_verdict_free(&copy);
     return yaml;
 }
