@@ -278,7 +278,7 @@ static void ranks(struct out *o, const struct pf_ranks *l)
     for (size_t i = 0; i < l->n && !o->failed; i++) {
         struct pf_rank_in e;
         pf_ranks_get(l, i, &e);
-        map_start(o, e.nchecks == 0);
+        map_start(o, e.nchecks == 0 || l->brief);
         scalar(o, "rank", true);
         snprintf(num, sizeof(num), "%d", e.rank);
         scalar(o, num, false);
@@ -297,7 +297,7 @@ static void ranks(struct out *o, const struct pf_ranks *l)
             snprintf(num, sizeof(num), "%d", e.passed);
             scalar(o, num, false);
         }
-        if (e.nchecks) {
+        if (e.nchecks && !l->brief) {
             scalar(o, "checks", true);
             seq_start(o, false);
             for (size_t k = 0; k < e.nchecks; k++) {

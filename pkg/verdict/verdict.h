@@ -133,6 +133,7 @@ struct pf_ranks {
     size_t slen, scap;
     uint32_t *hash; /* the intern table: offsets into s, 0 = a free slot */
     size_t hcap, hn;
+    bool brief; /* written without each rank's checks (the guard's snapshots) */
 };
 void pf_ranks_add(struct pf_ranks *l, const struct pf_rank_in *e);
 void pf_ranks_free(struct pf_ranks *l);

@@ -545,6 +545,16 @@ static void test_ranks_list(void **state)
                               "['port-down', 'yes']}, {'id': 'sys.shm', 'status': 'warn', "
                               "'findings': []}] 0.25 False lost fail\n");
     free(y);
+    /* brief (the guard's snapshots): the same entries, no rank's checks */
+    v.ranks.brief = true;
+    assert_int_equal(pf_verdict_to_yaml(&y, NULL, &v), 0);
+    v.ranks.brief = false;
+    assert_null(strstr(y, "{id: rdma.ports"));
+    assert_non_null(strstr(y, "- {rank: 7, pod: trainer-7, node: gpu-node-1, state: joined, "
+                              "verdict: fail, checksPassed: 19}\n"));
+    assert_non_null(strstr(y, "- {rank: 1, pod: trainer-1, node: gpu-node-1, state: joined, "
+                              "verdict: pass, checksPassed: 21}\n"));
+    free(y);
     pf_verdict_free(&v);
 }
 
