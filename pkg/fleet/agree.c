@@ -133,9 +133,9 @@ static void disagree(struct pf_fleet *f, const int *in, int n, const struct clai
 static const char *env_value(const struct pf_fleet_rank *m, const char *name)
 {
     size_t nl = strlen(name);
-    for (size_t i = 0; i < m->env.n; i++)
-        if (strncmp(m->env.v[i], name, nl) == 0 && m->env.v[i][nl] == '=')
-            return m->env.v[i] + nl + 1;
+    for (size_t i = 0; i < m->env->n; i++)
+        if (strncmp(m->env->v[i], name, nl) == 0 && m->env->v[i][nl] == '=')
+            return m->env->v[i] + nl + 1;
     return NULL;
 }
 
@@ -195,11 +195,11 @@ static void env_mismatch(struct pf_fleet *f, const int *in, int n)
     struct pf_strlist names = {0};
     for (int i = 0; i < n; i++) {
         const struct pf_fleet_rank *m = &f->r[in[i]];
-        for (size_t e = 0; e < m->env.n; e++) {
-            const char *eq = strchr(m->env.v[e], '=');
+        for (size_t e = 0; e < m->env->n; e++) {
+            const char *eq = strchr(m->env->v[e], '=');
             if (!eq) continue;
             char name[128];
-            snprintf(name, sizeof(name), "%.*s", (int)(eq - m->env.v[e]), m->env.v[e]);
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - m->env->v[e]), m->env->v[e]);
             if (!pf_strlist_has(&names, name)) pf_strlist_add(&names, name);
         }
     }

@@ -6,22 +6,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+static const struct pf_strlist no_env;
+
 void pf_fleet_init(struct pf_fleet *f, int world)
 {
     memset(f, 0, sizeof(*f));
     f->world = world;
     f->r = pf_xcalloc(world > 0 ? (size_t)world : 1, sizeof(*f->r));
+    for (int i = 0; i < world; i++) {
+        struct pf_fleet_rank *r = &f->r[i];
+        r->pod = r->node = r->addr = r->why = r->version = r->digest = r->nccl_version = r->fabric =
+            "";
+        r->env = &no_env;
+    }
     f->out.expected = -1;
 }
 
 static void rank_free(struct pf_fleet_rank *r)
 {
-    pf_strlist_free(&r->env);
-    for (size_t i = 0; i < r->nchecks; i++)
-        pf_strlist_free(&r->checks[i].codes);
-    free(r->checks);
-    r->checks = NULL;
-    r->nchecks = 0;
+    for (size_t i = 0; i < r->nbad; i++) {
+        pf_strlist_free(&r->bad[i].codes);
+        free(r->bad[i].own_id);
+    }
+    free(r->bad);
+    free(r->st);
+    r->bad = NULL;
+    r->st = NULL;
+    r->nbad = r->nst = r->passed = 0;
+}
+
+const char *pf_fleet_check_id(const struct pf_fleet *f, const struct pf_fleet_check *c)
+{
+    if (c->own_id) return c->own_id;
+    return c->id < f->ids.n ? f->ids.v[c->id] : "?";
+}
+
+const char *pf_fleet_keep(struct pf_fleet *f, const char *s)
+{
+    pf_strlist_add(&f->kept, s ? s : "");
+    return f->kept.v[f->kept.n - 1];
 }
 
 void pf_fleet_summary_free(struct pf_fleet_summary *s)
@@ -49,6 +72,8 @@ void pf_fleet_free(struct pf_fleet *f)
         for (int i = 0; i < f->world; i++)
             rank_free(&f->r[i]);
     free(f->r);
+    pf_strlist_free(&f->ids);
+    pf_strlist_free(&f->kept);
     pf_fleet_summary_free(&f->out);
     memset(f, 0, sizeof(*f));
 }

@@ -24,33 +24,43 @@
 
 enum pf_fleet_state { PF_FLEET_MISSING = 0, PF_FLEET_JOINED, PF_FLEET_REFUSED, PF_FLEET_LOST };
 
-/* One check of one rank's report. */
+/* A check of one rank's report that is neither pass nor skip: its id (an index into the fleet's
+ * table of check ids, which every rank shares), its status and its finding codes. */
 struct pf_fleet_check {
-    char id[64];
-    char status[16];
+    uint16_t id;
+    uint8_t status; /* PF_FLEET_ST_* */
+    char *own_id;   /* the id, when the fleet's table was full; NULL otherwise */
     struct pf_strlist codes;
 };
+/* A check's status in one byte: none (not in the rank's report), or pf_status + 1, or a
+ * status the fleet does not know ("?"). */
+enum { PF_FLEET_ST_NONE = 0, PF_FLEET_ST_OTHER = PF_FAIL + 2 };
+#define PF_FLEET_IDS_MAX 1024 /* distinct check ids the fleet keeps a table of */
 
-/* What rank 0 knows of one rank. */
+/* What rank 0 knows of one rank. The strings refer to the meeting's record of the rank
+ * (pkg/run: run_sync_fleet), never NULL ("" when unknown): they are valid while the meeting
+ * is open, and run_sync_fleet refreshes them before each judgement. */
 struct pf_fleet_rank {
     enum pf_fleet_state state;
-    char pod[PF_FLEET_NAME], node[PF_FLEET_NAME], addr[64];
-    char why[384]; /* refused: why */
+    const char *pod, *node, *addr;
+    const char *why; /* refused: why */
     /* its JOIN's claims */
     long long world_claimed;
-    char version[48], digest[96], nccl_version[64];
-    struct pf_strlist env; /* "NAME=VALUE" of its NCCL_* variables (secrets hashed) */
-    char fabric[64];       /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
+    const char *version, *digest, *nccl_version;
+    const struct pf_strlist *env; /* "NAME=VALUE" of its NCCL_* variables (secrets hashed) */
+    const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
     /* its TCP all-reduce */
     bool ar_done;
     double ar_seconds;
     long long ar_wrong, ar_first_bad;
-    char iface[64];
-    /* its report */
+    char iface[16]; /* IFNAMSIZ */
+    /* its report: each check's status by the fleet's check ids (st[0 .. nst)), how many
+     * passed, and the checks that did not pass or skip, with their codes */
     bool reported;
-    char verdict[16];
-    struct pf_fleet_check *checks;
-    size_t nchecks;
+    char verdict[8];
+    uint8_t *st;
+    uint16_t nst, passed, nbad;
+    struct pf_fleet_check *bad;
 };
 
 struct pf_fleet_finding {
@@ -85,6 +95,8 @@ struct pf_fleet_summary {
 
 struct pf_fleet {
     int world;                   /* rank 0's world size */
+    struct pf_strlist ids;       /* the check ids of the ranks' reports, shared by all ranks */
+    struct pf_strlist kept;      /* strings the fleet holds itself (a pod name it composed) */
     int n;                       /* ranks in the run (the roster) */
     const int *roster;           /* their ranks, in roster order (n entries) */
     struct pf_fleet_rank *r;     /* world entries, by rank */
@@ -170,8 +182,13 @@ void pf_fleet_judge_reports(struct pf_fleet *f);
  * rank 0's findings (fleet findings included); a culprit or a rank without a report fails. */
 void pf_fleet_conclude(struct pf_fleet *f, enum pf_status worst, size_t nculprits,
                        const struct pf_node *first_culprit);
-/* Every rank's entry for the verdict's ranks list. my_ip: rank 0's own address. */
-void pf_fleet_ranks(const struct pf_fleet *f, struct pf_node *ranks, const char *my_ip);
+/* Every rank's entry for the verdict's ranks list: its pod, node, state, verdict, how many of
+ * its checks passed, and the checks that did not pass or skip. my_ip: rank 0's own address. */
+void pf_fleet_ranks(const struct pf_fleet *f, struct pf_ranks *ranks, const char *my_ip);
+/* The id of a rank's check that did not pass. */
+const char *pf_fleet_check_id(const struct pf_fleet *f, const struct pf_fleet_check *c);
+/* A copy the fleet keeps until pf_fleet_free (for a name it composed). */
+const char *pf_fleet_keep(struct pf_fleet *f, const char *s);
 
 /* ---- summary.c: codecs (nested fields; pure; each decoder has a fuzz target) */
 
@@ -181,9 +198,11 @@ int pf_fleet_summary_encode(struct pf_buf *out, const struct pf_fleet_summary *s
  * is not a finite decimal leaves its part out and is named in out->bad. */
 int pf_fleet_summary_decode(struct pf_fleet_summary *out, const uint8_t *p, size_t len);
 
-/* A rank's report: its verdict and every check's status and finding codes. */
+/* A rank's report: its verdict and every check's status and finding codes. Decoded into
+ * rank's entry of f: each status in one byte against f's table of check ids, codes only for
+ * the checks that did not pass (at most 256 checks, 256 codes a check). */
 int pf_fleet_report_encode(struct pf_buf *out, const struct pf_verdict *finalized);
-int pf_fleet_report_decode(struct pf_fleet_rank *into, const uint8_t *p, size_t len);
+int pf_fleet_report_decode(struct pf_fleet *f, int rank, const uint8_t *p, size_t len);
 
 /* A rank's TCP all-reduce result. */
 struct pf_fleet_ar {

@@ -270,15 +270,16 @@ void pf_fleet_judge_reports(struct pf_fleet *f)
     for (int r = 0; r < f->world; r++) {
         const struct pf_fleet_rank *m = &f->r[r];
         if (!m->reported) continue;
-        for (size_t k = 0; k < m->nchecks; k++) {
-            const struct pf_fleet_check *c = &m->checks[k];
-            if (strcmp(c->status, "fail") != 0 || is_fleet_check(c->id)) continue;
+        for (size_t k = 0; k < m->nbad; k++) {
+            const struct pf_fleet_check *c = &m->bad[k];
+            const char *id = pf_fleet_check_id(f, c);
+            if (c->status != PF_FAIL + 1 || is_fleet_check(id)) continue;
             /* a collective needs every rank: once one was lost, the others' collectives
              * failed with it, and the lost rank is the culprit already */
-            if (f->lost_any && strncmp(c->id, "collective.", 11) == 0) continue;
+            if (f->lost_any && strncmp(id, "collective.", 11) == 0) continue;
             char codes[1024];
             pf_strlist_join(codes, sizeof(codes), &c->codes, ",");
-            pf_fleet_blame(f, r, "check %s failed on this pod (%s)", c->id,
+            pf_fleet_blame(f, r, "check %s failed on this pod (%s)", id,
                            codes[0] ? codes : "see its verdict");
         }
     }
@@ -311,32 +312,56 @@ void pf_fleet_conclude(struct pf_fleet *f, enum pf_status worst, size_t nculprit
     }
 }
 
-void pf_fleet_ranks(const struct pf_fleet *f, struct pf_node *ranks, const char *my_ip)
+static const char *status_text(uint8_t st)
+{
+    return st == PF_FLEET_ST_NONE || st >= PF_FLEET_ST_OTHER
+               ? "?"
+               : pf_status_name((enum pf_status)(st - 1));
+}
+
+void pf_fleet_ranks(const struct pf_fleet *f, struct pf_ranks *ranks, const char *my_ip)
 {
     static const char *const states[] = {"missing", "joined", "refused", "lost"};
+    struct pf_rank_in_check *cs = NULL;
+    size_t ncs = 0;
     for (int r = 0; r < f->world; r++) {
         const struct pf_fleet_rank *m = &f->r[r];
-        struct pf_node *e = pf_node_add_map(ranks);
-        pf_node_set_int(e, "rank", r);
-        if (m->pod[0]) pf_node_set_str(e, "pod", m->pod);
-        if (m->node[0]) pf_node_set_str(e, "node", m->node);
-        const char *addr = r == 0 ? my_ip : m->addr;
-        if (addr && addr[0]) pf_node_set_str(e, "address", addr);
-        pf_node_set_str(e, "state", states[m->state]);
-        if (m->ar_done) pf_node_set_dbl(e, "tcpSeconds", m->ar_seconds);
-        if (!m->reported) {
-            pf_node_set_str(e, "verdict", "fail");
-            continue;
+        struct pf_rank_in e = {
+            .rank = r,
+            .pod = m->pod,
+            .node = m->node,
+            .address = r == 0 ? my_ip : m->addr,
+            .state = states[m->state],
+            .has_tcp = m->ar_done,
+            .tcp_seconds = m->ar_seconds,
+            .verdict = m->reported ? m->verdict : "fail",
+            .passed = m->reported ? m->passed : -1,
+        };
+        size_t want = m->reported ? (size_t)m->nst + m->nbad : 0;
+        if (want > ncs) {
+            ncs = want;
+            cs = pf_xrealloc(cs, ncs * sizeof(*cs));
         }
-        pf_node_set_str(e, "verdict", m->verdict);
-        struct pf_node *cs = pf_node_set_seq(e, "checks");
-        for (size_t k = 0; k < m->nchecks; k++) {
-            struct pf_node *c = pf_node_add_map(cs);
-            pf_node_set_str(c, "id", m->checks[k].id);
-            pf_node_set_str(c, "status", m->checks[k].status[0] ? m->checks[k].status : "?");
-            struct pf_node *fs = pf_node_set_seq(c, "findings");
-            for (size_t i = 0; i < m->checks[k].codes.n; i++)
-                pf_node_add_str(fs, m->checks[k].codes.v[i]);
+        /* every check the rank reported, with its status (docs/verdict.md: rank 0's verdict
+         * carries every rank's check statuses), in the fleet's order of check ids; the codes
+         * from the records of the checks that did not pass or skip */
+        for (size_t k = 0; m->reported && k < m->nst; k++) {
+            if (m->st[k] == PF_FLEET_ST_NONE) continue;
+            const struct pf_fleet_check *b = NULL;
+            for (size_t j = 0; j < m->nbad && !b; j++)
+                if (!m->bad[j].own_id && m->bad[j].id == k) b = &m->bad[j];
+            cs[e.nchecks++] =
+                (struct pf_rank_in_check){k < f->ids.n ? f->ids.v[k] : "?", status_text(m->st[k]),
+                                          b ? b->codes.v : NULL, b ? b->codes.n : 0};
         }
+        /* a check past the fleet's table of ids has its own record only */
+        for (size_t j = 0; m->reported && j < m->nbad; j++)
+            if (m->bad[j].own_id)
+                cs[e.nchecks++] =
+                    (struct pf_rank_in_check){m->bad[j].own_id, status_text(m->bad[j].status),
+                                              m->bad[j].codes.v, m->bad[j].codes.n};
+        e.checks = cs;
+        pf_ranks_add(ranks, &e);
     }
+    free(cs);
 }

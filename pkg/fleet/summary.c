@@ -238,35 +238,75 @@ int pf_fleet_report_encode(struct pf_buf *out, const struct pf_verdict *v)
                              "this rank's report");
 }
 
-static void add_check(struct pf_fleet_rank *m, const struct pf_wire_field *fl)
+/* The index of id in the fleet's table of check ids (added when new); -1 when the table is
+ * full. hint: where it most likely is (ranks report their checks in the same order). */
+static int check_index(struct pf_fleet *f, const char *id, size_t hint)
 {
-    struct pf_wire_fields f;
-    if (m->nchecks >= 256 || pf_wire_fields_decode(&f, fl->val, fl->vlen) < 0) return;
-    struct pf_fleet_check c = {0};
-    if (pf_wire_fields_str(c.id, sizeof(c.id), &f, "id") == 0) {
-        pf_wire_fields_str(c.status, sizeof(c.status), &f, "status");
-        for (size_t k = 0; k < f.n && c.codes.n < 256; k++) {
-            if (!pf_wire_field_is(&f.v[k], "code")) continue;
-            char *code = pf_wire_field_dup(&f.v[k]);
+    if (hint < f->ids.n && strcmp(f->ids.v[hint], id) == 0) return (int)hint;
+    for (size_t i = 0; i < f->ids.n; i++)
+        if (strcmp(f->ids.v[i], id) == 0) return (int)i;
+    if (f->ids.n >= PF_FLEET_IDS_MAX) return -1;
+    pf_strlist_add(&f->ids, id);
+    return (int)f->ids.n - 1;
+}
+
+static uint8_t status_byte(const char *s)
+{
+    int st = pf_status_parse(s);
+    return st < 0 ? PF_FLEET_ST_OTHER : (uint8_t)(st + 1);
+}
+
+static void add_check(struct pf_fleet *f, struct pf_fleet_rank *m, const struct pf_wire_field *fl,
+                      size_t k)
+{
+    struct pf_wire_fields x;
+    if (pf_wire_fields_decode(&x, fl->val, fl->vlen) < 0) return;
+    char id[64], status[16] = "";
+    if (pf_wire_fields_str(id, sizeof(id), &x, "id") < 0) {
+        pf_wire_fields_free(&x);
+        return;
+    }
+    pf_wire_fields_str(status, sizeof(status), &x, "status");
+    uint8_t st = status_byte(status);
+    int ix = check_index(f, id, k);
+    if (ix >= 0) {
+        if ((size_t)ix >= m->nst) {
+            m->st = pf_xrealloc(m->st, (size_t)ix + 1);
+            memset(m->st + m->nst, 0, (size_t)ix + 1 - m->nst);
+            m->nst = (uint16_t)(ix + 1);
+        }
+        m->st[ix] = st;
+    }
+    if (st == PF_PASS + 1) {
+        m->passed++;
+    } else if (st != PF_SKIP + 1) { /* a skipped check is its status byte alone */
+        struct pf_fleet_check c = {.id = (uint16_t)(ix < 0 ? 0 : ix), .status = st};
+        if (ix < 0) c.own_id = pf_xstrdup(id);
+        for (size_t j = 0; j < x.n && c.codes.n < 256; j++) {
+            if (!pf_wire_field_is(&x.v[j], "code")) continue;
+            char *code = pf_wire_field_dup(&x.v[j]);
             if (code) pf_strlist_add(&c.codes, code);
             free(code);
         }
-        m->checks = pf_xrealloc(m->checks, (m->nchecks + 1) * sizeof(*m->checks));
-        m->checks[m->nchecks++] = c;
+        m->bad = pf_xrealloc(m->bad, (m->nbad + 1) * sizeof(*m->bad));
+        m->bad[m->nbad++] = c;
     }
-    pf_wire_fields_free(&f);
+    pf_wire_fields_free(&x);
 }
 
-int pf_fleet_report_decode(struct pf_fleet_rank *m, const uint8_t *p, size_t len)
+int pf_fleet_report_decode(struct pf_fleet *f, int rank, const uint8_t *p, size_t len)
 {
-    struct pf_wire_fields f;
-    if (!p || pf_wire_fields_decode(&f, p, len) < 0)
+    struct pf_wire_fields x;
+    if (rank < 0 || rank >= f->world) return pf_err_set(PF_EINVAL, "report of rank %d", rank);
+    if (!p || pf_wire_fields_decode(&x, p, len) < 0)
         return pf_err_set(PF_EINVAL, "malformed report");
+    struct pf_fleet_rank *m = &f->r[rank];
     m->reported = true;
-    pf_wire_fields_str(m->verdict, sizeof(m->verdict), &f, "verdict");
-    for (size_t k = 0; k < f.n; k++)
-        if (pf_wire_field_is(&f.v[k], "check")) add_check(m, &f.v[k]);
-    pf_wire_fields_free(&f);
+    pf_wire_fields_str(m->verdict, sizeof(m->verdict), &x, "verdict");
+    size_t nchecks = 0;
+    for (size_t k = 0; k < x.n && nchecks < 256; k++)
+        if (pf_wire_field_is(&x.v[k], "check")) add_check(f, m, &x.v[k], nchecks++);
+    pf_wire_fields_free(&x);
     return 0;
 }
 

@@ -159,7 +159,7 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
     free(m->why);
     m->why = NULL;
     pf_strlist_free(&m->env);
-    m->state = PF_RDV_JOINED;
+    rdv_member_set(S, (int)r, PF_RDV_JOINED, m->step_got);
     m->conn = (int)i;
     pf_strcpy(m->pod, sizeof(m->pod), pod);
     pf_wire_fields_str(m->node, sizeof(m->node), &msg->f, "node");
@@ -190,9 +190,6 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
     c->deadline = 0;
     pf_rdv_conn_limit(&c->c, PF_WIRE_MAX_PAYLOAD);
     S->last_join = pf_now();
-    int joined = 1;
-    for (int k = 1; k < S->world; k++)
-        joined += S->m[k].state == PF_RDV_JOINED;
-    rdv_say(S, "rank %lld (%s) joined from %s (%d of %d)", r, pod[0] ? pod : "?", addr, joined,
-            S->world);
+    rdv_say(S, "rank %lld (%s) joined from %s (%d of %d)", r, pod[0] ? pod : "?", addr,
+            1 + S->nlive, S->world);
 }

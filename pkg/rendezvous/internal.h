@@ -137,6 +137,24 @@ struct rdv_sconn {
     double deadline;
     bool closing;
     double close_by;
+    /* what rdv_sc_sync last accounted for it (server.c): the serve loop's counters and
+     * epoll's interest in it follow these, never a scan of every connection */
+    uint64_t gen; /* its opening's number: a deadline of an earlier one is stale */
+    uint32_t ev;  /* the events epoll waits for (EPOLLIN unless closing, EPOLLOUT while
+                     its queue is pending) */
+    bool ep_on;   /* registered with the serve loop's epoll */
+    bool counted; /* a member's pending queue, counted in npend */
+    bool listed;  /* in the list of connections not yet joined */
+    uint32_t fan; /* the fan-out (fan_gen) whose frame it holds, 0 for none */
+};
+
+/* A deadline of connection i (its JOIN's or its close's), in rank 0's heap: stale once the
+ * connection closed (gen) or its deadline passed its reason (a JOIN came, the REJECT was
+ * written). */
+struct rdv_timer {
+    double at;
+    size_t i;
+    uint64_t gen;
 };
 
 /* The notes not yet taken (pf_rdv_note_next); their texts are owned here. */
@@ -171,7 +189,19 @@ struct rdv_session {
     /* rank 0 */
     int lfd;
     struct rdv_sconn *sc;
-    size_t nsc;
+    size_t nsc, capsc;
+    size_t *free_sc, nfree, capfree; /* slots of sc[] to reuse */
+    size_t *unauth, nunauth;         /* the connections not yet joined, oldest first */
+    int ep;                          /* the serve loop's epoll instance, -1 for none */
+    uint32_t lfd_ev;                 /* the listener's events there (0 while it rests) */
+    uint64_t opens;                  /* connections opened so far (their gen) */
+    struct rdv_timer *tm;            /* a min-heap of the connections' deadlines */
+    size_t ntm, captm;
+    /* counters serve's done conditions read instead of a pass over every rank: members
+     * (ranks 1..) MISSING and JOINED, the joined whose step_got is step_no and step_no + 1,
+     * member connections whose queue is pending, fan-out frames not yet written */
+    int nmissing, nlive, nstep, nnext, npend, fan_win;
+    uint32_t fan_gen;
     struct rdv_member *m;
     int dropped;
     char dropped_last[256];
@@ -245,8 +275,26 @@ void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
 void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- server.c: rank 0's connections and its poll loop */
+/* ---- server.c: rank 0's connections and its epoll loop */
+/* A new connection on fd: a slot, its JOIN deadline, rank 0's HELLO on its way, and its place
+ * in the epoll instance when there is one. false (fd closed) when epoll takes no more. */
+bool rdv_sc_open(struct rdv_session *S, int fd, double now);
+/* The heap of deadlines (rdv_timer). */
+void rdv_timer_push(struct rdv_session *S, double at, size_t i, uint64_t gen);
+/* The earliest deadline into out: false when there is none. */
+bool rdv_timer_pop(struct rdv_session *S, struct rdv_timer *out);
 void rdv_sc_close(struct rdv_session *S, size_t i);
+/* After anything that may change connection i's queue, rank or closing: the counters, the
+ * list of connections not yet joined and epoll's interest in it follow; a closing connection
+ * whose queue is written is closed. O(1) (the list: O(UNAUTH_MAX)). */
+void rdv_sc_sync(struct rdv_session *S, size_t i);
+/* After a frame was queued on connection i: writes what goes without blocking (epoll waits
+ * to write the rest), and a write error loses the rank as in the loop; then rdv_sc_sync. */
+void rdv_sc_write(struct rdv_session *S, size_t i);
+/* A member's state and step_got change only here, so that the counters follow. */
+void rdv_member_set(struct rdv_session *S, int rank, int state, uint32_t step_got);
+/* The next step: step_no + 1 (the counters move with it). */
+void rdv_step_next(struct rdv_session *S);
 void rdv_member_lost(struct rdv_session *S, int rank, const char *why);
 /* Queues a REJECT {code, message} and closes the connection once it is written. */
 void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char *msg);

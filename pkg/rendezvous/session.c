@@ -2,7 +2,7 @@
  * the roster; then what pkg/run's stages ask of the meeting (steps, the data mesh, the
  * summary's delivery) through the functions of rendezvous.h.
  *
- * Rank 0 serves every connection from one poll loop (never one peer at a time); the other
+ * Rank 0 serves every connection from one epoll loop (never one peer at a time); the other
  * ranks hold one control connection to rank 0 and wait on it under deadlines. A gather or a
  * barrier is a "step": every rank sends its part, rank 0 answers with the parts or with the
  * decision to stop (naming who was lost), so every rank takes the same path. */
@@ -48,7 +48,7 @@ static void find_iface(struct rdv_session *S)
 void rdv_session_init(struct rdv_session *S)
 {
     memset(S, 0, sizeof(*S));
-    S->lfd = S->data_lfd = -1;
+    S->lfd = S->data_lfd = S->ep = -1;
     for (int k = 0; k < 3; k++)
         S->out_fd[k] = S->in_fd[k] = -1;
     S->t0 = pf_now();
@@ -69,6 +69,10 @@ void rdv_session_free(struct rdv_session *S)
     for (size_t i = 0; i < S->nsc; i++)
         if (S->sc[i].used) pf_rdv_conn_close(&S->sc[i].c);
     free(S->sc);
+    free(S->free_sc);
+    free(S->unauth);
+    free(S->tm);
+    if (S->ep >= 0) close(S->ep);
     if (S->lfd >= 0) close(S->lfd);
     if (S->data_lfd >= 0) close(S->data_lfd);
     if (S->have_ctl) pf_rdv_conn_close(&S->ctl);

@@ -19,7 +19,7 @@ void rdv_handle_step(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
         rdv_member_lost(S, r, "protocol error: a step out of order");
         return;
     }
-    m->step_got = (uint32_t)no;
+    rdv_member_set(S, r, m->state, (uint32_t)no);
     m->step_ok = ok == 1;
     char err[RDV_WHY_MAX] = "";
     pf_wire_fields_str(err, sizeof(err), &msg->f, "err");
@@ -47,23 +47,17 @@ void rdv_step_res_free(struct rdv_session *S, struct pf_rdv_step_res *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* serve's condition of a gather: every joined rank sent step step_no. Once the roster went
+ * out, every joined rank is in it (a JOIN is then too late), so the counters of the member
+ * table (server.c) say it without a pass over the ranks. */
 static bool step_done(struct rdv_session *S)
 {
-    for (int i = 1; i < S->n; i++) {
-        struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == PF_RDV_JOINED && m->step_got != S->step_no) return false;
-    }
-    return true;
+    return S->n == 0 || S->nstep == S->nlive;
 }
 
 bool rdv_flushed(struct rdv_session *S)
 {
-    for (int i = 1; i < S->n; i++) {
-        struct rdv_member *m = &S->m[S->rk[i]];
-        if (m->state == PF_RDV_JOINED && m->conn >= 0 && pf_rdv_conn_pending(&S->sc[m->conn].c))
-            return false;
-    }
-    return true;
+    return S->n == 0 || S->npend == 0;
 }
 
 /* The lost and failed ranks rank 0 names in a RESULT: records {rank, why}. */
@@ -109,9 +103,7 @@ struct rdv_fanout {
     size_t len;
     rdv_part_fn part;
     void *arg;
-    int next; /* the next roster position to queue */
-    int *win; /* positions queued whose frame is not written yet */
-    int nwin;
+    int next;   /* the next roster position to queue */
     size_t per; /* bytes of the last frame queued */
     struct pf_buf b;
     struct pf_rdv_shared *sh; /* the frame, when it has no parts: one copy for every rank */
@@ -136,30 +128,29 @@ static void fan_queue(struct rdv_session *S, struct rdv_fanout *F, int pos)
         p = F->b.data;
         l = F->b.len;
     }
+    struct rdv_sconn *c = &S->sc[m->conn];
     if (F->sh)
-        pf_rdv_conn_queue_shared(&S->sc[m->conn].c, F->type, F->sh);
+        pf_rdv_conn_queue_shared(&c->c, F->type, F->sh);
     else
-        pf_rdv_conn_queue(&S->sc[m->conn].c, F->type, p, l);
+        pf_rdv_conn_queue(&c->c, F->type, p, l);
     F->per = l + PF_WIRE_HDR + PF_WIRE_MACLEN;
-    F->win[F->nwin++] = pos;
+    /* in the window until its queue is written or it closes (rdv_sc_sync counts it out) */
+    if (c->fan != S->fan_gen) {
+        c->fan = S->fan_gen;
+        S->fan_win++;
+    }
+    rdv_sc_write(S, (size_t)m->conn);
 }
 
 /* serve's condition: every frame queued and written. Tops the window up as frames go out. */
 static bool fan_done(struct rdv_session *S)
 {
     struct rdv_fanout *F = S->fan;
-    for (int k = 0; k < F->nwin;) {
-        struct rdv_member *m = member_at(S, F->win[k]);
-        if (!m || !pf_rdv_conn_pending(&S->sc[m->conn].c))
-            F->win[k] = F->win[--F->nwin];
-        else
-            k++;
-    }
     while (F->next < S->n) {
-        if (F->nwin > 0 && (size_t)(F->nwin + 1) * F->per > RDV_FANOUT_BYTES) break;
+        if (S->fan_win > 0 && (size_t)(S->fan_win + 1) * F->per > RDV_FANOUT_BYTES) break;
         fan_queue(S, F, F->next++);
     }
-    return F->next >= S->n && F->nwin == 0;
+    return F->next >= S->n && S->fan_win == 0;
 }
 
 void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len, rdv_part_fn part,
@@ -167,7 +158,9 @@ void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len,
 {
     struct rdv_fanout F = {.type = type, .data = data, .len = len, .part = part, .arg = arg};
     F.next = 1;
-    F.win = pf_xcalloc((size_t)(S->n > 0 ? S->n : 1), sizeof(int));
+    /* a new window: connections still holding an earlier fan-out's frame are not in it */
+    S->fan_gen++;
+    S->fan_win = 0;
     pf_buf_init(&F.b, PF_WIRE_MAX_PAYLOAD);
     if (!part) F.sh = pf_rdv_shared_new(data, len);
     S->fan = &F;
@@ -177,9 +170,10 @@ void rdv_send_all(struct rdv_session *S, int type, const void *data, size_t len,
     while (F.next < S->n)
         fan_queue(S, &F, F.next++);
     S->fan = NULL;
+    S->fan_gen++;
+    S->fan_win = 0;
     pf_rdv_shared_drop(F.sh);
     pf_buf_free(&F.b);
-    free(F.win);
 }
 
 /* ---- steps */
@@ -252,7 +246,7 @@ static int root_step(struct rdv_session *S, const char *kind, bool ok, const cha
                      const void *blob, size_t len, int mode, double timeout,
                      const struct scatter *sc, struct pf_rdv_step_res *res)
 {
-    S->step_no++;
+    rdv_step_next(S);
     root_gather(S, kind, timeout);
     bool go = ok;
     if (!ok) pf_wire_mark(&S->failed, 0, err && *err ? err : "failed");
@@ -316,7 +310,7 @@ static int client_step(struct rdv_session *S, const char *kind, bool ok, const c
                        const void *blob, size_t len, int mode, double timeout, bool scatter,
                        struct pf_rdv_step_res *res)
 {
-    S->step_no++;
+    rdv_step_next(S);
     struct pf_buf b;
     pf_buf_init(&b, PF_WIRE_MAX_PAYLOAD);
     pf_wire_put_int(&b, "step", S->step_no);

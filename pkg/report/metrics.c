@@ -185,15 +185,9 @@ static bool first_of_link(const struct pf_node *seq, const struct pf_node *x, do
 /* The node of a rank, from rank 0's list of ranks ("" when unknown). */
 static void node_of_rank(char *out, size_t n, const struct pf_verdict *v, const char *rank)
 {
-    out[0] = '\0';
-    for (const struct pf_node *r = v->ranks ? v->ranks->first : NULL; r; r = r->next) {
-        char k[32];
-        text_of(k, sizeof(k), r, "rank");
-        if (strcmp(k, rank) == 0) {
-            text_of(out, n, r, "node");
-            return;
-        }
-    }
+    char *end = NULL;
+    long long r = strtoll(rank, &end, 10);
+    pf_strcpy(out, n, end && end != rank && !*end ? pf_ranks_node(&v->ranks, r) : "");
 }
 
 static void links(struct pf_buf *out, const struct pf_verdict *v, const char *workload)

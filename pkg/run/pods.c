@@ -67,19 +67,22 @@ void run_sync_fleet(struct pf_run *R, struct pf_fleet *F)
         if (pf_rdv_member(rdv, r, &m) < 0) continue;
         struct pf_fleet_rank *f = &F->r[r];
         char b[PF_FLEET_NAME];
+        /* the member's strings, not copies: the meeting stays open while the fleet is judged */
         f->state = (enum pf_fleet_state)m.state;
-        pf_strcpy(f->pod, sizeof(f->pod), pf_rdv_pod_of(rdv, r, b, sizeof(b)));
-        pf_strcpy(f->node, sizeof(f->node), pf_rdv_node_of(rdv, r));
-        pf_strcpy(f->addr, sizeof(f->addr), m.addr);
-        pf_strcpy(f->why, sizeof(f->why), m.why);
+        const char *pod = pf_rdv_pod_of(rdv, r, b, sizeof(b));
+        if (pod != b)
+            f->pod = pod;
+        else if (strcmp(f->pod, b) != 0)
+            f->pod = pf_fleet_keep(F, b); /* composed from the naming: the fleet's own copy */
+        f->node = pf_rdv_node_of(rdv, r);
+        f->addr = m.addr;
+        f->why = m.why;
         f->world_claimed = m.world_claimed;
-        pf_strcpy(f->version, sizeof(f->version), m.version);
-        pf_strcpy(f->digest, sizeof(f->digest), m.digest);
-        pf_strcpy(f->nccl_version, sizeof(f->nccl_version), m.nccl_version);
-        pf_strcpy(f->fabric, sizeof(f->fabric), m.fabric ? m.fabric : "");
-        pf_strlist_free(&f->env);
-        for (size_t i = 0; i < m.env->n; i++)
-            pf_strlist_add(&f->env, m.env->v[i]);
+        f->version = m.version;
+        f->digest = m.digest;
+        f->nccl_version = m.nccl_version;
+        f->fabric = m.fabric ? m.fabric : "";
+        f->env = m.env;
     }
     F->n = pf_rdv_size(rdv);
     F->roster = pf_rdv_ranks(rdv);

@@ -76,7 +76,7 @@ static void root_summarize(struct pf_run *R, struct pf_fleet *F)
     links_evidence(R);
     pf_fleet_judge_reports(F);
     run_apply_fleet(R, &F->out, false);
-    pf_fleet_ranks(F, v->ranks, pf_rdv_my_ip(P->rdv));
+    pf_fleet_ranks(F, &v->ranks, pf_rdv_my_ip(P->rdv));
     enum pf_status worst = PF_PASS;
     for (size_t i = 0; i < v->nchecks; i++)
         for (size_t k = 0; k < v->checks[i].nfindings; k++) {
@@ -191,11 +191,11 @@ static void root_final(struct pf_run *R, struct pf_rdv_step_res *res)
             struct pf_buf me;
             pf_buf_init(&me, PF_BUF_DOCUMENT);
             my_statuses(R, &me);
-            (void)pf_fleet_report_decode(&F->r[0], (const uint8_t *)pf_buf_str(&me), me.len);
+            (void)pf_fleet_report_decode(F, 0, (const uint8_t *)pf_buf_str(&me), me.len);
             pf_buf_free(&me);
         } else if (res->blobs && res->blobs[i] && pf_rdv_member(rdv, r, &m) == 0 &&
                    m.state == PF_RDV_JOINED) {
-            (void)pf_fleet_report_decode(&F->r[r], res->blobs[i], res->lens[i]);
+            (void)pf_fleet_report_decode(F, r, res->blobs[i], res->lens[i]);
         }
     }
     pf_rdv_step_res_free(rdv, res);

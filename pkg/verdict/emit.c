@@ -269,6 +269,57 @@ static void kv(struct out *o, const char *k, const char *v)
     scalar(o, v, true);
 }
 
+/* The ranks list, straight from its flat entries: a rank without a check to list is one
+ * line, {rank: 5, pod: ..., verdict: pass, checksPassed: 17}. */
+static void ranks(struct out *o, const struct pf_ranks *l)
+{
+    char num[64];
+    seq_start(o, false);
+    for (size_t i = 0; i < l->n && !o->failed; i++) {
+        struct pf_rank_in e;
+        pf_ranks_get(l, i, &e);
+        map_start(o, e.nchecks == 0 || l->brief);
+        scalar(o, "rank", true);
+        snprintf(num, sizeof(num), "%d", e.rank);
+        scalar(o, num, false);
+        const char *const keys[] = {"pod", "node", "address", "state"};
+        const char *const vals[] = {e.pod, e.node, e.address, e.state};
+        for (size_t k = 0; k < PF_ARRAY_LEN(keys); k++)
+            if (vals[k][0]) kv(o, keys[k], vals[k]);
+        if (e.has_tcp) {
+            scalar(o, "tcpSeconds", true);
+            fmt_double(num, sizeof(num), e.tcp_seconds);
+            scalar(o, num, false);
+        }
+        kv(o, "verdict", e.verdict);
+        if (e.passed >= 0) {
+            scalar(o, "checksPassed", true);
+            snprintf(num, sizeof(num), "%d", e.passed);
+            scalar(o, num, false);
+        }
+        if (e.nchecks && !l->brief) {
+            scalar(o, "checks", true);
+            seq_start(o, false);
+            for (size_t k = 0; k < e.nchecks; k++) {
+                struct pf_rank_in_check c;
+                pf_ranks_check(l, i, k, &c);
+                map_start(o, true);
+                kv(o, "id", c.id);
+                kv(o, "status", c.status);
+                scalar(o, "findings", true);
+                seq_start(o, true);
+                for (size_t j = 0; j < c.ncodes; j++)
+                    scalar(o, pf_ranks_code(l, i, k, j), true);
+                seq_end(o);
+                map_end(o);
+            }
+            seq_end(o);
+        }
+        map_end(o);
+    }
+    seq_end(o);
+}
+
 static int begin(struct out *o)
 {
     memset(o, 0, sizeof(*o));
@@ -303,7 +354,12 @@ static int finish(struct out *o, char **out, size_t *out_len)
         return pf_err_set(PF_ERR, "libyaml emitter: %s", problem ? problem : "output too large");
     }
     if (out_len) *out_len = o->buf.len;
+    size_t len = o->buf.len;
     *out = pf_buf_detach(&o->buf);
+    /* the buffer grew by doubling: a large verdict (rank 0's, held twice by the guard's
+     * snapshot) keeps only its length */
+    char *fit = realloc(*out, len + 1);
+    if (fit) *out = fit;
     return 0;
 }
 
@@ -372,9 +428,9 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
     node(&o, v->collectives, false);
     scalar(&o, "culprits", true);
     node(&o, v->culprits, false);
-    if (v->ranks->count) {
+    if (v->ranks.n) {
         scalar(&o, "ranks", true);
-        node(&o, v->ranks, false);
+        ranks(&o, &v->ranks);
     }
     for (const struct pf_node *c = v->extra->first; c; c = c->next) {
         scalar(&o, c->key, true);

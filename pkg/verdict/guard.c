@@ -174,11 +174,15 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
                     size_t nline)
 {
     /* the ranks list (rank 0: a record per rank, the largest part of a large fleet's verdict)
-     * is lent to the copy, not cloned: nothing below changes it */
+     * is lent to the copy, not cloned: nothing below changes it. A snapshot writes it without
+     * each rank's checks: two snapshots are rendered at each stage and the last two kept
+     * until they are replaced, so four copies of 16,384 ranks' checks (17 MB each) would be
+     * most of rank 0's memory; each rank's own verdict has its checks */
     struct pf_verdict bare = *v, copy;
-    bare.ranks = NULL;
+    memset(&bare.ranks, 0, sizeof(bare.ranks));
     pf_verdict_clone(&copy, &bare);
     copy.ranks = v->ranks;
+    copy.ranks.brief = true;
     struct pf_check *c = pf_verdict_add_check(&copy, stage_id);
     pf_check_add_finding(c, code, PF_FAIL, NULL, "%s", msg);
     copy.duration_seconds = duration;
@@ -190,7 +194,7 @@ static char *render(const struct pf_verdict *v, const char *stage_id, const char
     pf_verdict_reason_line(line, nline, &copy);
     char *yaml = NULL;
     if (pf_verdict_to_yaml(&yaml, len, &copy) < 0) yaml = NULL;
-    copy.ranks = NULL;
+    memset(&copy.ranks, 0, sizeof(copy.ranks));
     pf_verdict_free(&copy);
     return yaml;
 }

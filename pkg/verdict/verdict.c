@@ -84,7 +84,6 @@ void pf_verdict_init(struct pf_verdict *v)
     v->environment = pf_node_new_map();
     v->collectives = pf_node_new_seq();
     v->culprits = pf_node_new_seq();
-    v->ranks = pf_node_new_seq();
     v->extra = pf_node_new_map();
     pf_utc_timestamp(v->generated_at, sizeof(v->generated_at));
 }
@@ -105,8 +104,8 @@ void pf_verdict_free(struct pf_verdict *v)
     for (size_t i = 0; i < v->nchecks; i++)
         check_free(&v->checks[i]);
     free(v->checks);
-    struct pf_node *trees[] = {v->pod,      v->environment, v->collectives,
-                               v->culprits, v->ranks,       v->extra};
+    pf_ranks_free(&v->ranks);
+    struct pf_node *trees[] = {v->pod, v->environment, v->collectives, v->culprits, v->extra};
     for (size_t i = 0; i < PF_ARRAY_LEN(trees); i++)
         pf_node_free(trees[i]);
     memset(v, 0, sizeof(*v));
@@ -249,7 +248,7 @@ void pf_verdict_clone(struct pf_verdict *out, const struct pf_verdict *v)
     out->environment = pf_node_clone(v->environment);
     out->collectives = pf_node_clone(v->collectives);
     out->culprits = pf_node_clone(v->culprits);
-    out->ranks = pf_node_clone(v->ranks);
+    pf_ranks_clone(&out->ranks, &v->ranks);
     out->extra = pf_node_clone(v->extra);
     out->checks = pf_xcalloc(v->nchecks ? v->nchecks : 1, sizeof(*out->checks));
     for (size_t i = 0; i < v->nchecks; i++) {

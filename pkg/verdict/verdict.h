@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "../base/base.h"
@@ -100,6 +101,51 @@ void pf_check_set_message(struct pf_check *c, const char *fmt, ...)
 void pf_check_skip(struct pf_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pf_check_has_finding(const struct pf_check *c, const char *code);
 
+/* ---- The ranks list (rank 0): one flat entry a rank, no node tree, its strings interned
+ * once in the list (a pod, node or address each; a check id, status or code shared by every
+ * rank that has it), so that a fleet of 16,384 ranks costs a few MiB (docs/performance.md).
+ * An entry lists the rank's checks that are neither pass nor skip, with their codes, and how
+ * many passed: a passing rank is one short entry (docs/verdict.md). */
+struct pf_rank_in_check {
+    const char *id, *status;
+    char *const *codes;
+    size_t ncodes;
+};
+struct pf_rank_in {
+    int rank;
+    const char *pod, *node, *address, *state, *verdict; /* NULL or "": left out */
+    bool has_tcp;
+    double tcp_seconds;
+    int passed; /* its checks that passed; -1: it sent no report */
+    const struct pf_rank_in_check *checks;
+    size_t nchecks;
+};
+struct pf_rank_row;
+struct pf_rank_bad;
+struct pf_ranks {
+    struct pf_rank_row *row;
+    size_t n, cap;
+    struct pf_rank_bad *bad;
+    size_t nbad, capbad;
+    uint32_t *code; /* offsets of the checks' codes in s */
+    size_t ncode, capcode;
+    char *s; /* the strings, each ending in NUL; offset 0 is "" */
+    size_t slen, scap;
+    uint32_t *hash; /* the intern table: offsets into s, 0 = a free slot */
+    size_t hcap, hn;
+    bool brief; /* written without each rank's checks (the guard's snapshots) */
+};
+void pf_ranks_add(struct pf_ranks *l, const struct pf_rank_in *e);
+void pf_ranks_free(struct pf_ranks *l);
+void pf_ranks_clone(struct pf_ranks *out, const struct pf_ranks *l);
+/* Entry i as pf_ranks_add got it (strings "" when left out; checks NULL: use pf_ranks_check). */
+void pf_ranks_get(const struct pf_ranks *l, size_t i, struct pf_rank_in *out);
+/* Check k of entry i (k < its nchecks): id, status and its codes (*ncodes of them). */
+void pf_ranks_check(const struct pf_ranks *l, size_t i, size_t k, struct pf_rank_in_check *out);
+const char *pf_ranks_code(const struct pf_ranks *l, size_t i, size_t k, size_t j);
+/* The node of the entry for rank ("" when none). */
+const char *pf_ranks_node(const struct pf_ranks *l, long long rank);
+
 /* ---- The verdict. */
 struct pf_verdict {
     enum pf_status verdict;
@@ -112,7 +158,7 @@ struct pf_verdict {
     size_t nchecks;
     struct pf_node *collectives; /* seq of maps */
     struct pf_node *culprits;    /* seq of maps: rank, pod, node, reason */
-    struct pf_node *ranks;       /* seq of maps (rank 0): every rank's check statuses */
+    struct pf_ranks ranks;       /* rank 0: every rank's entry (empty elsewhere) */
     struct pf_node *extra;       /* map: other top-level keys (e.g. logs) */
     bool warn_fails;             /* --strict or policy.failOn: warn (set before finalize) */
     enum pf_class failure_class; /* finalize: the winning class of the failing findings */

@@ -259,17 +259,25 @@ k0=$!
 gpu killed-1 "$T/base.yaml" DOUBLE_GPUS=2 DOUBLE_NCCL_FAIL=hang -- --rank 1 --world-size 2 \
     --coordinator 127.0.0.1 --port 29857 &
 k1=$!
-killed=
-for _ in $(seq 1 300); do
-    if grep -q "NCCL: creating" "$T/killed-1/err" 2>/dev/null; then
-        # the preflight process of this run alone: its verdict path is unique
-        pid=$(pgrep -f -- "--verdict $T/killed-1/v.yaml" | while read -r p; do
-            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preflight ] && echo "$p"; done | head -1)
-        [ -n "$pid" ] && kill -KILL "$pid" && killed=1
-        break
-    fi
-    sleep 0.1
-done
+# kill_in_nccl VICTIM [OTHER...]: SIGKILL the preflight of run VICTIM once it and every OTHER
+# run are creating their communicators; killed=1 when it was killed
+kill_in_nccl() {
+    local victim=$1 n pid
+    killed=
+    for _ in $(seq 1 300); do
+        local all=1
+        for n in "$@"; do grep -q "NCCL: creating" "$T/$n/err" 2>/dev/null || all=; done
+        if [ -n "$all" ]; then
+            # the preflight process of this run alone: its verdict path is unique
+            pid=$(pgrep -f -- "--verdict $T/$victim/v.yaml" | while read -r p; do
+                [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preflight ] && echo "$p"; done | head -1)
+            [ -n "$pid" ] && kill -KILL "$pid" && killed=1
+            return
+        fi
+        sleep 0.1
+    done
+}
+kill_in_nccl killed-1
 wait $k0 $k1
 if [ -n "$killed" ]; then
     ok "nccl: rank 1 killed during the GPU stage"
@@ -298,16 +306,7 @@ w0=$!
 gpu watch-1 "$T/watch.yaml" DOUBLE_GPUS=1 DOUBLE_NCCL_FAIL=hang -- --rank 1 --world-size 2 \
     --coordinator 127.0.0.1 --port 29863 &
 w1=$!
-killed=
-for _ in $(seq 1 300); do
-    if grep -q "NCCL: creating" "$T/watch-1/err" 2>/dev/null && grep -q "NCCL: creating" "$T/watch-0/err" 2>/dev/null; then
-        pid=$(pgrep -f -- "--verdict $T/watch-1/v.yaml" | while read -r p; do
-            [ "$(cat "/proc/$p/comm" 2>/dev/null)" = preflight ] && echo "$p"; done | head -1)
-        [ -n "$pid" ] && kill -KILL "$pid" && killed=1
-        break
-    fi
-    sleep 0.1
-done
+kill_in_nccl watch-1 watch-0
 wait $w0 $w1
 if [ -n "$killed" ]; then
     expect_eq "nccl: rank 1 killed while the communicators hang: rank 0 says peer-lost" \

@@ -146,11 +146,15 @@ PY
 }
 
 # common expressions
+# rank 0's ranks list: an entry a rank, each listing only its checks that are neither pass nor
+# skip, with how many passed; no other rank has the list
+RANKS_LISTED='[r["rank"] for r in d["ranks"]] == [0, 1, 2, 3] and all(r["state"] == "joined" and r["pod"] == "trainer-%d" % r["rank"] and r["checksPassed"] > 0 and sum(c["status"] == "pass" for c in r["checks"]) == r["checksPassed"] and all(set(c) == {"id", "status", "findings"} for c in r["checks"]) for r in d["ranks"]) if d["pod"]["rank"] == 0 else "ranks" not in d'
 HEALTHY=('d["verdict"] in ("pass", "warn")' 'check("rendezvous")["status"] == "pass"'
     'check("collective.tcp")["status"] == "pass"' 'tcp()["correct"] is True'
     'tcp()["busbwGBps"] > 0' 'tcp()["ranks"] == 4' 'd["culprits"] == []'
     'd["fleet"]["ranks"] == 4' 'check("rendezvous")["evidence"]["coordinatorFrom"] == "hostname and subdomain" if d["pod"]["rank"] else True'
-    'check("rendezvous")["evidence"]["rankFrom"].startswith("hostname")')
+    'check("rendezvous")["evidence"]["rankFrom"].startswith("hostname")'
+    "$RANKS_LISTED")
 # names rank R and its pod in the culprits
 names() { echo "culprit($1) is not None and culprit($1)[\"pod\"] == \"trainer-$1\""; }
 
@@ -181,7 +185,8 @@ sc_c() {
         expect_pod "$i" 5 'd["verdict"] == "fail"' '"missing-ranks" in codes("rendezvous")' \
             '"rank 3" in finding("rendezvous", "missing-ranks")' \
             '"trainer-3" in finding("rendezvous", "missing-ranks")' "$(names 3)" \
-            'len(d["culprits"]) == 1'
+            'len(d["culprits"]) == 1' \
+            '[(r["state"], r["verdict"], "checksPassed" in r, "checks" in r) for r in d["ranks"]][3] == ("missing", "fail", False, False) if d["pod"]["rank"] == 0 else True'
     done
 }
 

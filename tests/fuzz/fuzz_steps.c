@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f.roster = roster;
     (void)pf_fleet_ar_decode(&f.r[1], data, size);
     if (f.r[1].ar_done && !isfinite(f.r[1].ar_seconds)) abort();
-    (void)pf_fleet_report_decode(&f.r[1], data, size);
-    if (f.r[1].nchecks > 256) abort();
+    (void)pf_fleet_report_decode(&f, 1, data, size);
+    if (f.r[1].nbad > 256 || f.r[1].nst > f.ids.n || f.ids.n > PF_FLEET_IDS_MAX) abort();
     struct pf_coll_link *links = NULL;
     size_t nlinks = 0;
     (void)pf_fleet_links_decode(&links, &nlinks, 1, data, size);

@@ -21,12 +21,15 @@ static void fleet_of(struct pf_fleet *f, int n, int *roster)
     for (int r = 0; r < n; r++) {
         struct pf_fleet_rank *m = &f->r[r];
         m->state = PF_FLEET_JOINED;
-        snprintf(m->pod, sizeof(m->pod), "trainer-%d", r);
-        snprintf(m->node, sizeof(m->node), "node-%d", r);
+        char b[32];
+        snprintf(b, sizeof(b), "trainer-%d", r);
+        m->pod = pf_fleet_keep(f, b);
+        snprintf(b, sizeof(b), "node-%d", r);
+        m->node = pf_fleet_keep(f, b);
         m->world_claimed = n;
-        strcpy(m->version, "0.1.0");
-        strcpy(m->digest, "sha256:aa");
-        strcpy(m->nccl_version, "2.21.5");
+        m->version = "0.1.0";
+        m->digest = "sha256:aa";
+        m->nccl_version = "2.21.5";
         roster[r] = r;
     }
     f->n = n;
@@ -62,25 +65,28 @@ static void b_world(struct pf_fleet *f)
 }
 static void b_version(struct pf_fleet *f)
 {
-    strcpy(f->r[1].version, "0.0.9");
+    f->r[1].version = "0.0.9";
 }
 static void b_config(struct pf_fleet *f)
 {
-    strcpy(f->r[1].digest, "sha256:bb");
+    f->r[1].digest = "sha256:bb";
 }
 static void b_nccl(struct pf_fleet *f)
 {
-    strcpy(f->r[3].nccl_version, "2.18.1");
+    f->r[3].nccl_version = "2.18.1";
 }
+static struct pf_strlist env_0, env_1; /* the ranks' NCCL_* lists refer to these */
 static void b_env(struct pf_fleet *f)
 {
+    if (!env_0.n) pf_strlist_add(&env_0, "NCCL_IB_HCA=mlx5_0");
+    if (!env_1.n) pf_strlist_add(&env_1, "NCCL_IB_HCA=mlx5_1");
     for (int r = 0; r < 4; r++)
-        pf_strlist_add(&f->r[r].env, r == 2 ? "NCCL_IB_HCA=mlx5_1" : "NCCL_IB_HCA=mlx5_0");
+        f->r[r].env = r == 2 ? &env_1 : &env_0;
 }
 static void b_refused(struct pf_fleet *f)
 {
     f->r[1].state = PF_FLEET_REFUSED;
-    strcpy(f->r[1].why, "refused at the rendezvous: its PREFLIGHT_TOKEN does not match");
+    f->r[1].why = "refused at the rendezvous: its PREFLIGHT_TOKEN does not match";
 }
 /* gpu.fabric's claims: every rank in cluster U clique 7 but rank 2 (clique 9); ranks that
  * report none (no multi-node NVLink expected) and ranks not joined are left out */
@@ -88,13 +94,13 @@ static void b_refused(struct pf_fleet *f)
 static void b_fabric(struct pf_fleet *f)
 {
     for (int r = 0; r < 4; r++)
-        strcpy(f->r[r].fabric, r == 2 ? FAB_U "/9" : FAB_U "/7");
+        f->r[r].fabric = r == 2 ? FAB_U "/9" : FAB_U "/7";
 }
 static void b_fabric_some(struct pf_fleet *f)
 {
-    strcpy(f->r[0].fabric, FAB_U "/7");
-    strcpy(f->r[1].fabric, FAB_U "/7");
-    strcpy(f->r[3].fabric, "not/a-clique"); /* malformed: left out */
+    f->r[0].fabric = FAB_U "/7";
+    f->r[1].fabric = FAB_U "/7";
+    f->r[3].fabric = "not/a-clique"; /* malformed: left out */
 }
 static void b_fabric_refused(struct pf_fleet *f)
 {
@@ -190,10 +196,11 @@ static void test_lost_without_failures(void **state)
     /* rank 0's GPU collective failed because rank 1 died: rank 1 stays the only culprit */
     f.r[0].reported = true;
     strcpy(f.r[0].verdict, "fail");
-    f.r[0].checks = calloc(1, sizeof(*f.r[0].checks));
-    f.r[0].nchecks = 1;
-    snprintf(f.r[0].checks[0].id, sizeof(f.r[0].checks[0].id), "collective.nccl");
-    snprintf(f.r[0].checks[0].status, sizeof(f.r[0].checks[0].status), "fail");
+    pf_strlist_add(&f.ids, "collective.nccl");
+    f.r[0].bad = calloc(1, sizeof(*f.r[0].bad));
+    f.r[0].nbad = 1;
+    f.r[0].bad[0].id = 0;
+    f.r[0].bad[0].status = PF_FAIL + 1;
     pf_fleet_judge_reports(&f);
     assert_int_equal(f.out.nculprits, 1);
     assert_int_equal(f.out.culprits[0].rank, 1);
@@ -318,12 +325,18 @@ static void test_reports_and_verdict(void **state)
     struct pf_buf b;
     pf_buf_init(&b, 1 << 20);
     assert_int_equal(pf_fleet_report_encode(&b, &v), 0);
-    assert_int_equal(pf_fleet_report_decode(&f.r[1], (const uint8_t *)pf_buf_str(&b), b.len), 0);
+    assert_int_equal(pf_fleet_report_decode(&f, 1, (const uint8_t *)pf_buf_str(&b), b.len), 0);
     assert_true(f.r[1].reported);
     assert_string_equal(f.r[1].verdict, "fail");
-    assert_int_equal(f.r[1].nchecks, 2);
-    assert_string_equal(f.r[1].checks[0].id, "rdma.ports");
-    assert_string_equal(f.r[1].checks[0].codes.v[0], "port-down");
+    /* statuses by the shared ids; codes only for the check that did not pass */
+    assert_int_equal(f.ids.n, 2);
+    assert_int_equal(f.r[1].nst, 2);
+    assert_int_equal(f.r[1].st[0], PF_FAIL + 1);
+    assert_int_equal(f.r[1].st[1], PF_PASS + 1);
+    assert_int_equal(f.r[1].passed, 1);
+    assert_int_equal(f.r[1].nbad, 1);
+    assert_string_equal(pf_fleet_check_id(&f, &f.r[1].bad[0]), "rdma.ports");
+    assert_string_equal(f.r[1].bad[0].codes.v[0], "port-down");
     strcpy(f.r[0].verdict, "pass");
     f.r[0].reported = true;
     /* rank 2 never reported */
@@ -334,10 +347,34 @@ static void test_reports_and_verdict(void **state)
     pf_fleet_conclude(&f, PF_PASS, 0, NULL);
     assert_string_equal(f.out.verdict, "fail");
     assert_string_equal(f.out.text, "3 of 3 ranks met; fleet verdict fail");
-    struct pf_node *ranks = pf_node_new_seq();
-    pf_fleet_ranks(&f, ranks, "10.0.0.1");
-    assert_int_equal(ranks->count, 3);
-    pf_node_free(ranks);
+    struct pf_ranks ranks = {0};
+    pf_fleet_ranks(&f, &ranks, "10.0.0.1");
+    assert_int_equal(ranks.n, 3);
+    struct pf_rank_in e;
+    pf_ranks_get(&ranks, 1, &e);
+    assert_string_equal(e.pod, "trainer-1");
+    assert_string_equal(e.verdict, "fail");
+    assert_int_equal(e.passed, 1);
+    assert_int_equal(e.nchecks, 2); /* every check it reported: the passing one too */
+    struct pf_rank_in_check rc;
+    int fails = 0;
+    for (size_t k = 0; k < e.nchecks; k++) {
+        pf_ranks_check(&ranks, 1, k, &rc);
+        if (strcmp(rc.status, "fail") == 0) {
+            fails++;
+            assert_string_equal(rc.id, "rdma.ports");
+            assert_int_equal(rc.ncodes, 1);
+        } else {
+            assert_string_equal(rc.status, "pass");
+            assert_int_equal(rc.ncodes, 0);
+        }
+    }
+    assert_int_equal(fails, 1);
+    pf_ranks_get(&ranks, 2, &e); /* no report: failed, nothing counted */
+    assert_string_equal(e.verdict, "fail");
+    assert_int_equal(e.passed, -1);
+    assert_int_equal(e.nchecks, 0);
+    pf_ranks_free(&ranks);
     pf_buf_free(&b);
     pf_verdict_free(&v);
     pf_fleet_free(&f);
@@ -425,13 +462,124 @@ static void test_step_codecs(void **state)
     pf_buf_free(&b);
 }
 
+/* A fleet of 1,000 ranks, each reporting 21 checks (17 pass, 4 skip), one of them (rank 637)
+ * with rdma.ports failing: one table of 21 check ids for all, a status byte a check, a record
+ * only for the failing check; the ranks list has 1,000 entries of which only rank 637's
+ * lists a check, and the fleet's summary names it. */
+static void test_thousand_ranks_one_failing(void **state)
+{
+    (void)state;
+    enum { W = 1000, BAD = 637 };
+    static int roster[W];
+    struct pf_fleet f;
+    fleet_of(&f, W, roster);
+    struct pf_verdict ok, fail;
+    pf_verdict_init(&ok);
+    pf_verdict_init(&fail);
+    for (int k = 0; k < 21; k++) {
+        char id[32];
+        snprintf(id, sizeof(id), k == 3 ? "rdma.ports" : "check.%02d", k);
+        struct pf_check *c = pf_verdict_add_check(&ok, id);
+        if (k >= 17) pf_check_skip(c, "nothing to check");
+        c = pf_verdict_add_check(&fail, id);
+        if (k >= 17) pf_check_skip(c, "nothing to check");
+        if (k == 3) pf_check_add_finding(c, "port-down", PF_FAIL, NULL, "mlx5_1 port 1 is DOWN");
+    }
+    pf_verdict_finalize(&ok, NULL, NULL);
+    pf_verdict_finalize(&fail, NULL, NULL);
+    struct pf_buf a, b;
+    pf_buf_init(&a, 1 << 20);
+    pf_buf_init(&b, 1 << 20);
+    assert_int_equal(pf_fleet_report_encode(&a, &ok), 0);
+    assert_int_equal(pf_fleet_report_encode(&b, &fail), 0);
+    for (int r = 0; r < W; r++) {
+        const struct pf_buf *x = r == BAD ? &b : &a;
+        assert_int_equal(pf_fleet_report_decode(&f, r, (const uint8_t *)pf_buf_str(x), x->len), 0);
+    }
+    assert_int_equal(f.ids.n, 21);
+    for (int r = 0; r < W; r++) {
+        assert_int_equal(f.r[r].nst, 21);
+        assert_int_equal(f.r[r].passed, r == BAD ? 16 : 17);
+        assert_int_equal(f.r[r].nbad, r == BAD ? 1 : 0);
+        assert_int_equal(f.r[r].st[20], PF_SKIP + 1);
+    }
+    pf_fleet_judge_reports(&f);
+    assert_int_equal(f.out.nculprits, 1);
+    assert_int_equal(f.out.culprits[0].rank, BAD);
+    assert_string_equal(f.out.culprits[0].reason,
+                        "check rdma.ports failed on this pod (port-down)");
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    pf_verdict_add_culprit(&v, BAD, f.out.culprits[0].pod, f.out.culprits[0].node, "%s",
+                           f.out.culprits[0].reason);
+    pf_fleet_conclude(&f, PF_PASS, v.culprits->count, v.culprits->first);
+    assert_string_equal(f.out.verdict, "fail");
+    assert_non_null(strstr(f.out.text, "first: rank 637 (trainer-637): check rdma.ports failed"));
+    pf_fleet_ranks(&f, &v.ranks, "10.0.0.1");
+    assert_int_equal(v.ranks.n, W);
+    int listed = 0;
+    for (size_t i = 0; i < v.ranks.n; i++) {
+        struct pf_rank_in e;
+        pf_ranks_get(&v.ranks, i, &e);
+        assert_int_equal(e.rank, (int)i);
+        assert_int_equal(e.nchecks, 21); /* every rank's every check, with its status */
+        size_t bad = 0, nbad = 0;
+        for (size_t k = 0; k < e.nchecks; k++) {
+            struct pf_rank_in_check c;
+            pf_ranks_check(&v.ranks, i, k, &c);
+            if (strcmp(c.status, "pass") != 0 && strcmp(c.status, "skip") != 0)
+                bad = k, nbad++;
+            else
+                assert_int_equal(c.ncodes, 0);
+        }
+        if (!nbad) {
+            assert_string_equal(e.verdict, "pass");
+            assert_int_equal(e.passed, 17);
+            continue;
+        }
+        listed++;
+        assert_int_equal(e.rank, BAD);
+        assert_string_equal(e.verdict, "fail");
+        assert_int_equal(e.passed, 16);
+        assert_int_equal(nbad, 1);
+        struct pf_rank_in_check c;
+        pf_ranks_check(&v.ranks, i, bad, &c);
+        assert_string_equal(c.id, "rdma.ports");
+        assert_string_equal(c.status, "fail");
+        assert_int_equal(c.ncodes, 1);
+        assert_string_equal(pf_ranks_code(&v.ranks, i, bad, 0), "port-down");
+    }
+    assert_int_equal(listed, 1);
+    char *y = NULL;
+    size_t len = 0;
+    assert_int_equal(pf_verdict_to_yaml(&y, &len, &v), 0);
+    assert_non_null(strstr(y, "- rank: 999\n  pod: trainer-999\n  node: node-999\n  state: "
+                              "joined\n  verdict: pass\n  checksPassed: 17\n  checks:\n  - {id: "));
+    assert_non_null(strstr(y, "  - {id: rdma.ports, status: fail, findings: [port-down]}\n"));
+    assert_non_null(strstr(y, "  - {id: rdma.ports, status: pass, findings: []}\n"));
+    /* a check a line: about 50 bytes a check, 21 checks a rank */
+    assert_true(len < (size_t)W * 21 * 64);
+    free(y);
+    pf_verdict_free(&v);
+    pf_buf_free(&a);
+    pf_buf_free(&b);
+    pf_verdict_free(&ok);
+    pf_verdict_free(&fail);
+    pf_fleet_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_agree_table),        cmocka_unit_test(test_lost_without_failures),
-        cmocka_unit_test(test_many_lost),          cmocka_unit_test(test_results_and_floor),
-        cmocka_unit_test(test_slow_node),          cmocka_unit_test(test_reports_and_verdict),
-        cmocka_unit_test(test_summary_round_trip), cmocka_unit_test(test_step_codecs),
+        cmocka_unit_test(test_agree_table),
+        cmocka_unit_test(test_lost_without_failures),
+        cmocka_unit_test(test_many_lost),
+        cmocka_unit_test(test_results_and_floor),
+        cmocka_unit_test(test_slow_node),
+        cmocka_unit_test(test_reports_and_verdict),
+        cmocka_unit_test(test_summary_round_trip),
+        cmocka_unit_test(test_step_codecs),
+        cmocka_unit_test(test_thousand_ranks_one_failing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -25,8 +25,11 @@ static void setup(struct pf_fleet *f, int *roster, struct pf_fleet_rails *rails,
     memset(rails, 0, (size_t)n * sizeof(*rails));
     for (int r = 0; r < n; r++) {
         f->r[r].state = PF_FLEET_JOINED;
-        snprintf(f->r[r].pod, sizeof(f->r[r].pod), "trainer-%d", r);
-        snprintf(f->r[r].node, sizeof(f->r[r].node), "node-%d", r);
+        char b[32];
+        snprintf(b, sizeof(b), "trainer-%d", r);
+        f->r[r].pod = pf_fleet_keep(f, b);
+        snprintf(b, sizeof(b), "node-%d", r);
+        f->r[r].node = pf_fleet_keep(f, b);
         roster[r] = r;
         rails[r].reported = true;
         rails[r].port = 40000 + r;

@@ -104,9 +104,9 @@ static void verdict(struct pf_verdict *v)
     pf_node_set_dbl(again, "gbps", 0.25);
     pf_node_set_dbl(c->evidence, "medianLinkGbps", 9.5);
     for (int i = 0; i < 3; i++) { /* rank 0's list of ranks: their nodes */
-        struct pf_node *r = pf_node_add_map(v->ranks);
-        pf_node_set_int(r, "rank", i);
-        pf_node_set_str(r, "node", i == 0 ? "gpu-node-1" : i == 1 ? "gpu-node-2" : "gpu-node-3");
+        struct pf_rank_in r = {.rank = i, .verdict = "pass", .passed = 1};
+        r.node = i == 0 ? "gpu-node-1" : i == 1 ? "gpu-node-2" : "gpu-node-3";
+        pf_ranks_add(&v->ranks, &r);
     }
     pf_verdict_add_culprit(v, 2, "trainer-2", "gpu-node-3", "slow: 0.5 Gb/s, median 9.5 Gb/s");
     pf_verdict_add_culprit(v, 2, "trainer-2", "gpu-node-3", "lost during the collectives");

@@ -419,6 +419,27 @@ static void test_yaml_plain_resolution(void **state)
 /* Every case emitted as a map value, then read back by PyYAML with its pure-Python reader
  * (YAML 1.1 resolver) and with libyaml's C parser (CSafeLoader): each value must come back as
  * the same string. A doubles line checks numbers stay numbers. */
+/* Runs a Python script (yaml and sys imported) on the text y, in a file named by sys.argv[1];
+ * its first line of output into line. Returns the exit status. */
+static int python_on(const char *y, const char *script, char *line, size_t n)
+{
+    char path[] = "/tmp/pf-yaml-py.XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
+    close(fd);
+    struct pf_buf cmd;
+    pf_buf_init(&cmd, 1 << 16);
+    pf_buf_addf(&cmd, "python3 -c \"import sys, yaml\n%s\" %s", script, path);
+    FILE *p = popen(pf_buf_str(&cmd), "r");
+    assert_non_null(p);
+    if (!fgets(line, (int)n, p)) line[0] = '\0';
+    int rc = pclose(p);
+    unlink(path);
+    pf_buf_free(&cmd);
+    return rc;
+}
+
 static void test_yaml_roundtrip_pyyaml(void **state)
 {
     (void)state;
@@ -436,36 +457,105 @@ static void test_yaml_roundtrip_pyyaml(void **state)
     pf_node_set_dbl(root, "plain", 337.7);
     char *y = NULL;
     assert_int_equal(pf_node_to_yaml(&y, NULL, root), 0);
-    char path[] = "/tmp/pf-yaml-rt.XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, y, strlen(y)), (ssize_t)strlen(y));
-    close(fd);
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd),
-             "python3 -c \"import sys, yaml\n"
-             "for L in (yaml.SafeLoader, yaml.CSafeLoader):\n"
-             "  d = yaml.load(open('%s'), Loader=L)\n"
-             "  for k, v in d.items():\n"
-             "    if k in ('small', 'big', 'plain'):\n"
-             "      assert isinstance(v, float), (L, k, v)\n"
-             "    elif k.startswith('k'):\n"
-             "      assert isinstance(v, str) and (v in d or v == ''), (L, k, v)\n"
-             "    else:\n"
-             "      assert isinstance(k, str), (L, k)\n"
-             "print(len(d))\"",
-             path);
-    FILE *p = popen(cmd, "r");
-    assert_non_null(p);
     char line[64] = "";
-    if (!fgets(line, sizeof(line), p)) line[0] = '\0';
-    int rc = pclose(p);
-    unlink(path);
-    assert_int_equal(rc, 0);
+    assert_int_equal(
+        python_on(y,
+                  "for L in (yaml.SafeLoader, yaml.CSafeLoader):\n"
+                  "  d = yaml.load(open(sys.argv[1]), Loader=L)\n"
+                  "  for k, v in d.items():\n"
+                  "    if k in ('small', 'big', 'plain'):\n"
+                  "      assert isinstance(v, float), (L, k, v)\n"
+                  "    elif k.startswith('k'):\n"
+                  "      assert isinstance(v, str) and (v in d or v == ''), (L, k, v)\n"
+                  "    else:\n"
+                  "      assert isinstance(k, str), (L, k)\n"
+                  "print(len(d))",
+                  line, sizeof(line)),
+        0);
     free(y);
     pf_node_free(root);
     /* every value and every key came back: 2 per case, 3 doubles (duplicates merge) */
     assert_true(atoi(line) >= (int)(sizeof(yaml_cases) / sizeof(yaml_cases[0])) + 3);
+}
+
+/* The ranks list: flat entries written straight into the YAML. A passing rank is one flow
+ * map without checks; a failing one lists only its checks that did not pass, with their
+ * codes; a rank without a report has no checksPassed. Strings are interned once (the node
+ * and every status shared by all entries), a clone is equal, and PyYAML reads it back. */
+static void test_ranks_list(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    static char down[] = "port-down", yes[] = "yes";
+    char *codes[] = {down, yes};
+    struct pf_rank_in_check bad[] = {{"rdma.ports", "fail", codes, 2},
+                                     {"sys.shm", "warn", NULL, 0}};
+    char pod[32];
+    for (int r = 0; r < 100; r++) {
+        snprintf(pod, sizeof(pod), "trainer-%d", r);
+        struct pf_rank_in e = {.rank = r,
+                               .pod = pod,
+                               .node = "gpu-node-1",
+                               .state = "joined",
+                               .verdict = r == 7 ? "fail" : "pass",
+                               .passed = r == 7 ? 19 : 21,
+                               .has_tcp = r == 0,
+                               .tcp_seconds = 0.25};
+        if (r == 7) e.checks = bad, e.nchecks = 2;
+        if (r == 9) e.verdict = "fail", e.passed = -1, e.state = "lost";
+        pf_ranks_add(&v.ranks, &e);
+    }
+    assert_int_equal(v.ranks.n, 100);
+    /* "gpu-node-1", "joined", "pass" once: well under the 100 copies of each */
+    assert_true(v.ranks.slen < 100 * 12 + 200);
+    assert_string_equal(pf_ranks_node(&v.ranks, 42), "gpu-node-1");
+    assert_string_equal(pf_ranks_node(&v.ranks, 100), "");
+    struct pf_verdict copy;
+    pf_verdict_clone(&copy, &v);
+    struct pf_rank_in e;
+    pf_ranks_get(&copy.ranks, 7, &e);
+    assert_string_equal(e.pod, "trainer-7");
+    assert_int_equal(e.nchecks, 2);
+    struct pf_rank_in_check c;
+    pf_ranks_check(&copy.ranks, 7, 0, &c);
+    assert_string_equal(c.id, "rdma.ports");
+    assert_int_equal(c.ncodes, 2);
+    assert_string_equal(pf_ranks_code(&copy.ranks, 7, 0, 1), "yes");
+    pf_verdict_free(&copy);
+    pf_verdict_finalize(&v, NULL, NULL);
+    char *y = NULL;
+    assert_int_equal(pf_verdict_to_yaml(&y, NULL, &v), 0);
+    assert_non_null(strstr(y, "- {rank: 1, pod: trainer-1, node: gpu-node-1, state: joined, "
+                              "verdict: pass, checksPassed: 21}\n"));
+    if (system("python3 -c 'import yaml' 2>/dev/null") != 0) {
+        free(y);
+        pf_verdict_free(&v);
+        skip();
+    }
+    char line[512] = "";
+    assert_int_equal(python_on(y,
+                               "d = yaml.safe_load(open(sys.argv[1]))['ranks']\n"
+                               "print(len(d), [r['rank'] for r in d if 'checks' in r], "
+                               "d[7]['checks'], d[0]['tcpSeconds'], 'checksPassed' in d[9], "
+                               "d[9]['state'], d[9]['verdict'])",
+                               line, sizeof(line)),
+                     0);
+    assert_string_equal(line, "100 [7] [{'id': 'rdma.ports', 'status': 'fail', 'findings': "
+                              "['port-down', 'yes']}, {'id': 'sys.shm', 'status': 'warn', "
+                              "'findings': []}] 0.25 False lost fail\n");
+    free(y);
+    /* brief (the guard's snapshots): the same entries, no rank's checks */
+    v.ranks.brief = true;
+    assert_int_equal(pf_verdict_to_yaml(&y, NULL, &v), 0);
+    v.ranks.brief = false;
+    assert_null(strstr(y, "{id: rdma.ports"));
+    assert_non_null(strstr(y, "- {rank: 7, pod: trainer-7, node: gpu-node-1, state: joined, "
+                              "verdict: fail, checksPassed: 19}\n"));
+    assert_non_null(strstr(y, "- {rank: 1, pod: trainer-1, node: gpu-node-1, state: joined, "
+                              "verdict: pass, checksPassed: 21}\n"));
+    free(y);
+    pf_verdict_free(&v);
 }
 
 int main(void)
@@ -484,6 +574,7 @@ int main(void)
         cmocka_unit_test(test_reason_line),
         cmocka_unit_test(test_yaml_plain_resolution),
         cmocka_unit_test(test_yaml_roundtrip_pyyaml),
+        cmocka_unit_test(test_ranks_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
