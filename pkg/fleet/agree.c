@@ -6,26 +6,54 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* One rank's value, for sorting: its copy and its place in ranks[]. */
+struct held {
+    char *v;
+    int i;
+};
+
+static int held_cmp(const void *a, const void *b)
+{
+    const struct held *x = a, *y = b;
+    int c = strcmp(x->v, y->v);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The groups by sorting (O(N log N)): a scan comparing every rank with every other was
+ * 2.7e8 comparisons a claim at 16,384 ranks. The biggest group wins; rank 0's group wins a
+ * tie, else the group that appears first in ranks[]. */
 int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
                       int *out, char *major, size_t nmajor)
 {
-    int best = -1, best_count = 0;
-    char a[512], b[512];
-    for (int i = 0; i < n; i++) {
-        int cnt = 0;
-        const char *vi = val(f, ranks[i], a, sizeof(a));
-        for (int j = 0; j < n; j++)
-            cnt += strcmp(vi, val(f, ranks[j], b, sizeof(b))) == 0;
-        if (cnt > best_count || (cnt == best_count && ranks[i] == 0)) {
-            best = i;
-            best_count = cnt;
-        }
+    if (n <= 0) return 0;
+    char buf[512];
+    struct held *h = pf_xcalloc((size_t)n, sizeof(*h));
+    int *group = pf_xcalloc((size_t)n, sizeof(*group)),
+        *size = pf_xcalloc((size_t)n, sizeof(*size));
+    for (int i = 0; i < n; i++)
+        h[i] = (struct held){pf_xstrdup(val(f, ranks[i], buf, sizeof(buf))), i};
+    qsort(h, (size_t)n, sizeof(*h), held_cmp);
+    int ngroups = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == 0 || strcmp(h[k].v, h[k - 1].v) != 0) ngroups++;
+        group[h[k].i] = ngroups - 1;
+        size[ngroups - 1]++;
     }
-    if (best < 0) return 0;
-    snprintf(major, nmajor, "%s", val(f, ranks[best], a, sizeof(a)));
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        int g = group[i], b = group[best];
+        if (size[g] > size[b] || (size[g] == size[b] && ranks[i] == 0 && g != b)) best = i;
+    }
     int k = 0;
     for (int i = 0; i < n; i++)
-        if (strcmp(major, val(f, ranks[i], b, sizeof(b))) != 0) out[k++] = ranks[i];
+        if (group[i] != group[best]) out[k++] = ranks[i];
+    for (int j = 0; j < n; j++)
+        if (h[j].i == best) snprintf(major, nmajor, "%s", h[j].v);
+    for (int j = 0; j < n; j++)
+        free(h[j].v);
+    free(h);
+    free(group);
+    free(size);
     return k;
 }
 

@@ -568,6 +568,62 @@ static void test_thousand_ranks_one_failing(void **state)
     pf_fleet_free(&f);
 }
 
+/* pf_fleet_minority at 20,001 ranks, by sorting: the biggest group wins, rank 0's group wins
+ * a tie (wherever rank 0 stands in ranks[]), else the group seen first; every other rank is
+ * named, in the order of ranks[]. */
+static const char *const *mvals;
+static const char *mval(const struct pf_fleet *f, int rank, char *buf, size_t n)
+{
+    (void)f;
+    (void)buf;
+    (void)n;
+    return mvals[rank];
+}
+
+static void test_minority_large(void **state)
+{
+    (void)state;
+    enum { N = 20001 };
+    const char **v = calloc(N, sizeof(*v));
+    int *ranks = calloc(N, sizeof(*ranks)), *out = calloc(N, sizeof(*out));
+    char major[64];
+    mvals = v;
+    /* ranks[] from the end: rank 0 comes last. a: rank 0 and 9,999 more; b: 10,000; c: 1 */
+    for (int i = 0; i < N; i++) {
+        ranks[i] = N - 1 - i;
+        v[i] = i == 7 ? "c" : (i % 2 == 0 ? "a" : "b");
+    }
+    v[7] = "c";
+    int k = pf_fleet_minority(NULL, ranks, N, mval, out, major, sizeof(major));
+    /* a: even ranks but 7 is odd anyway: a has 10,001 (0, 2, ..., 20000), b 9,999, c 1 */
+    assert_string_equal(major, "a");
+    assert_int_equal(k, 10000);
+    for (int i = 0; i < k; i++) {
+        assert_true(out[i] % 2 == 1);
+        if (i) assert_true(out[i] < out[i - 1]); /* the order of ranks[] */
+    }
+    /* a tie of 10,000 against 10,000: rank 0's group wins though b is seen first */
+    v[2] = "b";
+    k = pf_fleet_minority(NULL, ranks, N, mval, out, major, sizeof(major));
+    assert_string_equal(major, "a");
+    assert_int_equal(k, 10001);
+    /* b bigger by one: b wins over rank 0's group */
+    v[4] = "b";
+    k = pf_fleet_minority(NULL, ranks, N, mval, out, major, sizeof(major));
+    assert_string_equal(major, "b");
+    assert_int_equal(k, 10000);
+    /* a tie without rank 0: the group seen first in ranks[] (from the end: rank 20,000 is a) */
+    for (int i = 0; i < N; i++)
+        v[i] = i == 0 ? "z" : (i % 2 == 0 ? "a" : "b");
+    k = pf_fleet_minority(NULL, ranks, N, mval, out, major, sizeof(major));
+    assert_string_equal(major, "a");
+    assert_int_equal(k, 10001);
+    assert_int_equal(pf_fleet_minority(NULL, ranks, 0, mval, out, major, sizeof(major)), 0);
+    free(v);
+    free(ranks);
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -580,6 +636,7 @@ int main(void)
         cmocka_unit_test(test_summary_round_trip),
         cmocka_unit_test(test_step_codecs),
         cmocka_unit_test(test_thousand_ranks_one_failing),
+        cmocka_unit_test(test_minority_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
