@@ -172,43 +172,49 @@ static bool same(const char *a, const char *b)
     return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
 }
 
-/* The ranks whose value of one variable differs from the most common one, into b. */
+/* The variable env_one groups by, and its value on a rank ("\x1f" when unset: no value a
+ * pod sends holds that byte alone) for pf_fleet_minority. */
+static const char *env_name;
+#define ENV_UNSET "\x1f"
+
+static const char *v_env(const struct pf_fleet *f, int r, char *buf, size_t n)
+{
+    (void)buf;
+    (void)n;
+    const char *v = env_value(&f->r[r], env_name);
+    return v ? v : ENV_UNSET;
+}
+
+/* The ranks whose value of one variable differs from the most common one, into b (grouped
+ * by pf_fleet_minority: O(N log N)). */
 static void env_one(struct pf_buf *vars, const struct pf_fleet *f, const int *in, int n,
                     const char *name)
 {
-    const char *major = NULL;
-    int best = 0;
-    for (int i = 0; i < n; i++) {
-        const char *vi = env_value(&f->r[in[i]], name);
-        int cnt = 0;
-        for (int j = 0; j < n; j++)
-            cnt += same(vi, env_value(&f->r[in[j]], name));
-        if (cnt > best || (cnt == best && in[i] == 0)) {
-            best = cnt;
-            major = vi;
-        }
-    }
+    char major[512];
+    int *out = pf_xcalloc((size_t)(n > 0 ? n : 1), sizeof(*out));
+    env_name = name;
+    int k = pf_fleet_minority(f, in, n, v_env, out, major, sizeof(major));
+    bool unset = strcmp(major, ENV_UNSET) == 0;
     bool secret = pf_verdict_is_secret_name(name);
     struct pf_buf b;
     pf_buf_init(&b, PF_BUF_TEXT);
-    int shown = 0;
-    for (int i = 0; i < n; i++) {
-        const char *vi = env_value(&f->r[in[i]], name);
-        if (same(vi, major)) continue;
-        if (shown++ == PF_WIRE_LIST_MAX) {
+    for (int i = 0; i < k; i++) {
+        if (i == PF_WIRE_LIST_MAX) {
             pf_buf_addf(&b, ", ...");
             break;
         }
+        const char *vi = env_value(&f->r[out[i]], name);
         char w[PF_WHO_MAX];
-        pf_fleet_who(w, sizeof(w), f, in[i]);
+        pf_fleet_who(w, sizeof(w), f, out[i]);
         if (!vi)
-            pf_buf_addf(&b, "%s%s unset", shown > 1 ? ", " : "", w);
+            pf_buf_addf(&b, "%s%s unset", i ? ", " : "", w);
         else
-            pf_buf_addf(&b, "%s%s =%s", shown > 1 ? ", " : "", w, secret ? "***" : vi);
+            pf_buf_addf(&b, "%s%s =%s", i ? ", " : "", w, secret ? "***" : vi);
     }
     pf_buf_addf(vars, "%s%s: %s (the others: %s)", vars->len ? "; " : "", name, pf_buf_str(&b),
-                major ? (secret ? "***" : major) : "unset");
+                unset ? "unset" : (secret ? "***" : major));
     pf_buf_free(&b);
+    free(out);
 }
 
 static bool env_differs(const struct pf_fleet *f, const int *in, int n, const char *name)
