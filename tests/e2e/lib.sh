@@ -147,14 +147,24 @@ both_builds() {
 }
 
 # free_port: prints a free loopback port p with p + 1 free as well (a run's data mesh and GPU
-# stage listen next to its rendezvous port)
+# stage listen next to its rendezvous port). Both are tried with SO_REUSEADDR, as preflight
+# binds them: a port held only by connections in TIME_WAIT (thousands of them after a large
+# run on the same machine) is free for preflight, and must not make the search fail.
 free_port() {
-    python3 -c 'import socket
-for _ in range(50):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
-    t = socket.socket()
+    python3 -c 'import socket, sys
+def bindable(p):
+    t = socket.socket(); t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        t.bind(("127.0.0.1", p + 1)); t.close(); print(p); break
+        t.bind(("127.0.0.1", p)); return True
     except OSError:
-        t.close()'
+        return False
+    finally:
+        t.close()
+for _ in range(500):
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close()
+    if p < 65535 and bindable(p + 1):
+        print(p); break
+else:
+    sys.exit("free_port: no two free loopback ports in a row after 500 tries")'
 }
