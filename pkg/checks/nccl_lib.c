@@ -7,7 +7,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "../dl/dl.h"
 
@@ -31,22 +30,6 @@ static void record_cuda(struct pf_check *out, struct pf_ctx *ctx)
         pf_node_set_str(ctx->verdict->environment, "cudaDriverVersion", s);
         pf_node_set_str(out->evidence, "cudaDriverVersion", s);
     }
-}
-#endif
-
-#ifndef PF_STATIC
-/* A pip-installed PyTorch beside the wheel's NCCL (pkg/dl/dl.c, site_packages): its
- * libtorch_cuda.so loads that NCCL through its RPATH, before anything else the loader finds. */
-static bool torch_pins(const char *path, struct pf_check *out)
-{
-    const char *tail = "/nvidia/nccl/lib/libnccl.so.2";
-    size_t n = strlen(path), t = strlen(tail);
-    if (n <= t || strcmp(path + n - t, tail) != 0) return false;
-    char torch[PF_DL_PATH_MAX + 64];
-    snprintf(torch, sizeof(torch), "%.*s/torch/lib/libtorch_cuda.so", (int)(n - t), path);
-    if (access(torch, F_OK) != 0) return false;
-    pf_node_set_str(out->evidence, "loadedBy", torch);
-    return true;
 }
 #endif
 
@@ -101,7 +84,9 @@ void pf_check_nccl_library(struct pf_check *out, struct pf_ctx *ctx)
                 : ": it has no ncclCommInitRankConfig, so communicator set-up cannot be bounded "
                   "by a deadline (only by --timeout)");
     }
-    bool torch = torch_pins(n->path, out);
+    char torch_lib[PF_DL_PATH_MAX + 64];
+    bool torch = pf_dl_torch_beside(n->path, torch_lib, sizeof(torch_lib));
+    if (torch) pf_node_set_str(out->evidence, "loadedBy", torch_lib);
     pf_check_set_message(out, "NCCL %s from %s%s", ver, n->path,
                          torch ? " (PyTorch's own: its libraries load it first)" : "");
 #endif

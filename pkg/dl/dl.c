@@ -12,8 +12,8 @@
 #ifndef PF_STATIC
 #include <dlfcn.h>
 #include <glob.h>
-#include <unistd.h>
 #endif
+#include <unistd.h>
 
 int pf_nccl_version_code(int major, int minor, int patch)
 {
@@ -129,29 +129,37 @@ static const struct pf_dl_sym verbs_syms[] = {
     VOPT(struct pf_dl_verbs, reg_dmabuf_mr, "ibv_reg_dmabuf_mr", "IBVERBS_1.12"),
 };
 
-/* Before the soname: the NCCL a pip-installed PyTorch loads. PyTorch's CUDA wheels are linked
- * with DT_RPATH (--force-rpath) $ORIGIN/../../nvidia/nccl/lib on the libraries in torch/lib
- * (pytorch/pytorch .ci/manywheel/build_cuda.sh, "Using nvidia libs from pypi"), and DT_RPATH
- * comes before LD_LIBRARY_PATH and ld.so.cache: where torch/lib/libtorch_cuda.so and
- * nvidia/nccl/lib/libnccl.so.2 share a site-packages, that NCCL is the one training loads,
- * whatever else the soname finds (seen on an H100 machine: torch 2.11.0+cu130 loaded the
- * wheel's NCCL 2.28.9 from a virtual environment while ld.so.cache held a system NCCL
- * 2.28.3). The site-packages folders are those of the list below. */
+/* The site-packages folders a training image keeps Python packages in, in the order they are
+ * searched: the system's Python (/usr/local/lib/python3.X, /usr/lib/python3), a virtual
+ * environment (/opt/venv, /opt/<app>/.venv, /opt/<app>/venv, /venv, /workspace/.venv: uv and
+ * python -m venv in training images), pip install --user for root; conda's (CONDA_SITES) come
+ * after /opt/conda/lib in nccl_names. One list, for nccl_names and for torch_nccl. */
+#define PIP_SITES(X)                                                                               \
+    X("/usr/local/lib/python3*/dist-packages")                                                     \
+    X("/usr/local/lib/python3*/site-packages")                                                     \
+    X("/usr/lib/python3*/dist-packages")                                                           \
+    X("/opt/venv/lib/python3*/site-packages")                                                      \
+    X("/opt/*/.venv/lib/python3*/site-packages")                                                   \
+    X("/opt/*/venv/lib/python3*/site-packages")                                                    \
+    X("/venv/lib/python3*/site-packages")                                                          \
+    X("/workspace/.venv/lib/python3*/site-packages")                                               \
+    X("/root/.local/lib/python3*/site-packages")
+#define CONDA_SITES(X)                                                                             \
+    X("/opt/conda/lib/python3*/site-packages")                                                     \
+    X("/opt/conda/envs/*/lib/python3*/site-packages")
+#define SITE(dir) dir,
+#define WHEEL_NCCL(dir) dir PF_DL_WHEEL_NCCL,
+
+/* Before the soname: the NCCL a pip-installed PyTorch loads (pf_dl_torch_beside). PyTorch's
+ * CUDA wheels are linked with DT_RPATH (--force-rpath) $ORIGIN/../../nvidia/nccl/lib on the
+ * libraries in torch/lib (pytorch/pytorch .ci/manywheel/build_cuda.sh, "Using nvidia libs
+ * from pypi"), and DT_RPATH comes before LD_LIBRARY_PATH and ld.so.cache: where
+ * torch/lib/libtorch_cuda.so and nvidia/nccl/lib/libnccl.so.2 share a site-packages, that
+ * NCCL is the one training loads, whatever else the soname finds (seen on an H100 machine:
+ * torch 2.11.0+cu130 loaded the wheel's NCCL 2.28.9 from a virtual environment while
+ * ld.so.cache held a system NCCL 2.28.3). */
 #ifndef PF_STATIC
-static const char *const site_packages[] = {
-    "/usr/local/lib/python3*/dist-packages",
-    "/usr/local/lib/python3*/site-packages",
-    "/usr/lib/python3*/dist-packages",
-    "/opt/venv/lib/python3*/site-packages",
-    "/opt/*/.venv/lib/python3*/site-packages",
-    "/opt/*/venv/lib/python3*/site-packages",
-    "/venv/lib/python3*/site-packages",
-    "/workspace/.venv/lib/python3*/site-packages",
-    "/root/.local/lib/python3*/site-packages",
-    "/opt/conda/lib/python3*/site-packages",
-    "/opt/conda/envs/*/lib/python3*/site-packages",
-    NULL,
-};
+static const char *const site_packages[] = {PIP_SITES(SITE) CONDA_SITES(SITE) NULL};
 #endif
 
 /* Tried in this order after the soname (the dynamic linker's own search), the first file
@@ -161,29 +169,15 @@ static const char *const site_packages[] = {
  *   - PyTorch's pip wheels nvidia-nccl-cu12 and nvidia-nccl-cu13: both keep the library in
  *     <site-packages>/nvidia/nccl/lib; the cu13 wheels moved the other CUDA libraries to
  *     nvidia/cu13/lib but not NCCL (NVIDIA/cuml pull request 7304, "Set NCCL rpath for cu13
- *     wheels"). site-packages of the system's Python (/usr/local/lib/python3.X,
- *     /usr/lib/python3), of a virtual environment (/opt/venv, /opt/<app>/.venv,
- *     /opt/<app>/venv, /venv, /workspace/.venv: uv and python -m venv in training images)
- *     and of pip install --user for root;
+ *     wheels"), in the folders of PIP_SITES;
  *   - conda: /opt/conda/lib (conda-forge's nccl package) and its environments' wheels. */
 static const char *const nccl_names[] = {
     "libnccl.so.2",
     "/usr/local/cuda/lib64/libnccl.so.2",
     "/usr/local/nccl/lib/libnccl.so.2",
     "/opt/nccl/lib/libnccl.so.2",
-    "/usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/usr/local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/usr/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/opt/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/opt/*/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/workspace/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/root/.local/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/opt/conda/lib/libnccl.so.2",
-    "/opt/conda/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    "/opt/conda/envs/*/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2",
-    NULL,
+    PIP_SITES(WHEEL_NCCL) "/opt/conda/lib/libnccl.so.2",
+    CONDA_SITES(WHEEL_NCCL) NULL,
 };
 /* The driver's library where the container runtime puts it: the distribution's library
  * folders (NVIDIA Container Toolkit on Debian/Ubuntu and RHEL), and /usr/local/nvidia/lib64
@@ -252,11 +246,11 @@ static void *torch_nccl(char *err, size_t errn)
         glob_t g;
         if (glob(site_packages[i], 0, NULL, &g) != 0) continue;
         for (size_t k = 0; k < g.gl_pathc && !h; k++) {
-            char torch[PF_DL_PATH_MAX], nccl[PF_DL_PATH_MAX];
-            int a = snprintf(torch, sizeof(torch), "%s/torch/lib/libtorch_cuda.so", g.gl_pathv[k]);
-            int b = snprintf(nccl, sizeof(nccl), "%s/nvidia/nccl/lib/libnccl.so.2", g.gl_pathv[k]);
-            if (a < 0 || (size_t)a >= sizeof(torch) || b < 0 || (size_t)b >= sizeof(nccl)) continue;
-            if (access(torch, F_OK) == 0 && access(nccl, F_OK) == 0) h = try_open(nccl, err, errn);
+            char nccl[PF_DL_PATH_MAX];
+            int a = snprintf(nccl, sizeof(nccl), "%s" PF_DL_WHEEL_NCCL, g.gl_pathv[k]);
+            if (a < 0 || (size_t)a >= sizeof(nccl)) continue;
+            if (access(nccl, F_OK) == 0 && pf_dl_torch_beside(nccl, NULL, 0))
+                h = try_open(nccl, err, errn);
         }
         globfree(&g);
     }
@@ -342,6 +336,17 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
 _Static_assert(offsetof(struct pf_dl_nccl, path) == sizeof(void *), "handle, then path");
 _Static_assert(offsetof(struct pf_dl_cuda, path) == sizeof(void *), "handle, then path");
 _Static_assert(offsetof(struct pf_dl_verbs, path) == sizeof(void *), "handle, then path");
+
+bool pf_dl_torch_beside(const char *nccl_path, char *torch, size_t n)
+{
+    size_t len = strlen(nccl_path), t = strlen(PF_DL_WHEEL_NCCL);
+    if (len <= t || strcmp(nccl_path + len - t, PF_DL_WHEEL_NCCL) != 0) return false;
+    char lib[PF_DL_PATH_MAX + 64];
+    snprintf(lib, sizeof(lib), "%.*s/torch/lib/libtorch_cuda.so", (int)(len - t), nccl_path);
+    if (access(lib, F_OK) != 0) return false;
+    if (torch && n) snprintf(torch, n, "%s", lib);
+    return true;
+}
 
 int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path)
 {

@@ -271,6 +271,12 @@ struct pf_dl_curl {
  * image's usual places) into out, without caching. PF_EUNAVAIL with the reason (dlerror()
  * kept, or the missing symbol) when it cannot be used; out is zeroed then. */
 int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path);
+/* Where the nvidia-nccl pip wheel keeps NCCL under a site-packages folder. */
+#define PF_DL_WHEEL_NCCL "/nvidia/nccl/lib/libnccl.so.2"
+/* nccl_path is a wheel's NCCL (<site-packages>/nvidia/nccl/lib/libnccl.so.2) with a
+ * pip-installed PyTorch beside it, whose libraries load it first (their RPATH); torch, when
+ * not NULL, gets that torch/lib/libtorch_cuda.so. */
+bool pf_dl_torch_beside(const char *nccl_path, char *torch, size_t n);
 int pf_dl_cuda_open(struct pf_dl_cuda *out, const char *path);
 int pf_dl_verbs_open(struct pf_dl_verbs *out, const char *path);
 int pf_dl_curl_open(struct pf_dl_curl *out, const char *path);

@@ -27,7 +27,7 @@ venv() {
         cp "$1" "$sp/nvidia/nccl/lib/libnccl.so.2"
         [ "$2" = yes ] && : >"$sp/torch/lib/libtorch_cuda.so"
         env -u PREFLIGHT_NCCL_LIB DOUBLE_NCCL_VERSION=22899 "$3" check --format yaml \
-            --verdict "$4" >/dev/null 2>&1
+            --verdict "$4" >"$4.out" 2>&1
         exit 0' sh "$T/libnccl-double.so" "$1" "$PREFLIGHT" "$2"
 }
 
