@@ -91,8 +91,11 @@ bin/preflight: $(B)/preflight
 # CFLAGS_<test>: flags of one unit test, by its file name. test_dl_abi compiles pkg/dl/dl.h
 # against the real nccl.h and cuda.h where they are installed (CUDA_HOME); without them its
 # checks skip.
+# The headers come from NVIDIA's PyPI wheels (scripts/nvidia-pypi.sh, fetched by `make test`)
+# and, where one is installed, from a CUDA toolkit; neither is needed to build preflight.
 CUDA_HOME ?= /usr/local/cuda
-CFLAGS_test_dl_abi := $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-isystem $(CUDA_HOME)/include)
+NVIDIA_INCLUDE := $(shell scripts/nvidia-pypi.sh cflags 2>/dev/null)
+CFLAGS_test_dl_abi := $(NVIDIA_INCLUDE) $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-isystem $(CUDA_HOME)/include)
 
 $(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)
 	@mkdir -p $(dir $@)

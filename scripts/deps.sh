@@ -35,7 +35,11 @@ missing=""
 for p in $want; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# make test also takes NVIDIA's NCCL and headers from PyPI (scripts/nvidia-pypi.sh): the fixture
+# nodes with GPUs need a libnccl.so.2 that loads, and test_dl_abi compares pkg/dl with the real
+# nccl.h, cuda.h and nvml.h; none of it assumes a /usr/local/cuda
+nvidia() { if [ "${1:-build}" = test ]; then "$(dirname "$0")/nvidia-pypi.sh" fetch; fi; }
+if [ -z "$missing" ]; then nvidia "${1:-build}"; exit 0; fi
 what=${1:-build}
 case "$what" in test) what="test and make bench" ;; esac
 echo "deps.sh: make $what needs:$missing; installing them with apt-get (Debian packages)"
@@ -48,3 +52,4 @@ apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing >/dev/null
 echo "deps.sh: installed:$missing"
+nvidia "${1:-build}"

@@ -14,6 +14,14 @@ export PREFLIGHT_SRC="$PWD"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export NO_COLOR=1
+# NVIDIA's NCCL from PyPI (scripts/nvidia-pypi.sh, fetched by scripts/deps.sh test): the
+# library preflight loads wherever a test does not choose one itself, as on a machine where
+# the training image ships NCCL
+eval "$(scripts/nvidia-pypi.sh env)"
+export NVIDIA_NCCL_LIB
+if [ -z "${PREFLIGHT_NCCL_LIB:-}" ] && [ -n "${NVIDIA_NCCL_LIB:-}" ]; then
+    export PREFLIGHT_NCCL_LIB="$NVIDIA_NCCL_LIB"
+fi
 passed=0 failed=0 skipped=0
 failures=()
 log=$(mktemp -d /tmp/preflight-tests.XXXXXX)

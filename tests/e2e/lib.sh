@@ -168,3 +168,10 @@ for _ in range(500):
 else:
     sys.exit("free_port: no two free loopback ports in a row after 500 tries")'
 }
+
+# ---- the node's NCCL: a fixture node with GPUs needs a libnccl.so.2 that loads, or
+# nccl.library fails it (nccl-missing). tests/run.sh sets PREFLIGHT_NCCL_LIB to NCCL's PyPI
+# wheel (scripts/nvidia-pypi.sh); a script that runs preflight under `env -i` passes it on with
+# "${NODE_NCCL[@]}" (empty where no NCCL is at hand, and the cases that need one skip).
+NODE_NCCL=()
+if [ -n "${PREFLIGHT_NCCL_LIB:-}" ]; then NODE_NCCL=(PREFLIGHT_NCCL_LIB="$PREFLIGHT_NCCL_LIB"); fi

@@ -43,7 +43,7 @@ pf() {
     local s
     s=$(date +%s%N)
     ${WRAP:-} env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${vars[@]}" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${NODE_NCCL[@]}" "${vars[@]}" \
         "$PREFLIGHT" check --root "$T/ndr" --format yaml --verdict "$T/$name.yaml" "$@" \
         >"$T/$name.out" 2>"$T/$name.err"
     echo $? >"$T/$name.rc"

@@ -22,7 +22,7 @@ pf() {
     shift 2
     # shellcheck disable=SC2086
     env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
-        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
+        ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "${NODE_NCCL[@]}" \
         ${WRAP:-} "$PREFLIGHT" check --root "$root" --format yaml --verdict - "$@" \
         >"$T/$name.yaml" 2>"$T/$name.err"
     echo $? >"$T/$name.rc"

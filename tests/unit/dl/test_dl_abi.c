@@ -339,13 +339,16 @@ static void curl_override_variables(void **state)
 /* The real libcurl.so.4 of this machine: every symbol resolves, the path is the file, and
  * curl_version() is libcurl's own string. */
 /* The real libnccl.so.2, where one loads: every symbol dl.c resolves is there, the
- * optional ones too from NCCL 2.28 on (ncclAlltoAll is the newest). */
+ * optional ones too from NCCL 2.28 on (ncclAlltoAll is the newest). The library is NCCL's
+ * PyPI wheel where tests/run.sh names it (NVIDIA_NCCL_LIB, scripts/nvidia-pypi.sh), else
+ * the one dl.c's own search finds. */
 static void nccl_real_library(void **state)
 {
     (void)state;
     unsetenv("PREFLIGHT_NCCL_LIB");
+    const char *wheel = getenv("NVIDIA_NCCL_LIB");
     struct pf_dl_nccl l;
-    if (pf_dl_nccl_open(&l, NULL) < 0) {
+    if (pf_dl_nccl_open(&l, wheel && *wheel ? wheel : NULL) < 0) {
         print_message("libnccl.so.2 does not load here: %s\n", pf_err_msg());
         skip();
     }
