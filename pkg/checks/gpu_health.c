@@ -20,14 +20,16 @@
 
 #define NVML_HEADER "nvml.h NVML_API_VERSION 12 (nvidia-nvml-dev-cu12 12.9.79)"
 #define KMSG "/dev/kmsg"
-#define KMSG_MAX (8u << 20) /* the kernel's log buffer is 2^CONFIG_LOG_BUF_SHIFT, 128 KiB-32 MiB */
+#define KMSG_MAX (8u << 20) /* the kernel's log buffer is 2^CONFIG_LOG_BUF_SHIFT, 128 KiB-32 MiB   \
+                             */
 #define MAX_GPUS 64
 
 /* ---- the NVLink count of each model whose links are on its board (SXM/OAM modules and
  * Grace superchips); PCIe cards reach other GPUs only through an optional bridge, so their
  * missing links are not judged. Names as nvmlDeviceGetName returns them (nvidia-smi's
- * "Product Name"); links from NVIDIA's data sheets: V100 SXM2 6 NVLink2, A100 SXM4 12 NVLink3, A800 SXM4 8, H100
- * SXM5 and H200 SXM 18 NVLink4, H800 SXM5 8, H20 18, B200/GB200/B300/GB300 18 NVLink5. */
+ * "Product Name"); links from NVIDIA's data sheets: V100 SXM2 6 NVLink2, A100 SXM4 12 NVLink3, A800
+ * SXM4 8, H100 SXM5 and H200 SXM 18 NVLink4, H800 SXM5 8, H20 18, B200/GB200/B300/GB300 18 NVLink5.
+ */
 static const struct {
     const char *prefix; /* matched against the name from its start, after "NVIDIA " */
     const char *model;
@@ -112,8 +114,8 @@ static bool xid_line(struct pf_xid *x, const char *line, size_t len)
         addr[k] = '\0';
         if (p + k >= end || p[k] != ')') return false;
         const char *a = addr;
-        if (!hexnum(&a, &x->domain, 8) || *a++ != ':' || !hexnum(&a, &x->bus, 2) ||
-            *a++ != ':' || !hexnum(&a, &x->dev, 2) || *a != '\0')
+        if (!hexnum(&a, &x->domain, 8) || *a++ != ':' || !hexnum(&a, &x->bus, 2) || *a++ != ':' ||
+            !hexnum(&a, &x->dev, 2) || *a != '\0')
             return false;
         p += k + 1;
     } else {
@@ -234,7 +236,8 @@ static void read_kmsg(struct pf_xid_log *log, const struct pf_host *h)
     /* a new reader of /dev/kmsg starts at the oldest record the kernel keeps */
     struct pf_buf all;
     pf_buf_init(&all, KMSG_MAX);
-    char rec[8192]; /* a record is at most 1024 bytes of text plus its prefix (CONSOLE_EXT_LOG_MAX) */
+    char rec[8192]; /* a record is at most 1024 bytes of text plus its prefix (CONSOLE_EXT_LOG_MAX)
+                     */
     int err = 0;
     for (;;) {
         ssize_t r = read(fd, rec, sizeof(rec));
@@ -357,8 +360,7 @@ static void judge_gpu(struct pf_check *out, struct pf_node *m, const struct pf_n
     struct pf_node *ecc = pf_node_set_map(m, "eccErrors");
     set_fact_int(ecc, "volatileUncorrected", &g->ecc_unc_volatile, "nvmlDeviceGetTotalEccErrors");
     set_fact_int(ecc, "volatileCorrected", &g->ecc_cor_volatile, "nvmlDeviceGetTotalEccErrors");
-    set_fact_int(ecc, "aggregateUncorrected", &g->ecc_unc_aggregate,
-                 "nvmlDeviceGetTotalEccErrors");
+    set_fact_int(ecc, "aggregateUncorrected", &g->ecc_unc_aggregate, "nvmlDeviceGetTotalEccErrors");
     set_fact_int(ecc, "aggregateCorrected", &g->ecc_cor_aggregate, "nvmlDeviceGetTotalEccErrors");
     if (g->ecc_unc_volatile.rc == PF_NVML_SUCCESS && g->ecc_unc_volatile.v > 0)
         pf_check_add_finding(out, "ecc-uncorrected", PF_FAIL, NULL,
