@@ -148,6 +148,10 @@ EXPORT const char *nvmlErrorString(ret_t r)
     switch (r) {
     case OK:
         return "Success";
+    case 3:
+        return "Not Supported";
+    case 4:
+        return "Insufficient Permissions";
     case E_DRIVER:
         return "Driver Not Loaded";
     case E_NOFUNC:

@@ -53,8 +53,15 @@ static void links_down(struct pf_nvml_health *g, unsigned active)
 }
 
 /* one mutation of GPU 1 of 2 */
-static void m_none(struct pf_nvml_health *g) { (void)g; }
-static void m_ecc(struct pf_nvml_health *g) { g->ecc_unc_volatile.v = 3; g->ecc_cor_volatile.v = 7; }
+static void m_none(struct pf_nvml_health *g)
+{
+    (void)g;
+}
+static void m_ecc(struct pf_nvml_health *g)
+{
+    g->ecc_unc_volatile.v = 3;
+    g->ecc_cor_volatile.v = 7;
+}
 static void m_ecc_ns(struct pf_nvml_health *g)
 {
     g->ecc_unc_volatile = (struct pf_nvml_fact){NS, 0};
@@ -64,17 +71,34 @@ static void m_ecc_perm(struct pf_nvml_health *g)
 {
     g->ecc_unc_volatile = (struct pf_nvml_fact){PF_NVML_ERROR_NO_PERMISSION, 0};
 }
-static void m_remap_pending(struct pf_nvml_health *g) { g->remap_unc = 4; g->remap_pending = 1; }
-static void m_remap_failed(struct pf_nvml_health *g) { g->remap_unc = 9; g->remap_failed = 1; }
-static void m_remap_ns(struct pf_nvml_health *g) { g->remap_rc = NS; }
-static void m_remap_nofn(struct pf_nvml_health *g) { g->remap_rc = PF_NVML_ERROR_FUNCTION_NOT_FOUND; }
+static void m_remap_pending(struct pf_nvml_health *g)
+{
+    g->remap_unc = 4;
+    g->remap_pending = 1;
+}
+static void m_remap_failed(struct pf_nvml_health *g)
+{
+    g->remap_unc = 9;
+    g->remap_failed = 1;
+}
+static void m_remap_ns(struct pf_nvml_health *g)
+{
+    g->remap_rc = NS;
+}
+static void m_remap_nofn(struct pf_nvml_health *g)
+{
+    g->remap_rc = PF_NVML_ERROR_FUNCTION_NOT_FOUND;
+}
 static void m_retire(struct pf_nvml_health *g)
 {
     g->retired_sbe = (struct pf_nvml_fact){OK, 2};
     g->retired_dbe = (struct pf_nvml_fact){OK, 1};
     g->retired_pending = (struct pf_nvml_fact){OK, 1};
 }
-static void m_nvlink14(struct pf_nvml_health *g) { links_down(g, 14); }
+static void m_nvlink14(struct pf_nvml_health *g)
+{
+    links_down(g, 14);
+}
 static void m_nvlink_unknown(struct pf_nvml_health *g)
 {
     /* 4 links whose state NVML could not give: not counted inactive */
@@ -97,8 +121,8 @@ static void m_pcie_card(struct pf_nvml_health *g)
 }
 static void m_powerbrake(struct pf_nvml_health *g)
 {
-    g->clocks_event.v = PF_NVML_CLOCKS_THROTTLE_HW_SLOWDOWN |
-                        PF_NVML_CLOCKS_THROTTLE_HW_POWER_BRAKE_SLOWDOWN;
+    g->clocks_event.v =
+        PF_NVML_CLOCKS_THROTTLE_HW_SLOWDOWN | PF_NVML_CLOCKS_THROTTLE_HW_POWER_BRAKE_SLOWDOWN;
 }
 static void m_thermal(struct pf_nvml_health *g)
 {
@@ -108,13 +132,22 @@ static void m_powercap(struct pf_nvml_health *g)
 {
     g->clocks_event.v = PF_NVML_CLOCKS_EVENT_SW_POWER_CAP;
 }
-static void m_clocks_ns(struct pf_nvml_health *g) { g->clocks_event = (struct pf_nvml_fact){NS, 0}; }
-static void m_pcie8(struct pf_nvml_health *g) { g->pcie_width_cur.v = 8; }
+static void m_clocks_ns(struct pf_nvml_health *g)
+{
+    g->clocks_event = (struct pf_nvml_fact){NS, 0};
+}
+static void m_pcie8(struct pf_nvml_health *g)
+{
+    g->pcie_width_cur.v = 8;
+}
 static void m_pcie_unknown(struct pf_nvml_health *g)
 {
     g->pcie_width_cur = (struct pf_nvml_fact){PF_NVML_ERROR_UNKNOWN, 0};
 }
-static void m_mig(struct pf_nvml_health *g) { g->mig_current.v = g->mig_pending.v = 1; }
+static void m_mig(struct pf_nvml_health *g)
+{
+    g->mig_current.v = g->mig_pending.v = 1;
+}
 static void m_handle(struct pf_nvml_health *g)
 {
     g->handle_rc = 15; /* NVML_ERROR_GPU_IS_LOST */
@@ -157,8 +190,7 @@ static const struct row rows[] = {
     {"thermal", m_thermal, PF_WARN, "clocks-slowdown", "HW thermal slowdown"},
     {"power cap", m_powercap, PF_PASS, "", "SW power cap"},
     {"clocks not supported", m_clocks_ns, PF_PASS, "", "clocksEventReasons: not supported"},
-    {"pcie x8", m_pcie8, PF_WARN, "pcie-width-degraded",
-     "PCIe link x8, the GPU's maximum is x16"},
+    {"pcie x8", m_pcie8, PF_WARN, "pcie-width-degraded", "PCIe link x8, the GPU's maximum is x16"},
     {"pcie unknown", m_pcie_unknown, PF_PASS, "", "current: \"unknown: "},
     {"mig", m_mig, PF_PASS, "", "migEnabled: 1"},
     {"handle lost", m_handle, PF_PASS, "", "nvmlDeviceGetHandleByIndex_v2: NVML_ERROR_GPU_IS_LOST"},
@@ -205,7 +237,8 @@ static void test_rows(void **state)
             size_t len = strlen(codes);
             snprintf(codes + len, sizeof(codes) - len, "%s%s", k ? "," : "", c->findings[k].code);
         }
-        if (strcmp(codes, r->codes) != 0) fail_msg("%s: codes '%s', want '%s'", r->name, codes, r->codes);
+        if (strcmp(codes, r->codes) != 0)
+            fail_msg("%s: codes '%s', want '%s'", r->name, codes, r->codes);
         if (worst(c) != r->status) fail_msg("%s: status %d, want %d", r->name, worst(c), r->status);
         const char *hay = c->nfindings ? c->findings[0].message : NULL;
         if (!hay && c->message && strstr(c->message, r->needle)) hay = c->message;
