@@ -160,3 +160,46 @@ for code in ecc-uncorrected row-remap-pending row-remap-failed page-retirement-p
         notok "health: explain $code" "$(head -c 300 "$T/explain.out")"
     fi
 done
+
+# ---- a gang of 4 pods in network namespaces (tests/e2e/pods.sh), every GPU an H100 SXM of the
+# healthy capture but GPU 3 of trainer-2, which has 14 of its 18 NVLinks active: trainer-2 is
+# named (nvlink-inactive, class node, rank 0's only culprit), the others pass gpu.health. Each
+# pod's verdict carries inventory.nvlinksActive, the count the comparison across pods reads.
+gang() {
+    need_root "health: gang in network namespaces" || return 0
+    local c
+    for c in ip dnsmasq python3; do
+        command -v "$c" >/dev/null || { skip "health: gang in network namespaces" "$c not installed"; return 0; }
+    done
+    source "$PREFLIGHT_SRC/tests/e2e/pods.sh"
+    N=4 TO=90
+    trap 'pods_cleanup; rm -rf "$T"' EXIT
+    trap 'exit 1' INT TERM
+    pods_setup "$N" "pfh$$" || { notok "health: set up $N pods"; return 0; }
+    printf 'tcp: {messageBytes: 65536, iterations: 1}\n' >"$T/small.yaml"
+    declare -gA RC
+    SC=gang PORT=29881
+    mkdir -p "$T/$SC"
+    local i
+    for ((i = 0; i < N; i++)); do
+        local faults=""
+        [ "$i" = 2 ] && faults="3:nvlink=14"
+        pods_run_pod "$i" env PREFLIGHT_NVML_LIB="$T/libnvml-double.so" DOUBLE_FABRIC=0 \
+            DOUBLE_NVML_PROFILE=h100-sxm DOUBLE_NVML_FAULTS="$faults" \
+            PREFLIGHT_CUDA_LIB=/nonexistent/libcuda.so.1
+    done
+    pods_wait_all
+    pods_expect gpu.health 2 'codes("gpu.health") == ["nvlink-inactive"]' \
+        '"GPU 3 (00000000:86:00.0, NVIDIA H100 80GB HBM3): 14 of 18 NVLinks active (inactive: 14, 15, 16, 17)" in finding("gpu.health", "nvlink-inactive")' \
+        'check("gpu.health")["evidence"]["inventory"]["nvlinksActive"] == 14' \
+        'd["failureClass"] == "node"'
+    for i in 0 1 3; do
+        pods_expect gpu.health "$i" 'check("gpu.health")["status"] == "pass"' \
+            'check("gpu.health")["evidence"]["inventory"]["nvlinksActive"] == 18'
+    done
+    pods_expect gpu.health 0 '2 in culprits()' 'culprits() == [2]'
+    expect_eq "health: gang: trainer-2 exits 4 (node)" "${RC[2]}" 4
+    pods_cleanup
+    trap 'rm -rf "$T"' EXIT
+}
+gang
