@@ -17,6 +17,21 @@ if ! $CC -std=c11 -O1 -g -Wall -Wextra -Werror -shared -fPIC -o "$T/libnvml-doub
     exit 0
 fi
 ok "health: the NVML double builds"
+# the double's functions against NVIDIA's prototypes: nvml.h from the nvidia-nvml-dev-cu12
+# wheel, which `scripts/deps.sh test` fetches into this folder (the Makefile's NVML_INCLUDE)
+NVML_INCLUDE=${NVML_INCLUDE:-${PREFLIGHT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/preflight}/nvml-dev-cu12-12.9.79/include}
+if [ -f "$NVML_INCLUDE/nvml.h" ]; then
+    # -Wno-enum-conversion: the double returns its own enum's values as nvmlReturn_t
+    if $CC -std=c11 -O1 -Wall -Wextra -Werror -Wno-enum-conversion -shared -fPIC -DDOUBLE_NVML_H \
+        -isystem "$NVML_INCLUDE" -o "$T/libnvml-double-h.so" "$D/nvml.c" 2>"$T/cch.err"; then
+        ok "health: the NVML double's signatures are nvml.h's ($NVML_INCLUDE/nvml.h)"
+    else
+        notok "health: the NVML double's signatures are nvml.h's" "$(grep -m3 error "$T/cch.err")"
+    fi
+else
+    skip "health: the NVML double's signatures against nvml.h" \
+        "no $NVML_INCLUDE/nvml.h (scripts/deps.sh test fetches it from PyPI's nvidia-nvml-dev-cu12)"
+fi
 mkdir -p "$T/root"
 
 # gh NAME ROOT [VAR=VALUE...]: `preflight check` with the NVML double (its GPUs on no NVLink

@@ -52,26 +52,38 @@ static struct nvmlDevice_st devs[MAXDEV];
 static int inited;
 
 /* nvml.h's layouts, written out again here on purpose: the double must not share
- * preflight's declarations, or a wrong layout would agree with itself. */
-struct pci_v3 {
-    char legacy[16];
-    unsigned domain, bus, device, pci_device_id, subsys;
-    char bus_id[32];
-};
-struct fab_v1 {
-    unsigned char uuid[16];
+ * preflight's declarations, or a wrong layout would agree with itself. Built with
+ * -DDOUBLE_NVML_H and NVIDIA's nvml.h on the include path (test_gpu_health.sh, when
+ * `scripts/deps.sh test` fetched it), the real header's types are used instead and every
+ * function below is compiled against its prototype there: a signature that differs from
+ * nvml.h's fails the build. */
+#ifdef DOUBLE_NVML_H
+#define NVML_NO_UNVERSIONED_FUNC_DEFS
+#include <nvml.h>
+typedef nvmlPciInfo_t pci_v3;
+typedef nvmlGpuFabricInfo_t fab_v1;
+typedef nvmlGpuFabricInfo_v2_t fab_v2;
+#else
+typedef struct {
+    char busIdLegacy[16];
+    unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32];
+} pci_v3;
+typedef struct {
+    unsigned char clusterUuid[16];
     ret_t status;
-    unsigned clique;
+    unsigned cliqueId;
     unsigned char state;
-};
-struct fab_v2 {
+} fab_v1;
+typedef struct {
     unsigned version;
-    unsigned char uuid[16];
+    unsigned char clusterUuid[16];
     ret_t status;
-    unsigned clique;
+    unsigned cliqueId;
     unsigned char state;
-    unsigned health;
-};
+    unsigned healthMask;
+} fab_v2;
+#endif
 
 #include "nvml_profiles.h"
 
@@ -176,31 +188,35 @@ EXPORT ret_t nvmlDeviceGetHandleByIndex_v2(unsigned i, struct nvmlDevice_st **d)
     *d = &devs[i];
     return OK;
 }
-EXPORT ret_t nvmlDeviceGetPciInfo_v3(struct nvmlDevice_st *d, struct pci_v3 *p)
+EXPORT ret_t nvmlDeviceGetPciInfo_v3(struct nvmlDevice_st *d, pci_v3 *p)
 {
     if (!inited) return E_UNINIT;
     memset(p, 0, sizeof(*p));
     /* the bus ids of tests/fixtures/node-8gpu-ndr's GPUs are not needed: 0x18 + 0x10 x index */
     const struct prof *pr = profile();
     p->bus = pr && d->idx < pr->ngpus ? pr->bus[d->idx] : 0x18 + 0x10 * d->idx;
-    snprintf(p->bus_id, sizeof(p->bus_id), "00000000:%02X:00.0", p->bus);
-    snprintf(p->legacy, sizeof(p->legacy), "0000:%02X:00.0", p->bus);
+    snprintf(p->busId, sizeof(p->busId), "00000000:%02X:00.0", p->bus);
+    snprintf(p->busIdLegacy, sizeof(p->busIdLegacy), "0000:%02X:00.0", p->bus);
     return OK;
 }
-EXPORT ret_t nvmlDeviceGetGpuFabricInfo(struct nvmlDevice_st *d, struct fab_v1 *f)
+EXPORT ret_t nvmlDeviceGetGpuFabricInfo(struct nvmlDevice_st *d, fab_v1 *f)
 {
     if (!inited) return E_UNINIT;
-    fabric_of(d->idx, &f->state, &f->status, &f->clique, f->uuid);
+    ret_t status = OK;
+    fabric_of(d->idx, &f->state, &status, &f->cliqueId, f->clusterUuid);
+    f->status = status;
     return OK;
 }
-EXPORT ret_t nvmlDeviceGetGpuFabricInfoV(struct nvmlDevice_st *d, struct fab_v2 *f)
+EXPORT ret_t nvmlDeviceGetGpuFabricInfoV(struct nvmlDevice_st *d, fab_v2 *f)
 {
     if (!inited) return E_UNINIT;
     const char *nov = getenv("DOUBLE_NVML_NOV");
     if (nov && *nov == '1') return E_NOFUNC;
-    if (f->version != ((unsigned)sizeof(struct fab_v2) | (2u << 24))) return E_VERSION;
-    fabric_of(d->idx, &f->state, &f->status, &f->clique, f->uuid);
-    f->health = 0;
+    if (f->version != ((unsigned)sizeof(fab_v2) | (2u << 24))) return E_VERSION;
+    ret_t status = OK;
+    fabric_of(d->idx, &f->state, &status, &f->cliqueId, f->clusterUuid);
+    f->status = status;
+    f->healthMask = 0;
     return OK;
 }
 
