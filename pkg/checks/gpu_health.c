@@ -20,8 +20,8 @@
 
 #define NVML_HEADER "nvml.h NVML_API_VERSION 12 (nvidia-nvml-dev-cu12 12.9.79)"
 #define KMSG "/dev/kmsg"
-#define KMSG_MAX (8u << 20) /* the kernel's log buffer is 2^CONFIG_LOG_BUF_SHIFT, 128 KiB-32 MiB   \
-                             */
+/* the most read of it: the kernel's log buffer is 2^CONFIG_LOG_BUF_SHIFT, 128 KiB to 32 MiB */
+#define KMSG_MAX (8u << 20)
 #define MAX_GPUS 64
 
 /* ---- the NVLink count of each model whose links are on its board (SXM/OAM modules and
