@@ -180,22 +180,26 @@ const char *pf_xid_node_fault(unsigned xid);
 void pf_gpu_health_judge(struct pf_check *out, const struct pf_nvml_system *sys,
                          const struct pf_nvml_health *g, size_t n, const struct pf_xid_log *xid);
 
-/* What the gang comparison reads of one pod's gpu.health: the check's evidence map
- * `inventory` (keys model, gpus, nvlinksActive, nvlinksSupported, migEnabled,
- * persistenceDisabled, driverVersion, cudaVersion; see docs/checks/11-gpu-health.md). Counts are
- * -1 and strings "" when gpu.health could not tell. */
+/* What the gang comparison reads of one pod's gpu.health: stable keys at the top of the
+ * check's evidence (see docs/checks/11-gpu-health.md): model, gpuCount, nvlinksActive and
+ * nvlinksSupported (summed over the pod's GPUs), nvlinksActiveMin (the fewest on one GPU),
+ * migEnabled, persistenceDisabled (GPUs in MIG mode, with persistence off), driverVersion,
+ * cudaVersion. A count the pod could not tell is absent from the evidence, -1 here; a string
+ * is "" then. */
 struct pf_gpu_inventory {
     bool known;               /* gpu.health read NVML on this pod */
     int gpus;                 /* GPUs NVML lists */
     char model[96];           /* their nvmlDeviceGetName; "mixed" when they differ */
-    int nvlinks_active;       /* the fewest active NVLinks of any GPU */
-    int nvlinks_supported;    /* the most NVLinks any GPU has */
+    int nvlinks_active;       /* active NVLinks over all the pod's GPUs (8 x H100: 144) */
+    int nvlinks_supported;    /* NVLinks NVML lists over all of them */
+    int nvlinks_active_min;   /* the fewest active NVLinks of one GPU */
     int mig_enabled;          /* GPUs in MIG mode */
     int persistence_disabled; /* GPUs with persistence mode off */
     char driver[80];          /* nvmlSystemGetDriverVersion: "550.90.07" */
     char cuda[16];            /* nvmlSystemGetCudaDriverVersion_v2: "12.4" */
 };
-/* Reads it from a gpu.health check's evidence (NULL or a skipped check: known false). */
+/* Reads it from a gpu.health check's evidence (NULL, or a check that read no GPU: known
+ * false). */
 void pf_gpu_inventory_read(struct pf_gpu_inventory *out, const struct pf_node *evidence);
 
 /* ---- the checks (one function each; files in pkg/checks/) */

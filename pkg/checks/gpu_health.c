@@ -559,29 +559,31 @@ void pf_gpu_health_judge(struct pf_check *out, const struct pf_nvml_system *sys,
     }
     size_t before = out->nfindings;
     struct pf_node *seq = pf_node_set_seq(out->evidence, "gpus");
-    /* the inventory the gang comparison reads (pf_gpu_inventory_read) */
-    long long active_min = -1, supported_max = -1, mig = 0, pers_off = 0;
-    bool mig_known = true, pers_known = true;
+    /* the stable keys the gang comparison reads (pf_gpu_inventory_read): a count is left out
+     * when a GPU could not tell it, so that an unknown is never compared */
+    long long active = 0, supported = 0, active_min = -1, mig = 0, pers_off = 0;
+    bool nvl_known = n > 0, mig_known = n > 0, pers_known = n > 0;
     char model[96] = "";
     for (size_t i = 0; i < n; i++) {
         judge_gpu(out, pf_node_add_map(seq), &g[i]);
         if (g[i].handle_rc != PF_NVML_SUCCESS) {
-            mig_known = pers_known = false;
+            nvl_known = mig_known = pers_known = false;
             continue;
         }
+        const char *name = g[i].name[0] ? g[i].name : "unknown";
         if (!model[0])
-            snprintf(model, sizeof(model), "%s", g[i].name[0] ? g[i].name : "unknown");
-        else if (strcmp(model, g[i].name) != 0)
+            snprintf(model, sizeof(model), "%s", name);
+        else if (strcmp(model, name) != 0)
             snprintf(model, sizeof(model), "mixed");
-        if (g[i].nvlink_rc == PF_NVML_SUCCESS) {
+        if (g[i].nvlink_rc == PF_NVML_SUCCESS && !g[i].nvlink_unknown) {
+            active += g[i].nvlink_active;
+            supported += g[i].nvlink_supported;
             if (active_min < 0 || (long long)g[i].nvlink_active < active_min)
                 active_min = g[i].nvlink_active;
-            if ((long long)g[i].nvlink_supported > supported_max)
-                supported_max = g[i].nvlink_supported;
         } else if (g[i].nvlink_rc == PF_NVML_ERROR_NOT_SUPPORTED) {
-            /* no NVLink on this GPU: 0 of 0 */
-            if (active_min < 0) active_min = 0;
-            if (supported_max < 0) supported_max = 0;
+            active_min = 0; /* no NVLink on this GPU: 0 of 0 */
+        } else {
+            nvl_known = false;
         }
         if (g[i].mig_current.rc == PF_NVML_SUCCESS)
             mig += g[i].mig_current.v == PF_NVML_DEVICE_MIG_ENABLE;
@@ -592,50 +594,68 @@ void pf_gpu_health_judge(struct pf_check *out, const struct pf_nvml_system *sys,
         else
             pers_known = false;
     }
-    struct pf_node *inv = pf_node_set_map(out->evidence, "inventory");
-    pf_node_set_str(inv, "model", model);
-    pf_node_set_int(inv, "gpus", (long long)n);
-    pf_node_set_int(inv, "nvlinksActive", active_min);
-    pf_node_set_int(inv, "nvlinksSupported", supported_max);
-    pf_node_set_int(inv, "migEnabled", mig_known ? mig : -1);
-    pf_node_set_int(inv, "persistenceDisabled", pers_known ? pers_off : -1);
-    pf_node_set_str(inv, "driverVersion", sys->driver_rc == PF_NVML_SUCCESS ? sys->driver : "");
-    pf_node_set_str(inv, "cudaVersion", cuda);
+    struct pf_node *ev = out->evidence;
+    if (model[0] && strcmp(model, "unknown") != 0) pf_node_set_str(ev, "model", model);
+    pf_node_set_int(ev, "gpuCount", (long long)n);
+    if (nvl_known) {
+        pf_node_set_int(ev, "nvlinksActive", active);
+        pf_node_set_int(ev, "nvlinksSupported", supported);
+        pf_node_set_int(ev, "nvlinksActiveMin", active_min);
+    }
+    if (mig_known) pf_node_set_int(ev, "migEnabled", mig);
+    if (pers_known) pf_node_set_int(ev, "persistenceDisabled", pers_off);
     judge_xid(out, g, n, xid);
     if (out->nfindings == before)
         pf_check_set_message(out, "%zu GPU%s healthy as NVML reports them (%s)", n,
                              n == 1 ? "" : "s", model[0] ? model : "no GPU");
 }
 
+/* a string key's value, "" when absent or not a value ("unknown: ...", "not supported") */
 static void inv_str(char *out, size_t n, const struct pf_node *m, const char *key)
 {
     const char *s = pf_node_get_str(m, key);
-    snprintf(out, n, "%s", s ? s : "");
+    if (!s || strncmp(s, "unknown", 7) == 0 || strcmp(s, "not supported") == 0) s = "";
+    snprintf(out, n, "%s", s);
 }
 
 static int inv_int(const struct pf_node *m, const char *key)
 {
     const struct pf_node *v = pf_node_get(m, key);
-    if (!v || v->kind != PF_NODE_INT || v->i < -1 || v->i > 1 << 20) return -1;
+    if (!v || v->kind != PF_NODE_INT || v->i < 0 || v->i > 1 << 20) return -1;
     return (int)v->i;
 }
 
 void pf_gpu_inventory_read(struct pf_gpu_inventory *out, const struct pf_node *evidence)
 {
     memset(out, 0, sizeof(*out));
-    out->gpus = out->nvlinks_active = out->nvlinks_supported = -1;
+    out->gpus = out->nvlinks_active = out->nvlinks_supported = out->nvlinks_active_min = -1;
     out->mig_enabled = out->persistence_disabled = -1;
-    const struct pf_node *m = evidence ? pf_node_get(evidence, "inventory") : NULL;
-    if (!m || m->kind != PF_NODE_MAP) return;
+    if (!evidence || evidence->kind != PF_NODE_MAP || !pf_node_get(evidence, "gpuCount")) return;
     out->known = true;
-    inv_str(out->model, sizeof(out->model), m, "model");
-    out->gpus = inv_int(m, "gpus");
-    out->nvlinks_active = inv_int(m, "nvlinksActive");
-    out->nvlinks_supported = inv_int(m, "nvlinksSupported");
-    out->mig_enabled = inv_int(m, "migEnabled");
-    out->persistence_disabled = inv_int(m, "persistenceDisabled");
-    inv_str(out->driver, sizeof(out->driver), m, "driverVersion");
-    inv_str(out->cuda, sizeof(out->cuda), m, "cudaVersion");
+    inv_str(out->model, sizeof(out->model), evidence, "model");
+    out->gpus = inv_int(evidence, "gpuCount");
+    out->nvlinks_active = inv_int(evidence, "nvlinksActive");
+    out->nvlinks_supported = inv_int(evidence, "nvlinksSupported");
+    out->nvlinks_active_min = inv_int(evidence, "nvlinksActiveMin");
+    out->mig_enabled = inv_int(evidence, "migEnabled");
+    out->persistence_disabled = inv_int(evidence, "persistenceDisabled");
+    inv_str(out->driver, sizeof(out->driver), evidence, "driverVersion");
+    inv_str(out->cuda, sizeof(out->cuda), evidence, "cudaVersion");
+}
+
+/* The /dev/nvidiaN nodes in the pod: the GPUs it can open (gpu.devices counts them the same
+ * way). */
+static size_t pod_gpu_nodes(const struct pf_host *h)
+{
+    struct pf_strlist l = {0};
+    size_t n = 0;
+    if (pf_host_list(&l, h, "/dev") == 0)
+        for (size_t i = 0; i < l.n; i++)
+            if (strncmp(l.v[i], "nvidia", 6) == 0 && l.v[i][6] >= '0' && l.v[i][6] <= '9' &&
+                strspn(l.v[i] + 6, "0123456789") == strlen(l.v[i] + 6))
+                n++;
+    pf_strlist_free(&l);
+    return n;
 }
 
 void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
@@ -653,15 +673,16 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
             pf_dl_nvml_close(&l);
         }
     }
+    size_t nodes = pod_gpu_nodes(&ctx->host);
     if (why[0]) {
-        if (ctx->gpus.n == 0) {
-            pf_check_skip(out, "no NVIDIA GPUs visible (%s)", why);
+        if (ctx->gpus.n == 0 || nodes == 0) {
+            pf_check_skip(out, "no NVIDIA GPUs in the pod (%s)", why);
             return;
         }
         pf_node_set_str(out->evidence, "nvml", why);
         pf_check_add_finding(out, "health-unknown", PF_WARN, NULL,
-                             "the driver lists %zu GPU%s but their health cannot be read: %s",
-                             ctx->gpus.n, ctx->gpus.n == 1 ? "" : "s", why);
+                             "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
+                             nodes == 1 ? "" : "s", why);
         return;
     }
     unsigned count = 0;
@@ -671,8 +692,8 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
         if (r != PF_NVML_SUCCESS) pf_dl_nvml_strerror(e, sizeof(e), &l, r);
         l.Shutdown();
         pf_dl_nvml_close(&l);
-        if (r == PF_NVML_SUCCESS && ctx->gpus.n == 0) {
-            pf_check_skip(out, "NVML lists no GPU");
+        if (r == PF_NVML_SUCCESS && nodes == 0) {
+            pf_check_skip(out, "NVML lists no GPU, and the pod has no /dev/nvidiaN");
             return;
         }
         if (r == PF_NVML_SUCCESS)
@@ -681,8 +702,8 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
             snprintf(why, sizeof(why), "nvmlDeviceGetCount_v2: %s", e);
         pf_node_set_str(out->evidence, "nvml", why);
         pf_check_add_finding(out, "health-unknown", PF_WARN, NULL,
-                             "the driver lists %zu GPU%s but their health cannot be read: %s",
-                             ctx->gpus.n, ctx->gpus.n == 1 ? "" : "s", why);
+                             "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
+                             nodes == 1 ? "" : "s", why);
         return;
     }
     if (count > MAX_GPUS) count = MAX_GPUS; /* more GPUs than any node has: the first 64 */

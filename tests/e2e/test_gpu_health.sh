@@ -69,16 +69,16 @@ expect_eq "health: H100 SXM: versions, modes and counters as evidence" \
 expect_eq "health: H100 SXM: retired pages not supported (rows are remapped instead)" \
     "$(ev h100 "e['gpus'][0]['retiredPages']['pending']")" 'not supported'
 expect_eq "health: H100 SXM: the inventory the gang compares" \
-    "$(ev h100 "e['inventory']")" \
-    '{"model": "NVIDIA H100 80GB HBM3", "gpus": 8, "nvlinksActive": 18, "nvlinksSupported": 18, "migEnabled": 0, "persistenceDisabled": 0, "driverVersion": "535.183.01", "cudaVersion": "12.2"}'
+    "$(ev h100 "{k: e.get(k) for k in ['model', 'gpuCount', 'nvlinksActive', 'nvlinksSupported', 'nvlinksActiveMin', 'migEnabled', 'persistenceDisabled', 'driverVersion', 'cudaVersion']}")" \
+    '{"model": "NVIDIA H100 80GB HBM3", "gpuCount": 8, "nvlinksActive": 144, "nvlinksSupported": 144, "nvlinksActiveMin": 18, "migEnabled": 0, "persistenceDisabled": 0, "driverVersion": "535.183.01", "cudaVersion": "12.2"}'
 expect_eq "health: H100 SXM: no /dev/kmsg in the root: could not be read, not 'no Xid'" \
     "$(ev h100 "[e['xid']['state'][:40], 'events' in e['xid']]")" '["could not be read: /dev/kmsg is not in t", false]'
 gh a100 "$T/root" DOUBLE_NVML_PROFILE=a100-sxm
 expect_eq "health: A100 SXM4: pass, 12 links" \
-    "$(st a100) $(ev a100 "e['inventory']['nvlinksActive']")" "pass  12"
+    "$(st a100) $(ev a100 "e['nvlinksActiveMin']")" "pass  12"
 gh gb200 "$T/root" DOUBLE_NVML_PROFILE=gb200
 expect_eq "health: GB200: pass, 4 GPUs with 18 links" \
-    "$(st gb200) $(ev gb200 "[e['inventory']['gpus'], e['inventory']['nvlinksActive']]")" "pass  [4, 18]"
+    "$(st gb200) $(ev gb200 "[e['gpuCount'], e['nvlinksActive'], e['nvlinksActiveMin']]")" "pass  [4, 72, 18]"
 
 # ---- fault captures
 gh brake "$T/root" DOUBLE_NVML_PROFILE=h100-sxm-powerbrake
@@ -130,7 +130,7 @@ expect_eq "health: remap failed, x8 link, thermal, pages pending: each found" "$
 contains "health: pcie width named" "$(fmsg faults)" \
     "GPU 4 (00000000:97:00.0, NVIDIA H100 80GB HBM3): PCIe link x8, the GPU's maximum is x16"
 expect_eq "health: a GPU in MIG mode is evidence here (the gang compares it)" \
-    "$(ev faults "[e['gpus'][0]['migMode'], e['inventory']['migEnabled']]")" '["enabled", 1]'
+    "$(ev faults "[e['gpus'][0]['migMode'], e['migEnabled']]")" '["enabled", 1]'
 
 # ---- not supported and unknown answers: neither healthy nor failed
 gh perm "$T/root" DOUBLE_NVML_PROFILE=h100-remap-pending "DOUBLE_NVML_FAULTS=all:err=remap:4"
@@ -145,18 +145,23 @@ expect_eq "health: ECC counter unknown: no ecc-uncorrected, the remap still foun
     "fail row-remap-pending unknown: nvmlDeviceGetTotalEccErrors: NVML_ERROR_UNKNOWN"
 gh nosup "$T/root" DOUBLE_NVML_GPUS=2
 expect_eq "health: every call NOT_SUPPORTED: pass, all 'not supported'" \
-    "$(st nosup) $(ev nosup "[e['gpus'][1]['eccErrors']['volatileUncorrected'], e['gpus'][1]['nvlink']['state'], e['inventory']['nvlinksActive']]")" \
-    'pass  ["not supported", "not supported", 0]'
+    "$(st nosup) $(ev nosup "[e['gpus'][1]['eccErrors']['volatileUncorrected'], e['gpus'][1]['nvlink']['state'], e['nvlinksActive'], e.get('model')]")" \
+    'pass  ["not supported", "not supported", 0, null]'
 
 # ---- NVML missing: skipped without GPUs, health-unknown (a warning, class spec) with them
 gh nolib "$T/root" PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1
 expect_eq "health: no NVML, no GPU: skip" "$(st nolib)" "skip "
-mkdir -p "$T/gpus/proc/driver/nvidia/gpus/0000:18:00.0"
+mkdir -p "$T/gpus/proc/driver/nvidia/gpus/0000:18:00.0" "$T/gpus/dev"
+gh nonode "$T/gpus" PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1
+expect_eq "health: no NVML, the driver lists a GPU the pod has no node of: skip" "$(st nonode)" \
+    "skip "
+: >"$T/gpus/dev/nvidia0"
+: >"$T/gpus/dev/nvidiactl"
 gh nolibgpu "$T/gpus" PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1
-expect_eq "health: no NVML, the driver lists a GPU: health-unknown" "$(st nolibgpu)" \
+expect_eq "health: no NVML, /dev/nvidia0 in the pod: health-unknown" "$(st nolibgpu)" \
     "warn health-unknown"
 contains "health: health-unknown: the reason" "$(fmsg nolibgpu)" \
-    "the driver lists 1 GPU but their health cannot be read: NVML not available: /nonexistent/libnvidia-ml.so.1 does not load"
+    "the pod has 1 GPU but their health cannot be read: NVML not available: /nonexistent/libnvidia-ml.so.1 does not load"
 gh noinit "$T/gpus" DOUBLE_NVML_FAIL=init
 contains "health: nvmlInit fails: named" "$(fmsg noinit)" \
     "nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (Driver Not Loaded)"
@@ -179,7 +184,8 @@ done
 # ---- a gang of 4 pods in network namespaces (tests/e2e/pods.sh), every GPU an H100 SXM of the
 # healthy capture but GPU 3 of trainer-2, which has 14 of its 18 NVLinks active: trainer-2 is
 # named (nvlink-inactive, class node, rank 0's only culprit), the others pass gpu.health. Each
-# pod's verdict carries inventory.nvlinksActive, the count the comparison across pods reads.
+# pod's verdict carries nvlinksActive (144 on 8 healthy H100s, 140 on trainer-2), the count the
+# comparison across pods (check `gang`) reads.
 gang() {
     need_root "health: gang in network namespaces" || return 0
     local c
@@ -206,11 +212,12 @@ gang() {
     pods_wait_all
     pods_expect gpu.health 2 'codes("gpu.health") == ["nvlink-inactive"]' \
         '"GPU 3 (00000000:86:00.0, NVIDIA H100 80GB HBM3): 14 of 18 NVLinks active (inactive: 14, 15, 16, 17)" in finding("gpu.health", "nvlink-inactive")' \
-        'check("gpu.health")["evidence"]["inventory"]["nvlinksActive"] == 14' \
+        'check("gpu.health")["evidence"]["nvlinksActive"] == 140' \
+        'check("gpu.health")["evidence"]["nvlinksActiveMin"] == 14' \
         'd["failureClass"] == "node"'
     for i in 0 1 3; do
         pods_expect gpu.health "$i" 'check("gpu.health")["status"] == "pass"' \
-            'check("gpu.health")["evidence"]["inventory"]["nvlinksActive"] == 18'
+            'check("gpu.health")["evidence"]["nvlinksActive"] == 144'
     done
     pods_expect gpu.health 0 '2 in culprits()' 'culprits() == [2]'
     expect_eq "health: gang: trainer-2 exits 4 (node)" "${RC[2]}" 4

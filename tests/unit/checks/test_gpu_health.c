@@ -148,6 +148,10 @@ static void m_mig(struct pf_nvml_health *g)
 {
     g->mig_current.v = g->mig_pending.v = 1;
 }
+static void m_persistence_off(struct pf_nvml_health *g)
+{
+    g->persistence.v = 0;
+}
 static void m_handle(struct pf_nvml_health *g)
 {
     g->handle_rc = 15; /* NVML_ERROR_GPU_IS_LOST */
@@ -193,8 +197,17 @@ static const struct row rows[] = {
     {"pcie x8", m_pcie8, PF_WARN, "pcie-width-degraded", "PCIe link x8, the GPU's maximum is x16"},
     {"pcie unknown", m_pcie_unknown, PF_PASS, "", "current: \"unknown: "},
     {"mig", m_mig, PF_PASS, "", "migEnabled: 1"},
+    {"persistence off", m_persistence_off, PF_PASS, "", "persistenceDisabled: 1"},
     {"handle lost", m_handle, PF_PASS, "", "nvmlDeviceGetHandleByIndex_v2: NVML_ERROR_GPU_IS_LOST"},
 };
+
+static const struct row *row_named(const char *name)
+{
+    for (size_t i = 0; i < PF_ARRAY_LEN(rows); i++)
+        if (strcmp(rows[i].name, name) == 0) return &rows[i];
+    fail_msg("no row %s", name);
+    return NULL;
+}
 
 static char *judge(struct pf_verdict *v, struct pf_check **out, const struct row *r,
                    const struct pf_xid_log *xid)
@@ -303,7 +316,7 @@ static void test_xid(void **state)
     snprintf(log.source, sizeof(log.source), "/dev/kmsg");
     struct pf_verdict v;
     struct pf_check *c;
-    char *yaml = judge(&v, &c, &rows[0], &log);
+    char *yaml = judge(&v, &c, row_named("healthy"), &log);
     /* 13 is the application's: evidence only; 48, 63, 79 on GPU 1, each once */
     assert_int_equal(c->nfindings, 1);
     assert_string_equal(c->findings[0].code, "gpu-xid");
@@ -316,7 +329,7 @@ static void test_xid(void **state)
     pf_verdict_free(&v);
     free(log.v);
     /* the log not readable: said so, never "no Xid" */
-    yaml = judge(&v, &c, &rows[0], NULL);
+    yaml = judge(&v, &c, row_named("healthy"), NULL);
     assert_non_null(strstr(yaml, "state: \"could not be read: /dev/kmsg is not in the pod\""));
     assert_null(strstr(yaml, "events"));
     free(yaml);
@@ -335,26 +348,44 @@ static void test_inventory(void **state)
     (void)state;
     struct pf_verdict v;
     struct pf_check *c;
-    char *yaml = judge(&v, &c, &rows[9] /* 14 of 18 */, NULL);
+    char *yaml = judge(&v, &c, row_named("14 of 18"), NULL);
     free(yaml);
     struct pf_gpu_inventory inv;
     pf_gpu_inventory_read(&inv, c->evidence);
     assert_true(inv.known);
     assert_int_equal(inv.gpus, 2);
     assert_string_equal(inv.model, "NVIDIA H100 80GB HBM3");
-    assert_int_equal(inv.nvlinks_active, 14);
-    assert_int_equal(inv.nvlinks_supported, 18);
+    assert_int_equal(inv.nvlinks_active, 18 + 14);
+    assert_int_equal(inv.nvlinks_supported, 36);
+    assert_int_equal(inv.nvlinks_active_min, 14);
     assert_int_equal(inv.mig_enabled, 0);
     assert_int_equal(inv.persistence_disabled, 0);
     assert_string_equal(inv.driver, "535.183.01");
     assert_string_equal(inv.cuda, "12.2");
     pf_verdict_free(&v);
-    /* a GPU lost: MIG and persistence unknown (-1), not 0 */
-    yaml = judge(&v, &c, &rows[PF_ARRAY_LEN(rows) - 1], NULL);
+    /* a GPU lost: links, MIG and persistence unknown (-1, absent from the evidence), not 0 */
+    yaml = judge(&v, &c, row_named("handle lost"), NULL);
+    assert_null(strstr(yaml, "nvlinksActive"));
+    assert_null(strstr(yaml, "migEnabled"));
     free(yaml);
     pf_gpu_inventory_read(&inv, c->evidence);
+    assert_true(inv.known);
+    assert_int_equal(inv.nvlinks_active, -1);
     assert_int_equal(inv.mig_enabled, -1);
     assert_int_equal(inv.persistence_disabled, -1);
+    pf_verdict_free(&v);
+    /* links NVML could not answer for: the sums are not known */
+    yaml = judge(&v, &c, row_named("links unknown"), NULL);
+    free(yaml);
+    pf_gpu_inventory_read(&inv, c->evidence);
+    assert_int_equal(inv.nvlinks_active, -1);
+    pf_verdict_free(&v);
+    /* no NVLink (NOT_SUPPORTED on GPU 1): GPU 0's 18, the fewest 0 */
+    yaml = judge(&v, &c, row_named("nvlink not supported"), NULL);
+    free(yaml);
+    pf_gpu_inventory_read(&inv, c->evidence);
+    assert_int_equal(inv.nvlinks_active, 18);
+    assert_int_equal(inv.nvlinks_active_min, 0);
     pf_verdict_free(&v);
     /* no evidence: not known */
     pf_gpu_inventory_read(&inv, NULL);
