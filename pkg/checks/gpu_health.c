@@ -542,6 +542,23 @@ void pf_gpu_health_judge(struct pf_check *out, const struct pf_nvml_system *sys,
                          const struct pf_nvml_health *g, size_t n, const struct pf_xid_log *xid)
 {
     pf_node_set_str(out->evidence, "nvmlHeader", NVML_HEADER);
+    /* each fact of a GPU's evidence and the NVML call it comes from */
+    static const char *const calls[][2] = {
+        {"persistenceMode", "nvmlDeviceGetPersistenceMode"},
+        {"migMode", "nvmlDeviceGetMigMode"},
+        {"eccMode", "nvmlDeviceGetEccMode"},
+        {"eccErrors", "nvmlDeviceGetTotalEccErrors"},
+        {"retiredPages", "nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus"},
+        {"remappedRows", "nvmlDeviceGetRemappedRows"},
+        {"clocksEventReasons", "nvmlDeviceGetCurrentClocksEventReasons"},
+        {"pcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth, nvmlDeviceGetCurrPcieLinkWidth"},
+        {"nvlink", "nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkErrorCounter"},
+        {"driverVersion", "nvmlSystemGetDriverVersion"},
+        {"cudaVersion", "nvmlSystemGetCudaDriverVersion_v2"},
+    };
+    struct pf_node *cm = pf_node_set_map(out->evidence, "calls");
+    for (size_t i = 0; i < PF_ARRAY_LEN(calls); i++)
+        pf_node_set_str(cm, calls[i][0], calls[i][1]);
     char t[160];
     if (sys->driver_rc == PF_NVML_SUCCESS) {
         pf_node_set_str(out->evidence, "driverVersion", sys->driver);
