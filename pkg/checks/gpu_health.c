@@ -43,7 +43,6 @@ static const struct {
     {"H100 SXM", "H100 SXM5", 18},
     {"H800", "H800 SXM5", 8},
     {"H20", "H20", 18},
-    {"H200 NVL", NULL, 0}, /* PCIe, bridged in pairs or fours */
     {"H200", "H200 SXM", 18},
     {"GB200", "GB200", 18},
     {"B200", "B200", 18},
@@ -55,6 +54,9 @@ unsigned pf_gpu_nvlinks_expected(const char *name, const char **model)
 {
     if (model) *model = NULL;
     if (!name) return 0;
+    /* a PCIe card of any of these ("NVIDIA H800 PCIe", "NVIDIA A100-PCIE-40GB", "NVIDIA H100
+     * NVL"): links through an optional bridge only */
+    if (strcasestr(name, "pcie") || strstr(name, " NVL")) return 0;
     if (strncmp(name, "NVIDIA ", 7) == 0) name += 7;
     for (size_t i = 0; i < PF_ARRAY_LEN(nvlink_models); i++) {
         size_t k = strlen(nvlink_models[i].prefix);

@@ -279,6 +279,10 @@ static void test_models(void **state)
     assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA H200 NVL", &m), 0);
     assert_null(m);
     assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA H100 PCIe", NULL), 0);
+    assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA H100 NVL", NULL), 0);
+    assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA H800 PCIe", NULL), 0);
+    assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA H800", NULL), 8);
+    assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA A100-PCIE-40GB", NULL), 0);
     assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA A100 80GB PCIe", NULL), 0);
     assert_int_equal(pf_gpu_nvlinks_expected("NVIDIA H2000", NULL), 0);
     assert_int_equal(pf_gpu_nvlinks_expected("", NULL), 0);
