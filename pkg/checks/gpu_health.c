@@ -506,12 +506,26 @@ static void judge_xid(struct pf_check *out, const struct pf_nvml_health *g, size
                          xid->v[i].dev);
         pf_node_set_int(e, "xid", xid->v[i].xid);
         pf_node_set_str(e, "text", xid->v[i].text);
+        /* the kernel's log is the node's: an Xid of a GPU of another pod is evidence only */
+        long long gpu = -1;
+        for (size_t k = 0; k < n; k++)
+            if (g[k].handle_rc == PF_NVML_SUCCESS && same_pci(&g[k], &xid->v[i]))
+                gpu = (long long)g[k].index;
+        if (gpu >= 0)
+            pf_node_set_int(e, "gpu", gpu);
+        else
+            pf_node_set_str(e, "gpu", "not in the pod");
     }
     if (xid->dropped) pf_node_set_int(x, "dropped", (long long)xid->dropped);
-    /* one finding per PCI address with Xids that point at the GPU or node */
+    /* one finding per GPU of the pod with Xids that point at the GPU or node */
     bool *done = pf_xcalloc(xid->n ? xid->n : 1, sizeof(*done));
     for (size_t i = 0; i < xid->n; i++) {
         if (done[i] || !pf_xid_node_fault(xid->v[i].xid)) continue;
+        char who[200] = "";
+        for (size_t k = 0; k < n; k++)
+            if (g[k].handle_rc == PF_NVML_SUCCESS && same_pci(&g[k], &xid->v[i]))
+                gpu_label(who, sizeof(who), &g[k]);
+        if (!who[0]) continue; /* another pod's GPU */
         char list[400] = "";
         for (size_t j = i; j < xid->n; j++) {
             const struct pf_xid *a = &xid->v[i], *b = &xid->v[j];
@@ -528,14 +542,10 @@ static void judge_xid(struct pf_check *out, const struct pf_nvml_health *g, size
             snprintf(list + len, sizeof(list) - len, "%sXid %u (%s)", len ? ", " : "", b->xid,
                      pf_xid_node_fault(b->xid));
         }
-        char who[200] = "";
-        for (size_t k = 0; k < n; k++)
-            if (g[k].handle_rc == PF_NVML_SUCCESS && same_pci(&g[k], &xid->v[i]))
-                gpu_label(who, sizeof(who), &g[k]);
         pf_check_add_finding(out, "gpu-xid", PF_WARN, NULL,
-                             "%s%sPCI %04x:%02x:%02x: %s in the kernel log (%s)", who,
-                             who[0] ? ", " : "", xid->v[i].domain, xid->v[i].bus, xid->v[i].dev,
-                             list, xid->source[0] ? xid->source : KMSG);
+                             "%s, PCI %04x:%02x:%02x: %s in the kernel log (%s)", who,
+                             xid->v[i].domain, xid->v[i].bus, xid->v[i].dev, list,
+                             xid->source[0] ? xid->source : KMSG);
     }
     free(done);
 }

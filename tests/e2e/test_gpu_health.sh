@@ -110,14 +110,16 @@ cat >"$T/kmsg/dev/kmsg" <<'EOF'
 4,1094,812345679,-;NVRM: Xid (PCI:0000:9c:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row marked for remapping, reset gpu to activate.
 4,1095,812345680,-;NVRM: Xid (PCI:0000:9c:00): 94, pid=1797828, name=python3, Contained: SM (0x1). RST: No, D-RST: No
 4,1096,812345690,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=55, name=python3, Graphics SM Warp Exception
+4,1097,812345699,-;NVRM: Xid (PCI:0000:ee:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.
 EOF
 gh a100ecc "$T/kmsg" DOUBLE_NVML_PROFILE=a100-pcie-ecc
 expect_eq "health: A100 PCIe with DBE and pending remap: fail and warn" "$(st a100ecc)" \
     "fail ecc-uncorrected,gpu-xid,row-remap-pending"
 contains "health: Xid: GPU 2 named with each Xid once" "$(fmsg a100ecc)" \
     "GPU 2 (00000000:9C:00.0, NVIDIA A100 80GB PCIe), PCI 0000:9c:00: Xid 48 (double-bit ECC error), Xid 63 (row remapping recorded, a reset applies it), Xid 94 (contained uncorrectable ECC error) in the kernel log (/dev/kmsg)"
-expect_eq "health: Xid: every line in the evidence, the application's Xid 13 too" \
-    "$(ev a100ecc "[e['xid']['state'], [x['xid'] for x in e['xid']['events']]]")" '["read", [48, 63, 94, 13]]'
+expect_eq "health: Xid: every line in the evidence, the application's Xid 13 and another pod's GPU too" \
+    "$(ev a100ecc "[e['xid']['state'], [(x['xid'], x['gpu']) for x in e['xid']['events']]]")" \
+    '["read", [[48, 2], [63, 2], [94, 2], [13, 0], [79, "not in the pod"]]]'
 expect_eq "health: A100 PCIe: no NVLink expected (a bridge is optional)" \
     "$(ev a100ecc "[e['gpus'][0]['nvlink']['state'], 'modelHas' in e['gpus'][0]['nvlink']]")" \
     '["not supported", false]'

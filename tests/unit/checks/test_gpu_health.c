@@ -302,26 +302,29 @@ static const char kmsg[] =
     "4,1095,812345680,-;NVRM: Xid (PCI:0000:64:00): 48, pid=1, again\n"
     "6,1096,1,-;NVRM: Xid (PCI:0000:64:00): , no number\n"
     "6,1097,1,-;NVRM: Xid (PCI:zz:64:00): 79, bad address\n"
-    "6,1098,1,-;NVRM: Xid (PCI:0000:64:00): 79";
+    "6,1098,1,-;NVRM: Xid (PCI:0000:ee:00): 79, a GPU of another pod\n"
+    "6,1099,1,-;NVRM: Xid (PCI:0000:64:00): 79";
 
 static void test_xid(void **state)
 {
     (void)state;
     struct pf_xid_log log = {0};
-    assert_int_equal(pf_xid_parse(&log, kmsg, strlen(kmsg)), 5);
+    assert_int_equal(pf_xid_parse(&log, kmsg, strlen(kmsg)), 6);
     assert_int_equal(log.v[0].xid, 48);
     assert_int_equal(log.v[0].bus, 0x64);
     assert_int_equal(log.v[2].xid, 13);
     assert_int_equal(log.v[2].bus, 0xcb);
-    assert_int_equal(log.v[4].xid, 79);
-    assert_string_equal(log.v[4].text, "");
+    assert_int_equal(log.v[5].xid, 79);
+    assert_string_equal(log.v[5].text, "");
+    assert_int_equal(log.v[4].bus, 0xee);
     assert_non_null(strstr(log.v[1].text, "Row Remapper"));
     log.readable = true;
     snprintf(log.source, sizeof(log.source), "/dev/kmsg");
     struct pf_verdict v;
     struct pf_check *c;
     char *yaml = judge(&v, &c, row_named("healthy"), &log);
-    /* 13 is the application's: evidence only; 48, 63, 79 on GPU 1, each once */
+    /* 13 is the application's, 79 on 0000:ee:00 another pod's GPU: evidence only; 48, 63, 79
+     * on GPU 1, each once */
     assert_int_equal(c->nfindings, 1);
     assert_string_equal(c->findings[0].code, "gpu-xid");
     assert_string_equal(c->findings[0].message,
@@ -329,6 +332,7 @@ static void test_xid(void **state)
                         "(double-bit ECC error), Xid 63 (row remapping recorded, a reset applies "
                         "it), Xid 79 (GPU has fallen off the bus) in the kernel log (/dev/kmsg)");
     assert_non_null(strstr(yaml, "xid: 13"));
+    assert_non_null(strstr(yaml, "gpu: not in the pod"));
     free(yaml);
     pf_verdict_free(&v);
     free(log.v);
