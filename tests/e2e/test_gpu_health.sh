@@ -134,6 +134,22 @@ contains "health: pcie width named" "$(fmsg faults)" \
 expect_eq "health: a GPU in MIG mode is evidence here (the gang compares it)" \
     "$(ev faults "[e['gpus'][0]['migMode'], e['migEnabled']]")" '["enabled", 1]'
 
+# ---- an older NVML (before R450/R535): the loader takes nvmlSystemGetCudaDriverVersion and
+# nvmlDeviceGetCurrentClocksThrottleReasons, and remapped rows are unknown, not healthy
+if $CC -std=c11 -O1 -Wall -Wextra -Werror -shared -fPIC -DDOUBLE_OLD_NVML \
+    -o "$T/libnvml-old.so" "$D/nvml.c" 2>"$T/cco.err"; then
+    gh old "$T/root" PREFLIGHT_NVML_LIB="$T/libnvml-old.so" DOUBLE_NVML_PROFILE=h100-sxm-powerbrake
+    expect_eq "health: older NVML: the throttle-reasons name answers the slowdown" \
+        "$(st old)" "$(st brake)"
+    expect_eq "health: older NVML: the unversioned CUDA version call answers" \
+        "$(ev old "e['cudaVersion']")" "12.2"
+    expect_eq "health: older NVML: no nvmlDeviceGetRemappedRows: unknown, no finding" \
+        "$(ev old "e['gpus'][0]['remappedRows']['state']")" \
+        "unknown: this libnvidia-ml has no nvmlDeviceGetRemappedRows"
+else
+    notok "health: the older NVML double builds" "$(head -c 400 "$T/cco.err")"
+fi
+
 # ---- not supported and unknown answers: neither healthy nor failed
 gh perm "$T/root" DOUBLE_NVML_PROFILE=h100-remap-pending "DOUBLE_NVML_FAULTS=all:err=remap:4"
 expect_eq "health: remapped rows NO_PERMISSION on the GPU with a pending remap: no remap finding" \

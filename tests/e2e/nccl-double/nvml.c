@@ -24,6 +24,7 @@
  *                           pcie=W (current width), clocks=0xBITS, mig, persistence-off,
  *                           err=CALL:RC (CALL answers nvmlReturn_t RC: ecc, remap, clocks,
  *                           nvlink, pcie, mig, persistence, retired)
+ * Built with -DDOUBLE_OLD_NVML it exports the older names an NVML before R535 has (see below).
  * Its signatures are nvml.h's (tests/unit/dl/test_dl_abi.c compares pkg/dl/nvml.h with the
  * real header; this file keeps its own copy on purpose, see below). */
 #define _GNU_SOURCE
@@ -313,6 +314,18 @@ EXPORT ret_t nvmlSystemGetDriverVersion(char *version, unsigned length)
     snprintf(version, length, "%s", p->driver);
     return OK;
 }
+/* -DDOUBLE_OLD_NVML: the names of an NVML before the _v2 CUDA version call and before
+ * clock "event" reasons (R418-R530 export nvmlSystemGetCudaDriverVersion and
+ * nvmlDeviceGetCurrentClocksThrottleReasons), and without nvmlDeviceGetRemappedRows (R450 on):
+ * the loader must fall back to the older names and leave the remapped rows unknown */
+#ifdef DOUBLE_OLD_NVML
+#define nvmlSystemGetCudaDriverVersion_v2 nvmlSystemGetCudaDriverVersion
+#define nvmlDeviceGetCurrentClocksEventReasons nvmlDeviceGetCurrentClocksThrottleReasons
+#define nvmlDeviceGetRemappedRows double_no_remapped_rows
+#define EXPORT_REMAP static __attribute__((unused))
+#else
+#define EXPORT_REMAP EXPORT
+#endif
 EXPORT ret_t nvmlSystemGetCudaDriverVersion_v2(int *v)
 {
     const struct prof *p = profile();
@@ -393,8 +406,8 @@ EXPORT ret_t nvmlDeviceGetRetiredPagesPendingStatus(struct nvmlDevice_st *d, uns
     if (r == OK) *pending = g.retired_pending;
     return r;
 }
-EXPORT ret_t nvmlDeviceGetRemappedRows(struct nvmlDevice_st *d, unsigned *cor, unsigned *unc,
-                                       unsigned *pending, unsigned *failed)
+EXPORT_REMAP ret_t nvmlDeviceGetRemappedRows(struct nvmlDevice_st *d, unsigned *cor, unsigned *unc,
+                                             unsigned *pending, unsigned *failed)
 {
     struct gpu_state g;
     gpu_state(&g, d->idx);
