@@ -5,7 +5,7 @@
 #   scripts/nvidia-pypi.sh fetch      download and unpack what is missing (says what it fetches)
 #   scripts/nvidia-pypi.sh env        print shell assignments for what is there:
 #                                     NVIDIA_NCCL_LIB  libnccl.so.2 (nvidia-nccl-cu13)
-#                                     NVIDIA_INCLUDE   -isystem flags for nccl.h, cuda.h, nvml.h
+#                                     NVIDIA_INCLUDE   -isystem flags for nccl.h and cuda.h (nvml.h: scripts/deps.sh)
 #   scripts/nvidia-pypi.sh cflags     print NVIDIA_INCLUDE alone (the Makefile's test_dl_abi)
 #
 # The wheels (PyPI project, version, what the tests use from it):
@@ -13,12 +13,11 @@
 #   nvidia-cuda-runtime 13.5.37  nvidia/cu13/include/cuda.h (and cuda_runtime.h, which nccl.h includes)
 #   nvidia-cuda-crt     13.5.37  nvidia/cu13/include/crt/host_config.h (cuda_runtime.h includes it)
 #   nvidia-cuda-cccl    13.3.5.0.6  nvidia/cu13/include/nv/target (cuda_fp16.h includes it)
-#   nvidia-nvml-dev     13.5.37  nvidia/cu13/include/nvml.h
 # The cache is $PREFLIGHT_NVIDIA_CACHE (default /var/cache/preflight/nvidia), one folder a
 # wheel, named for its project and version, so that a changed pin fetches again.
 set -eu
 CACHE=${PREFLIGHT_NVIDIA_CACHE:-/var/cache/preflight/nvidia}
-WHEELS="nvidia-nccl-cu13==2.32.3 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-cccl==13.3.5.0.6 nvidia-nvml-dev==13.5.37"
+WHEELS="nvidia-nccl-cu13==2.32.3 nvidia-cuda-runtime==13.5.37 nvidia-cuda-crt==13.5.37 nvidia-cuda-cccl==13.3.5.0.6"
 
 dir_of() { # project==version -> its folder in the cache
     echo "$CACHE/$(echo "$1" | sed 's/==/-/')"
@@ -73,7 +72,6 @@ env_out() {
     cuda=$(dir_of nvidia-cuda-runtime==13.5.37)
     crt=$(dir_of nvidia-cuda-crt==13.5.37)
     cccl=$(dir_of nvidia-cuda-cccl==13.3.5.0.6)
-    nvml=$(dir_of nvidia-nvml-dev==13.5.37)
     if [ -f "$nccl/.done" ] && [ -f "$nccl/nvidia/nccl/lib/libnccl.so.2" ]; then
         echo "NVIDIA_NCCL_LIB=$nccl/nvidia/nccl/lib/libnccl.so.2"
     fi
@@ -82,7 +80,6 @@ env_out() {
     [ -f "$cuda/nvidia/cu13/include/cuda.h" ] && inc="$inc -isystem $cuda/nvidia/cu13/include"
     [ -f "$crt/nvidia/cu13/include/crt/host_config.h" ] && inc="$inc -isystem $crt/nvidia/cu13/include"
     [ -f "$cccl/nvidia/cu13/include/nv/target" ] && inc="$inc -isystem $cccl/nvidia/cu13/include"
-    [ -f "$nvml/nvidia/cu13/include/nvml.h" ] && inc="$inc -isystem $nvml/nvidia/cu13/include"
     echo "NVIDIA_INCLUDE='${inc# }'"
 }
 

@@ -144,9 +144,68 @@ enum pf_fabric_readiness {
 enum pf_fabric_readiness pf_gpu_fabric_readiness(char *why, size_t n, unsigned state, int status,
                                                  const unsigned char cluster_uuid[16]);
 
+/* ---- gpu.health (gpu_health.c): each GPU's health through NVML (pkg/dl/nvml.h). */
+struct pf_nvml_health;
+struct pf_nvml_system;
+/* The NVLink count a GPU model has, by its nvmlDeviceGetName ("NVIDIA H100 80GB HBM3": 18),
+ * and the model's name in words; 0 (and NULL) for a model whose links depend on a bridge or
+ * that the table does not know: its inactive links are evidence, not a fault. */
+unsigned pf_gpu_nvlinks_expected(const char *name, const char **model);
+
+/* Xid lines of the kernel log, as the NVIDIA driver writes them ("NVRM: Xid (PCI:0000:18:00):
+ * 79, pid=..., GPU has fallen off the bus."), from /dev/kmsg records ("6,1234,5678,-;NVRM:
+ * ...") or dmesg lines ("[  12.3] NVRM: ..."). */
+#define PF_XID_MAX 256
+struct pf_xid {
+    unsigned domain, bus, dev; /* from "PCI:DDDD:BB:DD" */
+    unsigned xid;
+    char text[160]; /* the rest of the line after the number */
+};
+struct pf_xid_log {
+    bool readable;   /* false: why says what it would take */
+    char why[256];   /* "/dev/kmsg: Permission denied (...)" */
+    char source[64]; /* "/dev/kmsg" */
+    struct pf_xid *v;
+    size_t n;       /* kept, at most PF_XID_MAX (the newest are dropped beyond it) */
+    size_t dropped; /* Xid lines beyond PF_XID_MAX */
+};
+/* Adds every Xid line of text to log (log->v grows; free it with free). Returns how many. */
+size_t pf_xid_parse(struct pf_xid_log *log, const char *text, size_t len);
+/* What NVIDIA's Xid catalogue says of xid in a few words, NULL when it is not one that points at
+ * the GPU or the node (those preflight warns about). */
+const char *pf_xid_node_fault(unsigned xid);
+
+/* Judges what NVML answered (sys, g[0..n)) and the kernel log (xid) into out: evidence per GPU
+ * and the findings of docs/checks/11-gpu-health.md. Pure: the unit tests call it with tables. */
+void pf_gpu_health_judge(struct pf_check *out, const struct pf_nvml_system *sys,
+                         const struct pf_nvml_health *g, size_t n, const struct pf_xid_log *xid);
+
+/* What the gang comparison reads of one pod's gpu.health: stable keys at the top of the
+ * check's evidence (see docs/checks/11-gpu-health.md): model, gpuCount, nvlinksActive and
+ * nvlinksSupported (summed over the pod's GPUs), nvlinksActiveMin (the fewest on one GPU),
+ * migEnabled, persistenceDisabled (GPUs in MIG mode, with persistence off), driverVersion,
+ * cudaVersion. A count the pod could not tell is absent from the evidence, -1 here; a string
+ * is "" then. */
+struct pf_gpu_inventory {
+    bool known;               /* gpu.health read NVML on this pod */
+    int gpus;                 /* GPUs NVML lists */
+    char model[96];           /* their nvmlDeviceGetName; "mixed" when they differ */
+    int nvlinks_active;       /* active NVLinks over all the pod's GPUs (8 x H100: 144) */
+    int nvlinks_supported;    /* NVLinks NVML lists over all of them */
+    int nvlinks_active_min;   /* the fewest active NVLinks of one GPU */
+    int mig_enabled;          /* GPUs in MIG mode */
+    int persistence_disabled; /* GPUs with persistence mode off */
+    char driver[80];          /* nvmlSystemGetDriverVersion: "550.90.07" */
+    char cuda[16];            /* nvmlSystemGetCudaDriverVersion_v2: "12.4" */
+};
+/* Reads it from a gpu.health check's evidence (NULL, or a check that read no GPU: known
+ * false). */
+void pf_gpu_inventory_read(struct pf_gpu_inventory *out, const struct pf_node *evidence);
+
 /* ---- the checks (one function each; files in pkg/checks/) */
 void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx);
+void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_ports(struct pf_check *out, struct pf_ctx *ctx);
 void pf_check_rdma_memlock(struct pf_check *out, struct pf_ctx *ctx);

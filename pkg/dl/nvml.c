@@ -26,6 +26,7 @@ void pf_dl_nvml_strerror(char *out, size_t n, const struct pf_dl_nvml *l, pf_nvm
         {PF_NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED"},
         {4, "NVML_ERROR_NO_PERMISSION"},
         {6, "NVML_ERROR_NOT_FOUND"},
+        {PF_NVML_ERROR_INSUFFICIENT_SIZE, "NVML_ERROR_INSUFFICIENT_SIZE"},
         {PF_NVML_ERROR_DRIVER_NOT_LOADED, "NVML_ERROR_DRIVER_NOT_LOADED"},
         {12, "NVML_ERROR_LIBRARY_NOT_FOUND"},
         {PF_NVML_ERROR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND"},
@@ -61,12 +62,17 @@ void pf_dl_nvml_close(struct pf_dl_nvml *l)
 #else
 struct nvml_sym {
     const char *name;
+    const char *alt; /* an older name, tried when name is missing; or NULL */
     size_t offset;
     bool required;
 };
 #define NSYM(field, name, req)                                                                     \
     {                                                                                              \
-        name, offsetof(struct pf_dl_nvml, field), req                                              \
+        name, NULL, offsetof(struct pf_dl_nvml, field), req                                        \
+    }
+#define NSYM2(field, name, alt)                                                                    \
+    {                                                                                              \
+        name, alt, offsetof(struct pf_dl_nvml, field), false                                       \
     }
 static const struct nvml_sym nvml_syms[] = {
     NSYM(Init, "nvmlInit_v2", true),
@@ -78,6 +84,25 @@ static const struct nvml_sym nvml_syms[] = {
     NSYM(DeviceGetGpuFabricInfoV, "nvmlDeviceGetGpuFabricInfoV", false),
     NSYM(DeviceGetGpuFabricInfo, "nvmlDeviceGetGpuFabricInfo", false),
     NSYM(ErrorString, "nvmlErrorString", false),
+    /* gpu.health: the names nvml.h (NVML_API_VERSION 12) maps its plain names to */
+    NSYM(SystemGetDriverVersion, "nvmlSystemGetDriverVersion", false),
+    NSYM2(SystemGetCudaDriverVersion, "nvmlSystemGetCudaDriverVersion_v2",
+          "nvmlSystemGetCudaDriverVersion"),
+    NSYM(DeviceGetName, "nvmlDeviceGetName", false),
+    NSYM(DeviceGetUUID, "nvmlDeviceGetUUID", false),
+    NSYM(DeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode", false),
+    NSYM(DeviceGetMigMode, "nvmlDeviceGetMigMode", false),
+    NSYM(DeviceGetEccMode, "nvmlDeviceGetEccMode", false),
+    NSYM(DeviceGetTotalEccErrors, "nvmlDeviceGetTotalEccErrors", false),
+    NSYM(DeviceGetRetiredPages, "nvmlDeviceGetRetiredPages", false),
+    NSYM(DeviceGetRetiredPagesPendingStatus, "nvmlDeviceGetRetiredPagesPendingStatus", false),
+    NSYM(DeviceGetRemappedRows, "nvmlDeviceGetRemappedRows", false),
+    NSYM(DeviceGetNvLinkState, "nvmlDeviceGetNvLinkState", false),
+    NSYM(DeviceGetNvLinkErrorCounter, "nvmlDeviceGetNvLinkErrorCounter", false),
+    NSYM2(DeviceGetCurrentClocksEventReasons, "nvmlDeviceGetCurrentClocksEventReasons",
+          "nvmlDeviceGetCurrentClocksThrottleReasons"),
+    NSYM(DeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth", false),
+    NSYM(DeviceGetCurrPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth", false),
 };
 
 /* Tried after the soname fails, in order: the distribution's library folders (NVIDIA
@@ -110,6 +135,7 @@ int pf_dl_nvml_open(struct pf_dl_nvml *out, const char *path)
         const struct nvml_sym *s = &nvml_syms[i];
         (void)dlerror();
         void *p = dlsym(h, s->name);
+        if (!p && s->alt) p = dlsym(h, s->alt);
         if (!p && s->required) {
             const char *e = dlerror();
             char msg[512];
@@ -198,4 +224,147 @@ int pf_dl_nvml_fabric(struct pf_nvml_fabric *out, const struct pf_dl_nvml *l, un
         snprintf(out->err, sizeof(out->err), "%s: %s", call, e);
     }
     return 0;
+}
+
+/* rc of a call through pointer fn, or FUNCTION_NOT_FOUND when this library lacks it */
+#define CALL(fn, ...) ((fn) ? (fn)(__VA_ARGS__) : (pf_nvmlReturn_t)PF_NVML_ERROR_FUNCTION_NOT_FOUND)
+
+static void fact_u(struct pf_nvml_fact *f, pf_nvmlReturn_t rc, unsigned long long v)
+{
+    f->rc = rc;
+    f->v = rc == PF_NVML_SUCCESS ? v : 0;
+}
+
+void pf_dl_nvml_system(struct pf_nvml_system *out, const struct pf_dl_nvml *l)
+{
+    memset(out, 0, sizeof(*out));
+    out->driver_rc = CALL(l->SystemGetDriverVersion, out->driver, sizeof(out->driver));
+    out->driver[sizeof(out->driver) - 1] = '\0';
+    if (out->driver_rc != PF_NVML_SUCCESS) out->driver[0] = '\0';
+    out->cuda_rc = CALL(l->SystemGetCudaDriverVersion, &out->cuda);
+    if (out->cuda_rc != PF_NVML_SUCCESS) out->cuda = 0;
+}
+
+static void read_nvlinks(struct pf_nvml_health *out, const struct pf_dl_nvml *l,
+                         pf_nvmlDevice_t dev)
+{
+    out->nvlink_rc = PF_NVML_ERROR_FUNCTION_NOT_FOUND;
+    for (unsigned k = 0; k < PF_NVML_NVLINK_ERROR_COUNT; k++)
+        out->nvlink_errors[k].rc = PF_NVML_ERROR_NOT_SUPPORTED;
+    if (!l->DeviceGetNvLinkState) return;
+    bool any = false;
+    for (unsigned link = 0; link < PF_NVML_NVLINK_MAX_LINKS; link++) {
+        pf_nvmlEnableState_t active = 0;
+        pf_nvmlReturn_t r = l->DeviceGetNvLinkState(dev, link, &active);
+        if (link == 0) out->nvlink_rc = r;
+        if (r == PF_NVML_SUCCESS) {
+            any = true;
+            out->nvlink_supported++;
+            out->link[link] =
+                active == PF_NVML_FEATURE_ENABLED ? PF_NVLINK_ACTIVE : PF_NVLINK_INACTIVE;
+            if (active == PF_NVML_FEATURE_ENABLED) out->nvlink_active++;
+        } else if (r == PF_NVML_ERROR_NOT_SUPPORTED || r == PF_NVML_ERROR_INVALID_ARGUMENT) {
+            out->link[link] = PF_NVLINK_ABSENT;
+        } else {
+            out->link[link] = PF_NVLINK_UNKNOWN;
+            out->nvlink_unknown++;
+        }
+    }
+    if (any) out->nvlink_rc = PF_NVML_SUCCESS;
+    for (unsigned k = 0; k < PF_NVML_NVLINK_ERROR_COUNT; k++) {
+        struct pf_nvml_fact *f = &out->nvlink_errors[k];
+        f->rc = l->DeviceGetNvLinkErrorCounter ? PF_NVML_ERROR_NOT_SUPPORTED
+                                               : PF_NVML_ERROR_FUNCTION_NOT_FOUND;
+        for (unsigned link = 0; l->DeviceGetNvLinkErrorCounter && link < PF_NVML_NVLINK_MAX_LINKS;
+             link++) {
+            if (out->link[link] != PF_NVLINK_ACTIVE) continue;
+            unsigned long long v = 0;
+            pf_nvmlReturn_t r = l->DeviceGetNvLinkErrorCounter(dev, link, k, &v);
+            if (r == PF_NVML_SUCCESS) {
+                f->rc = PF_NVML_SUCCESS;
+                f->v += v;
+            } else if (f->rc != PF_NVML_SUCCESS && r != PF_NVML_ERROR_NOT_SUPPORTED) {
+                f->rc = r;
+            }
+        }
+    }
+}
+
+void pf_dl_nvml_health(struct pf_nvml_health *out, const struct pf_dl_nvml *l, unsigned int i)
+{
+    memset(out, 0, sizeof(*out));
+    out->index = i;
+    pf_nvmlDevice_t dev = NULL;
+    out->handle_rc = l->DeviceGetHandleByIndex(i, &dev);
+    if (out->handle_rc != PF_NVML_SUCCESS) return;
+    struct pf_nvmlPciInfo pci;
+    memset(&pci, 0, sizeof(pci));
+    if (l->DeviceGetPciInfo_v3 && l->DeviceGetPciInfo_v3(dev, &pci) == PF_NVML_SUCCESS)
+        copy_bus_id(out->bus_id, sizeof(out->bus_id), pci.busId, sizeof(pci.busId));
+    else if (l->DeviceGetPciInfo && l->DeviceGetPciInfo(dev, &pci) == PF_NVML_SUCCESS)
+        copy_bus_id(out->bus_id, sizeof(out->bus_id), pci.busIdLegacy, sizeof(pci.busIdLegacy));
+    if (CALL(l->DeviceGetName, dev, out->name, sizeof(out->name)) != PF_NVML_SUCCESS)
+        out->name[0] = '\0';
+    out->name[sizeof(out->name) - 1] = '\0';
+    if (CALL(l->DeviceGetUUID, dev, out->uuid, sizeof(out->uuid)) != PF_NVML_SUCCESS)
+        out->uuid[0] = '\0';
+    out->uuid[sizeof(out->uuid) - 1] = '\0';
+
+    pf_nvmlEnableState_t st = 0, st2 = 0;
+    pf_nvmlReturn_t r = CALL(l->DeviceGetPersistenceMode, dev, &st);
+    fact_u(&out->persistence, r, st);
+    unsigned cur = 0, pend = 0;
+    r = CALL(l->DeviceGetMigMode, dev, &cur, &pend);
+    fact_u(&out->mig_current, r, cur);
+    fact_u(&out->mig_pending, r, pend);
+    r = CALL(l->DeviceGetEccMode, dev, &st, &st2);
+    fact_u(&out->ecc_mode, r, st);
+
+    unsigned long long n = 0;
+    r = CALL(l->DeviceGetTotalEccErrors, dev, PF_NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+             PF_NVML_VOLATILE_ECC, &n);
+    fact_u(&out->ecc_unc_volatile, r, n);
+    n = 0;
+    r = CALL(l->DeviceGetTotalEccErrors, dev, PF_NVML_MEMORY_ERROR_TYPE_CORRECTED,
+             PF_NVML_VOLATILE_ECC, &n);
+    fact_u(&out->ecc_cor_volatile, r, n);
+    n = 0;
+    r = CALL(l->DeviceGetTotalEccErrors, dev, PF_NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+             PF_NVML_AGGREGATE_ECC, &n);
+    fact_u(&out->ecc_unc_aggregate, r, n);
+    n = 0;
+    r = CALL(l->DeviceGetTotalEccErrors, dev, PF_NVML_MEMORY_ERROR_TYPE_CORRECTED,
+             PF_NVML_AGGREGATE_ECC, &n);
+    fact_u(&out->ecc_cor_aggregate, r, n);
+
+    /* pageCount 0 with addresses NULL asks for the count: NVML answers SUCCESS (none) or
+     * INSUFFICIENT_SIZE with the count set */
+    unsigned cnt = 0;
+    r = CALL(l->DeviceGetRetiredPages, dev,
+             PF_NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, &cnt, NULL);
+    fact_u(&out->retired_sbe, r == PF_NVML_ERROR_INSUFFICIENT_SIZE ? PF_NVML_SUCCESS : r, cnt);
+    cnt = 0;
+    r = CALL(l->DeviceGetRetiredPages, dev, PF_NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+             &cnt, NULL);
+    fact_u(&out->retired_dbe, r == PF_NVML_ERROR_INSUFFICIENT_SIZE ? PF_NVML_SUCCESS : r, cnt);
+    st = 0;
+    r = CALL(l->DeviceGetRetiredPagesPendingStatus, dev, &st);
+    fact_u(&out->retired_pending, r, st);
+
+    out->remap_rc = CALL(l->DeviceGetRemappedRows, dev, &out->remap_cor, &out->remap_unc,
+                         &out->remap_pending, &out->remap_failed);
+    if (out->remap_rc != PF_NVML_SUCCESS)
+        out->remap_cor = out->remap_unc = out->remap_pending = out->remap_failed = 0;
+
+    n = 0;
+    r = CALL(l->DeviceGetCurrentClocksEventReasons, dev, &n);
+    fact_u(&out->clocks_event, r, n);
+    unsigned w = 0;
+    r = CALL(l->DeviceGetMaxPcieLinkWidth, dev, &w);
+    fact_u(&out->pcie_width_max, r, w);
+    w = 0;
+    r = CALL(l->DeviceGetCurrPcieLinkWidth, dev, &w);
+    fact_u(&out->pcie_width_cur, r, w);
+
+    read_nvlinks(out, l, dev);
 }

@@ -49,6 +49,7 @@ human() {
         ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" \
         POD_NAME=trainer-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-01 PREFLIGHT_COUNTERS_WINDOW=0 \
         PREFLIGHT_NCCL_LIB=/nonexistent/libnccl.so.2 PREFLIGHT_CUDA_LIB=/nonexistent/libcuda.so.1 \
+        PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1 \
         "${vars[@]}" "$PREFLIGHT" check --root "$root" "$@" >"$T/$name.raw" 2>"$T/$name.err"
     echo $? >"$T/$name.rc"
     sed "s#$root#<root>#g" "$T/$name.raw" >"$T/$name.txt"
@@ -123,7 +124,7 @@ if command -v script >/dev/null; then
     tty_run() { # OUT [VAR=VALUE...]
         local out=$1
         shift
-        script -qec "env -i PATH='$PATH' TERM=xterm PREFLIGHT_COUNTERS_WINDOW=0 $* '$PREFLIGHT' check --root '$T/node-ports-bad'" /dev/null >"$out" 2>&1
+        script -qec "env -i PATH='$PATH' TERM=xterm PREFLIGHT_COUNTERS_WINDOW=0 PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1 $* '$PREFLIGHT' check --root '$T/node-ports-bad'" /dev/null >"$out" 2>&1
     }
     tty_run "$T/tty.txt"
     check "terminal: colour" grep -q $'\033\\[31m' "$T/tty.txt"

@@ -4,7 +4,8 @@
 #
 #   1. the machine: nvidia-smi, /proc/driver/nvidia, the device nodes, the NCCL and CUDA
 #      libraries and where preflight finds them by itself (no PREFLIGHT_NCCL_LIB);
-#   2. `preflight check` on that machine, its GPU checks set against nvidia-smi;
+#   2. `preflight check` on that machine, its GPU checks set against nvidia-smi (gpu.health's
+#      evidence beside nvidia-smi -q, nvlink -s and the remapped rows: compare_health.py);
 #   3. tests/gpu/e2e.sh at 2 pods (network and UTS namespaces on one bridge, NET/Socket);
 #   4. side by side, same layout, same GPU: preflight's NCCL all-reduce against nccl-tests'
 #      all_reduce_perf, 4 B to 1 GiB;
@@ -164,6 +165,13 @@ rc=$?
 while read -r line; do say "  $line"; done <"$L/compare-check.txt"
 [ "$rc" = 0 ] && ok "preflight check's GPU facts match nvidia-smi" ||
     notok "preflight check's GPU facts against nvidia-smi" "see logs/compare-check.txt"
+# gpu.health's evidence (NVML through preflight's loader) beside nvidia-smi's view of the same
+# GPUs; nvidia-smi -q itself goes to logs/NVIDIA-SMI-Q.txt
+python3 "$SRC/tests/gpu/compare_health.py" "$L/check.yaml" >"$L/compare-health.txt" 2>&1
+rc=$?
+while read -r line; do say "  $line"; done <"$L/compare-health.txt"
+[ "$rc" = 0 ] && ok "gpu.health's facts match nvidia-smi" ||
+    notok "gpu.health's facts against nvidia-smi" "see logs/compare-health.txt"
 
 # ---- the layout: pods in namespaces (as e2e.sh), else processes on loopback told apart by
 # NCCL_HOSTID (what NCCL hashes to tell nodes apart: src/misc/utils.cc, getHostHash)

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "../../../pkg/dl/dl.h"
+#include "../../../pkg/dl/nvml.h"
 
 /* a function-pointer field of one of the loader structs, and the real function's pointer */
 #define FIELD_T(S, f) __typeof__(((struct S *)0)->f)
@@ -248,6 +249,120 @@ SAME_FN(pf_dl_curl, slist_free_all, curl_slist_free_all);
 SAME_FN(pf_dl_curl, version, curl_version);
 #endif
 
+/* ------------------------------------------------------------------------------------ NVML */
+/* nvml.h is NVIDIA's header of the nvidia-nvml-dev-cu12 wheel (NVML_API_VERSION 12), which
+ * `scripts/deps.sh test` fetches into a cache folder the Makefile adds (NVML_INCLUDE). */
+#if __has_include(<nvml.h>)
+#include <nvml.h>
+#define HAVE_NVML_H 1
+
+SAME(pf_nvmlReturn_t, nvmlReturn_t);
+SAME_VAL(PF_NVML_SUCCESS, NVML_SUCCESS);
+SAME_VAL(PF_NVML_ERROR_UNINITIALIZED, NVML_ERROR_UNINITIALIZED);
+SAME_VAL(PF_NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_INVALID_ARGUMENT);
+SAME_VAL(PF_NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NOT_SUPPORTED);
+SAME_VAL(PF_NVML_ERROR_NO_PERMISSION, NVML_ERROR_NO_PERMISSION);
+SAME_VAL(PF_NVML_ERROR_INSUFFICIENT_SIZE, NVML_ERROR_INSUFFICIENT_SIZE);
+SAME_VAL(PF_NVML_ERROR_DRIVER_NOT_LOADED, NVML_ERROR_DRIVER_NOT_LOADED);
+SAME_VAL(PF_NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_FUNCTION_NOT_FOUND);
+SAME_VAL(PF_NVML_ERROR_ARGUMENT_VERSION_MISMATCH, NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+SAME_VAL(PF_NVML_ERROR_UNKNOWN, NVML_ERROR_UNKNOWN);
+SAME(pf_nvmlDevice_t, nvmlDevice_t);
+SAME(pf_nvmlEnableState_t, nvmlEnableState_t);
+SAME_VAL(PF_NVML_FEATURE_DISABLED, NVML_FEATURE_DISABLED);
+SAME_VAL(PF_NVML_FEATURE_ENABLED, NVML_FEATURE_ENABLED);
+SAME(pf_nvmlMemoryErrorType_t, nvmlMemoryErrorType_t);
+SAME(pf_nvmlEccCounterType_t, nvmlEccCounterType_t);
+SAME(pf_nvmlPageRetirementCause_t, nvmlPageRetirementCause_t);
+SAME(pf_nvmlNvLinkErrorCounter_t, nvmlNvLinkErrorCounter_t);
+SAME_VAL(PF_NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_ERROR_TYPE_CORRECTED);
+SAME_VAL(PF_NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED);
+SAME_VAL(PF_NVML_VOLATILE_ECC, NVML_VOLATILE_ECC);
+SAME_VAL(PF_NVML_AGGREGATE_ECC, NVML_AGGREGATE_ECC);
+SAME_VAL(PF_NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,
+         NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS);
+SAME_VAL(PF_NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
+         NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR);
+SAME_VAL(PF_NVML_NVLINK_ERROR_DL_REPLAY, NVML_NVLINK_ERROR_DL_REPLAY);
+SAME_VAL(PF_NVML_NVLINK_ERROR_DL_RECOVERY, NVML_NVLINK_ERROR_DL_RECOVERY);
+SAME_VAL(PF_NVML_NVLINK_ERROR_DL_CRC_FLIT, NVML_NVLINK_ERROR_DL_CRC_FLIT);
+SAME_VAL(PF_NVML_NVLINK_ERROR_DL_CRC_DATA, NVML_NVLINK_ERROR_DL_CRC_DATA);
+SAME_VAL(PF_NVML_NVLINK_ERROR_DL_ECC_DATA, NVML_NVLINK_ERROR_DL_ECC_DATA);
+SAME_VAL(PF_NVML_NVLINK_ERROR_COUNT, NVML_NVLINK_ERROR_COUNT);
+SAME_VAL(PF_NVML_NVLINK_MAX_LINKS, NVML_NVLINK_MAX_LINKS);
+SAME_VAL(PF_NVML_DEVICE_MIG_DISABLE, NVML_DEVICE_MIG_DISABLE);
+SAME_VAL(PF_NVML_DEVICE_MIG_ENABLE, NVML_DEVICE_MIG_ENABLE);
+SAME_VAL(PF_NVML_DEVICE_NAME_V2_BUFFER_SIZE, NVML_DEVICE_NAME_V2_BUFFER_SIZE);
+SAME_VAL(PF_NVML_DEVICE_UUID_V2_BUFFER_SIZE, NVML_DEVICE_UUID_V2_BUFFER_SIZE);
+SAME_VAL(PF_NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE);
+SAME_VAL(PF_NVML_BUS_ID, NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE);
+SAME_VAL(PF_NVML_BUS_ID_LEGACY, NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE);
+SAME_VAL(PF_NVML_CLOCKS_EVENT_GPU_IDLE, nvmlClocksEventReasonGpuIdle);
+SAME_VAL(PF_NVML_CLOCKS_EVENT_APPLICATIONS_CLOCKS_SETTING,
+         nvmlClocksEventReasonApplicationsClocksSetting);
+SAME_VAL(PF_NVML_CLOCKS_EVENT_SW_POWER_CAP, nvmlClocksEventReasonSwPowerCap);
+SAME_VAL(PF_NVML_CLOCKS_THROTTLE_HW_SLOWDOWN, nvmlClocksThrottleReasonHwSlowdown);
+SAME_VAL(PF_NVML_CLOCKS_EVENT_SYNC_BOOST, nvmlClocksEventReasonSyncBoost);
+SAME_VAL(PF_NVML_CLOCKS_EVENT_SW_THERMAL_SLOWDOWN, nvmlClocksEventReasonSwThermalSlowdown);
+SAME_VAL(PF_NVML_CLOCKS_THROTTLE_HW_THERMAL_SLOWDOWN, nvmlClocksThrottleReasonHwThermalSlowdown);
+SAME_VAL(PF_NVML_CLOCKS_THROTTLE_HW_POWER_BRAKE_SLOWDOWN,
+         nvmlClocksThrottleReasonHwPowerBrakeSlowdown);
+SAME_VAL(PF_NVML_CLOCKS_EVENT_DISPLAY_CLOCK_SETTING, nvmlClocksEventReasonDisplayClockSetting);
+/* the structs, field by field */
+_Static_assert(sizeof(struct pf_nvmlPciInfo) == sizeof(nvmlPciInfo_t), "nvmlPciInfo_t size");
+SAME_OFF(struct pf_nvmlPciInfo, busIdLegacy, nvmlPciInfo_t, busIdLegacy);
+SAME_OFF(struct pf_nvmlPciInfo, domain, nvmlPciInfo_t, domain);
+SAME_OFF(struct pf_nvmlPciInfo, bus, nvmlPciInfo_t, bus);
+SAME_OFF(struct pf_nvmlPciInfo, pciSubSystemId, nvmlPciInfo_t, pciSubSystemId);
+SAME_OFF(struct pf_nvmlPciInfo, busId, nvmlPciInfo_t, busId);
+_Static_assert(sizeof(struct pf_nvmlGpuFabricInfo) == sizeof(nvmlGpuFabricInfo_t),
+               "nvmlGpuFabricInfo_t size");
+SAME_OFF(struct pf_nvmlGpuFabricInfo, clusterUuid, nvmlGpuFabricInfo_t, clusterUuid);
+SAME_OFF(struct pf_nvmlGpuFabricInfo, status, nvmlGpuFabricInfo_t, status);
+SAME_OFF(struct pf_nvmlGpuFabricInfo, cliqueId, nvmlGpuFabricInfo_t, cliqueId);
+SAME_OFF(struct pf_nvmlGpuFabricInfo, state, nvmlGpuFabricInfo_t, state);
+_Static_assert(sizeof(struct pf_nvmlGpuFabricInfo_v2) == sizeof(nvmlGpuFabricInfo_v2_t),
+               "nvmlGpuFabricInfo_v2_t size");
+SAME_OFF(struct pf_nvmlGpuFabricInfo_v2, version, nvmlGpuFabricInfo_v2_t, version);
+SAME_OFF(struct pf_nvmlGpuFabricInfo_v2, state, nvmlGpuFabricInfo_v2_t, state);
+SAME_OFF(struct pf_nvmlGpuFabricInfo_v2, healthMask, nvmlGpuFabricInfo_v2_t, healthMask);
+SAME_VAL(PF_NVML_GPU_FABRIC_INFO_V2, nvmlGpuFabricInfo_v2);
+/* every function pointer of struct pf_dl_nvml against the real prototype (nvml.h maps the
+ * plain names to the _v2/_v3 ones the loader resolves) */
+SAME_FN(pf_dl_nvml, Init, nvmlInit_v2);
+SAME_FN(pf_dl_nvml, Shutdown, nvmlShutdown);
+SAME_FN(pf_dl_nvml, DeviceGetCount, nvmlDeviceGetCount_v2);
+SAME_FN(pf_dl_nvml, DeviceGetHandleByIndex, nvmlDeviceGetHandleByIndex_v2);
+SAME(FIELD_T(pf_dl_nvml, DeviceGetPciInfo_v3),
+     nvmlReturn_t (*)(nvmlDevice_t, struct pf_nvmlPciInfo *));
+SAME(__typeof__(&nvmlDeviceGetPciInfo_v3), nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t *));
+SAME(FIELD_T(pf_dl_nvml, DeviceGetGpuFabricInfoV),
+     nvmlReturn_t (*)(nvmlDevice_t, struct pf_nvmlGpuFabricInfo_v2 *));
+SAME(__typeof__(&nvmlDeviceGetGpuFabricInfoV),
+     nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfo_v2_t *));
+SAME(__typeof__(&nvmlDeviceGetGpuFabricInfo),
+     nvmlReturn_t (*)(nvmlDevice_t, nvmlGpuFabricInfo_t *));
+SAME_FN(pf_dl_nvml, ErrorString, nvmlErrorString);
+SAME_FN(pf_dl_nvml, SystemGetDriverVersion, nvmlSystemGetDriverVersion);
+SAME_FN(pf_dl_nvml, SystemGetCudaDriverVersion, nvmlSystemGetCudaDriverVersion_v2);
+SAME_FN(pf_dl_nvml, SystemGetCudaDriverVersion, nvmlSystemGetCudaDriverVersion);
+SAME_FN(pf_dl_nvml, DeviceGetName, nvmlDeviceGetName);
+SAME_FN(pf_dl_nvml, DeviceGetUUID, nvmlDeviceGetUUID);
+SAME_FN(pf_dl_nvml, DeviceGetPersistenceMode, nvmlDeviceGetPersistenceMode);
+SAME_FN(pf_dl_nvml, DeviceGetMigMode, nvmlDeviceGetMigMode);
+SAME_FN(pf_dl_nvml, DeviceGetEccMode, nvmlDeviceGetEccMode);
+SAME_FN(pf_dl_nvml, DeviceGetTotalEccErrors, nvmlDeviceGetTotalEccErrors);
+SAME_FN(pf_dl_nvml, DeviceGetRetiredPages, nvmlDeviceGetRetiredPages);
+SAME_FN(pf_dl_nvml, DeviceGetRetiredPagesPendingStatus, nvmlDeviceGetRetiredPagesPendingStatus);
+SAME_FN(pf_dl_nvml, DeviceGetRemappedRows, nvmlDeviceGetRemappedRows);
+SAME_FN(pf_dl_nvml, DeviceGetNvLinkState, nvmlDeviceGetNvLinkState);
+SAME_FN(pf_dl_nvml, DeviceGetNvLinkErrorCounter, nvmlDeviceGetNvLinkErrorCounter);
+SAME_FN(pf_dl_nvml, DeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksEventReasons);
+SAME_FN(pf_dl_nvml, DeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons);
+SAME_FN(pf_dl_nvml, DeviceGetMaxPcieLinkWidth, nvmlDeviceGetMaxPcieLinkWidth);
+SAME_FN(pf_dl_nvml, DeviceGetCurrPcieLinkWidth, nvmlDeviceGetCurrPcieLinkWidth);
+#endif
+
 /* ------------------------------------------------------------------------- run-time tests */
 
 static void nccl_header(void **state)
@@ -292,6 +407,28 @@ static void verbs_header(void **state)
 #ifdef HAVE_VERBS_H
     assert_true(sizeof(struct ibv_port_attr) > sizeof(struct pf_ibv_port_attr) - 8);
 #else
+    skip();
+#endif
+}
+
+/* The names nvml.h maps its plain names to are those pkg/dl/nvml.c resolves. */
+static void nvml_header(void **state)
+{
+    (void)state;
+#ifdef HAVE_NVML_H
+    assert_int_equal(NVML_API_VERSION, 12);
+#define NVML_NAME(api) NVML_NAME2(api)
+#define NVML_NAME2(api) #api
+    static const char *const pairs[][2] = {
+        {NVML_NAME(nvmlInit), "nvmlInit_v2"},
+        {NVML_NAME(nvmlDeviceGetCount), "nvmlDeviceGetCount_v2"},
+        {NVML_NAME(nvmlDeviceGetHandleByIndex), "nvmlDeviceGetHandleByIndex_v2"},
+        {NVML_NAME(nvmlDeviceGetPciInfo), "nvmlDeviceGetPciInfo_v3"},
+    };
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+        assert_string_equal(pairs[i][0], pairs[i][1]);
+#else
+    print_message("no nvml.h (scripts/deps.sh test fetches it): not compared\n");
     skip();
 #endif
 }
@@ -462,13 +599,10 @@ static void curl_real_library(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(nccl_header),
-        cmocka_unit_test(cuda_header),
-        cmocka_unit_test(cuda_exported_names),
-        cmocka_unit_test(nccl_real_library),
-        cmocka_unit_test(verbs_header),
-        cmocka_unit_test(curl_header),
-        cmocka_unit_test(curl_override_variables),
+        cmocka_unit_test(nccl_header),         cmocka_unit_test(cuda_header),
+        cmocka_unit_test(cuda_exported_names), cmocka_unit_test(nccl_real_library),
+        cmocka_unit_test(verbs_header),        cmocka_unit_test(nvml_header),
+        cmocka_unit_test(curl_header),         cmocka_unit_test(curl_override_variables),
         cmocka_unit_test(curl_real_library),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
