@@ -95,13 +95,29 @@ int pf_env_load_file(struct pf_env *e, const char *path, double deadline)
     return r;
 }
 
-/* As NCCL's setEnvFile (src/misc/param.cc) reads a config file: lines of at most 4095
+/* As NCCL's setEnvFile (src/misc/param.cc) reads a config file (only the names
+ * nccl_conf_name lets in): lines of at most 4095
  * bytes, one trailing '\r' dropped, a line whose first character is '#' skipped (a '#'
  * further on is part of the value), the name everything before the first '=' and the value
  * everything after it, neither trimmed, each cut at 1023 bytes; applied with setenv(..., 0),
  * so a variable already set (the environment, or an earlier file) wins. A name with blanks
  * ("NCCL_IB_DISABLE = 1") is kept as NCCL sets it: a variable NCCL never reads. Each value's
  * origin is "FILE:LINE". */
+/* The names a line of NCCL's config files may give: what NCCL and the network plugins it
+ * loads read (NCCL_*, aws-ofi-nccl's OFI_NCCL_* and libfabric's FI_*, UCX's UCX_*). NCCL
+ * itself sets every line's variable, but a config file of NCCL's is NCCL's input only:
+ * preflight's own settings (PREFLIGHT_*: libraries to load, the Pushgateway, claim reading),
+ * the identity variables (POD_NAME, RANK, MASTER_ADDR, the launchers'), the API server's
+ * address and LD_LIBRARY_PATH (the NCCL search) come from the process's environment, its
+ * flags and its config file, never from a file that NCCL_CONF_FILE or $HOME may name. */
+static bool nccl_conf_name(const char *k)
+{
+    static const char *const prefixes[] = {"NCCL_", "OFI_NCCL_", "FI_", "UCX_"};
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(k, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
 static void apply_conf(struct pf_env *e, const char *label, const char *text)
 {
     size_t lineno = 0;
@@ -122,7 +138,7 @@ static void apply_conf(struct pf_env *e, const char *label, const char *text)
         char *k = line, *v = eq + 1;
         if (strlen(k) > 1023) k[1023] = '\0';
         if (strlen(v) > 1023) v[1023] = '\0';
-        if (pf_env_get(e, k)) continue;
+        if (!nccl_conf_name(k) || pf_env_get(e, k)) continue;
         char origin[1100];
         snprintf(origin, sizeof(origin), "%s:%zu", label, lineno);
         pf_env_set(e, k, v, origin);
