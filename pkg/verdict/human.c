@@ -370,6 +370,29 @@ static void check_full(struct hw *h, const struct pf_check *c)
         hw_words(h, IND + 2, fd->message ? fd->message : "");
         hw_nl(h);
     }
+    /* what could not be decided (evidence.unknown), beside what failed */
+    const struct pf_node *u = c->status >= PF_WARN ? pf_node_get(c->evidence, "unknown") : NULL;
+    size_t shown = 0;
+    for (const struct pf_node *e = u && u->kind == PF_NODE_SEQ ? u->first : NULL; e; e = e->next) {
+        if (shown++ == 3) {
+            hw_pad(h, IND);
+            hw_put(h, "- unknown:");
+            h->pending = true;
+            hw_words(h, IND + 2, "more under evidence.unknown");
+            hw_nl(h);
+            break;
+        }
+        const char *code = pf_node_get_str(e, "code"), *missing = pf_node_get_str(e, "missing");
+        char label[PF_CODE_MAX + 16];
+        snprintf(label, sizeof(label), "unknown %s:", code ? code : "?");
+        hw_pad(h, IND);
+        hw_put(h, "-");
+        h->pending = true;
+        hw_words(h, IND + 2, label);
+        h->pending = true;
+        hw_words(h, IND + 2, missing ? missing : "");
+        hw_nl(h);
+    }
     remedies(h, c);
 }
 
