@@ -54,6 +54,10 @@ struct pf_nccllog_proc {
     struct pf_strlist ranks;   /* global ranks this process holds (comm / channel lines) */
     bool ib_no_device;         /* "NET/IB : No device found." */
     bool socket_up;            /* "NET/Socket : Using ..." */
+    /* a WARN of the IB transport's completion path (src/transport/net_ib.cc ncclIbTest "NET/IB :
+     * Got completion from peer ..."): it runs only on connected IB queue pairs, so the process
+     * moved data over NCCL's IB net */
+    bool ib_completion;
     bool sharp;                /* "/SHARP" HCAs or a loaded SHARP collnet plugin */
     int net_channels;          /* "Channel/Ring ... via NET/..." lines */
     int gdr_channels;          /* of which ".../GDRDMA" */

@@ -234,7 +234,7 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
             }
         }
         if (!c->message) c->message = pf_xstrdup(c->status == PF_SKIP ? "skipped" : "ok");
-        if (c->status <= PF_PASS && pf_check_unknowns(c) > 0) {
+        if (c->status == PF_PASS && pf_check_unknowns(c) > 0) {
             /* what could not be decided, on the line a human reads first */
             const struct pf_node *u = pf_node_get(c->evidence, "unknown")->first;
             size_t nu = pf_check_unknowns(c);
