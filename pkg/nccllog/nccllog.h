@@ -58,12 +58,12 @@ struct pf_nccllog_proc {
      * Got completion from peer ..."): it runs only on connected IB queue pairs, so the process
      * moved data over NCCL's IB net */
     bool ib_completion;
-    bool sharp;                /* "/SHARP" HCAs or a loaded SHARP collnet plugin */
-    int net_channels;          /* "Channel/Ring ... via NET/..." lines */
-    int gdr_channels;          /* of which ".../GDRDMA" */
-    int p2p_channels;          /* via P2P/... */
-    int shm_channels;          /* via SHM/... */
-    int gdr_enabled;           /* "GPU Direct RDMA Enabled for" lines */
+    bool sharp;       /* "/SHARP" HCAs or a loaded SHARP collnet plugin */
+    int net_channels; /* "Channel/Ring ... via NET/..." lines */
+    int gdr_channels; /* of which ".../GDRDMA" */
+    int p2p_channels; /* via P2P/... */
+    int shm_channels; /* via SHM/... */
+    int gdr_enabled;  /* "GPU Direct RDMA Enabled for" lines */
     int gdr_disabled;
     bool nvls;           /* NVLS used (channels, Connected NVLS, nvls channels > 0) */
     bool nvls_cap;       /* NVLS multicast support is available */

@@ -175,6 +175,22 @@ expect_eq "log: a socket-layer WARN makes no Socket host (node-c: unknown, not s
     "$(q sockwarn "[sorted(set(codes('nccl.log'))), [(x['name'], x['transport']) for x in c['evidence']['hosts']]]")" \
     '[["nccl-warn"], [["node-a", "IB"], ["node-b", "IB"], ["node-c", "none"]]]'
 
+# Lines NCCL wrote stay NCCL's whatever the poster did around them: prose glued to the
+# host:pid:tid prefix (NCCL's <host> holds no ':', src/debug.cc), a prefix cut down to its
+# pid:tid or [dev], an editor's line numbers before a bare version line
+cat >"$T/pasted.log" <<'LOG'
+The error is:node-a:11:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.5<0>
+see "node-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+12  NCCL version 2.20.5+cuda12.4
+13 node-b:12:12 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.6<0>
+22:22 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0/GDRDMA
+and some prose mentioning NCCL INFO is not a line of NCCL
+LOG
+plog pasted "$T/pasted.log"
+expect_eq "log: glued prose, a cut prefix, a numbered version line: every NCCL line read" \
+    "$(q pasted "[c['evidence']['ncclLines'], [x['name'] for x in c['evidence']['hosts']], sorted(d['environment']['ncclVersions'])]")" \
+    '[5, ["node-a", "node-b", "pasted.log"], ["2.20.5", "2.21.5"]]'
+
 # Real logs (tests/fixtures/nccl-logs/real/, sources in SOURCES.md): every line of NAME.expect
 # (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, and per host
 # transport, class, GPUDirect RDMA and HCAs) must be what `preflight log` reads in NAME.log.
