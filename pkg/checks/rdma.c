@@ -295,8 +295,35 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
         else if (expect_hcas > 0)
             pf_check_add_finding(out, "hca-count", PF_FAIL, NULL,
                                  "no RDMA device under " SYS_IB "; expect.hcas is %d", expect_hcas);
-        else
-            pf_check_skip(out, "no RDMA devices (TCP-only pod)");
+        else {
+            /* no verbs device is no proof of a TCP-only pod: libfabric providers such as HPE
+             * Slingshot's cxi (/sys/class/cxi, ofiwg/libfabric prov/cxi) carry NCCL through
+             * an OFI net plugin without any /sys/class/infiniband device */
+            char other[200] = "";
+            const char *fi = pf_env_get(&ctx->env, "FI_PROVIDER");
+            const char *net = pf_env_get(&ctx->env, "NCCL_NET");
+            const char *plug = pf_env_get(&ctx->env, "NCCL_NET_PLUGIN");
+            if (pf_host_exists(&ctx->host, "/sys/class/cxi"))
+                snprintf(other, sizeof(other), "/sys/class/cxi (HPE Slingshot) is there");
+            else if (fi && *fi && strcasecmp(fi, "tcp") != 0 && !strcasestr(fi, "sockets"))
+                snprintf(other, sizeof(other), "FI_PROVIDER=%.60s", fi);
+            else if (net && *net && strcasecmp(net, "Socket") != 0 && strcasecmp(net, "IB") != 0)
+                snprintf(other, sizeof(other), "NCCL_NET=%.60s", net);
+            else if (plug && *plug && strcasecmp(plug, "none") != 0)
+                snprintf(other, sizeof(other), "NCCL_NET_PLUGIN=%.60s", plug);
+            pf_err_clear();
+            if (other[0]) {
+                pf_check_unknown(out, "no-rdma-devices",
+                                 "no device under " SYS_IB ", but %s: NCCL may reach the network "
+                                 "through a net plugin whose devices are not verbs devices",
+                                 other);
+                pf_check_skip(out,
+                              "no RDMA devices under " SYS_IB "; %s: the network is not "
+                              "judged here (unknown), not TCP-only",
+                              other);
+            } else
+                pf_check_skip(out, "no RDMA devices (TCP-only pod)");
+        }
         return;
     }
 

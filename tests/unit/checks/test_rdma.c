@@ -167,6 +167,10 @@ static const struct row rows[] = {
     /* CPU node */
     {"cpu devices", "cpu-node", "rdma.devices", NULL, NOEXP, PF_SKIP, "",
      "no RDMA devices (TCP-only pod)"},
+    /* HPE Slingshot: a cxi device and no verbs device is no TCP-only pod, it is not judged */
+    {"cxi devices: unknown, not TCP-only", "cpu-node", "rdma.devices",
+     "mkdir -p sys/class/cxi/cxi0", NOEXP, PF_SKIP, "",
+     "/sys/class/cxi (HPE Slingshot) is there: the network is not judged here (unknown)"},
     {"cpu devices required", "cpu-node", "rdma.devices", NULL, PF_RDMA_REQUIRED, -1, -1, PF_FAIL,
      "no-rdma-devices", NULL},
     {"cpu devices hcas 8", "cpu-node", "rdma.devices", NULL, -1, 8, -1, PF_FAIL, "hca-count", NULL},
