@@ -95,6 +95,14 @@ expect_check cpu gpu.devices skip ""
 expect_check cpu rdma.devices skip ""
 expect_check cpu rdma.ports skip ""
 expect_check cpu rdma.gpudirect skip ""
+# the settings HPE documents for NCCL over Slingshot (HewlettPackard/shs-ccl-docs: NCCL_NET=OFI,
+# FI_PROVIDER=cxi through aws-ofi-nccl) and a cxi device: no verbs device, but not TCP-only
+mkdir -p "$r/sys/class/cxi/cxi0"
+WRAP="env NCCL_NET=OFI FI_PROVIDER=cxi" pf cxi "$r"
+expect_check cxi rdma.devices skip ""
+expect_eq "cxi: rdma.devices says unknown, not TCP-only" \
+    "$(yq "$T/cxi.yaml" "[('TCP-only' in check('rdma.devices')['message'].replace('not TCP-only', '')), [u['code'] for u in check('rdma.devices')['evidence']['unknown']]]")" \
+    '[false, ["no-rdma-devices"]]'
 
 # ---- broken fixtures
 r=$(mat node-ports-bad) || exit 1
