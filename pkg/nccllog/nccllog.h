@@ -159,8 +159,8 @@ void pf_nccllog_evidence(struct pf_node *evidence, struct pf_nccllog *log);
  * NULL unset). */
 void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log,
                          const char *expect_transport);
-/* Fills check `nccl.log` (skip when no NCCL line was read) and environment.ncclVersion(s)
- * of the verdict. */
+/* Fills check `nccl.log` (skip, with evidence.unknown naming what is missing, when no NCCL line
+ * was read) and environment.ncclVersion(s) of the verdict. */
 void pf_nccllog_check(struct pf_verdict *v, struct pf_check *c, struct pf_nccllog *log,
                       const char *expect_transport);
 /* The human summary: the job, a table per host, then the findings of c (may be NULL). */
