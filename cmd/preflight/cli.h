@@ -16,6 +16,8 @@
 enum pf_format { PF_FORMAT_AUTO = 0, PF_FORMAT_HUMAN, PF_FORMAT_YAML };
 
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2 };
+/* `preflight log` read no NCCL line: nothing judged, neither pass nor a class of failure */
+enum { PF_EXIT_UNKNOWN = 6 };
 
 struct pf_options {
     const char *config_path;  /* NULL: none */

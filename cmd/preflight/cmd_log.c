@@ -41,6 +41,7 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
     }
     r = pf_cmd_deliver(&R, o, o->verdict_path);
     code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&R.verdict);
+    if (r >= 0 && code == PF_EXIT_PASS && log.nccl_lines == 0) code = PF_EXIT_UNKNOWN;
 out:
     pf_nccllog_free(&log);
     pf_run_close(&R);

@@ -249,7 +249,8 @@ static const char exit_text[] =
     "0 pass or warn; 2 usage or config error (the message names the flag, or the file, line\n"
     "and key); a failure (a warning too with --strict or policy.failOn: warn) exits with its\n"
     "class: 3 spec (the pod spec or job config is wrong), 4 node (this node is unfit), 5 peer\n"
-    "(another pod or the path to it failed); 1 when a failing finding has no class\n";
+    "(another pod or the path to it failed); 1 when a failing finding has no class; 6 (log)\n"
+    "no NCCL line found: unknown\n";
 
 void pf_cli_help(FILE *f, const char *cmd)
 {

@@ -61,8 +61,9 @@ bool pf_nvidia_driver_version(char *out, size_t n, const char *text);
 size_t pf_topo_busids(struct pf_strlist *out, const char *text, size_t len);
 
 /* ---- RDMA providers (providers.c): which driver a device of /sys/class/infiniband belongs to,
- * told by what the kernel says in sysfs (the device/driver link, the PCI vendor id, the node
- * type), never by the device's name, and what that driver legitimately reports. */
+ * told by what the kernel says in sysfs (rxe's parent, siw's node_desc, the device/driver link,
+ * the PCI vendor id, mlx4/mlx5's hca_type), never by the device's name nor by a missing device
+ * link ("unknown" then), and what that driver legitimately reports. */
 enum pf_rdma_cm {
     PF_RDMA_CM_NO,     /* not used with this device (EFA: libfabric opens uverbs only) */
     PF_RDMA_CM_USEFUL, /* UCX, MPI and libfabric use it; NCCL's IB transport does not */

@@ -92,9 +92,21 @@ static bool registered(const struct pf_nvml_fabric *g)
            memcmp(g->cluster_uuid, zero, sizeof(zero)) != 0;
 }
 
+/* A GPU whose registration with a fabric was attempted and failed: NVML answers
+ * NOT_SUPPORTED for a GPU without an NVLink fabric (nvml.h NVML_GPU_FABRIC_STATE_NOT_SUPPORTED),
+ * so NOT_STARTED, IN_PROGRESS, a state NVML does not define, or COMPLETED with an error status
+ * are a fabric GPU that is not ready. COMPLETED without a cluster UUID is not counted: NCCL's
+ * src/mnnvl.cc then only turns multi-node NVLink off, and a single-node NVSwitch system may
+ * answer so. */
+static bool failed_registration(const struct pf_nvml_fabric *g)
+{
+    if (!g->have || g->state == PF_NVML_FABRIC_STATE_NOT_SUPPORTED) return false;
+    return g->state != PF_NVML_FABRIC_STATE_COMPLETED || g->status != 0;
+}
+
 /* Every GPU's registration into the evidence, `clique` ("<clusterUuid>/<cliqueId>" of the
  * first registered GPU, "" when none is), and fabric-not-ready for each GPU not ready. */
-static void judge_fabric(struct pf_check *out, const struct fabric_read *fr)
+static void judge_fabric(struct pf_check *out, const struct fabric_read *fr, bool expected)
 {
     struct pf_node *seq = pf_node_set_seq(out->evidence, "fabric");
     const struct pf_nvml_fabric *first = NULL;
@@ -118,6 +130,13 @@ static void judge_fabric(struct pf_check *out, const struct fabric_read *fr)
         if (pf_gpu_fabric_readiness(why, sizeof(why), g->state, (int)g->status, g->cluster_uuid) !=
             PF_FABRIC_NOT_READY)
             continue;
+        if (!expected && !failed_registration(g)) {
+            /* nothing asked for the fabric and no GPU registered: a GPU without a cluster UUID
+             * is no evidence of a fault */
+            pf_check_unknown(out, "fabric-not-ready", "GPU %u (%s): %s, and no GPU registered", i,
+                             g->bus_id[0] ? g->bus_id : "bus id unknown", why);
+            continue;
+        }
         pf_check_add_finding(
             out, "fabric-not-ready", PF_FAIL, NULL, "GPU %u (%s): %s (state %s, status %u)", i,
             g->bus_id[0] ? g->bus_id : "bus id unknown", why, state_name(g->state), g->status);
@@ -138,6 +157,13 @@ static bool any_registered(const struct fabric_read *fr)
     return false;
 }
 
+static bool any_failed_registration(const struct fabric_read *fr)
+{
+    for (unsigned i = 0; i < fr->n; i++)
+        if (failed_registration(&fr->g[i])) return true;
+    return false;
+}
+
 void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx)
 {
     const char *en = pf_env_get(&ctx->env, "NCCL_MNNVL_ENABLE");
@@ -148,7 +174,10 @@ void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx)
         return;
     }
     read_fabric(&fr);
-    if (!asked && !any_registered(&fr)) {
+    /* judged when asked, or when some GPU is on a fabric: registered, or its registration
+     * failed (a node where every GPU failed is the one to judge, not to skip) */
+    bool on_fabric = any_registered(&fr) || any_failed_registration(&fr);
+    if (!asked && !on_fabric) {
         if (en && *en)
             pf_check_skip(out, "multi-node NVLink not requested (NCCL_MNNVL_ENABLE=%s)", en);
         else
@@ -159,7 +188,7 @@ void pf_check_gpu_fabric(struct pf_check *out, struct pf_ctx *ctx)
     pf_node_set_str(out->evidence, "mnnvlEnable", asked ? en : "unset (NCCL's default 2, auto)");
     size_t before = out->nfindings;
     if (fr.loaded)
-        judge_fabric(out, &fr);
+        judge_fabric(out, &fr, asked || any_registered(&fr));
     else
         pf_node_set_str(out->evidence, "fabricState", fr.why);
     free(fr.g);

@@ -296,6 +296,47 @@ static void check_expected(struct pf_check *out, const struct pf_strlist *want,
     }
 }
 
+/* network-missing: each network the pod's request annotation asks for must be in the
+ * network-status Multus wrote after attaching (multus-cni pkg/multus/multus.go: a failed
+ * delegate fails the pod's sandbox, so a running pod lacking one was attached without it, or
+ * its status was written by something else). Networks expect.networks lists are
+ * check_expected's. A request that does not parse is unknown: Multus would not have started
+ * the pod with it. */
+static void check_requested(struct pf_check *out, const struct pf_k8s_podinfo *pi,
+                            const struct pf_strlist *want, const struct pf_k8s_netstatus *ns)
+{
+    const char *asked = pf_k8s_map_get(&pi->annotations, PF_K8S_NETWORKS_ANNOT);
+    if (!asked || !*asked) return;
+    struct pf_strlist req = {0};
+    if (pf_k8s_network_requests_parse(&req, asked, strlen(asked), pi->namespace_) < 0) {
+        pf_check_unknown(out, "network-missing", "%s/annotations %s: %s", pi->dir,
+                         PF_K8S_NETWORKS_ANNOT, pf_err_msg());
+        pf_err_clear();
+        return;
+    }
+    for (size_t i = 0; i < req.n; i++) {
+        bool listed = false;
+        for (size_t k = 0; want && k < want->n && !listed; k++)
+            listed = pf_k8s_network_name_match(want->v[k], req.v[i]) ||
+                     pf_k8s_network_name_match(req.v[i], want->v[k]);
+        for (size_t k = 0; k < ns->n && !listed; k++)
+            listed = pf_k8s_network_name_match(req.v[i], ns->v[k].name);
+        if (listed) continue;
+        struct pf_strlist names = {0};
+        for (size_t k = 0; k < ns->n; k++)
+            pf_strlist_add(&names, ns->v[k].name);
+        char have[512];
+        pf_strlist_join(have, sizeof(have), &names, ", ");
+        pf_strlist_free(&names);
+        pf_check_add_finding(out, "network-missing", PF_FAIL, NULL,
+                             "network %s is requested (%s: \"%.200s\") but not attached (%s in "
+                             "%s lists %s)",
+                             req.v[i], PF_K8S_NETWORKS_ANNOT, asked, PF_K8S_NETSTATUS_ANNOT,
+                             pi->netstatus_source, have[0] ? have : "none");
+    }
+    pf_strlist_free(&req);
+}
+
 void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
 {
     const struct pf_config *cfg = ctx->config;
@@ -410,6 +451,7 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
         }
     }
     check_expected(out, want, &ns, &att);
+    check_requested(out, &pi, want, &ns);
     check_socket_ifname(out, ctx, &ns, &ifs);
     nsec += nother;
     nok = okdesc.n;

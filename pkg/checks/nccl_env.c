@@ -85,6 +85,43 @@ bool ne_from_conf(struct envcheck *e, const char *name)
 
 /* ---- names */
 
+/* Variables NCCL itself does not read but a plugin NCCL loads does: name, and who reads it. */
+static const char *plugin_variable(const char *name)
+{
+    static const char *const vars[][2] = {
+        /* NVIDIA/nccl ext-tuner/example/plugin.c (v2.23+): the example tuner's CSV */
+        {"NCCL_TUNER_CONFIG_FILE",
+         "read by NCCL's example tuner plugin (NVIDIA/nccl ext-tuner/example) that "
+         "NCCL_TUNER_PLUGIN loads, not by NCCL"},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(vars); i++)
+        if (strcmp(vars[i][0], name) == 0) return vars[i][1];
+    return NULL;
+}
+
+/* The plugin setting that makes NCCL load a plugin (src/plugin/ reads these names; a net
+ * plugin other than IB or Socket by NCCL_NET), as "NCCL_TUNER_PLUGIN=x"; NULL when none is set. */
+static const char *plugin_loaded(struct envcheck *e)
+{
+    static char buf[160];
+    static const char *const sel[] = {"NCCL_NET_PLUGIN",      "NCCL_TUNER_PLUGIN",
+                                      "NCCL_PROFILER_PLUGIN", "NCCL_ENV_PLUGIN",
+                                      "NCCL_GIN_PLUGIN",      "NCCL_RMA_PLUGIN"};
+    for (size_t i = 0; i < PF_ARRAY_LEN(sel); i++) {
+        const char *v = ne_get(e, sel[i]);
+        if (v && *v && strcasecmp(v, "none") != 0) {
+            snprintf(buf, sizeof(buf), "the plugin %s=%.100s", sel[i], v);
+            return buf;
+        }
+    }
+    const char *net = ne_get(e, "NCCL_NET");
+    if (net && *net && strcasecmp(net, "IB") != 0 && strcasecmp(net, "Socket") != 0) {
+        snprintf(buf, sizeof(buf), "the net plugin of NCCL_NET=%.100s", net);
+        return buf;
+    }
+    return NULL;
+}
+
 static void check_names(struct envcheck *e, struct pf_strlist *names)
 {
     for (size_t i = 0; i < names->n; i++) {
@@ -102,7 +139,24 @@ static void check_names(struct envcheck *e, struct pf_strlist *names)
         }
         const char *foreign = pf_ncclenv_foreign(n);
         if (foreign) continue; /* recorded in the evidence; not a mistake */
+        const char *reader = plugin_variable(n);
+        if (reader) {
+            pf_node_add_strf(pf_node_get(e->out->evidence, "readByPlugins")
+                                 ? pf_node_get(e->out->evidence, "readByPlugins")
+                                 : pf_node_set_seq(e->out->evidence, "readByPlugins"),
+                             "%s: %s", n, reader);
+            continue;
+        }
         const char *sug = pf_ncclenv_suggest(n);
+        const char *plugin = plugin_loaded(e);
+        if (!sug && plugin) {
+            /* NCCL loads a plugin that may read it (plugins read NCCL_* variables of their
+             * own): not NCCL's, but not known to be ignored either */
+            pf_check_unknown(e->out, "unknown-variable",
+                             "%s (%s) is not a variable NCCL reads; %s may read it", n,
+                             ne_from(e, n), plugin);
+            continue;
+        }
         char what[256];
         if (sug) {
             snprintf(what, sizeof(what), "rename %s to %s", n, sug);

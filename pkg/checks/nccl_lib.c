@@ -6,6 +6,7 @@
 #include "checks.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../dl/dl.h"
@@ -40,6 +41,21 @@ void pf_check_nccl_library(struct pf_check *out, struct pf_ctx *ctx)
     pf_check_skip(out, "static binary: no dlopen (libnccl.so.2 not probed)");
     return;
 #else
+    /* Under a root prefix the dynamic loader still reads this machine's LD_LIBRARY_PATH,
+     * ld.so.cache and wheel folders, not the tree's: what it finds or misses there says nothing
+     * of the pod the tree stands for. Only a library named outright is judged then. */
+    const char *named = getenv("PREFLIGHT_NCCL_LIB");
+    if (ctx->host.root[0] && (!named || !*named)) {
+        pf_check_unknown(out, "nccl-missing",
+                         "the root prefix %s: the dynamic loader looks for libnccl.so.2 on this "
+                         "machine, not under the prefix (set PREFLIGHT_NCCL_LIB to judge one)",
+                         ctx->host.root);
+        pf_check_skip(out,
+                      "root prefix %s: libnccl.so.2 not probed (the loader does not read "
+                      "the prefix); unknown",
+                      ctx->host.root);
+        return;
+    }
     record_cuda(out, ctx);
     const struct pf_dl_nccl *n = NULL;
     if (pf_dl_nccl(&n) < 0) {

@@ -4,13 +4,14 @@
  * device is efa_0 from the kernel and rdmap16s27 after rdma_rename, an mlx5 device may be
  * ibp12s0). A device is recognised, in this order, by the basename of its device/driver link
  * (the PCI driver bound to the function the RDMA device hangs off), by the PCI vendor id in
- * device/vendor when exactly one row claims it, and, with no device link at all, as a software
- * device (node_type "4: RNIC": siw, otherwise rxe). What sysfs writes comes from the kernel's
- * drivers/infiniband/core/sysfs.c (torvalds/linux v6.6): link_layer is "InfiniBand",
- * "Ethernet" or "Unknown" (rdma_port_get_link_layer, core/verbs.c: a driver's get_link_layer,
- * else by node type, IB_LINK_LAYER_UNSPECIFIED for RDMA_NODE_UNSPECIFIED), node_type is
- * "N: CA", "N: RNIC", "N: unspecified"; state "4: ACTIVE" and phys_state "5: LinkUp" for every
- * driver (ib_port_state / ib_port_phys_state names). */
+ * device/vendor when exactly one row claims it; a software device by what its driver writes
+ * (rxe's "parent" attribute, siw's node_desc), never by a missing device link; with no device
+ * link, by the family its hca_type names (mlx4/mlx5 "MT<id>"), else "unknown". What sysfs writes
+ * comes from the kernel's drivers/infiniband/core/sysfs.c (torvalds/linux v6.6): link_layer is
+ * "InfiniBand", "Ethernet" or "Unknown" (rdma_port_get_link_layer, core/verbs.c: a driver's
+ * get_link_layer, else by node type, IB_LINK_LAYER_UNSPECIFIED for RDMA_NODE_UNSPECIFIED),
+ * node_type is "N: CA", "N: RNIC", "N: unspecified"; state "4: ACTIVE" and phys_state "5: LinkUp"
+ * for every driver (ib_port_state / ib_port_phys_state names). */
 #define _GNU_SOURCE
 #include "checks.h"
 
@@ -268,9 +269,28 @@ void pf_rdma_identify(struct pf_rdma_ident *out, const struct pf_host *h, const 
             goto done;
         }
     }
+    /* Where neither the driver link nor the vendor told, the device's own attributes may name
+     * its family: mlx4 and mlx5 write hca_type "MT<PCI device id>" (mlx5/main.c hca_type_show,
+     * mlx4/main.c show_hca, torvalds/linux v6.6), board_id "MT_...". */
+    char hca_type[64] = "";
+    if (pf_host_read(hca_type, sizeof(hca_type), h, SYS_IB "/%s/hca_type", hca) > 0)
+        pf_trim(hca_type);
+    if (strncmp(hca_type, "MT", 2) == 0 && isdigit((unsigned char)hca_type[2])) {
+        /* ConnectX-3 (Pro) and their VFs are 0x1003, 0x1004, 0x1007, 0x1008 */
+        int dev = atoi(hca_type + 2);
+        bool cx3 = dev == 4099 || dev == 4100 || dev == 4103 || dev == 4104;
+        out->provider = pf_rdma_provider_named(cx3 ? "mlx4" : "mlx5");
+        snprintf(out->how, sizeof(out->how), "hca_type %.20s%s", hca_type,
+                 has_device ? "" : " (no device link)");
+        goto done;
+    }
     if (!has_device) {
-        out->provider = pf_rdma_provider_named(out->iwarp ? "siw" : "rxe");
-        snprintf(out->how, sizeof(out->how), "no PCI device (software)");
+        /* No device link is no proof of a software device: a container's sysfs or a driver this
+         * table does not know shows none either, and rxe and siw are named positively above
+         * (their "parent" attribute, their node_desc). */
+        snprintf(out->how, sizeof(out->how),
+                 "unknown: no device link, no \"parent\" attribute%s%.20s%s",
+                 hca_type[0] ? ", hca_type " : "", hca_type, hca_type[0] ? "" : ", no hca_type");
         goto done;
     }
     snprintf(out->how, sizeof(out->how), "driver %s, PCI vendor %s not in the table",

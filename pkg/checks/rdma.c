@@ -192,6 +192,11 @@ static void hca_names(char *out, size_t n, const struct hca_set *s,
     }
 }
 
+/* the pod was given it: its uverbs node is in the pod */
+static bool in_pod(const struct hca *h)
+{
+    return h->node == NODE_PRESENT || h->node == NODE_OPENABLE || h->node == NODE_UNOPENABLE;
+}
 static bool is_usable(const struct hca *h)
 {
     return h->node == NODE_OPENABLE;
@@ -290,8 +295,35 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
         else if (expect_hcas > 0)
             pf_check_add_finding(out, "hca-count", PF_FAIL, NULL,
                                  "no RDMA device under " SYS_IB "; expect.hcas is %d", expect_hcas);
-        else
-            pf_check_skip(out, "no RDMA devices (TCP-only pod)");
+        else {
+            /* no verbs device is no proof of a TCP-only pod: libfabric providers such as HPE
+             * Slingshot's cxi (/sys/class/cxi, ofiwg/libfabric prov/cxi) carry NCCL through
+             * an OFI net plugin without any /sys/class/infiniband device */
+            char other[200] = "";
+            const char *fi = pf_env_get(&ctx->env, "FI_PROVIDER");
+            const char *net = pf_env_get(&ctx->env, "NCCL_NET");
+            const char *plug = pf_env_get(&ctx->env, "NCCL_NET_PLUGIN");
+            if (pf_host_exists(&ctx->host, "/sys/class/cxi"))
+                snprintf(other, sizeof(other), "/sys/class/cxi (HPE Slingshot) is there");
+            else if (fi && *fi && strcasecmp(fi, "tcp") != 0 && !strcasestr(fi, "sockets"))
+                snprintf(other, sizeof(other), "FI_PROVIDER=%.60s", fi);
+            else if (net && *net && strcasecmp(net, "Socket") != 0 && strcasecmp(net, "IB") != 0)
+                snprintf(other, sizeof(other), "NCCL_NET=%.60s", net);
+            else if (plug && *plug && strcasecmp(plug, "none") != 0)
+                snprintf(other, sizeof(other), "NCCL_NET_PLUGIN=%.60s", plug);
+            pf_err_clear();
+            if (other[0]) {
+                pf_check_unknown(out, "no-rdma-devices",
+                                 "no device under " SYS_IB ", but %s: NCCL may reach the network "
+                                 "through a net plugin whose devices are not verbs devices",
+                                 other);
+                pf_check_skip(out,
+                              "no RDMA devices under " SYS_IB "; %s: the network is not "
+                              "judged here (unknown), not TCP-only",
+                              other);
+            } else
+                pf_check_skip(out, "no RDMA devices (TCP-only pod)");
+        }
         return;
     }
 
@@ -343,21 +375,40 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
     }
     /* rdma_cm where a provider uses it: never EFA (libfabric's efa provider opens uverbs
      * only), always iWARP (connections are set up through the CM) */
-    const char *cm_user = NULL;
+    const char *cm_user = NULL, *cm_user_how = "";
     bool cm_needed = false;
+    size_t cm_unknown = 0;
     for (size_t i = 0; i < s.n; i++) {
+        /* only the HCAs the pod was given (its uverbs node is there): the node's others are
+         * another pod's business; a driver the table does not know may not use the CM at all */
+        if (!s.dev_dir || !in_pod(&s.v[i])) continue;
+        if (s.v[i].id.provider == pf_rdma_provider_unknown() && !s.v[i].id.iwarp) {
+            cm_unknown++;
+            continue;
+        }
         enum pf_rdma_cm cm = s.v[i].id.iwarp ? PF_RDMA_CM_NEEDED : s.v[i].id.provider->rdma_cm;
         if (cm == PF_RDMA_CM_NO || (cm_user && (cm_needed || cm != PF_RDMA_CM_NEEDED))) continue;
         cm_user = s.v[i].name;
+        cm_user_how = s.v[i].id.provider->name;
         cm_needed = cm == PF_RDMA_CM_NEEDED;
     }
-    if (!rdma_cm && !cm_user)
+    if (!rdma_cm && !cm_user && cm_unknown)
+        pf_check_unknown(out, "rdma-cm-missing",
+                         DEV_IB "/rdma_cm is not in the pod and %zu of its HCAs have a driver "
+                                "preflight does not know (providerFrom): whether it uses the "
+                                "RDMA CM is unknown",
+                         cm_unknown);
+    else if (!rdma_cm && !cm_user)
         pf_node_set_strf(ev, "rdmaCmNote", "not needed by %s",
-                         strcmp(s.v[0].id.provider->name, "efa") == 0 ? "EFA"
-                                                                      : s.v[0].id.provider->name);
+                         !s.dev_dir || hca_count(&s, in_pod) == 0
+                             ? "the pod: none of the node's HCAs is in it"
+                         : strcmp(s.v[0].id.provider->name, "efa") == 0 ? "EFA"
+                                                                        : s.v[0].id.provider->name);
     if (!rdma_cm && cm_user)
         pf_check_add_finding(out, "rdma-cm-missing", PF_WARN, NULL,
-                             DEV_IB "/rdma_cm is not in the pod (RDMA connection manager: %s)",
+                             DEV_IB "/rdma_cm is not in the pod, which was given %s (%s; RDMA "
+                                    "connection manager: %s)",
+                             cm_user, cm_user_how,
                              cm_needed ? "an iWARP device such as this pod's sets up every "
                                          "connection through it"
                                        : "needed by UCX, MPI and libfabric, not by NCCL's IB "
@@ -547,11 +598,15 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
     /* state */
     int num = 0;
     char name[64];
+    /* an attribute that is missing, empty or not in the form core/sysfs.c writes is no
+     * evidence of a fault: the port's state is unknown, never a failure */
     if (read_attr(text, sizeof(text), why, sizeof(why), h, pt->hca, pt->port, "state") < 0)
-        snprintf(down, sizeof(down), "%.900s", why);
+        pf_check_unknown(out, "port-down", "%s port %s: %.900s", pt->hca, pt->port, why);
     else if (!parse_num_name(text, &num, name, sizeof(name))) {
-        snprintf(down, sizeof(down), "state file holds \"%.40s\" (expected like \"4: ACTIVE\")",
-                 text);
+        pf_check_unknown(out, "port-down",
+                         "%s port %s: state file holds \"%.40s\" (core/sysfs.c writes like \"4: "
+                         "ACTIVE\")",
+                         pt->hca, pt->port, text);
         pf_node_set_str(m, "state", text);
     } else {
         pf_node_set_str(m, "state", name);
@@ -564,8 +619,7 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
 
     /* link layer */
     if (read_attr(text, sizeof(text), why, sizeof(why), h, pt->hca, pt->port, "link_layer") < 0) {
-        size_t len = strlen(down);
-        snprintf(down + len, sizeof(down) - len, "%s%.900s", len ? "; " : "", why);
+        pf_check_unknown(out, "port-down", "%s port %s: %.900s", pt->hca, pt->port, why);
         pt->active = false;
     } else {
         pf_node_set_str(m, "linkLayer", text);
@@ -575,10 +629,12 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
         const struct pf_rdma_provider *pv = pt->id->provider;
         pf_node_set_str(m, "provider", pv->name);
         if (!pf_rdma_link_layer_ok(pv, text)) {
+            /* the driver was named positively (driver link, PCI vendor, parent, node_desc,
+             * hca_type: providerFrom), and it never writes this link layer */
             size_t len = strlen(down);
             snprintf(down + len, sizeof(down) - len,
-                     "%slink_layer is \"%.40s\" (the %s driver reports %s)", len ? "; " : "", text,
-                     pv->name, pv->link_layers);
+                     "%slink_layer is \"%.40s\" (the %s driver, told by %s, reports %s)",
+                     len ? "; " : "", text, pv->name, pt->id->how, pv->link_layers);
             pt->active = false;
         } else if (strcmp(text, "InfiniBand") != 0 && strcmp(text, "Ethernet") != 0)
             pf_node_set_str(m, "note",
@@ -592,14 +648,13 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
 
     /* physical state */
     if (read_attr(text, sizeof(text), why, sizeof(why), h, pt->hca, pt->port, "phys_state") < 0)
-        pf_check_add_finding(out, "port-not-linkup", PF_FAIL, NULL, "%s port %s: %s", pt->hca,
-                             pt->port, why);
+        pf_check_unknown(out, "port-not-linkup", "%s port %s: %.900s", pt->hca, pt->port, why);
     else if (!parse_num_name(text, &num, name, sizeof(name))) {
         pf_node_set_str(m, "physState", text);
-        pf_check_add_finding(out, "port-not-linkup", PF_FAIL, NULL,
-                             "%s port %s: phys_state file holds \"%.40s\" (expected like \"5: "
-                             "LinkUp\")",
-                             pt->hca, pt->port, text);
+        pf_check_unknown(out, "port-not-linkup",
+                         "%s port %s: phys_state file holds \"%.40s\" (core/sysfs.c writes like "
+                         "\"5: LinkUp\")",
+                         pt->hca, pt->port, text);
     } else {
         pf_node_set_str(m, "physState", name);
         if (num != 5)
@@ -610,13 +665,12 @@ static void check_port(struct pf_check *out, struct pf_node *seq, struct port *p
 
     /* rate */
     if (read_attr(text, sizeof(text), why, sizeof(why), h, pt->hca, pt->port, "rate") < 0)
-        pf_check_add_finding(out, "port-rate", PF_FAIL, NULL, "%s port %s: %s", pt->hca, pt->port,
-                             why);
+        pf_check_unknown(out, "port-rate", "%s port %s: %.900s", pt->hca, pt->port, why);
     else if (!parse_rate(text, &pt->gbps))
-        pf_check_add_finding(out, "port-rate", PF_FAIL, NULL,
-                             "%s port %s: rate file holds \"%.40s\" (expected like \"400 Gb/sec "
-                             "(4X NDR)\")",
-                             pt->hca, pt->port, text);
+        pf_check_unknown(out, "port-rate",
+                         "%s port %s: rate file holds \"%.40s\" (core/sysfs.c writes like \"400 "
+                         "Gb/sec (4X NDR)\")",
+                         pt->hca, pt->port, text);
     else {
         pt->rate_ok = true;
         snprintf(pt->rate, sizeof(pt->rate), "%.63s", text);
@@ -702,9 +756,8 @@ void pf_check_rdma_ports(struct pf_check *out, struct pf_ctx *ctx)
         if (in_pod && !is_in_scope(&s.v[i])) continue;
         struct pf_strlist pl = {0};
         if (pf_host_list(&pl, h, SYS_IB "/%s/ports", s.v[i].name) < 0 || pl.n == 0) {
-            pf_check_add_finding(out, "port-down", PF_FAIL, NULL,
-                                 "%s has no ports under " SYS_IB "/%s/ports", s.v[i].name,
-                                 s.v[i].name);
+            pf_check_unknown(out, "port-down", "%s: no ports listed under " SYS_IB "/%s/ports",
+                             s.v[i].name, s.v[i].name);
             pf_strlist_free(&pl);
             continue;
         }

@@ -503,6 +503,100 @@ void pf_k8s_netstatus_free(struct pf_k8s_netstatus *s)
     s->n = 0;
 }
 
+/* One requested network into out as "ns/name" (or the bare name). */
+static int request_add(struct pf_strlist *out, const char *ns, size_t nslen, const char *name,
+                       size_t namelen, const char *pod_ns, size_t index)
+{
+    while (nslen && isspace((unsigned char)*ns))
+        ns++, nslen--;
+    while (nslen && isspace((unsigned char)ns[nslen - 1]))
+        nslen--;
+    while (namelen && isspace((unsigned char)*name))
+        name++, namelen--;
+    while (namelen && isspace((unsigned char)name[namelen - 1]))
+        namelen--;
+    if (namelen == 0 || namelen > 253 || nslen > 63)
+        return pf_err_set(PF_EINVAL, "networks request element %zu has no name or one too long",
+                          index);
+    for (size_t i = 0; i < namelen; i++)
+        if (name[i] == '/' || name[i] == '@' || iscntrl((unsigned char)name[i]))
+            return pf_err_set(PF_EINVAL, "networks request element %zu: \"%.*s\" is not a name",
+                              index, (int)(namelen > 80 ? 80 : namelen), name);
+    for (size_t i = 0; i < nslen; i++)
+        if (ns[i] == '/' || ns[i] == '@' || iscntrl((unsigned char)ns[i]))
+            return pf_err_set(PF_EINVAL,
+                              "networks request element %zu: \"%.*s\" is not a namespace", index,
+                              (int)nslen, ns);
+    char buf[330];
+    if (nslen == 0 && pod_ns && *pod_ns)
+        ns = pod_ns, nslen = strlen(pod_ns) > 63 ? 63 : strlen(pod_ns);
+    if (nslen)
+        snprintf(buf, sizeof(buf), "%.*s/%.*s", (int)nslen, ns, (int)namelen, name);
+    else
+        snprintf(buf, sizeof(buf), "%.*s", (int)namelen, name);
+    if (!pf_strlist_has(out, buf)) pf_strlist_add(out, buf);
+    return 0;
+}
+
+int pf_k8s_network_requests_parse(struct pf_strlist *out, const char *text, size_t len,
+                                  const char *pod_ns)
+{
+    memset(out, 0, sizeof(*out));
+    int r = 0;
+    if (memchr(text, '[', len) || memchr(text, '{', len) || memchr(text, '"', len)) {
+        json_error_t err;
+        json_t *root = json_loadb(text, len, 0, &err);
+        if (!root)
+            return pf_err_set(PF_EINVAL, "networks request is not JSON: %s (line %d, column %d)",
+                              err.text, err.line, err.column);
+        if (!json_is_array(root) || json_array_size(root) > PF_K8S_MAX_NETWORKS) {
+            r = pf_err_set(PF_EINVAL, "networks request is not a JSON list of at most %d",
+                           PF_K8S_MAX_NETWORKS);
+        }
+        for (size_t i = 0; r == 0 && i < json_array_size(root); i++) {
+            json_t *e = json_array_get(root, i);
+            json_t *n = json_is_object(e) ? json_object_get(e, "name") : NULL;
+            json_t *ns = json_is_object(e) ? json_object_get(e, "namespace") : NULL;
+            if (!n || !json_is_string(n) || (ns && !json_is_null(ns) && !json_is_string(ns))) {
+                r = pf_err_set(PF_EINVAL, "networks request element %zu has no string name", i);
+                break;
+            }
+            const char *nss = ns && json_is_string(ns) ? json_string_value(ns) : "";
+            r = request_add(out, nss, strlen(nss), json_string_value(n),
+                            strlen(json_string_value(n)), pod_ns, i);
+        }
+        json_decref(root);
+    } else {
+        size_t index = 0;
+        for (size_t i = 0; r == 0 && i <= len; index++) {
+            const char *item = text + i;
+            const char *comma = memchr(item, ',', len - i);
+            size_t ilen = comma ? (size_t)(comma - item) : len - i;
+            i += ilen + 1;
+            if (blank(item, ilen)) {
+                if (!comma && index == 0) break; /* all blank */
+                r = pf_err_set(PF_EINVAL, "networks request element %zu is empty", index);
+                break;
+            }
+            if (index >= PF_K8S_MAX_NETWORKS) {
+                r = pf_err_set(PF_EINVAL, "networks request lists more than %d networks",
+                               PF_K8S_MAX_NETWORKS);
+                break;
+            }
+            const char *slash = memchr(item, '/', ilen);
+            const char *name = slash ? slash + 1 : item;
+            size_t nlen = ilen - (size_t)(name - item);
+            const char *at = memchr(name, '@', nlen);
+            if (at) nlen = (size_t)(at - name);
+            r = request_add(out, item, slash ? (size_t)(slash - item) : 0, name, nlen, pod_ns,
+                            index);
+            if (!comma) break;
+        }
+    }
+    if (r < 0) pf_strlist_free(out);
+    return r;
+}
+
 bool pf_k8s_network_name_match(const char *expected, const char *status_name)
 {
     if (strcmp(expected, status_name) == 0) return true;

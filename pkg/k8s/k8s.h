@@ -61,6 +61,16 @@ const struct pf_k8s_network *pf_k8s_netstatus_default(const struct pf_k8s_netsta
 bool pf_k8s_network_is_cluster(const struct pf_k8s_netstatus *s, size_t i);
 void pf_k8s_netstatus_free(struct pf_k8s_netstatus *s);
 
+/* The networks the pod's request annotation k8s.v1.cni.cncf.io/networks asks for, each as
+ * "ns/name" (the pod's namespace when the request names none and pod_ns is not NULL or empty,
+ * else the bare name), once. Read as Multus reads it (k8snetworkplumbingwg/multus-cni
+ * pkg/k8sclient/k8sclient.go parsePodNetworkAnnotation, v4.1): JSON when the text holds one of
+ * '[', '{', '"' (a list of NetworkSelectionElement objects: name, namespace, interface), else
+ * a comma-separated list of "[ns/]name[@ifname]". An element without a name, more than one '/'
+ * or '@', or text that is not such JSON is PF_EINVAL naming it; *out is empty then. */
+int pf_k8s_network_requests_parse(struct pf_strlist *out, const char *text, size_t len,
+                                  const char *pod_ns);
+
 /* Whether an expected network ("ns/name" or "name") is the status element named status_name
  * ("ns/name", or a bare "name" as old Multus wrote it). */
 bool pf_k8s_network_name_match(const char *expected, const char *status_name);

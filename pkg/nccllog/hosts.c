@@ -40,7 +40,10 @@ static const char *declared(const struct pf_nccllog_proc *p, bool ib_absent)
     if (p->network[0]) return p->network;
     if (p->ofi_provider[0]) return "Libfabric";
     if (p->hcas.n && !p->ib_no_device) return "IB"; /* NCCL <= 2.5 prefers IB when found */
-    if (p->ib_no_device || p->warns_by_kind[PF_NCCLLOG_W_IBV]) return "Socket";
+    if (p->ib_completion) return "IB";              /* net_ib.cc's completion path ran */
+    /* "NET/IB : No device found." (net_ib.cc's init): NCCL takes the next net, Socket. An ibverbs
+     * WARN alone (a failed ibv_ call) proves no fallback: what NCCL did next is not logged. */
+    if (p->ib_no_device) return "Socket";
     /* NCCL <= 2.5 with NCCL_IB_DISABLE=1 logs no "Using network": NET/Socket came up instead */
     if (p->socket_up && (ib_absent || p->ib_disabled)) return "Socket";
     return "";
@@ -147,8 +150,7 @@ void pf_nccllog_finish(struct pf_nccllog *log)
     bool any_hca = false, none_found = false;
     for (size_t i = 0; i < log->n; i++) {
         any_hca |= log->v[i].hcas.n > 0;
-        none_found |= log->v[i].ib_no_device || log->v[i].ib_disabled ||
-                      log->v[i].warns_by_kind[PF_NCCLLOG_W_IBV] > 0;
+        none_found |= log->v[i].ib_no_device || log->v[i].ib_disabled;
     }
     bool ib_absent = !any_hca && none_found;
     /* What NCCL states outranks host names: nNodes (2.20+), all ranks local to one node

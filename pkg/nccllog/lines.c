@@ -346,6 +346,13 @@ void nl_parse_warn(struct pf_nccllog_proc *p, const char *where, size_t wlen, co
 {
     p->nwarns += (size_t)repeat;
     p->warns_by_kind[warn_kind(msg)] += repeat;
+    /* What the line proves follows from who printed it: net_ib.cc's completion path (the
+     * file:line NCCL's WARN carries, or the "NET/IB" its format starts with) ran on a connected
+     * IB queue pair. A WARN of the socket layer (misc/socket.cc, transport/net_socket.cc) proves
+     * nothing of the net: the bootstrap uses sockets whatever the net. */
+    bool from_ib =
+        (wlen >= 6 && memmem(where, wlen, "net_ib", 6)) || strncmp(msg, "NET/IB", 6) == 0;
+    if (from_ib && strstr(msg, "Got completion")) p->ib_completion = true;
     if (p->warns.n >= NL_WARNS_KEPT) return;
     char w[1024];
     while (wlen > 0 && where[wlen - 1] == ' ')

@@ -101,7 +101,15 @@ static bool parse_hpt(const char *tok, size_t len, char *host, size_t hn, long *
     /* a launcher's "[...]:" glued to the host ("[host:2]:host:pid:tid"): the host follows it */
     for (const char *q = h; q < tok + i - 1; q++)
         if (q[0] == ']' && q + 1 < tok + i - 1) h = q[1] == ':' ? q + 2 : q + 1;
-    nl_copy(host, hn, h, (size_t)(tok + i - 1 - h));
+    /* prose glued in front ("The error is:node-a:11:11"): NCCL's <host> is the hostname cut
+     * at its first '.' (src/debug.cc, getHostName), so it holds no ':' and no quote; the host
+     * is the run of hostname characters that ends at ":pid" */
+    const char *end = tok + i - 1, *b = end;
+    while (b > h && (isalnum((unsigned char)b[-1]) || b[-1] == '-' || b[-1] == '_' || b[-1] == '.'))
+        b--;
+    if (b == end || (b > h && !strchr(":\"'(=,`", b[-1])))
+        b = h; /* no such run, or some other mark ("<cluster_name>"): the token as it was */
+    nl_copy(host, hn, b, (size_t)(end - b));
     return host[0] != '\0' && *pid >= 0;
 }
 
@@ -166,7 +174,16 @@ static void nccl_line(struct pf_nccllog *log, char *s, const struct nl_decor *d)
     if (!mark && (mark = strstr(s, "] INFO "))) mark++, mlen = 5; /* NCCL <= 2.2 */
     if (!mark) {
         const char *v = strstr(s, "NCCL version ");
-        if (v == s) bare_version(log, v, d);
+        /* a bare version line (NCCL's VERSION level prints no prefix, src/debug.cc), also
+         * behind an editor's line number ("12  NCCL version ...", "12 | NCCL version ...") */
+        const char *q = s;
+        while (q < v && isdigit((unsigned char)*q))
+            q++;
+        if (v && q > s && q - s <= 7) {
+            while (q < v && (*q == ' ' || *q == '|' || *q == ':' || *q == '.'))
+                q++;
+        }
+        if (v && (v == s || q == v)) bare_version(log, v, d);
         return;
     }
     char host[128] = "", dev[16] = "";
@@ -174,7 +191,10 @@ static void nccl_line(struct pf_nccllog *log, char *s, const struct nl_decor *d)
     const char *where = NULL;
     struct pf_nccllog_file *f = cur_file(log);
     if (!find_prefix(s, mark, host, sizeof(host), &pid, dev, sizeof(dev), &where)) {
-        if (mark != s) return; /* "NCCL INFO" inside some other text */
+        /* "NCCL INFO" inside some other text is not NCCL's; what is left of a prefix the poster
+         * cut ("11:11 [0] ", "[3] ", ":2201:2201 [0] ") is: digits, ':', brackets, spaces */
+        if (mark != s && (mark - s > 40 || strspn(s, "0123456789:[]- ") < (size_t)(mark - s)))
+            return;
         /* NCCL's message without its prefix (cut by whoever pasted it): the file's */
         snprintf(host, sizeof(host), "-");
         pid = 0;

@@ -54,12 +54,16 @@ struct pf_nccllog_proc {
     struct pf_strlist ranks;   /* global ranks this process holds (comm / channel lines) */
     bool ib_no_device;         /* "NET/IB : No device found." */
     bool socket_up;            /* "NET/Socket : Using ..." */
-    bool sharp;                /* "/SHARP" HCAs or a loaded SHARP collnet plugin */
-    int net_channels;          /* "Channel/Ring ... via NET/..." lines */
-    int gdr_channels;          /* of which ".../GDRDMA" */
-    int p2p_channels;          /* via P2P/... */
-    int shm_channels;          /* via SHM/... */
-    int gdr_enabled;           /* "GPU Direct RDMA Enabled for" lines */
+    /* a WARN of the IB transport's completion path (src/transport/net_ib.cc ncclIbTest "NET/IB :
+     * Got completion from peer ..."): it runs only on connected IB queue pairs, so the process
+     * moved data over NCCL's IB net */
+    bool ib_completion;
+    bool sharp;       /* "/SHARP" HCAs or a loaded SHARP collnet plugin */
+    int net_channels; /* "Channel/Ring ... via NET/..." lines */
+    int gdr_channels; /* of which ".../GDRDMA" */
+    int p2p_channels; /* via P2P/... */
+    int shm_channels; /* via SHM/... */
+    int gdr_enabled;  /* "GPU Direct RDMA Enabled for" lines */
     int gdr_disabled;
     bool nvls;           /* NVLS used (channels, Connected NVLS, nvls channels > 0) */
     bool nvls_cap;       /* NVLS multicast support is available */
@@ -155,8 +159,8 @@ void pf_nccllog_evidence(struct pf_node *evidence, struct pf_nccllog *log);
  * NULL unset). */
 void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log,
                          const char *expect_transport);
-/* Fills check `nccl.log` (skip when no NCCL line was read) and environment.ncclVersion(s)
- * of the verdict. */
+/* Fills check `nccl.log` (skip, with evidence.unknown naming what is missing, when no NCCL line
+ * was read) and environment.ncclVersion(s) of the verdict. */
 void pf_nccllog_check(struct pf_verdict *v, struct pf_check *c, struct pf_nccllog *log,
                       const char *expect_transport);
 /* The human summary: the job, a table per host, then the findings of c (may be NULL). */

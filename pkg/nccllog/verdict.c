@@ -67,6 +67,7 @@ static void proc_evidence(struct pf_node *m, const struct pf_nccllog_proc *p)
     else if (p->chan_net[0])
         pf_node_set_str(m, "network", p->chan_net);
     if (p->ofi_provider[0]) pf_node_set_str(m, "ofiProvider", p->ofi_provider);
+    if (p->ib_completion) pf_node_set_bool(m, "ibCompletionWarn", true);
     if (p->hcas.n) add_list(m, "hcas", &p->hcas);
     if (p->ifaces.n) add_list(m, "interfaces", &p->ifaces);
     if (p->bootstrap[0]) pf_node_set_str(m, "bootstrap", p->bootstrap);
@@ -346,7 +347,15 @@ void pf_nccllog_check(struct pf_verdict *v, struct pf_check *c, struct pf_nccllo
     for (size_t i = 0; i < log->nfiles; i++)
         if (log->files[i].name[0]) pf_node_add_str(fl, log->files[i].name);
     if (log->nccl_lines == 0) {
-        pf_check_skip(c, "no NCCL lines in %zu file%s: was the job run with NCCL_DEBUG=INFO?",
+        /* nothing NCCL wrote: no finding can be judged, and none is a pass */
+        pf_check_unknown(c, "socket-fallback",
+                         "no NCCL line found in %zu line%s of %zu file%s (NCCL_DEBUG=INFO writes "
+                         "\"host:pid:tid [dev] NCCL INFO\" lines, src/debug.cc)",
+                         log->lines, log->lines == 1 ? "" : "s", log->nfiles,
+                         log->nfiles == 1 ? "" : "s");
+        pf_check_skip(c,
+                      "no NCCL line found in %zu file%s: unknown (was the job run with "
+                      "NCCL_DEBUG=INFO?)",
                       log->nfiles, log->nfiles == 1 ? "" : "s");
         return;
     }

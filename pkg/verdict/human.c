@@ -209,6 +209,19 @@ static const char *verdict_word(enum pf_status s)
     return s == PF_FAIL ? "FAIL" : s == PF_WARN ? "WARN" : "PASS";
 }
 
+/* A verdict that judged nothing (every check skipped) while a check names what it lacked
+ * (evidence.unknown) is no pass: its word is UNKNOWN (`preflight log` on a file without NCCL
+ * lines). The YAML keeps `verdict: pass`, a closed set (docs/verdict.md). */
+static bool verdict_unknown(const struct pf_verdict *v)
+{
+    bool unknown = false;
+    for (size_t i = 0; i < v->nchecks; i++) {
+        if (v->checks[i].status != PF_SKIP) return false;
+        unknown |= pf_check_unknowns(&v->checks[i]) > 0;
+    }
+    return unknown && v->verdict == PF_PASS && v->culprits->count == 0;
+}
+
 /* "preflight FAIL: 2 failed, 1 warning, 6 passed, 6 skipped; pod ml/trainer-5, node
  * gpu-node-22, rank 3/16" */
 static void header(struct hw *h, const struct pf_verdict *v)
@@ -244,7 +257,7 @@ static void header(struct hw *h, const struct pf_verdict *v)
     h->pending = true;
     hw_esc(h, C_BOLD);
     hw_esc(h, status_color(v->verdict));
-    hw_put(h, verdict_word(v->verdict));
+    hw_put(h, verdict_unknown(v) ? "UNKNOWN" : verdict_word(v->verdict));
     hw_esc(h, C_RESET);
     hw_put(h, ":");
     h->pending = true;
@@ -370,6 +383,29 @@ static void check_full(struct hw *h, const struct pf_check *c)
         hw_words(h, IND + 2, fd->message ? fd->message : "");
         hw_nl(h);
     }
+    /* what could not be decided (evidence.unknown), beside what failed */
+    const struct pf_node *u = c->status != PF_PASS ? pf_node_get(c->evidence, "unknown") : NULL;
+    size_t shown = 0;
+    for (const struct pf_node *e = u && u->kind == PF_NODE_SEQ ? u->first : NULL; e; e = e->next) {
+        if (shown++ == 3) {
+            hw_pad(h, IND);
+            hw_put(h, "- unknown:");
+            h->pending = true;
+            hw_words(h, IND + 2, "more under evidence.unknown");
+            hw_nl(h);
+            break;
+        }
+        const char *code = pf_node_get_str(e, "code"), *missing = pf_node_get_str(e, "missing");
+        char label[PF_CODE_MAX + 16];
+        snprintf(label, sizeof(label), "unknown %s:", code ? code : "?");
+        hw_pad(h, IND);
+        hw_put(h, "-");
+        h->pending = true;
+        hw_words(h, IND + 2, label);
+        h->pending = true;
+        hw_words(h, IND + 2, missing ? missing : "");
+        hw_nl(h);
+    }
     remedies(h, c);
 }
 
@@ -390,13 +426,13 @@ static void skips_folded(struct hw *h, const struct pf_verdict *v)
 {
     size_t n = 0;
     for (size_t i = 0; i < v->nchecks; i++)
-        n += v->checks[i].status == PF_SKIP;
+        n += v->checks[i].status == PF_SKIP && !pf_check_unknowns(&v->checks[i]);
     if (!n) return;
     hw_status(h, PF_SKIP);
     hw_pad(h, IND);
     size_t k = 0;
     for (size_t i = 0; i < v->nchecks; i++) {
-        if (v->checks[i].status != PF_SKIP) continue;
+        if (v->checks[i].status != PF_SKIP || pf_check_unknowns(&v->checks[i])) continue;
         char id[PF_CODE_MAX + 2];
         snprintf(id, sizeof(id), "%s%s", v->checks[i].id, ++k < n ? "," : "");
         h->pending = k > 1;
@@ -495,7 +531,9 @@ void pf_verdict_render_human_style(FILE *f, const struct pf_verdict *v,
         for (size_t i = 0; i < v->nchecks; i++) {
             const struct pf_check *c = &v->checks[i];
             if (c->status != order[o]) continue;
-            if (c->status >= PF_WARN || st->verbose)
+            /* a skipped check that names what it lacked is shown with it */
+            if (c->status >= PF_WARN || st->verbose ||
+                (c->status == PF_SKIP && pf_check_unknowns(c)))
                 check_full(&h, c);
             else if (c->status == PF_PASS)
                 check_line(&h, c);

@@ -76,6 +76,34 @@ bool pf_check_has_finding(const struct pf_check *c, const char *code)
     return false;
 }
 
+void pf_check_unknown(struct pf_check *c, const char *code, const char *fmt, ...)
+{
+    struct pf_node *seq = pf_node_get(c->evidence, "unknown");
+    if (!seq || seq->kind != PF_NODE_SEQ) seq = pf_node_set_seq(c->evidence, "unknown");
+    va_list ap;
+    va_start(ap, fmt);
+    char *missing = vdup(fmt, ap);
+    va_end(ap);
+    /* one entry per code and text */
+    for (struct pf_node *e = seq->first; e; e = e->next) {
+        const char *ec = pf_node_get_str(e, "code"), *em = pf_node_get_str(e, "missing");
+        if (ec && em && strcmp(ec, code) == 0 && strcmp(em, missing) == 0) {
+            free(missing);
+            return;
+        }
+    }
+    struct pf_node *m = pf_node_add_map(seq);
+    pf_node_set_str(m, "code", code);
+    pf_node_set_str(m, "missing", missing);
+    free(missing);
+}
+
+size_t pf_check_unknowns(const struct pf_check *c)
+{
+    const struct pf_node *seq = c->evidence ? pf_node_get(c->evidence, "unknown") : NULL;
+    return seq && seq->kind == PF_NODE_SEQ ? seq->count : 0;
+}
+
 void pf_verdict_init(struct pf_verdict *v)
 {
     memset(v, 0, sizeof(*v));
@@ -206,6 +234,18 @@ void pf_verdict_finalize(struct pf_verdict *v, pf_policy_fn policy, void *arg)
             }
         }
         if (!c->message) c->message = pf_xstrdup(c->status == PF_SKIP ? "skipped" : "ok");
+        if (c->status == PF_PASS && pf_check_unknowns(c) > 0) {
+            /* what could not be decided, on the line a human reads first */
+            const struct pf_node *u = pf_node_get(c->evidence, "unknown")->first;
+            size_t nu = pf_check_unknowns(c);
+            char *msg = NULL;
+            if (asprintf(&msg, "%s; unknown %s: %s%s", c->message, pf_node_get_str(u, "code"),
+                         pf_node_get_str(u, "missing"),
+                         nu > 1 ? " (and more: evidence.unknown)" : "") >= 0) {
+                free(c->message);
+                c->message = msg;
+            }
+        }
         char *list = c->status == PF_FAIL ? failed : c->status == PF_WARN ? warned : NULL;
         if (list) {
             size_t len = strlen(list);

@@ -100,6 +100,15 @@ void pf_check_set_message(struct pf_check *c, const char *fmt, ...)
 /* Marks the check skipped with a reason. */
 void pf_check_skip(struct pf_check *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool pf_check_has_finding(const struct pf_check *c, const char *code);
+/* Records that the check could not decide finding `code` because what it needs is missing or
+ * ambiguous: an entry {code, missing} in the check's evidence sequence `unknown` (missing names
+ * what was not there or could not be read, and what was read). It adds no finding and never
+ * raises the check's status: a check fails or warns only on what it read (docs/checks.md,
+ * "Unknown"). finalize says "unknown: ..." in the message of a check that passed. */
+void pf_check_unknown(struct pf_check *c, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* How many unknown entries the check has. */
+size_t pf_check_unknowns(const struct pf_check *c);
 
 /* ---- The ranks list (rank 0): one flat entry a rank, no node tree, its strings interned
  * once in the list (a pod, node or address each; a check id, status or code shared by every

@@ -85,6 +85,14 @@ expect_eq "fabric: unset but registered: runs, imex-channel-missing" "$(st auto)
     "fail imex-channel-missing"
 contains "fabric: unset but registered: says why it runs" "$(fmsg auto)" \
     "the GPUs are on an NVLink fabric"
+# unset, and every GPU's registration failed (NOT_STARTED, or COMPLETED with an NVML error):
+# the GPUs are on a fabric that is not ready, judged, not skipped
+fab allfailed "$T/imex" DOUBLE_NVML_GPUS=2 DOUBLE_FABRIC=1,3:999
+expect_eq "fabric: unset, every GPU failed registration: fail fabric-not-ready" "$(st allfailed)" \
+    "fail fabric-not-ready,fabric-not-ready"
+# unset, COMPLETED without a cluster UUID on every GPU: not evidence of a fault, unknown
+fab nouuid "$T/imex" DOUBLE_NVML_GPUS=2 DOUBLE_FABRIC=3,3 DOUBLE_FABRIC_UUID=00000000000000000000000000000000
+expect_eq "fabric: unset, no cluster UUID, none registered: skip" "$(st nouuid)" "skip "
 # unset and no fabric (NOT_SUPPORTED): skip as before
 fab nofab "$T/root" DOUBLE_NVML_GPUS=2 DOUBLE_FABRIC=0
 expect_eq "fabric: unset, no fabric: skip" "$(st nofab)" "skip "

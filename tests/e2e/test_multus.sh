@@ -157,6 +157,27 @@ suite() {
     expect_check netmissing net.multus fail "network-missing"
     expect_msg netmissing net.multus network-missing "network ml/sriov-c is not attached (attached: ovn-kubernetes, ml/sriov-a, ml/sriov-b)"
 
+    # ---- the request annotation asks for a network the network-status does not list, with
+    # no expect.networks: named, citing both annotations (the JSON form of the request too)
+    printf 'podinfo:\n  waitSeconds: 2\n' >"$T/cfg-noexpect.yaml"
+    REQUEST=k8s.v1.cni.cncf.io/networks=ml/sriov-a,ml/sriov-b@net2,sriov-c publish "$PI" "$HEALTHY"
+    pf reqmissing "$ROOT" "$T/cfg-noexpect.yaml"
+    expect_check reqmissing net.multus fail "network-missing"
+    expect_msg reqmissing net.multus network-missing "network sriov-c is requested (k8s.v1.cni.cncf.io/networks: \"ml/sriov-a,ml/sriov-b@net2,sriov-c\") but not attached (k8s.v1.cni.cncf.io/network-status in"
+    expect_msg reqmissing net.multus network-missing "lists ovn-kubernetes, ml/sriov-a, ml/sriov-b)"
+    REQUEST='k8s.v1.cni.cncf.io/networks=[{"name": "sriov-a", "namespace": "ml"}, {"name": "sriov-d", "namespace": "ml", "interface": "net4"}]' \
+        publish "$PI" "$HEALTHY"
+    pf reqjson "$ROOT" "$T/cfg-noexpect.yaml"
+    expect_check reqjson net.multus fail "network-missing"
+    expect_msg reqjson net.multus network-missing "network ml/sriov-d is requested"
+    # a request Multus could not have read is no evidence: unknown, not a finding
+    REQUEST='k8s.v1.cni.cncf.io/networks=[{"name": ' publish "$PI" "$HEALTHY"
+    pf reqbad "$ROOT" "$T/cfg-noexpect.yaml"
+    expect_check reqbad net.multus pass ""
+    expect_eq "${L}reqbad: the unreadable request is unknown" \
+        "$(yq "$T/reqbad.yaml" "[u['code'] for u in check('net.multus')['evidence']['unknown']]")" '["network-missing"]'
+    publish "$PI" "$HEALTHY"
+
     # ---- the annotation names an interface the namespace does not have
     publish "$PI" "[$CLUSTER, $PNET1, $PNET2, $NET3]"
     pf ifmissing "$ROOT" "$T/cfg-expect.yaml"

@@ -20,6 +20,18 @@ codes_of() { yq "$1" 'codes("nccl.env")'; }
 has_code() { codes_of "$1" | grep -q "\"$2\""; }
 rc_of() { cat "$1.rc"; }
 
+# a variable a plugin NCCL loads reads is not "ignored by NCCL": the example tuner's
+# NCCL_TUNER_CONFIG_FILE (NVIDIA/nccl ext-tuner/example) is recorded as the plugin's; an unknown
+# name while a plugin is loaded is unknown (the plugin may read it), a warning without one
+penv "$EMPTY" "$T/tuner.yaml" NCCL_TUNER_PLUGIN=/opt/tuner/libnccl-tuner-example.so \
+    NCCL_TUNER_CONFIG_FILE=/opt/tuner/nccl_tuner.conf NCCL_TUNER_MYSETTING=1
+expect_eq "env: a tuner plugin's variables: pass, none unknown-variable" \
+    "$(yq "$T/tuner.yaml" '[check("nccl.env")["status"], codes("nccl.env"), [u["code"] for u in check("nccl.env")["evidence"]["unknown"]], len(check("nccl.env")["evidence"]["readByPlugins"])]')" \
+    '["pass", [], ["unknown-variable"], 1]'
+penv "$EMPTY" "$T/noplugin.yaml" NCCL_TUNER_MYSETTING=1
+expect_eq "env: the same unknown name without a plugin: unknown-variable" \
+    "$(codes_of "$T/noplugin.yaml")" '["unknown-variable"]'
+
 # 1. no NCCL variables: pass
 penv "$EMPTY" "$T/clean.yaml"
 expect_eq "no variables: pass" "$(yq "$T/clean.yaml" 'check("nccl.env")["status"]')" pass

@@ -104,7 +104,15 @@ expect_log bare pass "" 0
 expect_eq "log: a bare VERSION-level line gives the version" "$(q bare "d['environment']['ncclVersion']")" "2.21.5"
 
 plog none "$L/not-nccl.log"
-expect_log none skip "" 0
+# nothing NCCL wrote: unknown, exit 6 (neither 0, a pass, nor a class of failure)
+expect_log none skip "" 6
+expect_eq "log: no NCCL lines: unknown names what is missing" \
+    "$(q none "[u['code'] for u in c['evidence']['unknown']] + ['no NCCL line found' in c['evidence']['unknown'][0]['missing']]")" \
+    '["socket-fallback", true]'
+env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
+    UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" "$PREFLIGHT" log "$L/not-nccl.log" >"$T/none.txt" 2>&1
+expect_eq "log: no NCCL lines: the human form says UNKNOWN, never PASS, exit 6" \
+    "$? $(head -1 "$T/none.txt" | cut -d: -f1)" "6 preflight UNKNOWN"
 expect_eq "log: no NCCL lines: the reason asks for NCCL_DEBUG=INFO" \
     "$(q none "'NCCL_DEBUG=INFO' in c['message']")" True
 
@@ -143,6 +151,45 @@ env -i PATH="$PATH" NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="$
 check "log: human summary: a table row per host, then the findings" \
     grep -q "^tr-2 .* IBext_v8 .* rdma .* no " "$T/human.txt"
 check "log: human summary: the job line" grep -q "^inter-node: IB, IBext_v8, AWS Libfabric;" "$T/human.txt"
+
+# What a WARN proves follows from who printed it (NVIDIA/nccl src/transport/net_ib.cc
+# ncclIbTest, and the ib_plugin.c of the RDMA/SHARP plugin in NVIDIA/nccl#1405): a completion
+# error of the IB transport ran on a connected IB queue pair, so its process used IB, never
+# Socket, even with no network line; read beside another IB host of a real log, no host fell
+# back. A WARN of the socket transport (net_socket.cc) makes no Socket process either.
+plog ibwarn "$L/real/nccl-1405-ib-plugin-completion-warn.log" "$L/real/nccl-1412-ib-no-gdr-2.22.log"
+expect_eq "log: an IB completion WARN is IB, not a socket fallback" \
+    "$(q ibwarn "[sorted(set(codes('nccl.log'))), [(x['name'], x['transport']) for x in c['evidence']['hosts']]]")" \
+    '[["nccl-warn", "no-gdr"], [["kp-ddp-worker-0", "IB"], ["swat1-04", "IB"]]]'
+cat >"$T/sockwarn.log" <<'LOG'
+node-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node-a:11:11 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA
+
+node-b:12:60 [0] transport/net_socket.cc:470 NCCL WARN NET/Socket : message truncated : receiving 1024 bytes instead of 32
+node-b:12:12 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0/GDRDMA
+
+node-c:13:60 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer node-a<45678>
+LOG
+plog sockwarn "$T/sockwarn.log"
+expect_eq "log: a socket-layer WARN makes no Socket host (node-c: unknown, not socket-fallback)" \
+    "$(q sockwarn "[sorted(set(codes('nccl.log'))), [(x['name'], x['transport']) for x in c['evidence']['hosts']]]")" \
+    '[["nccl-warn"], [["node-a", "IB"], ["node-b", "IB"], ["node-c", "none"]]]'
+
+# Lines NCCL wrote stay NCCL's whatever the poster did around them: prose glued to the
+# host:pid:tid prefix (NCCL's <host> holds no ':', src/debug.cc), a prefix cut down to its
+# pid:tid or [dev], an editor's line numbers before a bare version line
+cat >"$T/pasted.log" <<'LOG'
+The error is:node-a:11:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.5<0>
+see "node-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+12  NCCL version 2.20.5+cuda12.4
+13 node-b:12:12 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.6<0>
+22:22 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/IB/0/GDRDMA
+and some prose mentioning NCCL INFO is not a line of NCCL
+LOG
+plog pasted "$T/pasted.log"
+expect_eq "log: glued prose, a cut prefix, a numbered version line: every NCCL line read" \
+    "$(q pasted "[c['evidence']['ncclLines'], [x['name'] for x in c['evidence']['hosts']], sorted(d['environment']['ncclVersions'])]")" \
+    '[5, ["node-a", "node-b", "pasted.log"], ["2.20.5", "2.21.5"]]'
 
 # Real logs (tests/fixtures/nccl-logs/real/, sources in SOURCES.md): every line of NAME.expect
 # (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, and per host

@@ -95,6 +95,14 @@ expect_check cpu gpu.devices skip ""
 expect_check cpu rdma.devices skip ""
 expect_check cpu rdma.ports skip ""
 expect_check cpu rdma.gpudirect skip ""
+# the settings HPE documents for NCCL over Slingshot (HewlettPackard/shs-ccl-docs: NCCL_NET=OFI,
+# FI_PROVIDER=cxi through aws-ofi-nccl) and a cxi device: no verbs device, but not TCP-only
+mkdir -p "$r/sys/class/cxi/cxi0"
+WRAP="env NCCL_NET=OFI FI_PROVIDER=cxi" pf cxi "$r"
+expect_check cxi rdma.devices skip ""
+expect_eq "cxi: rdma.devices says unknown, not TCP-only" \
+    "$(yq "$T/cxi.yaml" "[('TCP-only' in check('rdma.devices')['message'].replace('not TCP-only', '')), [u['code'] for u in check('rdma.devices')['evidence']['unknown']]]")" \
+    '[false, ["no-rdma-devices"]]'
 
 # ---- broken fixtures
 r=$(mat node-ports-bad) || exit 1
@@ -111,15 +119,17 @@ expect_eq "ports-bad: remedy filled from the docs" \
 r=$(mat node-no-devinfiniband) || exit 1
 pf nodev "$r"
 expect_rc nodev 3
-expect_check nodev rdma.devices fail "rdma-cm-missing,uverbs-missing"
+# the pod was given none of the node's HCAs: rdma_cm is not asked for them
+expect_check nodev rdma.devices fail "uverbs-missing"
 
 r=$(mat node-garbage) || exit 1
 pf garbage "$r"
 expect_rc garbage 3
-expect_check garbage rdma.ports fail "no-roce-gid,port-down,port-not-linkup,port-rate"
+# empty or unparsable port files are unknown (evidence.unknown), never port-down
+expect_check garbage rdma.ports fail "no-roce-gid"
 expect_check garbage gpu.devices fail "gpu-count"
-expect_eq "garbage: the empty state file is named" \
-    "$(yq "$T/garbage.yaml" "any('/sys/class/infiniband/mlx5_0/ports/1/state is empty' in f['message'] for f in check('rdma.ports')['findings'])")" True
+expect_eq "garbage: the empty state file is named as unknown" \
+    "$(yq "$T/garbage.yaml" "any(u['code'] == 'port-down' and '/sys/class/infiniband/mlx5_0/ports/1/state is empty' in u['missing'] for u in check('rdma.ports')['evidence']['unknown'])")" True
 
 # ---- config expectations and policy
 r=$(mat node-roce) || exit 1

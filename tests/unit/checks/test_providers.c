@@ -88,6 +88,10 @@ static void build(const char *root, const struct pf_rdma_provider *p)
     } else if (strcmp(p->name, "rxe") == 0) {
         snprintf(rel, sizeof(rel), "%s/parent", ib);
         put(root, rel, "eth0");
+    } else if (strcmp(p->name, "siw") == 0) {
+        /* sw/siw/siw_main.c copies SIW_NODE_DESC_COMMON into node_desc */
+        snprintf(rel, sizeof(rel), "%s/node_desc", ib);
+        put(root, rel, "Software iWARP stack");
     }
     snprintf(rel, sizeof(rel), "%s/node_type", ib);
     put(root, rel, p->node_type ? p->node_type : "1: CA");
@@ -306,6 +310,62 @@ static void test_names_do_not_decide(void **state)
     }
 }
 
+/* A device without a device link (a container's sysfs, a driver the table does not know) is no
+ * software device: rxe is told by its "parent" attribute, siw by its node_desc. An InfiniBand
+ * port of such a device is judged by what it reports, never as rxe's "Ethernet"; its family
+ * comes from hca_type where the driver writes "MT<id>" (mlx5/main.c hca_type_show), else the
+ * driver stays unknown, and so does whether it needs rdma_cm. */
+static void test_no_device_link(void **state)
+{
+    (void)state;
+    const struct pf_rdma_provider *mlx5 = pf_rdma_provider_named("mlx5");
+    struct tree t;
+    struct pf_rdma_ident id;
+    tree_open(&t, mlx5,
+              "rm device && echo InfiniBand >ports/1/link_layer && echo MT4129 >hca_type && echo "
+              "MT_0000000838 >board_id && echo 28.39.1002 >fw_ver && rm -rf ports/1/gids "
+              "ports/1/gid_attrs");
+    th_env_start(&t.e);
+    pf_rdma_identify(&id, &t.e.ctx.host, mlx5->example);
+    if (id.provider != mlx5) fail_msg("identified as %s (%s)", id.provider->name, id.how);
+    assert_non_null(strstr(id.how, "hca_type MT4129"));
+    struct pf_check *c = run_check(&t, pf_check_rdma_ports, "rdma.ports");
+    expect(mlx5, "no device link, hca_type", c, PF_PASS, NULL, NULL);
+    assert_int_equal(c->nfindings, 0);
+    th_env_close(&t.e);
+
+    /* nothing names the family: unknown, its InfiniBand port passes, rdma_cm unknown */
+    tree_open(&t, mlx5, "rm device && echo InfiniBand >ports/1/link_layer");
+    th_sh("rm -f '%s/dev/infiniband/rdma_cm'", t.e.root);
+    th_env_start(&t.e);
+    pf_rdma_identify(&id, &t.e.ctx.host, mlx5->example);
+    assert_ptr_equal(id.provider, pf_rdma_provider_unknown());
+    assert_non_null(strstr(id.how, "unknown: no device link"));
+    c = run_check(&t, pf_check_rdma_ports, "rdma.ports");
+    expect(mlx5, "no device link, no hca_type", c, PF_PASS, NULL, NULL);
+    assert_false(pf_check_has_finding(c, "port-down"));
+    c = run_check(&t, pf_check_rdma_devices, "rdma.devices");
+    expect(mlx5, "no device link, no rdma_cm", c, PF_PASS, NULL, NULL);
+    assert_false(pf_check_has_finding(c, "rdma-cm-missing"));
+    const struct pf_node *u = pf_node_get(c->evidence, "unknown");
+    assert_non_null(u);
+    assert_string_equal(pf_node_get_str(u->first, "code"), "rdma-cm-missing");
+    assert_non_null(strstr(c->message, "unknown rdma-cm-missing"));
+    th_env_close(&t.e);
+
+    /* the port's files unreadable or not in core/sysfs.c's form: unknown, not port-down */
+    tree_open(&t, mlx5,
+              "echo InfiniBand >ports/1/link_layer && : >ports/1/state && echo fast "
+              ">ports/1/rate && rm ports/1/phys_state");
+    c = run_check(&t, pf_check_rdma_ports, "rdma.ports");
+    expect(mlx5, "port files unreadable", c, PF_PASS, NULL, NULL);
+    assert_int_equal(c->nfindings, 0);
+    u = pf_node_get(c->evidence, "unknown");
+    assert_non_null(u);
+    assert_int_equal(u->count, 3);
+    th_env_close(&t.e);
+}
+
 /* irdma (like qedr and erdma) runs iWARP or RoCE: node_type 4: RNIC says iWARP, whose ports have
  * no RoCE GID, whose connections need rdma_cm, and which NCCL's IB transport cannot use. */
 static void test_iwarp_mode(void **state)
@@ -401,6 +461,7 @@ int main(void)
         cmocka_unit_test(test_healthy),
         cmocka_unit_test(test_broken),
         cmocka_unit_test(test_names_do_not_decide),
+        cmocka_unit_test(test_no_device_link),
         cmocka_unit_test(test_iwarp_mode),
         cmocka_unit_test(test_pcie_parsers),
         cmocka_unit_test(test_pcie_not_judged),

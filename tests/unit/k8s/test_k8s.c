@@ -495,6 +495,41 @@ static void test_podinfo_bad_names_file_and_line(void **state)
     pf_k8s_podinfo_free(&pi);
 }
 
+/* The request annotation as Multus parses it (multus-cni pkg/k8sclient/k8sclient.go
+ * parsePodNetworkAnnotation): comma-separated "[ns/]name[@ifname]", or JSON selection elements;
+ * the pod's namespace where an element names none; bad elements are errors naming them. */
+static void test_network_requests(void **state)
+{
+    (void)state;
+    struct pf_strlist r;
+    const char *t = " ml/sriov-a@net1 , sriov-b,ml/sriov-a";
+    assert_int_equal(pf_k8s_network_requests_parse(&r, t, strlen(t), "team"), 0);
+    assert_int_equal(r.n, 2);
+    assert_string_equal(r.v[0], "ml/sriov-a");
+    assert_string_equal(r.v[1], "team/sriov-b");
+    pf_strlist_free(&r);
+    assert_int_equal(pf_k8s_network_requests_parse(&r, t, strlen(t), NULL), 0);
+    assert_string_equal(r.v[1], "sriov-b");
+    pf_strlist_free(&r);
+    t = "[{\"name\": \"sriov-a\", \"namespace\": \"ml\", \"interface\": \"net1\"}, "
+        "{\"name\": \"sriov-b\"}]";
+    assert_int_equal(pf_k8s_network_requests_parse(&r, t, strlen(t), "ml"), 0);
+    assert_int_equal(r.n, 2);
+    assert_string_equal(r.v[1], "ml/sriov-b");
+    pf_strlist_free(&r);
+    static const char *const bad[] = {
+        "a/b/c",           "ml/,x",        "a,,b",
+        "[{\"name\": 3}]", "[{\"name\": ", "[{\"name\": \"x\", \"namespace\": \"a/b\"}]"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (pf_k8s_network_requests_parse(&r, bad[i], strlen(bad[i]), "ml") != PF_EINVAL)
+            fail_msg("%s: not PF_EINVAL", bad[i]);
+        assert_int_equal(r.n, 0);
+        assert_non_null(strstr(pf_err_msg(), "networks request"));
+    }
+    assert_int_equal(pf_k8s_network_requests_parse(&r, "  ", 2, "ml"), 0);
+    assert_int_equal(r.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_pcidevice_var),
         cmocka_unit_test(test_bdf_parse),
         cmocka_unit_test(test_pciinfo_parse),
+        cmocka_unit_test(test_network_requests),
         cmocka_unit_test(test_podinfo_healthy),
         cmocka_unit_test(test_podinfo_old_key_and_env),
         cmocka_unit_test(test_podinfo_old_key_empty_name),

@@ -558,9 +558,35 @@ static void test_ranks_list(void **state)
     pf_verdict_free(&v);
 }
 
+/* An unknown is evidence, never a finding: the check keeps its status, the entry names the code
+ * and what is missing (once), and a passing check's message says so. */
+static void test_unknown_never_fails(void **state)
+{
+    (void)state;
+    struct pf_verdict v;
+    pf_verdict_init(&v);
+    struct pf_check *c = pf_verdict_add_check(&v, "rdma.ports");
+    pf_check_set_message(c, "1 of 1 port ACTIVE");
+    pf_check_unknown(c, "port-down", "mlx5_0 port 1: state file %s is empty", "/sys/x");
+    pf_check_unknown(c, "port-down", "mlx5_0 port 1: state file %s is empty", "/sys/x");
+    pf_check_unknown(c, "port-rate", "rate unreadable");
+    assert_int_equal(pf_check_unknowns(c), 2);
+    pf_verdict_finalize(&v, NULL, NULL);
+    c = pf_verdict_find_check(&v, "rdma.ports");
+    assert_int_equal(c->status, PF_PASS);
+    assert_int_equal(c->nfindings, 0);
+    assert_int_equal(v.verdict, PF_PASS);
+    assert_int_equal(pf_verdict_exit_code(&v), 0);
+    assert_non_null(strstr(c->message, "unknown port-down: mlx5_0 port 1: state file /sys/x"));
+    const struct pf_node *u = pf_node_get(c->evidence, "unknown");
+    assert_string_equal(pf_node_get_str(u->first, "code"), "port-down");
+    pf_verdict_free(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unknown_never_fails),
         cmocka_unit_test(test_finalize_status_and_summary),
         cmocka_unit_test(test_policy_regrades_and_drops),
         cmocka_unit_test(test_yaml_masks_secrets_and_quotes),
