@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static _Thread_local char err_msg[1024];
@@ -373,12 +374,28 @@ const char *pf_name_of(const char *const *names, size_t n, int i, const char *df
 
 int pf_http_url_check(const char *what, const char *url)
 {
-    const char *host = strncmp(url, "http://", 7) == 0    ? url + 7
-                       : strncmp(url, "https://", 8) == 0 ? url + 8
-                                                          : NULL;
-    if (!host || !*host || *host == '/')
+    /* RFC 3986 §3.1: a scheme is case-insensitive ("HTTPS://" is https://, and libcurl takes
+     * it so), so the check of the credentials below must see it too */
+    const char *host = strncasecmp(url, "http://", 7) == 0    ? url + 7
+                       : strncasecmp(url, "https://", 8) == 0 ? url + 8
+                                                              : NULL;
+    if (!host || !*host || *host == '/') {
+        /* the text may still hold a credential ("htps://user:pw@host", "user:pw@host"): up
+         * to the last '@' before the first '/', '?' or '#' after any "://" is not echoed */
+        const char *from = strstr(url, "://");
+        from = from ? from + 3 : url;
+        size_t n = strcspn(from, "/?#");
+        const char *at = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (from[i] == '@') at = from + i;
+        if (at)
+            return pf_err_set(PF_EUSAGE,
+                              "%s: expected an http:// or https:// URL, found \"%.*s***%s\" "
+                              "(credentials not shown)",
+                              what, (int)(from - url), url, at);
         return pf_err_set(PF_EUSAGE, "%s: expected an http:// or https:// URL, found \"%s\"", what,
                           url);
+    }
     size_t n = strcspn(host, "/?#");
     if (memchr(host, '@', n))
         return pf_err_set(PF_EUSAGE,

@@ -709,9 +709,9 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
             return;
         }
         pf_node_set_str(out->evidence, "nvml", why);
-        pf_check_add_finding(out, "health-unknown", PF_WARN, NULL,
-                             "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
-                             nodes == 1 ? "" : "s", why);
+        pf_check_unknown(out, "health-unknown",
+                         "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
+                         nodes == 1 ? "" : "s", why);
         return;
     }
     unsigned count = 0;
@@ -730,9 +730,9 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
         else
             snprintf(why, sizeof(why), "nvmlDeviceGetCount_v2: %s", e);
         pf_node_set_str(out->evidence, "nvml", why);
-        pf_check_add_finding(out, "health-unknown", PF_WARN, NULL,
-                             "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
-                             nodes == 1 ? "" : "s", why);
+        pf_check_unknown(out, "health-unknown",
+                         "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
+                         nodes == 1 ? "" : "s", why);
         return;
     }
     if (count > MAX_GPUS) count = MAX_GPUS; /* more GPUs than any node has: the first 64 */

@@ -57,6 +57,25 @@ void pf_kapi_close(struct pf_kapi *a)
     a->token = NULL;
 }
 
+size_t pf_kapi_redact(char *s, size_t len, const char *secret)
+{
+    size_t n = secret ? strlen(secret) : 0;
+    if (n == 0) return len;
+    size_t r = 0, w = 0;
+    while (r < len) {
+        if (r + n <= len && memcmp(s + r, secret, n) == 0) {
+            size_t m = n < 3 ? n : 3;
+            memset(s + w, '*', m);
+            w += m;
+            r += n;
+        } else {
+            s[w++] = s[r++];
+        }
+    }
+    if (w < len) s[w] = '\0';
+    return w;
+}
+
 #ifdef PF_STATIC
 void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
                          const char *path, const char *content_type, const char *body,
@@ -76,6 +95,48 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     size_t room = b->max - b->len;
     (void)pf_buf_add(b, ptr, n < room ? n : room); /* the rest is dropped, not an error */
     return n;
+}
+
+/* RFC 7617: the credentials of HTTP basic authentication as they travel, base64 of
+ * "user:password" (RFC 4648 section 4, with padding), which libcurl sends. */
+static void basic_b64(char *out, size_t cap, const char *user, const char *pass)
+{
+    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char in[2100];
+    size_t n = (size_t)snprintf(in, sizeof(in), "%s:%s", user, pass);
+    if (n >= sizeof(in)) n = sizeof(in) - 1;
+    size_t w = 0;
+    const unsigned char *p = (const unsigned char *)in;
+    for (size_t i = 0; i < n && w + 5 <= cap; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        out[w++] = abc[(v >> 18) & 63];
+        out[w++] = abc[(v >> 12) & 63];
+        out[w++] = i + 1 < n ? abc[(v >> 6) & 63] : '=';
+        out[w++] = i + 2 < n ? abc[v & 63] : '=';
+    }
+    out[w < cap ? w : cap - 1] = '\0';
+    memset(in, 0, sizeof(in));
+}
+
+/* What a reply may quote back of the request (a proxy's or a Pushgateway's error page that
+ * echoes the headers): every credential this request carried is replaced by "***" in the
+ * body and in libcurl's error text before anyone shows them. */
+static void redact_reply(struct pf_kapi_res *res, const struct pf_kapi *a)
+{
+    char b64[2900] = "";
+    if (a->user && a->password) basic_b64(b64, sizeof(b64), a->user, a->password);
+    const char *secrets[] = {a->token, a->password, b64[0] ? b64 : NULL};
+    for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
+        if (!secrets[i] || !*secrets[i]) continue;
+        if (res->body.data) {
+            res->body.len = pf_kapi_redact(res->body.data, res->body.len, secrets[i]);
+            if (res->body.len < res->body.cap) res->body.data[res->body.len] = '\0';
+        }
+        pf_kapi_redact(res->error, strlen(res->error), secrets[i]);
+    }
+    memset(b64, 0, sizeof(b64));
 }
 
 void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
@@ -128,6 +189,7 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
                  errbuf[0] ? errbuf : curl->easy_strerror((pf_CURLcode)res->curl_code));
     curl->easy_cleanup(h);
     curl->slist_free_all(hdr);
+    redact_reply(res, a);
     /* the token must not outlive the request on the stack */
     memset(auth, 0, sizeof(auth));
 }

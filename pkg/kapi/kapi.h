@@ -43,6 +43,10 @@ void pf_kapi_close(struct pf_kapi *a);
 
 /* One request (pf_kapi_load must have succeeded); res->body must be freed by the caller.
  * body_max 0 keeps 64 KiB. */
+/* Replaces every occurrence of secret in s[0..len) by "***" in place (a secret shorter than
+ * three bytes by as many '*'); returns the new length (NUL-terminated when shorter). Every
+ * request's reply passes through it for each credential the request carried. */
+size_t pf_kapi_redact(char *s, size_t len, const char *secret);
 void pf_kapi_request(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
                      const char *path, const char *content_type, const char *body, double deadline);
 void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,

@@ -52,6 +52,7 @@ gh() {
 }
 st() { yq "$T/$1/v.yaml" "check('gpu.health')['status'] + ' ' + ','.join(codes('gpu.health'))"; }
 ev() { yq "$T/$1/v.yaml" "(lambda e: $2)(check('gpu.health').get('evidence') or {})"; }
+unk() { yq "$T/$1/v.yaml" "' | '.join(u['code'] + ': ' + u['missing'] for u in (check('gpu.health').get('evidence') or {}).get('unknown') or [])"; }
 fmsg() { yq "$T/$1/v.yaml" "' | '.join(f['message'] for f in check('gpu.health').get('findings') or [])"; }
 contains() { # NAME HAYSTACK NEEDLE
     case "$2" in *"$3"*) ok "$1" ;; *) notok "$1" "'$3' not in: $(printf %s "$2" | head -c 400)" ;; esac
@@ -166,7 +167,8 @@ expect_eq "health: every call NOT_SUPPORTED: pass, all 'not supported'" \
     "$(st nosup) $(ev nosup "[e['gpus'][1]['eccErrors']['volatileUncorrected'], e['gpus'][1]['nvlink']['state'], e['nvlinksActive'], e.get('model')]")" \
     'pass  ["not supported", "not supported", 0, null]'
 
-# ---- NVML missing: skipped without GPUs, health-unknown (a warning, class spec) with them
+# ---- NVML missing: skipped without GPUs, health-unknown (an unknown: no finding, never a
+# warning or a failure, docs/checks.md "Unknown") with them
 gh nolib "$T/root" PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1
 expect_eq "health: no NVML, no GPU: skip" "$(st nolib)" "skip "
 mkdir -p "$T/gpus/proc/driver/nvidia/gpus/0000:18:00.0" "$T/gpus/dev"
@@ -176,17 +178,17 @@ expect_eq "health: no NVML, the driver lists a GPU the pod has no node of: skip"
 : >"$T/gpus/dev/nvidia0"
 : >"$T/gpus/dev/nvidiactl"
 gh nolibgpu "$T/gpus" PREFLIGHT_NVML_LIB=/nonexistent/libnvidia-ml.so.1
-expect_eq "health: no NVML, /dev/nvidia0 in the pod: health-unknown" "$(st nolibgpu)" \
-    "warn health-unknown"
-contains "health: health-unknown: the reason" "$(fmsg nolibgpu)" \
+expect_eq "health: no NVML, /dev/nvidia0 in the pod: passes with no finding" "$(st nolibgpu)" \
+    "pass "
+contains "health: health-unknown: the reason" "$(unk nolibgpu)" \
     "the pod has 1 GPU but their health cannot be read: NVML not available: /nonexistent/libnvidia-ml.so.1 does not load"
 gh noinit "$T/gpus" DOUBLE_NVML_FAIL=init
-contains "health: nvmlInit fails: named" "$(fmsg noinit)" \
+contains "health: nvmlInit fails: named" "$(unk noinit)" \
     "nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (Driver Not Loaded)"
 printf 'int not_nvml(void);\nint not_nvml(void) { return 0; }\n' >"$T/empty.c"
 $CC -shared -fPIC -o "$T/libempty.so" "$T/empty.c"
 gh nosym "$T/gpus" PREFLIGHT_NVML_LIB="$T/libempty.so"
-contains "health: a library without nvmlInit_v2: the symbol named" "$(fmsg nosym)" \
+contains "health: a library without nvmlInit_v2: the symbol named" "$(unk nosym)" \
     "symbol nvmlInit_v2 missing"
 
 # ---- preflight explain knows every code

@@ -77,8 +77,11 @@ class H(BaseHTTPRequestHandler):
         if mode == "slow":
             time.sleep(60)
             return
-        code = {"401": 401, "500": 500}.get(mode, 200)
+        code = {"401": 401, "500": 500, "echo": 502}.get(mode, 200)
         msg = {"401": b"Unauthorized\n", "500": b"storage is on fire\n"}.get(mode, b"")
+        if mode == "echo":  # a proxy's error page that quotes the request's headers
+            msg = ("bad gateway; your request had Authorization: %s (upstream down)\n"
+                   % self.headers.get("Authorization")).encode()
         self.send_response(code)
         self.send_header("Content-Length", str(len(msg)))
         self.end_headers()
@@ -196,6 +199,39 @@ pf fbasic POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20
 expect_eq "tls + basic: report.metrics passes" "$(yq "$T/fbasic.yaml" 'check("report.metrics")["status"]')" pass
 expect_eq "tls + basic: the Authorization header" "$(tail -1 "$T/log.tls" | python3 -c 'import json,sys; print(json.load(sys.stdin)["auth"])')" \
     "Basic $(printf 'pusher:s3cret:with:colons' | base64)"
+
+# A reply that quotes the request's headers (a proxy's error page) never shows a credential:
+# not the bearer token, not the password, not the base64 of user:password that went out.
+standin echo
+UECHO="http://127.0.0.1:$SP"
+cfg echobearer "$UECHO" "  pushgatewayAuth:
+    bearerTokenFile: $T/secrets/token
+"
+pf fechobearer POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20 --config "$T/echobearer.cfg"
+cfg echobasic "$UECHO" "  pushgatewayAuth:
+    usernameFile: $T/secrets/user
+    passwordFile: $T/secrets/pass
+"
+pf fechobasic POD_NAME=probe-0 POD_NAMESPACE=ml NODE_NAME=gpu-node-9 -- --timeout 20 --config "$T/echobasic.cfg"
+b64=$(printf 'pusher:s3cret:with:colons' | base64)
+for n in fechobearer fechobasic; do
+    expect_eq "$n: the proxy's page is quoted (HTTP 502), the credential as ***"         "$(yq "$T/$n.yaml" '"HTTP 502" in check("report.metrics")["findings"][0]["message"] and "Authorization: " in check("report.metrics")["findings"][0]["message"] and "***" in check("report.metrics")["findings"][0]["message"]')" True
+    if grep -qF -e "push-token-$$" -e "s3cret" -e "$b64" "$T/$n.yaml" "$T/$n.out" "$T/$n.err"; then
+        notok "$n: no credential in the verdict, stdout or stderr" "$(grep -hF -e "push-token-$$" -e s3cret -e "$b64" "$T/$n.yaml" "$T/$n.out" "$T/$n.err" | head -2)"
+    else ok "$n: no credential in the verdict, stdout or stderr"; fi
+done
+# credentials in the URL, in any case of the scheme, are refused, and the error never echoes them
+for u in 'HTTPS://user:pw-s3cr3t@gw.example:9091' 'Http://user:pw-s3cr3t@gw.example' 'htps://user:pw-s3cr3t@gw.example'; do
+    pf furl -- --timeout 20 --pushgateway "$u"
+    expect_eq "--pushgateway $u: a usage error (exit 2)" "$(cat "$T/furl.rc")" 2
+    if grep -qF "pw-s3cr3t" "$T/furl.err" "$T/furl.out"; then notok "--pushgateway $u: the password is not echoed" "$(cat "$T/furl.err")"; else
+        ok "--pushgateway $u: the password is not echoed"; fi
+    cfg urlcfg "$u"
+    pf furlcfg -- --timeout 20 --config "$T/urlcfg.cfg"
+    expect_eq "report.pushgateway $u: a usage error (exit 2)" "$(cat "$T/furlcfg.rc")" 2
+    if grep -qF "pw-s3cr3t" "$T/furlcfg.err" "$T/furlcfg.out"; then notok "report.pushgateway $u: the password is not echoed" "$(cat "$T/furlcfg.err")"; else
+        ok "report.pushgateway $u: the password is not echoed"; fi
+done
 
 cfg nocred "$UTLS" "  pushgatewayAuth:
     bearerTokenFile: $T/secrets/missing

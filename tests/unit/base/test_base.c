@@ -161,10 +161,31 @@ static void test_median(void **state)
     assert_true(v[0] == -1 && v[1] == 2 && v[2] == 3);
 }
 
+/* The URL check: any case of the scheme is a scheme (RFC 3986 §3.1), so "HTTPS://u:pw@h"
+ * is refused for its credentials like "https://u:pw@h"; no error message holds a password,
+ * whatever the text around it. */
+static void test_url_credentials(void **state)
+{
+    (void)state;
+    static const char *const refused[] = {
+        "HTTPS://user:s3cr3t@gw:9091", "Http://user:s3cr3t@gw/", "https://user:s3cr3t@gw",
+        "htps://user:s3cr3t@gw:9091",  "user:s3cr3t@gw:9091",    "ftp://user:s3cr3t@gw/x@y",
+        "hTtP://:s3cr3t@gw",
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        assert_true(pf_http_url_check("url", refused[i]) < 0);
+        assert_null(strstr(pf_err_msg(), "s3cr3t"));
+    }
+    assert_int_equal(pf_http_url_check("url", "HTTPS://gw.example:9091/"), 0);
+    assert_int_equal(pf_http_url_check("url", "http://gw/path@v1"), 0); /* '@' in the path */
+    assert_true(pf_http_url_check("url", "gw:9091") < 0);
+    assert_non_null(strstr(pf_err_msg(), "\"gw:9091\"")); /* nothing to hide: shown */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buf_str_never_null), cmocka_unit_test(test_buf_data_is_text),
+        cmocka_unit_test(test_buf_str_never_null), cmocka_unit_test(test_url_credentials), cmocka_unit_test(test_buf_data_is_text),
         cmocka_unit_test(test_buf_over_is_sticky), cmocka_unit_test(test_deadline_in),
         cmocka_unit_test(test_deadline_share),     cmocka_unit_test(test_median),
     };
