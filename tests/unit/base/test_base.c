@@ -185,9 +185,13 @@ static void test_url_credentials(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buf_str_never_null), cmocka_unit_test(test_url_credentials), cmocka_unit_test(test_buf_data_is_text),
-        cmocka_unit_test(test_buf_over_is_sticky), cmocka_unit_test(test_deadline_in),
-        cmocka_unit_test(test_deadline_share),     cmocka_unit_test(test_median),
+        cmocka_unit_test(test_buf_str_never_null),
+        cmocka_unit_test(test_url_credentials),
+        cmocka_unit_test(test_buf_data_is_text),
+        cmocka_unit_test(test_buf_over_is_sticky),
+        cmocka_unit_test(test_deadline_in),
+        cmocka_unit_test(test_deadline_share),
+        cmocka_unit_test(test_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
