@@ -151,13 +151,13 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
     if (r == 0) {
         rdv_guard(S, "joined rank 0 at %s; waiting for rank 0 to start the run", peer);
         rdv_say(S, "rank %d joined rank 0 at %s; waiting for the others", S->rank, peer);
-        r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - 0.5);
+        r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - S->su.waits.roster_margin);
     }
     if (r < 0) {
         snprintf(last, nlast, "%s", pf_err_msg());
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
-        if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 1) {
+        if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 2 * S->su.waits.roster_margin) {
             rdv_end(S, PF_RDV_END_NO_START,
                     "joined rank 0 at its address, but it had not started the run by this pod's "
                     "deadline (it was still waiting for other ranks)");

@@ -41,6 +41,10 @@ struct pf_rdv_waits {
     double summary; /* a rank waits for rank 0's SUMMARY */
     double step;    /* a step's message sent; its answer: the step's timeout + this */
     double close;   /* rank 0 lets a refused connection read why, then closes it */
+    /* a joiner stops waiting for the roster this long before the cutoff (and takes a
+     * connection that closes within twice this of it for rank 0 not starting, not for a
+     * retry), so that its own verdict says why before the deadline's does */
+    double roster_margin;
 };
 
 /* What the caller hands the session: the config's values, the time it has, who this pod is,

@@ -153,12 +153,12 @@ static void meet_doing(void *arg, const char *doing)
     pf_verdict_guard_update(&((struct pf_run *)arg)->verdict, "rendezvous", doing);
 }
 
-/* The join phase's end: rendezvous.timeoutSeconds (600 s when unset) from now, but leaving
+/* The join phase's end: rendezvous.timeoutSeconds (pf_config_defaults: 600 s) from now, but leaving
  * the stages after it their reserve (meet.reserve) of the time left; at least a second. */
 static double join_deadline(const struct pf_run *R)
 {
     double now = pf_now(), end = pf_run_waits_end(R);
-    double join = R->config.rendezvous_timeout_s > 0 ? R->config.rendezvous_timeout_s : 600;
+    double join = R->config.rendezvous_timeout_s;
     if (end > 0) {
         double left = end - now - (pf_run_wait(R, "meet.reserve") - now);
         if (left < join) join = left;
@@ -185,7 +185,7 @@ static bool meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
 {
     struct run_pods *P = R->pods;
     const struct pf_config *cfg = &R->config;
-    int port = cfg->rendezvous_port > 0 ? cfg->rendezvous_port : 29400;
+    int port = cfg->rendezvous_port;
     bool known = pf_run_whoami(&P->id, &R->opts->rdv, &R->ctx, port) == 0;
     if (!known) pf_strcpy(P->id_error, sizeof(P->id_error), pf_err_msg());
     pf_config_digest(P->digest, sizeof(P->digest), cfg);
@@ -209,7 +209,8 @@ static bool meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
                   .flush = PF_RUN_FLUSH_S,
                   .summary = PF_RUN_SUMMARY_S,
                   .step = PF_RUN_STEP_S,
-                  .close = PF_RUN_CLOSE_S},
+                  .close = PF_RUN_CLOSE_S,
+                  .roster_margin = PF_RUN_ROSTER_MARGIN_S},
         .id = known ? &P->id : NULL,
         .id_error = P->id_error,
         .pod = P->pod,

@@ -33,6 +33,7 @@ int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard
         pf_verdict_guard_update(&R->verdict, "preflight", "reading the config file");
     }
     R->ctx.deadline = pf_run_waits_end(R);
+    R->ctx.api_s = PF_RUN_API_S;
     if (o->config_path) {
         int r = pf_config_load(&R->config, o->config_path, R->deadline);
         if (r < 0) return r;
@@ -89,6 +90,7 @@ int pf_run_stages(struct pf_run *R, const struct pf_run_stage *table, size_t n)
             continue;
         }
         R->ctx.deadline = pf_run_waits_end(R);
+        R->ctx.api_s = PF_RUN_API_S;
         R->stage = st;
         if (st->doing && R->verdict_path)
             pf_verdict_guard_update(&R->verdict, st->check ? st->check : "preflight", st->doing);

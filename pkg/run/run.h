@@ -72,6 +72,11 @@ struct pf_run_timing {
 /* a step's message sent; its answer: the step's own wait + this (a probe step's: the probe's) */
 #define PF_RUN_STEP_S 15.0
 #define PF_RUN_CLOSE_S 2.0 /* rank 0 lets a refused connection read why, then closes it */
+/* a joiner stops waiting for rank 0's roster this long before the meeting's cutoff */
+#define PF_RUN_ROSTER_MARGIN_S 0.5
+/* The API server's requests of one check together: the Event and the annotation, the node's
+ * label, the ResourceClaims read (ctx.api_s); each also ends by the context's deadline. */
+#define PF_RUN_API_S 5.0
 
 /* A wait that is a share of the time left: of what is left before pf_run_waits_end, at least
  * min and at most max seconds. */
