@@ -106,10 +106,12 @@ int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli);
 
 /* ---- session.c: what the subcommands share */
-/* pf_run_open with the command line's options; progress lines go to o->err. ro must live as
- * long as R. */
+/* pf_run_open with the command line's options and the verdict's path (NULL: none); flags:
+ * PF_CMD_GUARD (a guard writes the verdict on a signal or at the deadline), PF_CMD_COUNTERS
+ * (`check`'s counters window). Progress lines go to o->err. ro must live as long as R. */
+enum { PF_CMD_GUARD = 1, PF_CMD_COUNTERS = 2 };
 int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct pf_options *o,
-                        const char *guard);
+                        const char *verdict_path, unsigned flags);
 /* The human form unless --format yaml. */
 bool pf_cmd_human(const struct pf_options *o);
 /* Finalizes the verdict, hands it to the guard, writes it to path (NULL: no file; "-":

@@ -97,6 +97,14 @@ struct pf_run_opts {
     void (*progress)(void *arg, const char *line); /* progress lines; NULL: none */
     void *progress_arg;
     struct pf_identity_opts rdv; /* `run`: how to find the other pods */
+    /* where the verdict goes (NULL or "-": no file; ctx.verdict_path), and whether a guard
+     * writes it there ("-": stdout) on a signal or at the deadline */
+    const char *verdict_path;
+    bool guard;
+    /* --pushgateway (NULL: PREFLIGHT_PUSHGATEWAY, else report.pushgateway) and --results
+     * (NULL: report.resultsFile), over the config */
+    const char *pushgateway, *results_file;
+    bool counters_window; /* `check`: rdma.counters waits PREFLIGHT_COUNTERS_WINDOW */
 };
 
 struct run_pods; /* the stages among pods (pkg/run/internal.h) */
@@ -120,11 +128,12 @@ struct pf_run {
     void *user; /* for a table's own use (tests) */
 };
 
-/* Opens the session: config defaults, the verdict, the context; with guard (a verdict path,
- * "-" for stdout) the guard is installed first, before anything slow, with the deadline
- * opts->timeout_s. Then the config file, the host root and the environment. A negative code
- * with the message set on a usage error; close the session either way. */
-int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard);
+/* Opens the session with everything it needs: config defaults, the verdict, the context;
+ * with opts->guard the guard is installed first, before anything slow, with the deadline
+ * opts->timeout_s. Then the config file, the host root, the environment, and the command
+ * line's values over the config's (Pushgateway, results file; the counters' window). A
+ * negative code with the message set on a usage error; close the session either way. */
+int pf_run_open(struct pf_run *R, const struct pf_run_opts *o);
 void pf_run_close(struct pf_run *R);
 
 /* The config's finding policy, in the verdict's shape (pf_verdict_finalize, the guard). */

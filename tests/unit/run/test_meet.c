@@ -24,7 +24,7 @@ static void meet(struct pf_run *R, struct run_pods *pods, char **env)
     opts.environ_ = env;
     opts.rdv.rank = -1;
     opts.rdv.world_size = -1;
-    assert_int_equal(pf_run_open(R, &opts, NULL), 0);
+    assert_int_equal(pf_run_open(R, &opts), 0);
     memset(pods, 0, sizeof(*pods));
     pods->met = RUN_NOT_MET;
     R->pods = pods;

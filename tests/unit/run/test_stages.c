@@ -40,7 +40,9 @@ static int open_run(struct pf_run *R, struct seen *s, const char *path)
     memset(&opts, 0, sizeof(opts));
     static char *env[] = {NULL};
     opts.environ_ = env;
-    int r = pf_run_open(R, &opts, path);
+    opts.verdict_path = path;
+    opts.guard = path != NULL;
+    int r = pf_run_open(R, &opts);
     memset(s, 0, sizeof(*s));
     R->user = s;
     return r;
