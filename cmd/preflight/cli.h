@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../../pkg/rendezvous/rendezvous.h"
+#include "../../pkg/identity/identity.h"
 #include "../../pkg/run/run.h"
 
 enum pf_format { PF_FORMAT_AUTO = 0, PF_FORMAT_HUMAN, PF_FORMAT_YAML };
@@ -25,7 +25,7 @@ struct pf_options {
     bool strict;
     double timeout_s;     /* 0: none */
     const char *env_file; /* `env --env-file` */
-    struct pf_identity_opts rdv;
+    struct pf_identity_opts identity;
     char **environ_; /* the process's environment */
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */

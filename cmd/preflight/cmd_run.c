@@ -13,7 +13,7 @@ static int dry_run(struct pf_run *R, const struct pf_options *o)
 {
     struct pf_identity id;
     int port = R->config.rendezvous_port;
-    if (pf_run_whoami(&id, &o->rdv, &R->ctx, port) < 0) return pf_cmd_usage(o);
+    if (pf_run_whoami(&id, &o->identity, &R->ctx, port) < 0) return pf_cmd_usage(o);
     struct pf_node *doc = pf_node_new_map();
     struct pf_node *m = pf_node_set_map(doc, "identity");
     pf_run_ident_evidence(m, &id);

@@ -10,8 +10,8 @@
 void pf_options_init(struct pf_options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->rdv.rank = -1;
-    o->rdv.world_size = -1;
+    o->identity.rank = -1;
+    o->identity.world_size = -1;
     o->out = stdout;
     o->err = stderr;
 }
@@ -45,7 +45,7 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
     ro->environ_ = o->environ_;
     ro->progress = progress_line;
     ro->progress_arg = o->err;
-    ro->rdv = o->rdv;
+    ro->identity = o->identity;
     ro->verdict_path = verdict_path;
     ro->guard = flags & PF_CMD_GUARD;
     ro->counters_window = flags & PF_CMD_COUNTERS;

@@ -59,6 +59,7 @@ struct pf_rdv_setup {
     /* who this pod is (pkg/run's pf_run_whoami); NULL: unknown, id_error says why */
     const struct pf_identity *id;
     const char *id_error;
+    const char *token;      /* PREFLIGHT_TOKEN: every frame carries its HMAC; NULL or "": none */
     const char *pod, *node; /* this pod's name (NULL: the host name) and node (NULL: "") */
     /* the JOIN's claims, compared among ranks at rank 0 */
     const char *nccl_version;     /* "" or NULL: unknown */
@@ -83,8 +84,7 @@ void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
 
 /* A new session. PF_ERR (the meeting ended PF_RDV_END_NO_CRYPTO) when libsodium cannot
  * start; *out is set first, either way, and is freed by pf_rdv_close. */
-int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
-                const struct pf_rdv_setup *su);
+int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_setup *su);
 void pf_rdv_close(struct pf_rdv *R);
 
 enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };

@@ -186,7 +186,7 @@ static bool meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
     struct run_pods *P = R->pods;
     const struct pf_config *cfg = &R->config;
     int port = cfg->rendezvous_port;
-    bool known = pf_run_whoami(&P->id, &R->opts->rdv, &R->ctx, port) == 0;
+    bool known = pf_run_whoami(&P->id, &R->opts->identity, &R->ctx, port) == 0;
     if (!known) pf_strcpy(P->id_error, sizeof(P->id_error), pf_err_msg());
     pf_config_digest(P->digest, sizeof(P->digest), cfg);
     const char *nv = pf_node_get_str(R->verdict.environment, "ncclVersion");
@@ -213,6 +213,7 @@ static bool meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
                   .roster_margin = PF_RUN_ROSTER_MARGIN_S},
         .id = known ? &P->id : NULL,
         .id_error = P->id_error,
+        .token = R->opts->identity.token,
         .pod = P->pod,
         .node = P->node,
         .nccl_version = P->nccl_version,
@@ -245,7 +246,7 @@ int run_stage_meet(struct pf_run *R)
     struct run_pods *P = R->pods;
     struct pf_rdv_setup su;
     bool known = meet_setup(R, &su);
-    int r = pf_rdv_open(&P->rdv, &R->opts->rdv, &su);
+    int r = pf_rdv_open(&P->rdv, &su);
     if (r == 0) {
         run_chk(R, "rendezvous");
         run_chk(R, "collective.tcp");

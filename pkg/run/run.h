@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "../context/context.h"
-#include "../rendezvous/rendezvous.h"
+#include "../identity/identity.h"
 
 struct pf_run;
 struct pf_counters;
@@ -96,7 +96,7 @@ struct pf_run_opts {
     char **environ_;
     void (*progress)(void *arg, const char *line); /* progress lines; NULL: none */
     void *progress_arg;
-    struct pf_identity_opts rdv; /* `run`: how to find the other pods */
+    struct pf_identity_opts identity; /* `run`: how to find the other pods */
     /* where the verdict goes (NULL or "-": no file; ctx.verdict_path), and whether a guard
      * writes it there ("-": stdout) on a signal or at the deadline */
     const char *verdict_path;

@@ -60,16 +60,16 @@ static int meet_with(struct got *g, const struct pf_identity *id, const char *er
                      const char *token)
 {
     memset(g, 0, sizeof(*g));
-    struct pf_identity_opts o = {.rank = -1, .world_size = -1, .token = token};
     struct pf_rdv_setup su = {.id = id,
                               .id_error = err,
+                              .token = token,
                               .pod = "trainer-0",
                               .node = "node-a",
                               .progress = on_progress,
                               .doing = on_doing,
                               .arg = g};
     struct pf_rdv *R = NULL;
-    int r = pf_rdv_open(&R, &o, &su);
+    int r = pf_rdv_open(&R, &su);
     assert_non_null(R);
     assert_int_equal(r, 0);
     assert_int_equal(pf_rdv_end(R, NULL, NULL), PF_RDV_END_NONE); /* not yet */

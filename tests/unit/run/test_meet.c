@@ -22,8 +22,8 @@ static void meet(struct pf_run *R, struct run_pods *pods, char **env)
 {
     memset(&opts, 0, sizeof(opts));
     opts.environ_ = env;
-    opts.rdv.rank = -1;
-    opts.rdv.world_size = -1;
+    opts.identity.rank = -1;
+    opts.identity.world_size = -1;
     assert_int_equal(pf_run_open(R, &opts), 0);
     memset(pods, 0, sizeof(*pods));
     pods->met = RUN_NOT_MET;
