@@ -72,4 +72,3 @@ const struct pf_cli_cmd *pf_cli_find(const char *name)
         if (strcmp(pf_cli_cmds[i].name, name) == 0) return &pf_cli_cmds[i];
     return NULL;
 }
-

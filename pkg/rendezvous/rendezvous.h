@@ -101,20 +101,23 @@ void pf_rdv_roster_send(struct pf_rdv *R);
 
 /* How this pod's meeting ended. */
 enum pf_rdv_end {
-    PF_RDV_END_NONE = 0,      /* not yet (the meeting is under way, or was not opened) */
-    PF_RDV_END_MET,           /* it met the others (rank 0 then sends the roster) */
-    PF_RDV_END_ALONE,         /* a world of one: nobody to meet */
-    PF_RDV_END_NOT_MEMBER,    /* the identity says this pod is no rank (the message: why) */
-    PF_RDV_END_NO_IDENTITY,   /* who this pod is is unknown (the setup's id_error) */
-    PF_RDV_END_NO_CRYPTO,     /* libsodium failed to initialise */
-    PF_RDV_END_LISTEN_FAILED, /* the rendezvous port (rank 0) or the data port cannot be had */
-    PF_RDV_END_REJECTED,      /* rank 0 refused this pod (the refusal: its REJECT's word) */
-    PF_RDV_END_UNVERIFIED,    /* every answer at rank 0's address failed the token check */
-    PF_RDV_END_NO_START,      /* it joined, but rank 0 had not started the run by the cutoff */
-    PF_RDV_END_UNREACHABLE,   /* rank 0 never answered at its address */
-    PF_RDV_END_OTHER_VERSION, /* rank 0 speaks another protocol version (PF_EPROTO) */
-    PF_RDV_END_BAD_ANSWER,    /* rank 0's answer did not decode: a malformed roster, an
-                               * unexpected frame, a REJECT with a word this version lacks */
+    PF_RDV_END_NONE = 0,        /* not yet (the meeting is under way, or was not opened) */
+    PF_RDV_END_MET,             /* it met the others (rank 0 then sends the roster) */
+    PF_RDV_END_ALONE,           /* a world of one: nobody to meet */
+    PF_RDV_END_NOT_MEMBER,      /* the identity says this pod is no rank (the message: why) */
+    PF_RDV_END_NO_IDENTITY,     /* who this pod is is unknown (the setup's id_error) */
+    PF_RDV_END_NO_CRYPTO,       /* libsodium failed to initialise */
+    PF_RDV_END_LISTEN_FAILED,   /* the rendezvous port (rank 0) or the data port cannot be had */
+    PF_RDV_END_REJECTED,        /* rank 0 refused this pod (the refusal: its REJECT's word) */
+    PF_RDV_END_UNVERIFIED,      /* an answer at rank 0's address had an HMAC that failed the
+                                 * token check (another token), and none verified */
+    PF_RDV_END_UNAUTHENTICATED, /* with a token: every answer at rank 0's address carried no
+                                 * HMAC (a HELLO of another version included): not believed */
+    PF_RDV_END_NO_START,        /* it joined, but rank 0 had not started the run by the cutoff */
+    PF_RDV_END_UNREACHABLE,     /* rank 0 never answered at its address */
+    PF_RDV_END_OTHER_VERSION,   /* rank 0 speaks another protocol version (PF_EPROTO) */
+    PF_RDV_END_BAD_ANSWER,      /* rank 0's answer did not decode: a malformed roster, an
+                                 * unexpected frame, a REJECT with a word this version lacks */
 };
 /* How this pod's meeting ended; *refusal (may be NULL) rank 0's word when REJECTED, and
  * *message (may be NULL) what happened, for a human ("" when nothing went wrong). */

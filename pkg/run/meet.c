@@ -37,6 +37,8 @@ static const struct run_meet_end meet_ends[] = {
     {.end = PF_RDV_END_REJECTED, .st = PF_FAIL, .tcp = NOT_IN_RUN},
     {.end = PF_RDV_END_UNVERIFIED, .code = "auth-failed", .st = PF_FAIL, .tcp = NOT_IN_RUN},
     {.end = PF_RDV_END_NO_START, .code = "timeout", .st = PF_FAIL, .tcp = NOT_IN_RUN},
+    /* no proof of another token: nothing this pod's spec can fix, rank 0 never answered */
+    {.end = PF_RDV_END_UNAUTHENTICATED, .code = "timeout", .st = PF_FAIL, .tcp = NOT_IN_RUN},
     {.end = PF_RDV_END_UNREACHABLE,
      .code = "missing-ranks",
      .st = PF_FAIL,

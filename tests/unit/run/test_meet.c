@@ -129,6 +129,7 @@ static void test_meet_ends(void **state)
         {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_LATE, "missing-ranks", true},
         {PF_RDV_END_UNVERIFIED, 0, "auth-failed", true},
         {PF_RDV_END_NO_START, 0, "timeout", true},
+        {PF_RDV_END_UNAUTHENTICATED, 0, "timeout", true}, /* not auth-failed: no proof */
         {PF_RDV_END_UNREACHABLE, 0, "missing-ranks", true},
         {PF_RDV_END_OTHER_VERSION, 0, "version-mismatch", true},
         {PF_RDV_END_BAD_ANSWER, 0, "protocol-error", true}, /* not timeout, not auth-failed */
