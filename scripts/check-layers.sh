@@ -80,8 +80,14 @@ for ln, line in enumerate("".join(out).split("\n"), 1):
 PY
 )
 done
-# The clock has one owner, pkg/run (docs/design.md, "The waits"): a wait is cut from the time
-# left only by pkg/base's helpers and pkg/run/budget.c's table.
+# The clock has one owner, pkg/run (docs/design.md, "The waits"): no share or budget of time
+# is named outside it, and a wait is cut from the time left only by pkg/base's helpers and
+# pkg/run/budget.c's table.
+while IFS= read -r hit; do
+    echo "check-layers: $hit: a share or budget of time named outside pkg/run (a row of pf_run_waits, or a PF_RUN_*_S of run.h handed down)"
+    bad=1
+done < <(grep -rnE '[A-Z]_SHARE\b|_BUDGET_S\b' pkg cmd --include='*.[ch]' | grep -v '^pkg/run/' |
+    grep -v PF_COLL_STARVED_SHARE | cut -d: -f1,2) # a share of a CPU, not of the time
 while IFS= read -r hit; do
     echo "check-layers: $hit: pf_clampd( outside pkg/base and pkg/run/budget.c (a row of pf_run_waits)"
     bad=1

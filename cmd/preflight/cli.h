@@ -1,4 +1,5 @@
-/* The command line: options (opts.c), help texts and did-you-mean (help.c), one file a
+/* The command line: options (opts.c), the command table (commands.c), help texts and
+ * did-you-mean (help.c), one file a
  * subcommand (cmd_check.c, cmd_run.c, cmd_env.c, cmd_log.c, cmd_install.c, cmd_version.c,
  * cmd_explain.c) calling pkg/run and the library, and what they share (session.c: the
  * session, progress lines, printing the verdict). Exit codes are decided here; the library
@@ -10,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../../pkg/rendezvous/rendezvous.h"
+#include "../../pkg/identity/identity.h"
 #include "../../pkg/run/run.h"
 
 enum pf_format { PF_FORMAT_AUTO = 0, PF_FORMAT_HUMAN, PF_FORMAT_YAML };
@@ -27,7 +28,7 @@ struct pf_options {
     bool strict;
     double timeout_s;     /* 0: none */
     const char *env_file; /* `env --env-file` */
-    struct pf_identity_opts rdv;
+    struct pf_identity_opts identity;
     char **environ_; /* the process's environment */
     FILE *out;       /* stdout */
     FILE *err;       /* stderr */
@@ -69,8 +70,18 @@ enum pf_cli_args {
     PF_CLI_ARGS_MANY, /* up to PF_CLI_MAX_ARGS, in cli->args */
 };
 
-/* One row of the command table (help.c's cmds[]): main() looks the command up and calls fn;
- * pf_cli_parse reads the arguments by args; the help is built from the rest. */
+/* Which commands an option belongs to (a command's group, an option's groups). */
+enum {
+    G_RUN = 1 << 0,
+    G_CHECK = 1 << 1,
+    G_ENV = 1 << 2,
+    G_LOG = 1 << 3,
+    G_EXPLAIN = 1 << 4,
+    G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that produce a verdict */
+};
+
+/* One row of the command table (commands.c's pf_cli_cmds[]): main() looks the command up and calls
+ * fn; pf_cli_parse reads the arguments by args; the help is built from the rest. */
 struct pf_cli_cmd {
     const char *name;
     int (*fn)(const struct pf_options *o, const struct pf_cli *cli); /* NULL: help */
@@ -85,6 +96,10 @@ struct pf_cli_cmd {
 
 /* The row of a subcommand; NULL when name is none. */
 const struct pf_cli_cmd *pf_cli_find(const char *name);
+/* The command table (commands.c), pf_cli_ncmds rows, at most PF_CLI_CMDS_MAX. */
+#define PF_CLI_CMDS_MAX 32
+extern const struct pf_cli_cmd pf_cli_cmds[];
+extern const size_t pf_cli_ncmds;
 /* The help of one command (NULL or unknown: the overview) on f. */
 void pf_cli_help(FILE *f, const char *cmd);
 /* The subcommand nearest to word, or NULL when none is near. */
@@ -94,7 +109,7 @@ const char *pf_cli_suggest_option(const char *word);
 /* The version line: "preflight 0.1.0 (git abc1234)". */
 void pf_cli_version(FILE *f);
 
-/* ---- the subcommands (the fn column of cmds[]): each returns the exit code */
+/* ---- the subcommands (the fn column of pf_cli_cmds[]): each returns the exit code */
 int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_env(const struct pf_options *o, const struct pf_cli *cli);
@@ -108,10 +123,12 @@ int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli);
 
 /* ---- session.c: what the subcommands share */
-/* pf_run_open with the command line's options; progress lines go to o->err. ro must live as
- * long as R. */
+/* pf_run_open with the command line's options and the verdict's path (NULL: none); flags:
+ * PF_CMD_GUARD (a guard writes the verdict on a signal or at the deadline), PF_CMD_COUNTERS
+ * (`check`'s counters window). Progress lines go to o->err. ro must live as long as R. */
+enum { PF_CMD_GUARD = 1, PF_CMD_COUNTERS = 2 };
 int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct pf_options *o,
-                        const char *guard);
+                        const char *verdict_path, unsigned flags);
 /* The human form unless --format yaml. */
 bool pf_cmd_human(const struct pf_options *o);
 /* Finalizes the verdict, hands it to the guard, writes it to path (NULL: no file; "-":

@@ -9,14 +9,12 @@ int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli)
     int code;
     bool guard = o->timeout_s > 0 || o->verdict_path;
     const char *path = o->verdict_path;
-    int r = pf_cmd_session_open(&R, &ro, o, guard ? (path ? path : "-") : NULL);
+    int r = pf_cmd_session_open(&R, &ro, o, path, PF_CMD_COUNTERS | (guard ? PF_CMD_GUARD : 0));
     if (r < 0) {
         code = pf_cmd_usage(o);
         goto out;
     }
-    r = pf_run_counters_window(&R.counters_window, &R.ctx.env);
-    R.ctx.verdict_path = path ? path : "-";
-    if (r == 0) r = pf_run_check(&R);
+    r = pf_run_check(&R);
     if (r < 0) {
         code = pf_cmd_usage(o);
         goto out;

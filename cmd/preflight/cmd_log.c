@@ -13,7 +13,7 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
     struct pf_run_opts ro;
     int code;
     struct pf_nccllog log = {0};
-    int r = pf_cmd_session_open(&R, &ro, o, NULL);
+    int r = pf_cmd_session_open(&R, &ro, o, NULL, 0);
     if (r < 0) {
         code = pf_cmd_usage(o);
         goto out;

@@ -12,8 +12,8 @@
 static int dry_run(struct pf_run *R, const struct pf_options *o)
 {
     struct pf_identity id;
-    int port = R->config.rendezvous_port > 0 ? R->config.rendezvous_port : 29400;
-    if (pf_run_whoami(&id, &o->rdv, &R->ctx, port) < 0) return pf_cmd_usage(o);
+    int port = R->config.rendezvous_port;
+    if (pf_run_whoami(&id, &o->identity, &R->ctx, port) < 0) return pf_cmd_usage(o);
     struct pf_node *doc = pf_node_new_map();
     struct pf_node *m = pf_node_set_map(doc, "identity");
     pf_run_ident_evidence(m, &id);
@@ -47,7 +47,7 @@ int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli)
     struct pf_run_opts ro;
     int code;
     const char *path = o->verdict_path ? o->verdict_path : DEFAULT_VERDICT;
-    int r = pf_cmd_session_open(&R, &ro, o, path);
+    int r = pf_cmd_session_open(&R, &ro, o, path, PF_CMD_GUARD);
     if (r < 0) {
         code = pf_cmd_usage(o);
         goto out;
@@ -64,7 +64,6 @@ int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli)
     }
     (void)pf_report_termination_path(term, sizeof(term), tl);
     pf_verdict_guard_termination(term);
-    R.ctx.verdict_path = path;
     r = pf_run_run(&R);
     if (o->verbose) stage_times(&R);
     if (r < 0) {

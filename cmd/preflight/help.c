@@ -5,16 +5,6 @@
 
 #include "cli.h"
 
-/* Which commands an option belongs to. */
-enum {
-    G_RUN = 1 << 0,
-    G_CHECK = 1 << 1,
-    G_ENV = 1 << 2,
-    G_LOG = 1 << 3,
-    G_EXPLAIN = 1 << 4,
-    G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that produce a verdict */
-};
-
 struct opt_help {
     const char *flag; /* "--config FILE" */
     const char *var;  /* "PREFLIGHT_CONFIG", or NULL */
@@ -61,72 +51,6 @@ static const struct opt_help opts[] = {
     {"-h, --help", NULL, ~0u, "this help"},
 };
 
-#define NONE PF_CLI_ARGS_NONE
-#define ONE PF_CLI_ARGS_ONE
-#define MANY PF_CLI_ARGS_MANY
-
-/* The commands: name, function, arguments, the message when the one it needs is missing,
- * options, then the help. */
-static const struct pf_cli_cmd cmds[] = {
-    {"run", pf_cmd_run, NONE, NULL, G_RUN, "preflight run [options]",
-     "all checks + rendezvous + collectives (initContainer mode)",
-     "Runs the local checks, meets the other pods of the job through its headless Service, runs\n"
-     "a brief TCP all-reduce among them (NCCL too where there are GPUs), writes the YAML verdict\n"
-     "to --verdict and prints the human form on stdout. Progress lines go to stderr. The\n"
-     "rendezvous token is read from PREFLIGHT_TOKEN only (a flag would show in ps).\n",
-     "  preflight run              # in an initContainer: everything from the pod\n"
-     "  preflight run --rank 0 --world-size 4 --coordinator trainer-0.trainer:29400\n"
-     "  preflight run --verdict -  # the YAML verdict on stdout\n"},
-    {"check", pf_cmd_check, NONE, NULL, G_CHECK, "preflight check [options]",
-     "local checks only (kubectl exec mode)",
-     "Checks this pod only: GPUs, RDMA devices and ports, memlock, interfaces, Multus, SR-IOV,\n"
-     "the NCCL environment, /dev/shm, the port range; samples the RDMA error counters twice,\n"
-     "PREFLIGHT_COUNTERS_WINDOW seconds apart (default 1).\n",
-     "  kubectl exec trainer-3 -c trainer -- preflight check\n"
-     "  preflight check -v                     # every check; skipped ones say why\n"
-     "  preflight check --verdict /tmp/v.yaml  # human on stdout, YAML in the file\n"},
-    {"env", pf_cmd_env, NONE, NULL, G_ENV, "preflight env [--env-file FILE] [options]",
-     "NCCL environment lint only (own environment, or a KEY=VALUE file)",
-     "Lints the NCCL_* variables (and NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf) that NCCL\n"
-     "would read in this process, or those of a KEY=VALUE file (e.g. a pod's env dumped by\n"
-     "kubectl).\n",
-     "  preflight env\n"
-     "  preflight env --env-file job.env\n"},
-    {"explain", pf_cmd_explain, ONE, NULL, G_EXPLAIN, "preflight explain ID|CODE | --list",
-     "what a check or finding means and how to fix it",
-     "Prints the text of docs/checks.md for a check id (nccl.env), a finding code (p2p-disabled;\n"
-     "every check that has it) or ID/CODE. Case does not matter. Rendered for the terminal\n"
-     "(bold, code) on a terminal, plain text otherwise.\n",
-     "  preflight explain port-down\n"
-     "  preflight explain rendezvous/timeout\n"
-     "  preflight explain --list\n"},
-    {"log", pf_cmd_log, MANY, NULL, G_LOG, "preflight log FILE... [options]",
-     "read NCCL_DEBUG=INFO logs of a past run: transport, GDR, versions",
-     "Reads NCCL_DEBUG=INFO logs (kubectl logs output; - for stdin) and reports the transport\n"
-     "NCCL chose, the HCAs, GPUDirect RDMA, the NCCL versions and NCCL WARN lines.\n",
-     "  kubectl logs trainer-0 | preflight log -\n"
-     "  preflight log rank0.log rank1.log --format yaml\n"},
-    {"install", pf_cmd_install, ONE, "install needs a folder (preflight install DIR)", 0,
-     "preflight install DIR", "copy this binary into DIR (hand it to the training image)",
-     "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
-     "hands it to the training container through an emptyDir.\n",
-     "  preflight install /opt/preflight\n"},
-    {"version", pf_cmd_version, NONE, NULL, 0, "preflight version",
-     "version, build info, which optional libraries load here",
-     "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"
-     "libibverbs and libcurl load here (--version prints the first line only).\n",
-     "  preflight version\n"},
-    {"help", NULL, ONE, NULL, 0, "preflight help [COMMAND]",
-     "this overview, or a command's own help", "", "  preflight help run\n"},
-};
-
-const struct pf_cli_cmd *pf_cli_find(const char *name)
-{
-    for (size_t i = 0; name && i < PF_ARRAY_LEN(cmds); i++)
-        if (strcmp(cmds[i].name, name) == 0) return &cmds[i];
-    return NULL;
-}
-
 /* The candidate nearest to word (case-insensitive), within a distance that grows with the
  * word's length; NULL when none is that near. */
 static const char *nearest(const char *word, const char *const *cand, size_t n)
@@ -151,10 +75,10 @@ static const char *nearest(const char *word, const char *const *cand, size_t n)
 
 const char *pf_cli_suggest_command(const char *word)
 {
-    const char *names[PF_ARRAY_LEN(cmds)];
-    for (size_t i = 0; i < PF_ARRAY_LEN(cmds); i++)
-        names[i] = cmds[i].name;
-    return nearest(word, names, PF_ARRAY_LEN(cmds));
+    const char *names[PF_CLI_CMDS_MAX];
+    for (size_t i = 0; i < pf_cli_ncmds; i++)
+        names[i] = pf_cli_cmds[i].name;
+    return nearest(word, names, pf_cli_ncmds);
 }
 
 const char *pf_cli_suggest_option(const char *word)
@@ -220,10 +144,10 @@ static void options_of(FILE *f, unsigned group, bool with_commands)
             n += (size_t)snprintf(text + n, sizeof(text) - n, " [%s]", h->var);
         if (with_commands && h->groups != ~0u && h->groups != G_OUT) {
             const char *sep = " (";
-            for (size_t k = 0; k < PF_ARRAY_LEN(cmds) && n < sizeof(text); k++)
-                if (cmds[k].group & h->groups) {
+            for (size_t k = 0; k < pf_cli_ncmds && n < sizeof(text); k++)
+                if (pf_cli_cmds[k].group & h->groups) {
                     n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s only", sep,
-                                          cmds[k].name);
+                                          pf_cli_cmds[k].name);
                     sep = ", ";
                 }
             if (n < sizeof(text)) snprintf(text + n, sizeof(text) - n, ")");
@@ -257,8 +181,8 @@ void pf_cli_help(FILE *f, const char *cmd)
     const struct pf_cli_cmd *c = pf_cli_find(cmd);
     if (!c || strcmp(c->name, "help") == 0) {
         fputs("usage: preflight <command> [options]\n\ncommands:\n", f);
-        for (size_t i = 0; i < PF_ARRAY_LEN(cmds); i++)
-            fprintf(f, "  %-9s %s\n", cmds[i].name, cmds[i].summary);
+        for (size_t i = 0; i < pf_cli_ncmds; i++)
+            fprintf(f, "  %-9s %s\n", pf_cli_cmds[i].name, pf_cli_cmds[i].summary);
         fputs("\noptions [environment variable]; a flag overrides its variable:\n", f);
         options_of(f, ~0u, true);
         fputs("  --version                  the version line only\n", f);

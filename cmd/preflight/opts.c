@@ -10,7 +10,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "../../pkg/rendezvous/rendezvous.h"
+#include "../../pkg/identity/identity.h"
 #include "cli.h"
 
 enum {
@@ -244,17 +244,18 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
         return parse_timeout("--timeout", val, &o->timeout_s) < 0 ? PF_EXIT_USAGE : -1;
     case O_RANK:
         set->rank = true;
-        return parse_int("--rank", val, 0, 1 << 20, &o->rdv.rank) < 0 ? PF_EXIT_USAGE : -1;
+        return parse_int("--rank", val, 0, 1 << 20, &o->identity.rank) < 0 ? PF_EXIT_USAGE : -1;
     case O_WORLD:
         set->world = true;
-        return parse_int("--world-size", val, 1, 1 << 20, &o->rdv.world_size) < 0 ? PF_EXIT_USAGE
-                                                                                  : -1;
+        return parse_int("--world-size", val, 1, 1 << 20, &o->identity.world_size) < 0
+                   ? PF_EXIT_USAGE
+                   : -1;
     case O_PORT:
         set->port = true;
-        return parse_int("--port", val, 1, 65535, &o->rdv.port) < 0 ? PF_EXIT_USAGE : -1;
+        return parse_int("--port", val, 1, 65535, &o->identity.port) < 0 ? PF_EXIT_USAGE : -1;
     case O_COORD:
         set->coord = true;
-        return parse_coordinator("--coordinator", val, &o->rdv) < 0 ? PF_EXIT_USAGE : -1;
+        return parse_coordinator("--coordinator", val, &o->identity) < 0 ? PF_EXIT_USAGE : -1;
     }
     return PF_EXIT_USAGE;
 }
@@ -287,18 +288,18 @@ static int from_environment(struct pf_options *o, const struct seen *set, const 
         parse_timeout("PREFLIGHT_TIMEOUT", s, &o->timeout_s) < 0)
         return PF_EXIT_USAGE;
     if (!set->rank && (s = var("PREFLIGHT_RANK")) &&
-        parse_int("PREFLIGHT_RANK", s, 0, 1 << 20, &o->rdv.rank) < 0)
+        parse_int("PREFLIGHT_RANK", s, 0, 1 << 20, &o->identity.rank) < 0)
         return PF_EXIT_USAGE;
     if (!set->world && (s = var("PREFLIGHT_WORLD_SIZE")) &&
-        parse_int("PREFLIGHT_WORLD_SIZE", s, 1, 1 << 20, &o->rdv.world_size) < 0)
+        parse_int("PREFLIGHT_WORLD_SIZE", s, 1, 1 << 20, &o->identity.world_size) < 0)
         return PF_EXIT_USAGE;
     if (!set->coord && (s = var("PREFLIGHT_COORDINATOR")) &&
-        parse_coordinator("PREFLIGHT_COORDINATOR", s, &o->rdv) < 0)
+        parse_coordinator("PREFLIGHT_COORDINATOR", s, &o->identity) < 0)
         return PF_EXIT_USAGE;
     if (!set->port && (s = var("PREFLIGHT_PORT")) &&
-        parse_int("PREFLIGHT_PORT", s, 1, 65535, &o->rdv.port) < 0)
+        parse_int("PREFLIGHT_PORT", s, 1, 65535, &o->identity.port) < 0)
         return PF_EXIT_USAGE;
-    if ((s = var("PREFLIGHT_TOKEN"))) o->rdv.token = s;
+    if ((s = var("PREFLIGHT_TOKEN"))) o->identity.token = s;
     /* `--verdict -` puts the YAML verdict on stdout: the human form cannot go there too */
     if (o->verdict_path && strcmp(o->verdict_path, "-") == 0 && o->format == PF_FORMAT_HUMAN)
         return pf_cli_usage_error(cmd,

@@ -10,8 +10,8 @@
 void pf_options_init(struct pf_options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->rdv.rank = -1;
-    o->rdv.world_size = -1;
+    o->identity.rank = -1;
+    o->identity.world_size = -1;
     o->out = stdout;
     o->err = stderr;
 }
@@ -35,7 +35,7 @@ static void progress_line(void *arg, const char *line)
 }
 
 int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct pf_options *o,
-                        const char *guard)
+                        const char *verdict_path, unsigned flags)
 {
     memset(ro, 0, sizeof(*ro));
     ro->config_path = o->config_path;
@@ -45,21 +45,13 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
     ro->environ_ = o->environ_;
     ro->progress = progress_line;
     ro->progress_arg = o->err;
-    ro->rdv = o->rdv;
-    int r = pf_run_open(R, ro, guard);
-    /* --pushgateway, else PREFLIGHT_PUSHGATEWAY, over report.pushgateway */
-    const char *pgw = o->pushgateway;
-    if (r == 0 && !pgw) {
-        pgw = pf_env_get(&R->ctx.env, "PREFLIGHT_PUSHGATEWAY");
-        if (pgw && !*pgw) pgw = NULL;
-        if (pgw) r = pf_http_url_check("PREFLIGHT_PUSHGATEWAY", pgw);
-    }
-    if (r == 0 && pgw)
-        snprintf(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), "%s", pgw);
-    if (r == 0 && o->results)
-        snprintf(R->config.report_results_file, sizeof(R->config.report_results_file), "%s",
-                 o->results);
-    return r;
+    ro->identity = o->identity;
+    ro->verdict_path = verdict_path;
+    ro->guard = flags & PF_CMD_GUARD;
+    ro->counters_window = flags & PF_CMD_COUNTERS;
+    ro->pushgateway = o->pushgateway;
+    ro->results_file = o->results;
+    return pf_run_open(R, ro);
 }
 
 bool pf_cmd_human(const struct pf_options *o)

@@ -15,7 +15,6 @@
 
 #define EFA_VENDOR 0x1d0fu
 
-#define CLAIMS_BUDGET_S 5.0
 #define POD_BODY_MAX (4u << 20)
 
 /* GET path into *res; true on HTTP 200. */
@@ -75,8 +74,8 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
         pf_err_clear();
         return;
     }
-    double left = pf_ctx_left(ctx, 1.0);
-    double deadline = pf_now() + (left < CLAIMS_BUDGET_S ? left : CLAIMS_BUDGET_S);
+    double left = pf_ctx_left(ctx, 0);
+    double deadline = pf_now() + (ctx->api_s > 0 && ctx->api_s < left ? ctx->api_s : left);
     if (ev) pf_node_set_str(ev, "apiServer", api.base);
     char path[1024];
     snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns, pod);

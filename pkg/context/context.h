@@ -48,6 +48,9 @@ struct pf_ctx {
     /* When the waits of the stage under way must end (a pf_now() time; 0: none): set by
      * pkg/run before each stage, from the run's deadline (--timeout). */
     double deadline;
+    /* The longest the API server's requests of one check may take together, in seconds
+     * (pkg/run: PF_RUN_API_S); 0: deadline alone. */
+    double api_s;
 };
 
 /* The seconds left before ctx->deadline less margin, 0 when past; with no deadline 1e9 (the

@@ -223,12 +223,6 @@ int pf_fleet_ar_encode(struct pf_buf *out, const struct pf_fleet_ar *a);
  * rank's all-reduce counts as not done; the rest is decoded). */
 int pf_fleet_ar_decode(struct pf_fleet_rank *into, const uint8_t *p, size_t len);
 
-/* A rank's link measurements (the links into it). */
-int pf_fleet_links_encode(struct pf_buf *out, const struct pf_coll_link *l, size_t n);
-/* Appends the links whose destination is dst to *links. */
-int pf_fleet_links_decode(struct pf_coll_link **links, size_t *n, int dst, const uint8_t *p,
-                          size_t len);
-
 /* ---- probes.c: the probe rounds' messages */
 
 /* A rank's samples (what it received in a round): at most 16 go; PF_ETOOBIG naming the probe

@@ -133,7 +133,7 @@ static void record_results(struct stage *st, const struct pf_nccllog_proc *me)
 static void set_deadline(struct stage *st)
 {
     const struct pf_config *cfg = st->ctx->config;
-    double budget = cfg->nccl_timeout_s > 0 ? cfg->nccl_timeout_s : 120;
+    double budget = cfg->nccl_timeout_s; /* pf_config_defaults: 120; at least 1 */
     double left = pf_ctx_left(st->ctx, 0);
     if (left < budget) budget = left > 1 ? left : 1;
     st->deadline = pf_now() + budget;

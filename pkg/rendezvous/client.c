@@ -122,10 +122,13 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
         pf_rdv_msg_free(msg);
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
-        if (r == PF_EPROTO) {
+        if (r == PF_EPROTO && !S->auth) {
             rdv_end(S, PF_RDV_END_OTHER_VERSION, "rank 0 at %s speaks %s", peer, last);
             return PF_ERR;
         }
+        /* with a token, a HELLO is no proof of who sent it (it carries no HMAC): another
+         * version's header from whatever answers at rank 0's address is not believed */
+        if (r == PF_EPROTO) S->unauthenticated++;
         rdv_say(S, "rank 0 at %s: %s; trying again", peer, last);
         sleep_s(backoff);
         return 1;
@@ -151,13 +154,13 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
     if (r == 0) {
         rdv_guard(S, "joined rank 0 at %s; waiting for rank 0 to start the run", peer);
         rdv_say(S, "rank %d joined rank 0 at %s; waiting for the others", S->rank, peer);
-        r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - 0.5);
+        r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - S->su.waits.roster_margin);
     }
     if (r < 0) {
         snprintf(last, nlast, "%s", pf_err_msg());
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
-        if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 1) {
+        if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 2 * S->su.waits.roster_margin) {
             rdv_end(S, PF_RDV_END_NO_START,
                     "joined rank 0 at its address, but it had not started the run by this pod's "
                     "deadline (it was still waiting for other ranks)");
@@ -175,6 +178,7 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
  * believed. Whoever answers at rank 0's address without the token (a stale DNS record, a
  * reused pod IP, a stranger) cannot end this pod's join; it tries again until its deadline. */
 #define ANSWER_UNVERIFIED 2
+#define ANSWER_UNAUTHENTICATED 3 /* with a token, an answer that carries no HMAC at all */
 static int client_answer(struct rdv_session *S, struct pf_rdv_msg *msg, char *last, size_t nlast)
 {
     if (S->auth && !msg->mac_ok) {
@@ -183,7 +187,7 @@ static int client_answer(struct rdv_session *S, struct pf_rdv_msg *msg, char *la
         snprintf(last, nlast, "%s%s%s%s from %s fails the token check: not believed",
                  msg->type == PF_WIRE_REJECT ? "a REJECT" : "an answer", code[0] ? " (" : "", code,
                  code[0] ? ")" : "", S->ctl.peer);
-        return ANSWER_UNVERIFIED;
+        return msg->had_mac ? ANSWER_UNVERIFIED : ANSWER_UNAUTHENTICATED;
     }
     if (msg->type == PF_WIRE_REJECT) {
         char code[48] = "", text[512] = "";
@@ -242,15 +246,29 @@ int rdv_client_join(struct rdv_session *S)
         if (r < 0) return PF_ERR;
         r = client_answer(S, &msg, last, sizeof(last));
         pf_rdv_msg_free(&msg);
-        if (r != ANSWER_UNVERIFIED) return r;
-        unverified++;
+        if (r != ANSWER_UNVERIFIED && r != ANSWER_UNAUTHENTICATED) return r;
+        if (r == ANSWER_UNVERIFIED)
+            unverified++;
+        else
+            S->unauthenticated++;
         rdv_say(S, "%s; trying again", last);
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
         sleep_s(backoff);
         backoff = backoff * 2 > 5 ? 5 : backoff * 2;
     }
+    /* only an HMAC that does not verify shows another token (spec); answers without one,
+     * from whatever answers at rank 0's address, prove nothing about this pod */
     if (unverified) return client_unverified(S, unverified, last);
+    if (S->unauthenticated) {
+        rdv_end(S, PF_RDV_END_UNAUTHENTICATED,
+                "%d answer%s at rank 0's address %s:%d carried no HMAC (last: %s): not "
+                "believed, as this pod has a PREFLIGHT_TOKEN; rank 0 never answered with it "
+                "within %.0f s",
+                S->unauthenticated, S->unauthenticated == 1 ? "" : "s", S->id.coordinator,
+                S->id.port, last, pf_now() - S->t0);
+        return PF_ERR;
+    }
     /* never reached rank 0 */
     char m2[1024];
     snprintf(m2, sizeof(m2), "rank 0%s%s%s never answered at %s:%d within %.0f s (last error: %s)",

@@ -167,6 +167,7 @@ struct rdv_session {
     enum pf_wire_refusal refusal; /* PF_RDV_END_REJECTED: rank 0's word */
     char end_msg[1280];
     char last_error[512]; /* a joiner: the last error towards rank 0 */
+    int unauthenticated;  /* a joiner with a token: answers without an HMAC, not believed */
     bool rostered;        /* pf_rdv_roster_send ran: joined and seconds are set */
     double seconds;
     /* rank 0: the JOINs it refused after believing them */

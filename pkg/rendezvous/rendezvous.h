@@ -41,6 +41,10 @@ struct pf_rdv_waits {
     double summary; /* a rank waits for rank 0's SUMMARY */
     double step;    /* a step's message sent; its answer: the step's timeout + this */
     double close;   /* rank 0 lets a refused connection read why, then closes it */
+    /* a joiner stops waiting for the roster this long before the cutoff (and takes a
+     * connection that closes within twice this of it for rank 0 not starting, not for a
+     * retry), so that its own verdict says why before the deadline's does */
+    double roster_margin;
 };
 
 /* What the caller hands the session: the config's values, the time it has, who this pod is,
@@ -55,6 +59,7 @@ struct pf_rdv_setup {
     /* who this pod is (pkg/run's pf_run_whoami); NULL: unknown, id_error says why */
     const struct pf_identity *id;
     const char *id_error;
+    const char *token;      /* PREFLIGHT_TOKEN: every frame carries its HMAC; NULL or "": none */
     const char *pod, *node; /* this pod's name (NULL: the host name) and node (NULL: "") */
     /* the JOIN's claims, compared among ranks at rank 0 */
     const char *nccl_version;     /* "" or NULL: unknown */
@@ -79,8 +84,7 @@ void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
 
 /* A new session. PF_ERR (the meeting ended PF_RDV_END_NO_CRYPTO) when libsodium cannot
  * start; *out is set first, either way, and is freed by pf_rdv_close. */
-int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
-                const struct pf_rdv_setup *su);
+int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_setup *su);
 void pf_rdv_close(struct pf_rdv *R);
 
 enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };
@@ -97,20 +101,23 @@ void pf_rdv_roster_send(struct pf_rdv *R);
 
 /* How this pod's meeting ended. */
 enum pf_rdv_end {
-    PF_RDV_END_NONE = 0,      /* not yet (the meeting is under way, or was not opened) */
-    PF_RDV_END_MET,           /* it met the others (rank 0 then sends the roster) */
-    PF_RDV_END_ALONE,         /* a world of one: nobody to meet */
-    PF_RDV_END_NOT_MEMBER,    /* the identity says this pod is no rank (the message: why) */
-    PF_RDV_END_NO_IDENTITY,   /* who this pod is is unknown (the setup's id_error) */
-    PF_RDV_END_NO_CRYPTO,     /* libsodium failed to initialise */
-    PF_RDV_END_LISTEN_FAILED, /* the rendezvous port (rank 0) or the data port cannot be had */
-    PF_RDV_END_REJECTED,      /* rank 0 refused this pod (the refusal: its REJECT's word) */
-    PF_RDV_END_UNVERIFIED,    /* every answer at rank 0's address failed the token check */
-    PF_RDV_END_NO_START,      /* it joined, but rank 0 had not started the run by the cutoff */
-    PF_RDV_END_UNREACHABLE,   /* rank 0 never answered at its address */
-    PF_RDV_END_OTHER_VERSION, /* rank 0 speaks another protocol version (PF_EPROTO) */
-    PF_RDV_END_BAD_ANSWER,    /* rank 0's answer did not decode: a malformed roster, an
-                               * unexpected frame, a REJECT with a word this version lacks */
+    PF_RDV_END_NONE = 0,        /* not yet (the meeting is under way, or was not opened) */
+    PF_RDV_END_MET,             /* it met the others (rank 0 then sends the roster) */
+    PF_RDV_END_ALONE,           /* a world of one: nobody to meet */
+    PF_RDV_END_NOT_MEMBER,      /* the identity says this pod is no rank (the message: why) */
+    PF_RDV_END_NO_IDENTITY,     /* who this pod is is unknown (the setup's id_error) */
+    PF_RDV_END_NO_CRYPTO,       /* libsodium failed to initialise */
+    PF_RDV_END_LISTEN_FAILED,   /* the rendezvous port (rank 0) or the data port cannot be had */
+    PF_RDV_END_REJECTED,        /* rank 0 refused this pod (the refusal: its REJECT's word) */
+    PF_RDV_END_UNVERIFIED,      /* an answer at rank 0's address had an HMAC that failed the
+                                 * token check (another token), and none verified */
+    PF_RDV_END_UNAUTHENTICATED, /* with a token: every answer at rank 0's address carried no
+                                 * HMAC (a HELLO of another version included): not believed */
+    PF_RDV_END_NO_START,        /* it joined, but rank 0 had not started the run by the cutoff */
+    PF_RDV_END_UNREACHABLE,     /* rank 0 never answered at its address */
+    PF_RDV_END_OTHER_VERSION,   /* rank 0 speaks another protocol version (PF_EPROTO) */
+    PF_RDV_END_BAD_ANSWER,      /* rank 0's answer did not decode: a malformed roster, an
+                                 * unexpected frame, a REJECT with a word this version lacks */
 };
 /* How this pod's meeting ended; *refusal (may be NULL) rank 0's word when REJECTED, and
  * *message (may be NULL) what happened, for a human ("" when nothing went wrong). */

@@ -182,15 +182,14 @@ static int stage_meet(struct rdv_session *S)
 
 /* ---- the session */
 
-int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
-                const struct pf_rdv_setup *su)
+int pf_rdv_open(struct pf_rdv **out, const struct pf_rdv_setup *su)
 {
     struct pf_rdv *R = pf_xcalloc(1, sizeof(*R));
     struct rdv_session *S = &R->st;
     *out = R;
     rdv_session_init(S);
     S->su = *su;
-    S->token = o->token && *o->token ? o->token : NULL;
+    S->token = su->token && *su->token ? su->token : NULL;
     S->auth = S->token != NULL;
     if (sodium_init() < 0) {
         rdv_end(S, PF_RDV_END_NO_CRYPTO, "libsodium failed to initialise");

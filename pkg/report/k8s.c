@@ -29,7 +29,7 @@ static void status_message(char *out, size_t n, const char *body)
 /* Adds the finding for a failed exchange; what is "posting the Event" or "patching the pod". */
 static void finding_for(struct pf_check *out, const struct pf_kapi_res *res, const char *what,
                         const char *forbidden_code, const struct pf_kapi *a, const char *ns,
-                        const char *pod)
+                        const char *pod, double budget_s)
 {
     char detail[600];
     status_message(detail, sizeof(detail), pf_buf_str(&res->body));
@@ -37,7 +37,7 @@ static void finding_for(struct pf_check *out, const struct pf_kapi_res *res, con
         pf_check_add_finding(out, "api-timeout", PF_WARN, NULL,
                              "%s: the API server at %s did not answer within the %.0f s budget "
                              "(%s)",
-                             what, a->base, PF_REPORT_K8S_BUDGET_S, res->error);
+                             what, a->base, budget_s, res->error);
     } else if (res->curl_code != PF_CURLE_OK) {
         pf_check_add_finding(out, "api-unreachable", PF_WARN, NULL, "%s: cannot reach %s: %s", what,
                              a->base, res->error);
@@ -70,7 +70,7 @@ static bool http_ok(const struct pf_kapi_res *res)
 /* The Event and the annotation as the config asks, each a finding when it fails; the
  * check's message says what was done. */
 static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const struct pf_kapi *a,
-                           const struct pf_report_pod *who, double deadline)
+                           const struct pf_report_pod *who, double deadline, double budget_s)
 {
     const struct pf_config *cfg = ctx->config;
     const struct pf_verdict *v = ctx->verdict;
@@ -94,7 +94,7 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
             pf_node_set_str(out->evidence, "eventReason", pf_report_event_reason(v->verdict));
         } else {
             finding_for(out, &res, "posting the Event on pod", "events-forbidden", a, who->ns,
-                        who->name);
+                        who->name, budget_s);
         }
         pf_buf_free(&res.body);
     }
@@ -110,7 +110,8 @@ static void post_and_patch(struct pf_check *out, const struct pf_ctx *ctx, const
         if (http_ok(&res))
             patched = true;
         else
-            finding_for(out, &res, "annotating pod", "annotate-forbidden", a, who->ns, who->name);
+            finding_for(out, &res, "annotating pod", "annotate-forbidden", a, who->ns, who->name,
+                        budget_s);
         pf_buf_free(&res.body);
     }
     pf_buf_free(&body);
@@ -205,12 +206,13 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
         .uid = pf_env_get(&ctx->env, "POD_UID"),
         .node = pf_node_get_str(v->pod, "node"),
     };
-    post_and_patch(out, ctx, &a, &who, deadline);
+    post_and_patch(out, ctx, &a, &who, deadline, budget_s);
     free(a.token);
 #endif
 }
 
-void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0)
+void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0,
+                     const struct pf_report_waits *w)
 {
     const struct pf_config *cfg = ctx->config;
     struct pf_verdict *v = ctx->verdict;
@@ -219,7 +221,7 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
     if (cfg->report_events || cfg->report_annotate) {
         /* within the stage's deadline: the rest is the verdict's */
         double budget = pf_ctx_left(ctx, 0);
-        if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
+        if (budget > w->api_s) budget = w->api_s;
         double t = pf_now();
         struct pf_check *c = pf_verdict_add_check(v, "report.kubernetes");
         pf_report_kubernetes(c, ctx, budget);
@@ -227,7 +229,7 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
         pf_verdict_finalize(v, policy, policy_arg);
     }
     if (cfg->report_mark_node != PF_MARK_NODE_NONE)
-        pf_report_node_stage(ctx, policy, policy_arg, pf_class_name(v->failure_class));
+        pf_report_node_stage(ctx, policy, policy_arg, pf_class_name(v->failure_class), w->api_s);
     if (cfg->report_metrics_file[0]) {
         v->duration_seconds = pf_now() - t0;
         if (pf_report_metrics_write(v, cfg->report_metrics_file) < 0) {
@@ -237,5 +239,5 @@ void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, 
         }
     }
     pf_report_results_stage(ctx, policy, policy_arg);
-    pf_report_push_stage(ctx, policy, policy_arg, t0);
+    pf_report_push_stage(ctx, policy, policy_arg, t0, w->push_s);
 }

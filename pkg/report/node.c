@@ -122,7 +122,7 @@ void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *f
 }
 
 void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg,
-                          const char *failure_class)
+                          const char *failure_class, double api_s)
 {
     struct pf_verdict *v = ctx->verdict;
     if (v->verdict != PF_FAIL || !failure_class || strcmp(failure_class, "node") != 0) return;
@@ -133,7 +133,7 @@ void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_
                 v->checks[i].findings[j].cls == PF_CLASS_NODE)
                 code = v->checks[i].findings[j].code;
     double budget = pf_ctx_left(ctx, 0);
-    if (budget > PF_REPORT_K8S_BUDGET_S) budget = PF_REPORT_K8S_BUDGET_S;
+    if (budget > api_s) budget = api_s;
     char code_copy[PF_CODE_MAX];
     snprintf(code_copy, sizeof(code_copy), "%s", code ? code : "");
     double t = pf_now();

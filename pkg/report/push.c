@@ -241,16 +241,14 @@ const char *pf_report_pushgateway_url(const struct pf_ctx *ctx)
     return ctx->config->report_pushgateway[0] ? ctx->config->report_pushgateway : NULL;
 }
 
-void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0)
+void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0,
+                          double budget)
 {
     const char *base = pf_report_pushgateway_url(ctx);
     if (!base) return;
     struct pf_verdict *v = ctx->verdict;
     v->duration_seconds = pf_now() - t0;
     pf_verdict_finalize(v, policy, policy_arg);
-    /* a share of what is left before the run's deadline, one second kept for the verdict */
-    double budget = pf_ctx_left(ctx, 1.0) * PF_REPORT_PUSH_SHARE;
-    if (budget > PF_REPORT_PUSH_BUDGET_S) budget = PF_REPORT_PUSH_BUDGET_S;
     double t = pf_now();
     /* the metrics of the verdict as it stands, before the push's own check joins it */
     struct pf_buf body;

@@ -12,8 +12,6 @@
 #include "../context/context.h"
 #include "../verdict/verdict.h"
 
-/* Total time the Kubernetes reporting may take (both requests together), seconds. */
-#define PF_REPORT_K8S_BUDGET_S 5.0
 /* Longest Event message, bytes (cut at a UTF-8 boundary, "..." appended). */
 #define PF_REPORT_EVENT_MSG_MAX 1024
 #define PF_REPORT_ANNOTATION "preflight.dev/verdict"
@@ -30,7 +28,14 @@
  * `report.kubernetes`), finalizes again, and writes the metrics file when
  * report.metricsFile is set (a write error adds the check `report.metrics`). t0 is the
  * run's start (pf_now()). Never fails the gate by itself: every problem is a warn. */
-void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0);
+/* The time the reporting may take, in seconds, handed down by pkg/run (run.h, budget.c). */
+struct pf_report_waits {
+    double api_s;  /* the API server's requests of one check together (Event and annotation;
+                    * the node's label), and never past ctx's deadline */
+    double push_s; /* the push to a Pushgateway, every attempt included */
+};
+void pf_report_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0,
+                     const struct pf_report_waits *w);
 
 /* The check `report.kubernetes` (the shape of the local checks plus a time budget; run by
  * pf_report_stage after the verdict is finalized, because the Event carries the verdict).
@@ -47,8 +52,9 @@ void pf_report_kubernetes(struct pf_check *out, struct pf_ctx *ctx, double budge
  * next attempt is scheduled elsewhere. Adds the check `report.node`; never fails the gate.
  * Needs get and patch on nodes (a ClusterRole). */
 #define PF_REPORT_NODE_KEY "preflight.dev/unfit"
+/* api_s: the longest the node's requests may take (and never past ctx's deadline). */
 void pf_report_node_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg,
-                          const char *failure_class);
+                          const char *failure_class, double api_s);
 /* The check itself: marks node `node` for finding `code` when failure_class is "node". */
 void pf_report_mark_node(struct pf_check *out, struct pf_ctx *ctx, const char *failure_class,
                          const char *node, const char *code, double budget_s);
@@ -108,13 +114,10 @@ int pf_report_metrics_write(const struct pf_verdict *v, const char *path);
 
 /* ---- the Pushgateway (push.c) */
 
-/* The job of the grouping key, and the bounds of a push: at most PF_REPORT_PUSH_SHARE of the
- * time left before the run's deadline (less a second for the verdict), at most
- * PF_REPORT_PUSH_BUDGET_S, at most PF_REPORT_PUSH_ATTEMPTS attempts (a refused connection,
- * a 5xx or a 429 is tried again after 0.2 s, then 0.4 s). */
+/* The job of the grouping key, and the bounds of a push: the budget its caller hands down
+ * (pkg/run: the wait report.push), at most PF_REPORT_PUSH_ATTEMPTS attempts (a refused
+ * connection, a 5xx or a 429 is tried again after 0.2 s, then 0.4 s). */
 #define PF_REPORT_PUSH_JOB "preflight"
-#define PF_REPORT_PUSH_BUDGET_S 5.0
-#define PF_REPORT_PUSH_SHARE 0.5
 #define PF_REPORT_PUSH_ATTEMPTS 3
 /* base + /metrics/job/preflight/namespace/NS/pod/POD/node/NODE; a value that is empty or has
  * a character outside [A-Za-z0-9._~-] goes as <label>@base64/<base64url> (the Pushgateway
@@ -130,8 +133,10 @@ const char *pf_report_pushgateway_url(const struct pf_ctx *ctx);
 void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
                     const struct pf_buf *body, double budget_s);
 /* The push at the end of `check` and `run` (nothing when no Pushgateway is configured):
- * finalizes the verdict, pushes, finalizes again. t0 is the run's start. */
-void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0);
+ * finalizes the verdict, pushes within budget seconds, finalizes again. t0 is the run's
+ * start. */
+void pf_report_push_stage(struct pf_ctx *ctx, pf_policy_fn policy, void *policy_arg, double t0,
+                          double budget);
 
 /* ---- nccl-tests' JSON (results.c) */
 

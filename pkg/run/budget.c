@@ -15,6 +15,7 @@ const struct pf_run_wait pf_run_waits[] = {
     {"tcp.allreduce", 0.40, 3, 300}, /* the TCP all-reduce (and the gathering of its results) */
     {"tcp.probe", 0.03, 2, 10},      /* one link probe of collective.tcp */
     {"rails.probe", 0.08, 3, 15},    /* one rail probe of net.rails */
+    {"report.push", 0.50, 0, 5},     /* the push to a Pushgateway, every attempt included */
 };
 const size_t pf_run_waits_len = sizeof(pf_run_waits) / sizeof(pf_run_waits[0]);
 

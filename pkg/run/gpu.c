@@ -21,7 +21,7 @@ static int nccl_allgather(void *arg, const void *mine, void *out, size_t len)
      * stage deadline (nccl.timeoutSeconds from when it entered the stage): rank 0, done
      * early, waits that long plus the skew between the pods' stage starts and a margin
      * before it calls a silent pod lost. A pod whose NCCL timed out must still be heard. */
-    double t = (R->config.nccl_timeout_s > 0 ? R->config.nccl_timeout_s : 120) + PF_RUN_SKEW_S;
+    double t = R->config.nccl_timeout_s + PF_RUN_SKEW_S;
     int r = pf_rdv_step(rdv, "allgather", true, NULL, mine, len, PF_RDV_ALLGATHER, t, &res);
     if (r == 0) {
         const int *rk = pf_rdv_ranks(rdv);

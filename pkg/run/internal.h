@@ -8,6 +8,7 @@
 
 #include "../collective/collective.h"
 #include "../fleet/fleet.h"
+#include "../rendezvous/rendezvous.h"
 
 #define RUN_CHUNK_BYTES (512u << 10)
 

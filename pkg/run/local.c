@@ -80,7 +80,8 @@ int run_stage_counters(struct pf_run *R)
 /* Event, annotation, metrics (each says itself when it cannot). */
 int run_stage_report(struct pf_run *R)
 {
-    pf_report_stage(&R->ctx, pf_run_policy, &R->config, R->t0);
+    struct pf_report_waits w = {.api_s = PF_RUN_API_S, .push_s = pf_run_wait_s(R, "report.push")};
+    pf_report_stage(&R->ctx, pf_run_policy, &R->config, R->t0, &w);
     return 0;
 }
 
@@ -88,7 +89,8 @@ int run_stage_report(struct pf_run *R)
 int run_stage_push(struct pf_run *R)
 {
     pf_report_results_stage(&R->ctx, pf_run_policy, &R->config);
-    pf_report_push_stage(&R->ctx, pf_run_policy, &R->config, R->t0);
+    pf_report_push_stage(&R->ctx, pf_run_policy, &R->config, R->t0,
+                         pf_run_wait_s(R, "report.push"));
     return 0;
 }
 

@@ -37,6 +37,8 @@ static const struct run_meet_end meet_ends[] = {
     {.end = PF_RDV_END_REJECTED, .st = PF_FAIL, .tcp = NOT_IN_RUN},
     {.end = PF_RDV_END_UNVERIFIED, .code = "auth-failed", .st = PF_FAIL, .tcp = NOT_IN_RUN},
     {.end = PF_RDV_END_NO_START, .code = "timeout", .st = PF_FAIL, .tcp = NOT_IN_RUN},
+    /* no proof of another token: nothing this pod's spec can fix, rank 0 never answered */
+    {.end = PF_RDV_END_UNAUTHENTICATED, .code = "timeout", .st = PF_FAIL, .tcp = NOT_IN_RUN},
     {.end = PF_RDV_END_UNREACHABLE,
      .code = "missing-ranks",
      .st = PF_FAIL,
@@ -153,12 +155,12 @@ static void meet_doing(void *arg, const char *doing)
     pf_verdict_guard_update(&((struct pf_run *)arg)->verdict, "rendezvous", doing);
 }
 
-/* The join phase's end: rendezvous.timeoutSeconds (600 s when unset) from now, but leaving
+/* The join phase's end: rendezvous.timeoutSeconds (pf_config_defaults: 600 s) from now, but leaving
  * the stages after it their reserve (meet.reserve) of the time left; at least a second. */
 static double join_deadline(const struct pf_run *R)
 {
     double now = pf_now(), end = pf_run_waits_end(R);
-    double join = R->config.rendezvous_timeout_s > 0 ? R->config.rendezvous_timeout_s : 600;
+    double join = R->config.rendezvous_timeout_s;
     if (end > 0) {
         double left = end - now - (pf_run_wait(R, "meet.reserve") - now);
         if (left < join) join = left;
@@ -185,8 +187,8 @@ static bool meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
 {
     struct run_pods *P = R->pods;
     const struct pf_config *cfg = &R->config;
-    int port = cfg->rendezvous_port > 0 ? cfg->rendezvous_port : 29400;
-    bool known = pf_run_whoami(&P->id, &R->opts->rdv, &R->ctx, port) == 0;
+    int port = cfg->rendezvous_port;
+    bool known = pf_run_whoami(&P->id, &R->opts->identity, &R->ctx, port) == 0;
     if (!known) pf_strcpy(P->id_error, sizeof(P->id_error), pf_err_msg());
     pf_config_digest(P->digest, sizeof(P->digest), cfg);
     const char *nv = pf_node_get_str(R->verdict.environment, "ncclVersion");
@@ -209,9 +211,11 @@ static bool meet_setup(struct pf_run *R, struct pf_rdv_setup *su)
                   .flush = PF_RUN_FLUSH_S,
                   .summary = PF_RUN_SUMMARY_S,
                   .step = PF_RUN_STEP_S,
-                  .close = PF_RUN_CLOSE_S},
+                  .close = PF_RUN_CLOSE_S,
+                  .roster_margin = PF_RUN_ROSTER_MARGIN_S},
         .id = known ? &P->id : NULL,
         .id_error = P->id_error,
+        .token = R->opts->identity.token,
         .pod = P->pod,
         .node = P->node,
         .nccl_version = P->nccl_version,
@@ -244,7 +248,7 @@ int run_stage_meet(struct pf_run *R)
     struct run_pods *P = R->pods;
     struct pf_rdv_setup su;
     bool known = meet_setup(R, &su);
-    int r = pf_rdv_open(&P->rdv, &R->opts->rdv, &su);
+    int r = pf_rdv_open(&P->rdv, &su);
     if (r == 0) {
         run_chk(R, "rendezvous");
         run_chk(R, "collective.tcp");

@@ -15,11 +15,31 @@ int pf_run_policy(void *config, const char *check_id, const char *code, enum pf_
     return st == PF_POLICY_IGNORE ? -1 : st;
 }
 
-int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard)
+/* The command line's values over the config's: --pushgateway, else PREFLIGHT_PUSHGATEWAY,
+ * over report.pushgateway; --results over report.resultsFile. */
+static int over_config(struct pf_run *R, const struct pf_run_opts *o)
+{
+    const char *pgw = o->pushgateway;
+    if (!pgw) {
+        pgw = pf_env_get(&R->ctx.env, "PREFLIGHT_PUSHGATEWAY");
+        if (pgw && !*pgw) pgw = NULL;
+        int r = pgw ? pf_http_url_check("PREFLIGHT_PUSHGATEWAY", pgw) : 0;
+        if (r < 0) return r;
+    }
+    if (pgw) pf_strcpy(R->config.report_pushgateway, sizeof(R->config.report_pushgateway), pgw);
+    if (o->results_file)
+        pf_strcpy(R->config.report_results_file, sizeof(R->config.report_results_file),
+                  o->results_file);
+    if (o->counters_window) return pf_run_counters_window(&R->counters_window, &R->ctx.env);
+    return 0;
+}
+
+int pf_run_open(struct pf_run *R, const struct pf_run_opts *o)
 {
     memset(R, 0, sizeof(*R));
     R->opts = o;
     R->t0 = pf_now();
+    const char *guard = o->guard ? (o->verdict_path ? o->verdict_path : "-") : NULL;
     R->verdict_path = guard;
     pf_config_defaults(&R->config);
     pf_verdict_init(&R->verdict);
@@ -33,6 +53,7 @@ int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard
         pf_verdict_guard_update(&R->verdict, "preflight", "reading the config file");
     }
     R->ctx.deadline = pf_run_waits_end(R);
+    R->ctx.api_s = PF_RUN_API_S;
     if (o->config_path) {
         int r = pf_config_load(&R->config, o->config_path, R->deadline);
         if (r < 0) return r;
@@ -43,7 +64,8 @@ int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard
     pf_env_from_environ(&R->ctx.env, o->environ_);
     R->ctx.progress = o->progress;
     R->ctx.progress_arg = o->progress_arg;
-    return 0;
+    R->ctx.verdict_path = o->verdict_path ? o->verdict_path : "-";
+    return over_config(R, o);
 }
 
 void pf_run_close(struct pf_run *R)
@@ -89,6 +111,7 @@ int pf_run_stages(struct pf_run *R, const struct pf_run_stage *table, size_t n)
             continue;
         }
         R->ctx.deadline = pf_run_waits_end(R);
+        R->ctx.api_s = PF_RUN_API_S;
         R->stage = st;
         if (st->doing && R->verdict_path)
             pf_verdict_guard_update(&R->verdict, st->check ? st->check : "preflight", st->doing);

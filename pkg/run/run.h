@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "../context/context.h"
-#include "../rendezvous/rendezvous.h"
+#include "../identity/identity.h"
 
 struct pf_run;
 struct pf_counters;
@@ -72,6 +72,11 @@ struct pf_run_timing {
 /* a step's message sent; its answer: the step's own wait + this (a probe step's: the probe's) */
 #define PF_RUN_STEP_S 15.0
 #define PF_RUN_CLOSE_S 2.0 /* rank 0 lets a refused connection read why, then closes it */
+/* a joiner stops waiting for rank 0's roster this long before the meeting's cutoff */
+#define PF_RUN_ROSTER_MARGIN_S 0.5
+/* The API server's requests of one check together: the Event and the annotation, the node's
+ * label, the ResourceClaims read (ctx.api_s); each also ends by the context's deadline. */
+#define PF_RUN_API_S 5.0
 
 /* A wait that is a share of the time left: of what is left before pf_run_waits_end, at least
  * min and at most max seconds. */
@@ -91,7 +96,15 @@ struct pf_run_opts {
     char **environ_;
     void (*progress)(void *arg, const char *line); /* progress lines; NULL: none */
     void *progress_arg;
-    struct pf_identity_opts rdv; /* `run`: how to find the other pods */
+    struct pf_identity_opts identity; /* `run`: how to find the other pods */
+    /* where the verdict goes (NULL or "-": no file; ctx.verdict_path), and whether a guard
+     * writes it there ("-": stdout) on a signal or at the deadline */
+    const char *verdict_path;
+    bool guard;
+    /* --pushgateway (NULL: PREFLIGHT_PUSHGATEWAY, else report.pushgateway) and --results
+     * (NULL: report.resultsFile), over the config */
+    const char *pushgateway, *results_file;
+    bool counters_window; /* `check`: rdma.counters waits PREFLIGHT_COUNTERS_WINDOW */
 };
 
 struct run_pods; /* the stages among pods (pkg/run/internal.h) */
@@ -115,11 +128,12 @@ struct pf_run {
     void *user; /* for a table's own use (tests) */
 };
 
-/* Opens the session: config defaults, the verdict, the context; with guard (a verdict path,
- * "-" for stdout) the guard is installed first, before anything slow, with the deadline
- * opts->timeout_s. Then the config file, the host root and the environment. A negative code
- * with the message set on a usage error; close the session either way. */
-int pf_run_open(struct pf_run *R, const struct pf_run_opts *o, const char *guard);
+/* Opens the session with everything it needs: config defaults, the verdict, the context;
+ * with opts->guard the guard is installed first, before anything slow, with the deadline
+ * opts->timeout_s. Then the config file, the host root, the environment, and the command
+ * line's values over the config's (Pushgateway, results file; the counters' window). A
+ * negative code with the message set on a usage error; close the session either way. */
+int pf_run_open(struct pf_run *R, const struct pf_run_opts *o);
 void pf_run_close(struct pf_run *R);
 
 /* The config's finding policy, in the verdict's shape (pf_verdict_finalize, the guard). */

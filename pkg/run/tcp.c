@@ -130,11 +130,11 @@ static void do_allreduce(struct pf_run *R)
     struct pf_rdv *rdv = P->rdv;
     int n = pf_rdv_size(rdv);
     P->ar_ran = true;
-    long long bytes = R->config.tcp_message_bytes > 0 ? R->config.tcp_message_bytes : (64ll << 20);
+    long long bytes = R->config.tcp_message_bytes;
     bytes -= bytes % 4;
     if (bytes < 4) bytes = 4;
     P->bytes = bytes;
-    P->iters = R->config.tcp_iterations > 0 ? R->config.tcp_iterations : 5;
+    P->iters = R->config.tcp_iterations;
     size_t count = (size_t)bytes / 4;
     float *data = malloc((size_t)bytes);
     if (!data) {

@@ -104,8 +104,8 @@ for path in sorted(glob.glob(os.path.join(root, "**", "*.c"), recursive=True)):
             emit("code", c)
             if check:
                 emit("pair", check + "/" + c)
-    # the claims the ranks must agree on (pkg/fleet/agree.c): {value_fn, "code", ...}
-    for m in re.finditer(r'struct claim \w+ = \{\s*\w+,\s*"([a-z0-9-]+)"', src):
+    # the claims the ranks must agree on (pkg/fleet/agree.c): {.val = fn, .code = "code", ...}
+    for m in re.finditer(r'struct claim \w+ = \{\s*\.val = \w+,\s*\.code = "([a-z0-9-]+)"', src):
         emit("code", m.group(1))
         emit("pair", "rendezvous/" + m.group(1))
     # how this pod's meeting ended (pkg/run/meet.c): {.end = PF_RDV_END_..., .code = "code", ...}

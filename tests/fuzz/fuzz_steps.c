@@ -1,5 +1,5 @@
 /* Fuzz target: what a rank sends rank 0 in the steps after the rendezvous: its all-reduce
- * result, its link measurements, its probe samples and its report (verdict and check
+ * result, its probe samples and its report (verdict and check
  * statuses); and what rank 0 answers in a probe round (the probes of the next round). The
  * same bytes go to each decoder; then the fleet judges what was decoded. */
 #include <math.h>
@@ -23,11 +23,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (f.r[1].ar_done && !isfinite(f.r[1].ar_seconds)) abort();
     (void)pf_fleet_report_decode(&f, 1, data, size);
     if (f.r[1].nbad > 256 || f.r[1].nst > f.ids.n || f.ids.n > PF_FLEET_IDS_MAX) abort();
-    struct pf_coll_link *links = NULL;
-    size_t nlinks = 0;
-    (void)pf_fleet_links_decode(&links, &nlinks, 1, data, size);
-    for (size_t i = 0; i < nlinks; i++)
-        if (links[i].dst != 1 || !isfinite(links[i].gbps)) abort();
     struct pf_coll_sample smp[PF_COLL_TASKS_MAX];
     size_t nsmp = 0;
     (void)pf_fleet_samples_decode(smp, &nsmp, PF_COLL_TASKS_MAX, data, size);
@@ -51,8 +46,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              .bytes = 1024,
                              .iterations = 1,
                              .min_busbw = -1,
-                             .links = links,
-                             .nlinks = nlinks,
                              .lost = &none,
                              .failed = &none};
     f.r[0].ar_done = true;
@@ -60,7 +53,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     pf_fleet_judge_tcp(&f, &t);
     pf_fleet_judge_reports(&f);
     pf_fleet_conclude(&f, PF_PASS, 0, NULL);
-    free(links);
     pf_fleet_free(&f);
     return 0;
 }

@@ -149,32 +149,15 @@ static void test_ar_numbers(void **state)
     }
 }
 
-/* A link or a sample whose number is refused is skipped; its neighbours are kept. */
+/* A sample whose number is refused is skipped; its neighbours are kept. */
 static void test_records_numbers(void **state)
 {
     (void)state;
-    static const char *const gbps[] = {"9.500000", "nan", "inf", "1e999", "7x", "0.200000"};
     struct pf_buf b, r;
     pf_buf_init(&b, 1 << 16);
     pf_buf_init(&r, 4096);
-    for (size_t i = 0; i < PF_ARRAY_LEN(gbps); i++) {
-        pf_buf_reset(&r);
-        pf_wire_put_int(&r, "from", (long long)i);
-        pf_wire_put_int(&r, "to", 7);
-        pf_wire_put_str(&r, "gbps", gbps[i]);
-        pf_wire_put(&b, "l", r.data, r.len);
-    }
-    struct pf_coll_link *links = NULL;
     size_t n = 0;
-    assert_int_equal(pf_fleet_links_decode(&links, &n, 7, (const uint8_t *)b.data, b.len), 0);
-    assert_int_equal(n, 2);
-    assert_int_equal(links[0].src, 0);
-    assert_int_equal(links[1].src, 5);
-    assert_true(links[1].gbps == 0.2);
-    free(links);
-
     static const char *const secs[] = {"0.001", "nan", "-inf", "0.002 ", "0x1p-9", "0.003"};
-    pf_buf_reset(&b);
     for (size_t i = 0; i < PF_ARRAY_LEN(secs); i++) {
         pf_buf_reset(&r);
         pf_wire_put_int(&r, "src", (long long)i);
@@ -240,15 +223,7 @@ static void test_samples_bounded(void **state)
     size_t n = samples_in(&b);
     assert_true(n > 0 && n < 10);
     pf_buf_free(&b);
-    /* the links and the tasks share the loop, and its check */
-    struct pf_coll_link l[20];
-    for (int i = 0; i < 20; i++)
-        l[i] = (struct pf_coll_link){i, 1, 9.5};
-    pf_buf_init(&b, 200);
-    assert_int_equal(pf_fleet_links_encode(&b, l, 20), PF_ETOOBIG);
-    assert_string_equal(pf_err_msg(), "the link measurements is over its limit of 200 bytes");
-    assert_true(b.len <= 200);
-    pf_buf_free(&b);
+    /* the tasks share the loop, and its check */
     struct pf_coll_task t[20];
     for (int i = 0; i < 20; i++)
         t[i] = (struct pf_coll_task){i, true, 4096};

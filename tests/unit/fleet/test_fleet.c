@@ -532,16 +532,6 @@ static void test_step_codecs(void **state)
     assert_int_equal(m.ar_wrong, 3);
     assert_int_equal(m.ar_first_bad, 17);
     assert_string_equal(m.iface, "eth0");
-    pf_buf_reset(&b);
-    struct pf_coll_link l[] = {{0, 1, 9.5}, {3, 2, 0.2}};
-    assert_int_equal(pf_fleet_links_encode(&b, l, 2), 0);
-    struct pf_coll_link *got = NULL;
-    size_t n = 0;
-    assert_int_equal(pf_fleet_links_decode(&got, &n, 1, (const uint8_t *)pf_buf_str(&b), b.len), 0);
-    assert_int_equal(n, 1); /* only the links into rank 1 */
-    assert_int_equal(got[0].src, 0);
-    assert_true(got[0].gbps > 9.49 && got[0].gbps < 9.51);
-    free(got);
     assert_int_equal(pf_fleet_ar_decode(&m, (const uint8_t *)"\x05", 1), PF_EINVAL);
     pf_buf_free(&b);
 }

@@ -14,6 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "../../../pkg/rendezvous/internal.h"
 
 /* What the hooks saw. */
@@ -60,16 +65,16 @@ static int meet_with(struct got *g, const struct pf_identity *id, const char *er
                      const char *token)
 {
     memset(g, 0, sizeof(*g));
-    struct pf_identity_opts o = {.rank = -1, .world_size = -1, .token = token};
     struct pf_rdv_setup su = {.id = id,
                               .id_error = err,
+                              .token = token,
                               .pod = "trainer-0",
                               .node = "node-a",
                               .progress = on_progress,
                               .doing = on_doing,
                               .arg = g};
     struct pf_rdv *R = NULL;
-    int r = pf_rdv_open(&R, &o, &su);
+    int r = pf_rdv_open(&R, &su);
     assert_non_null(R);
     assert_int_equal(r, 0);
     assert_int_equal(pf_rdv_end(R, NULL, NULL), PF_RDV_END_NONE); /* not yet */
@@ -167,6 +172,74 @@ static void test_root_unreachable(void **state)
     assert_non_null(strstr(S.end_msg, "rank 0 (trainer-0) never answered at trainer-0.svc:29400"));
     assert_string_equal(S.last_error, "no answer");
     rdv_session_free(&S);
+}
+
+/* Something at rank 0's address that answers every connection with answer (len bytes)
+ * and closes it, in a child process; its pid, the port in *port. */
+static pid_t fake_root(int *port, const void *answer, size_t len)
+{
+    int lfd;
+    *port = 0;
+    assert_int_equal(pf_rdv_listen(&lfd, "127.0.0.1", port), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        for (;;) {
+            int c = accept(lfd, NULL, NULL);
+            if (c < 0) continue;
+            if (write(c, answer, len) < 0) { /* the joiner may have gone */
+            }
+            close(c);
+        }
+    }
+    close(lfd);
+    return pid;
+}
+
+/* A joiner with a token that dials rank 0's address for about a second at most. */
+static void joiner_of(struct rdv_session *S, int port)
+{
+    rdv_session_init(S);
+    S->id = ident(1, 2, true);
+    snprintf(S->id.coordinator, sizeof(S->id.coordinator), "127.0.0.1");
+    S->id.port = port;
+    S->rank = 1;
+    S->world = 2;
+    S->token = "t0ken";
+    S->auth = true;
+    S->join_deadline = S->t0 + 1.2;
+    S->cutoff = S->t0 + 5;
+}
+
+/* With a token, what answers at rank 0's address without an HMAC proves nothing: a HELLO of
+ * another protocol version (unauthenticated, whoever sent it) does not end the join as
+ * version-mismatch, and answers without an HMAC do not end it as an unverified token (spec,
+ * auth-failed): the pod keeps trying, then ends UNAUTHENTICATED (timeout, peer). Without a
+ * token the same HELLO is believed: another version. */
+static void test_unauthenticated_answers(void **state)
+{
+    (void)state;
+    uint8_t hello[PF_WIRE_HDR];
+    pf_wire_frame_header(hello, PF_WIRE_HELLO, 0, 0, 0);
+    hello[4] = 2; /* an earlier protocol */
+    int port;
+    pid_t pid = fake_root(&port, hello, sizeof(hello));
+    struct rdv_session S;
+    joiner_of(&S, port);
+    assert_int_equal(rdv_client_join(&S), PF_ERR);
+    assert_int_equal(S.end, PF_RDV_END_UNAUTHENTICATED);
+    assert_true(S.unauthenticated >= 1);
+    assert_non_null(strstr(S.end_msg, "carried no HMAC"));
+    rdv_session_free(&S);
+    joiner_of(&S, port);
+    S.token = NULL;
+    S.auth = false;
+    assert_int_equal(rdv_client_join(&S), PF_ERR);
+    assert_int_equal(S.end, PF_RDV_END_OTHER_VERSION);
+    assert_non_null(strstr(S.end_msg, "protocol version 2"));
+    rdv_session_free(&S);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
 }
 
 /* the JOIN carries the claims the caller passed: digest, NCCL version, fabric, variables */
@@ -321,10 +394,11 @@ static void test_join_env(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_not_member),       cmocka_unit_test(test_unknown),
-        cmocka_unit_test(test_world_of_one),     cmocka_unit_test(test_refusal_words),
-        cmocka_unit_test(test_root_unreachable), cmocka_unit_test(test_join_claims),
-        cmocka_unit_test(test_join_env),         cmocka_unit_test(test_join_env_left_out),
+        cmocka_unit_test(test_not_member),        cmocka_unit_test(test_unknown),
+        cmocka_unit_test(test_world_of_one),      cmocka_unit_test(test_refusal_words),
+        cmocka_unit_test(test_root_unreachable),  cmocka_unit_test(test_unauthenticated_answers),
+        cmocka_unit_test(test_join_claims),       cmocka_unit_test(test_join_env),
+        cmocka_unit_test(test_join_env_left_out),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

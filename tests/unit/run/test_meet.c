@@ -22,9 +22,9 @@ static void meet(struct pf_run *R, struct run_pods *pods, char **env)
 {
     memset(&opts, 0, sizeof(opts));
     opts.environ_ = env;
-    opts.rdv.rank = -1;
-    opts.rdv.world_size = -1;
-    assert_int_equal(pf_run_open(R, &opts, NULL), 0);
+    opts.identity.rank = -1;
+    opts.identity.world_size = -1;
+    assert_int_equal(pf_run_open(R, &opts), 0);
     memset(pods, 0, sizeof(*pods));
     pods->met = RUN_NOT_MET;
     R->pods = pods;
@@ -129,6 +129,7 @@ static void test_meet_ends(void **state)
         {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_LATE, "missing-ranks", true},
         {PF_RDV_END_UNVERIFIED, 0, "auth-failed", true},
         {PF_RDV_END_NO_START, 0, "timeout", true},
+        {PF_RDV_END_UNAUTHENTICATED, 0, "timeout", true}, /* not auth-failed: no proof */
         {PF_RDV_END_UNREACHABLE, 0, "missing-ranks", true},
         {PF_RDV_END_OTHER_VERSION, 0, "version-mismatch", true},
         {PF_RDV_END_BAD_ANSWER, 0, "protocol-error", true}, /* not timeout, not auth-failed */

@@ -40,7 +40,9 @@ static int open_run(struct pf_run *R, struct seen *s, const char *path)
     memset(&opts, 0, sizeof(opts));
     static char *env[] = {NULL};
     opts.environ_ = env;
-    int r = pf_run_open(R, &opts, path);
+    opts.verdict_path = path;
+    opts.guard = path != NULL;
+    int r = pf_run_open(R, &opts);
     memset(s, 0, sizeof(*s));
     R->user = s;
     return r;
@@ -168,22 +170,23 @@ static void test_waits_at_deadlines(void **state)
 {
     struct fixture *x = *state;
     struct pf_run *R = &x->R;
-    const char *ids[] = {"meet.reserve", "tcp.mesh", "tcp.allreduce", "tcp.probe", "rails.probe"};
+    const char *ids[] = {"meet.reserve", "tcp.mesh",    "tcp.allreduce",
+                         "tcp.probe",    "rails.probe", "report.push"};
     const struct {
         double deadline;
-        double want[5];
+        double want[6];
     } rows[] = {
         /* 9.5 s left to the waits' end */
-        {10, {3, 3, 3.8, 2, 3}},
-        {60, {17.85, 11.9, 23.8, 2, 4.76}},
-        {600, {60, 30, 239.8, 10, 15}},
-        {0, {60, 30, 300, 10, 15}},
-        /* 1.5 s left: every minimum is past the end */
-        {2, {-1, -1, -1, -1, -1}},
+        {10, {3, 3, 3.8, 2, 3, 4.75}},
+        {60, {17.85, 11.9, 23.8, 2, 4.76, 5}},
+        {600, {60, 30, 239.8, 10, 15, 5}},
+        {0, {60, 30, 300, 10, 15, 5}},
+        /* 1.5 s left: every minimum is past the end (the push has none: half of what is left) */
+        {2, {-1, -1, -1, -1, -1, 0.75}},
     };
-    assert_int_equal(pf_run_waits_len, 5);
+    assert_int_equal(pf_run_waits_len, 6);
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-        for (size_t k = 0; k < 5; k++) {
+        for (size_t k = 0; k < 6; k++) {
             double before = pf_now();
             R->deadline = rows[i].deadline > 0 ? before + rows[i].deadline : 0;
             double d = pf_run_wait(R, ids[k]);

@@ -1,0 +1,74 @@
+/* The command table: every subcommand of preflight, its function, its arguments and its help
+ * (main.c looks a command up here; help.c renders the help from it). */
+#include <string.h>
+
+#include "cli.h"
+
+#define NONE PF_CLI_ARGS_NONE
+#define ONE PF_CLI_ARGS_ONE
+#define MANY PF_CLI_ARGS_MANY
+
+/* The commands: name, function, arguments, the message when the one it needs is missing,
+ * options, then the help. */
+const struct pf_cli_cmd pf_cli_cmds[] = {
+    {"run", pf_cmd_run, NONE, NULL, G_RUN, "preflight run [options]",
+     "all checks + rendezvous + collectives (initContainer mode)",
+     "Runs the local checks, meets the other pods of the job through its headless Service, runs\n"
+     "a brief TCP all-reduce among them (NCCL too where there are GPUs), writes the YAML verdict\n"
+     "to --verdict and prints the human form on stdout. Progress lines go to stderr. The\n"
+     "rendezvous token is read from PREFLIGHT_TOKEN only (a flag would show in ps).\n",
+     "  preflight run              # in an initContainer: everything from the pod\n"
+     "  preflight run --rank 0 --world-size 4 --coordinator trainer-0.trainer:29400\n"
+     "  preflight run --verdict -  # the YAML verdict on stdout\n"},
+    {"check", pf_cmd_check, NONE, NULL, G_CHECK, "preflight check [options]",
+     "local checks only (kubectl exec mode)",
+     "Checks this pod only: GPUs, RDMA devices and ports, memlock, interfaces, Multus, SR-IOV,\n"
+     "the NCCL environment, /dev/shm, the port range; samples the RDMA error counters twice,\n"
+     "PREFLIGHT_COUNTERS_WINDOW seconds apart (default 1).\n",
+     "  kubectl exec trainer-3 -c trainer -- preflight check\n"
+     "  preflight check -v                     # every check; skipped ones say why\n"
+     "  preflight check --verdict /tmp/v.yaml  # human on stdout, YAML in the file\n"},
+    {"env", pf_cmd_env, NONE, NULL, G_ENV, "preflight env [--env-file FILE] [options]",
+     "NCCL environment lint only (own environment, or a KEY=VALUE file)",
+     "Lints the NCCL_* variables (and NCCL_CONF_FILE, ~/.nccl.conf, /etc/nccl.conf) that NCCL\n"
+     "would read in this process, or those of a KEY=VALUE file (e.g. a pod's env dumped by\n"
+     "kubectl).\n",
+     "  preflight env\n"
+     "  preflight env --env-file job.env\n"},
+    {"explain", pf_cmd_explain, ONE, NULL, G_EXPLAIN, "preflight explain ID|CODE | --list",
+     "what a check or finding means and how to fix it",
+     "Prints the text of docs/checks.md for a check id (nccl.env), a finding code (p2p-disabled;\n"
+     "every check that has it) or ID/CODE. Case does not matter. Rendered for the terminal\n"
+     "(bold, code) on a terminal, plain text otherwise.\n",
+     "  preflight explain port-down\n"
+     "  preflight explain rendezvous/timeout\n"
+     "  preflight explain --list\n"},
+    {"log", pf_cmd_log, MANY, NULL, G_LOG, "preflight log FILE... [options]",
+     "read NCCL_DEBUG=INFO logs of a past run: transport, GDR, versions",
+     "Reads NCCL_DEBUG=INFO logs (kubectl logs output; - for stdin) and reports the transport\n"
+     "NCCL chose, the HCAs, GPUDirect RDMA, the NCCL versions and NCCL WARN lines.\n",
+     "  kubectl logs trainer-0 | preflight log -\n"
+     "  preflight log rank0.log rank1.log --format yaml\n"},
+    {"install", pf_cmd_install, ONE, "install needs a folder (preflight install DIR)", 0,
+     "preflight install DIR", "copy this binary into DIR (hand it to the training image)",
+     "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
+     "hands it to the training container through an emptyDir.\n",
+     "  preflight install /opt/preflight\n"},
+    {"version", pf_cmd_version, NONE, NULL, 0, "preflight version",
+     "version, build info, which optional libraries load here",
+     "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"
+     "libibverbs and libcurl load here (--version prints the first line only).\n",
+     "  preflight version\n"},
+    {"help", NULL, ONE, NULL, 0, "preflight help [COMMAND]",
+     "this overview, or a command's own help", "", "  preflight help run\n"},
+};
+
+const size_t pf_cli_ncmds = PF_ARRAY_LEN(pf_cli_cmds);
+_Static_assert(PF_ARRAY_LEN(pf_cli_cmds) <= PF_CLI_CMDS_MAX, "PF_CLI_CMDS_MAX: too small");
+
+const struct pf_cli_cmd *pf_cli_find(const char *name)
+{
+    for (size_t i = 0; name && i < pf_cli_ncmds; i++)
+        if (strcmp(pf_cli_cmds[i].name, name) == 0) return &pf_cli_cmds[i];
+    return NULL;
+}
