@@ -146,8 +146,9 @@ void pf_fleet_gang_add(struct pf_fleet *f, int rank, const struct pf_fleet_inv *
     for (int t = 0; t < PF_GANG_NTRAITS; t++)
         m->inv[t] = intern(f, inv->v[t]);
     m->inv[PF_GANG_NTRAITS] = intern(f, inv->group);
-    m->ports_down = (int16_t)(inv->ports_down < 0 ? -1 : inv->ports_down > 4096 ? 4096
-                                                                               : inv->ports_down);
+    m->ports_down = (int16_t)(inv->ports_down < 0      ? -1
+                              : inv->ports_down > 4096 ? 4096
+                                                       : inv->ports_down);
 }
 
 const char *pf_fleet_gang_value(const struct pf_fleet *f, int rank, int t)
@@ -243,8 +244,8 @@ static void name_outliers(struct pf_fleet *f, const struct pf_fleet_gang_opts *o
         fmt_value(v, sizeof(v), t, pf_fleet_gang_value(f, out[i], t));
         pf_buf_addf(&b, "%s%s: %s", i ? "; " : "", w, v);
     }
-    pf_fleet_finding(&f->out, "gang", d->code, (enum pf_status)st, NULL, "%s; %s%s",
-                     pf_buf_str(&b), peers, why);
+    pf_fleet_finding(&f->out, "gang", d->code, (enum pf_status)st, NULL, "%s; %s%s", pf_buf_str(&b),
+                     peers, why);
     pf_buf_free(&b);
     for (int i = 0; i < k; i++) {
         struct pf_fleet_rank *r = &f->r[out[i]];
