@@ -146,6 +146,10 @@ int pf_run_check(struct pf_run *R)
         pf_check_skip(g, "`preflight check` judges this pod alone; `preflight run` also compares "
                          "it with every other pod of its job (GPUs, HCAs, ports, PCIe, NICs, "
                          "firmware, driver, NCCL, networks)");
+    /* what a run would send rank 0 */
+    struct pf_fleet_inv inv;
+    run_inventory(&inv, R);
+    run_inventory_evidence(g->evidence, &inv);
     return r;
 }
 

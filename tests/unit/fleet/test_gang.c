@@ -49,7 +49,7 @@ struct row {
     int n;
     bool rank0_apart;
     struct change ch[MAXCH];
-    const char *codes;   /* the findings' codes, sorted, joined with ' ' ("" none) */
+    const char *codes;    /* the findings' codes, sorted, joined with ' ' ("" none) */
     const char *culprits; /* the culprits' ranks, "1 5" */
     int undecided;
 };
@@ -387,8 +387,8 @@ static void test_large(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_table),         cmocka_unit_test(test_message),
-        cmocka_unit_test(test_policy),        cmocka_unit_test(test_codec_refuses),
+        cmocka_unit_test(test_table),  cmocka_unit_test(test_message),
+        cmocka_unit_test(test_policy), cmocka_unit_test(test_codec_refuses),
         cmocka_unit_test(test_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
