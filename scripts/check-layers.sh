@@ -46,13 +46,42 @@ for dir in pkg/*/ cmd/preflight/; do
             sed -E 's#^([0-9]+):\#include "(\.\./)+(pkg/)?([a-z0-9_]+)/.*#\1:\4#')
     done
 done
-# The clock has one owner, pkg/run (docs/design.md, "The waits"): only pkg/run/run.c may name
-# the guard's time, and a wait is cut from the time left only by pkg/base's helpers and
-# pkg/run/budget.c's table.
-while IFS= read -r hit; do
-    echo "check-layers: $hit: pf_verdict_guard_remaining outside pkg/run/run.c (pf_ctx_left, pf_run_wait)"
-    bad=1
-done < <(grep -rnw pf_verdict_guard_remaining pkg cmd --include='*.[ch]' | grep -v '^pkg/run/run\.c:' | cut -d: -f1,2)
+# The meeting returns facts and names no check (docs/design.md, "What the meeting
+# concludes"): pkg/rendezvous/*.c holds no string literal "rendezvous" or "collective.tcp"
+# outside comments; pkg/run/meet.c and pkg/fleet/agree.c name what it records.
+for f in pkg/rendezvous/*.c; do
+    while IFS= read -r hit; do
+        echo "check-layers: $f:$hit: a check id in the meeting (pkg/run/meet.c and pkg/fleet/agree.c name its facts)"
+        bad=1
+    done < <(python3 - "$f" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read()
+# blank the comments, keeping line breaks (and string literals, which may hold "/*")
+out, i, n = [], 0, len(src)
+while i < n:
+    if src.startswith("/*", i):
+        j = src.find("*/", i + 2)
+        j = n if j < 0 else j + 2
+        out.append(re.sub(r"[^\n]", " ", src[i:j])); i = j
+    elif src.startswith("//", i):
+        j = src.find("\n", i)
+        j = n if j < 0 else j
+        out.append(" " * (j - i)); i = j
+    elif src[i] in "\"'":
+        q, j = src[i], i + 1
+        while j < n and src[j] != q:
+            j += 2 if src[j] == "\\" else 1
+        out.append(src[i:j + 1]); i = j + 1
+    else:
+        out.append(src[i]); i += 1
+for ln, line in enumerate("".join(out).split("\n"), 1):
+    if re.search(r'"(rendezvous|collective\.tcp)"', line):
+        print("%d: %s" % (ln, line.strip()))
+PY
+)
+done
+# The clock has one owner, pkg/run (docs/design.md, "The waits"): a wait is cut from the time
+# left only by pkg/base's helpers and pkg/run/budget.c's table.
 while IFS= read -r hit; do
     echo "check-layers: $hit: pf_clampd( outside pkg/base and pkg/run/budget.c (a row of pf_run_waits)"
     bad=1

@@ -32,6 +32,7 @@ enum {
     PF_ETIMEOUT = -5, /* a deadline passed */
     PF_EUSAGE = -6,   /* a usage or config error: exit code 2 */
     PF_EUNAVAIL = -7, /* an optional library or facility is missing */
+    PF_EPROTO = -8,   /* a peer speaks another protocol version */
 };
 
 /* Sets the thread's last error message (one line, no trailing period) and returns code. */

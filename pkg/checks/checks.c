@@ -58,11 +58,8 @@ const struct pf_check_def pf_checks_table[] = {
     /* ---- the checks the stages of pkg/run feed (stages: their ids in pkg/run/run.c) */
     STAGE("rdma.counters", "counters", "pkg/checks/counters.c", "26-rdma-counters.md",
           "unit/checks/test_rdma.c", "port error counters before and after the traffic"),
-    STAGE("rendezvous", "meet agree",
-          "pkg/rendezvous/admit.c pkg/rendezvous/client.c pkg/rendezvous/server.c "
-          "pkg/rendezvous/session.c pkg/fleet/agree.c",
-          "60-rendezvous.md", "e2e/test_rendezvous.sh",
-          "the pods meet: identity, admission, roster, agreement"),
+    STAGE("rendezvous", "meet agree", "pkg/fleet/agree.c pkg/run/meet.c", "60-rendezvous.md",
+          "e2e/test_rendezvous.sh", "the pods meet: identity, admission, roster, agreement"),
     STAGE("collective.tcp", "collective.tcp summary", "pkg/fleet/judge.c pkg/run/summary.c",
           "70-collective-tcp.md", "e2e/test_scale_faults.sh",
           "TCP all-reduce among the pods, link probes, blame"),

@@ -1,5 +1,7 @@
-/* Agreement at the rendezvous: who never came, who was refused, and where the ranks that met
- * disagree (world size, preflight version, config, NCCL version, NCCL_* variables). */
+/* Agreement at the rendezvous: the JOINs rank 0 refused, who never came, who was refused, and
+ * where the ranks that met disagree (world size, preflight version, config, NCCL version,
+ * NCCL_* variables). Every code of the check `rendezvous` that judges the ranks is decided
+ * here; how one pod's own meeting ended is pkg/run/meet.c's. */
 #include "fleet.h"
 
 #include <stdio.h>
@@ -100,6 +102,57 @@ static void list_ranks(struct pf_buf *b, const struct pf_fleet *f, const int *ra
     }
 }
 
+/* The JOINs rank 0 refused after believing them: each says what the refused pod claimed.
+ * A late JOIN (the run had started) is no finding: the rank is already missing-ranks. */
+static void refusals(struct pf_fleet *f)
+{
+    for (size_t k = 0; k < f->nrefused; k++) {
+        const struct pf_wire_refused *x = &f->refused[k];
+        switch (x->why) {
+        case PF_WIRE_REFUSED_RUN:
+            pf_fleet_finding(&f->out, "rendezvous", "version-mismatch", PF_FAIL, NULL,
+                             "%s sent a JOIN that does not name this run: it runs another "
+                             "preflight version",
+                             x->claim);
+            break;
+        case PF_WIRE_REFUSED_DUPLICATE:
+            if (x->rank == 0)
+                pf_fleet_finding(&f->out, "rendezvous", "duplicate-rank", PF_FAIL, NULL,
+                                 "%s, but rank 0 is %s", x->claim, x->holder);
+            else
+                pf_fleet_finding(&f->out, "rendezvous", "duplicate-rank", PF_FAIL, NULL,
+                                 "rank %lld is claimed by two pods: %s (joined from %s) and %s "
+                                 "(from %s)",
+                                 x->rank, x->holder, x->holder_addr, x->pod, x->addr);
+            break;
+        case PF_WIRE_REFUSED_WORLD:
+            pf_fleet_finding(&f->out, "rendezvous", "world-size-mismatch", PF_FAIL, NULL,
+                             "%s of world size %lld: outside rank 0's world size %d", x->claim,
+                             x->world, f->world);
+            break;
+        default: /* TOKEN is not believed (stranger-refused, below); LATE: missing-ranks */
+            break;
+        }
+    }
+}
+
+/* A rank that never joined, whose rank a JOIN that failed the token check claimed: a
+ * warning (the missing rank fails the run anyway), at most PF_WIRE_LIST_MAX. */
+static void strangers(struct pf_fleet *f, const int *missing_ranks, int k)
+{
+    int said = 0;
+    for (int i = 0; i < k && said < PF_WIRE_LIST_MAX; i++) {
+        int r = missing_ranks[i];
+        if (!f->r[r].refused_claim[0]) continue;
+        said++;
+        pf_fleet_finding(&f->out, "rendezvous", "stranger-refused", PF_WARN, NULL,
+                         "rank %d never joined; the last JOIN that claimed it was refused (%s): "
+                         "if that was rank %d of this job, its PREFLIGHT_TOKEN differs from rank "
+                         "0's",
+                         r, f->r[r].refused_claim, r);
+    }
+}
+
 static void missing(struct pf_fleet *f, int *out, double waited_s)
 {
     struct pf_buf b;
@@ -116,6 +169,7 @@ static void missing(struct pf_fleet *f, int *out, double waited_s)
             pf_fleet_blame(f, out[i],
                            "never joined the rendezvous (no connection to rank 0 within %.0f s)",
                            waited_s);
+        strangers(f, out, k);
     }
     for (int r = 1; r < f->world; r++)
         if (f->r[r].state == PF_FLEET_REFUSED) pf_fleet_blame(f, r, "%s", f->r[r].why);
@@ -261,6 +315,7 @@ void pf_fleet_agree(struct pf_fleet *f, double waited_s)
     int n = 0;
     for (int r = 0; r < f->world; r++)
         if (f->r[r].state == PF_FLEET_JOINED) in[n++] = r;
+    refusals(f);
     missing(f, out, waited_s);
     static const struct claim world = {v_world,
                                        "world-size-mismatch",

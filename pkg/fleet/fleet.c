@@ -16,7 +16,7 @@ void pf_fleet_init(struct pf_fleet *f, int world)
     for (int i = 0; i < world; i++) {
         struct pf_fleet_rank *r = &f->r[i];
         r->pod = r->node = r->addr = r->why = r->version = r->digest = r->nccl_version = r->fabric =
-            "";
+            r->refused_claim = "";
         r->env = &no_env;
         r->ports_down = -1;
     }

@@ -73,6 +73,8 @@ struct pf_fleet_rank {
     const char *version, *digest, *nccl_version;
     const struct pf_strlist *env; /* "NAME=VALUE" of its NCCL_* variables (secrets hashed) */
     const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
+    /* "CLAIM: why" of the last JOIN for this rank that failed the token check ("": none) */
+    const char *refused_claim;
     /* its TCP all-reduce */
     bool ar_done;
     double ar_seconds;
@@ -124,12 +126,15 @@ struct pf_fleet_summary {
 };
 
 struct pf_fleet {
-    int world;                   /* rank 0's world size */
-    struct pf_strlist ids;       /* the check ids of the ranks' reports, shared by all ranks */
-    struct pf_strlist kept;      /* strings the fleet holds itself (a pod name it composed) */
-    int n;                       /* ranks in the run (the roster) */
-    const int *roster;           /* their ranks, in roster order (n entries) */
-    struct pf_fleet_rank *r;     /* world entries, by rank */
+    int world;               /* rank 0's world size */
+    struct pf_strlist ids;   /* the check ids of the ranks' reports, shared by all ranks */
+    struct pf_strlist kept;  /* strings the fleet holds itself (a pod name it composed) */
+    int n;                   /* ranks in the run (the roster) */
+    const int *roster;       /* their ranks, in roster order (n entries) */
+    struct pf_fleet_rank *r; /* world entries, by rank */
+    /* the JOINs rank 0 refused after believing them (the meeting's record, like r's strings) */
+    const struct pf_wire_refused *refused;
+    size_t nrefused;
     struct pf_fleet_summary out; /* what the judgement found */
     bool lost_any;               /* judge_tcp: a rank was lost after the rendezvous */
     /* gang.c: the distinct inventory values of every rank (index 0: ""), a hash of them */
@@ -190,7 +195,9 @@ void pf_fleet_fabric_agree(struct pf_fleet *f);
 typedef const char *(*pf_fleet_value_fn)(const struct pf_fleet *f, int rank, char *buf, size_t n);
 int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
                       int *out, char *major, size_t nmajor);
-/* missing-ranks, refused ranks, world-size-, version-, config-, nccl-version- and
+/* The check `rendezvous` at rank 0, every code that judges the ranks in one place: the JOINs
+ * rank 0 refused (duplicate-rank, world-size-mismatch, version-mismatch), missing-ranks and
+ * stranger-refused, refused ranks, world-size-, version-, config-, nccl-version- and
  * env-mismatch, and gpu.fabric's clique-mismatch among the joined ranks that report a fabric
  * (pf_fleet_fabric_agree). waited_s: how long rank 0 waited for the others. */
 void pf_fleet_agree(struct pf_fleet *f, double waited_s);

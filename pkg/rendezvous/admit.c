@@ -12,16 +12,15 @@
 
 /* A JOIN that fails authentication: a stranger, a replayed JOIN, or a pod whose token
  * differs. Nothing it claims is believed, so it changes nothing in the run: no rank slot, no
- * finding, no culprit. It is counted in the evidence with its address, and the claim is kept
- * in case the rank it named never joins (rdv_admit_report_claims). The REJECT tells a real
- * pod with another token why, so that its own verdict says auth-failed. */
+ * refusal on the list, no culprit. It is counted (pf_rdv_stats) with its address, and the
+ * claim is kept on the rank it named in case that rank never joins (pkg/fleet's
+ * stranger-refused). The REJECT tells a real pod with another token why, so that its own
+ * verdict can say so. */
 static void refuse_unverified(struct rdv_session *S, size_t i, long long r, const char *claim,
                               const char *why, const char *reject)
 {
     S->refused++;
     snprintf(S->refused_last, sizeof(S->refused_last), "%s: %s", claim, why);
-    rdv_ev_int(S, "refusedJoins", S->refused);
-    rdv_ev_str(S, "lastRefused", S->refused_last);
     if (r > 0 && r < S->world) {
         char t[RDV_WHY_MAX];
         snprintf(t, sizeof(t), "%s: %s", claim, why);
@@ -33,7 +32,16 @@ static void refuse_unverified(struct rdv_session *S, size_t i, long long r, cons
         rdv_say(S, "refused %s: %s (%d so far)", claim, why, S->refused);
         S->last_drop_say = now;
     }
-    rdv_sc_reject(S, i, "auth-failed", reject);
+    rdv_sc_reject(S, i, PF_WIRE_REFUSED_TOKEN, reject);
+}
+
+/* A JOIN refused after it was believed: on the list (pkg/fleet judges it), and the REJECT. */
+static void refuse(struct rdv_session *S, size_t i, const struct pf_wire_refused *x,
+                   const char *reject)
+{
+    rdv_refused(S, x);
+    rdv_say(S, "refused %s: %s", x->claim, reject);
+    rdv_sc_reject(S, i, x->why, reject);
 }
 
 void rdv_env_left_out(struct rdv_session *S, int rank, long long n)
@@ -42,47 +50,26 @@ void rdv_env_left_out(struct rdv_session *S, int rank, long long n)
     int ranks = 0;
     for (int r = 0; r < S->world; r++)
         ranks += S->m[r].env_left_out > 0;
-    char w[160], last[256];
+    char w[160];
     rdv_who(w, sizeof(w), S, rank);
-    snprintf(last, sizeof(last), "%s: %lld NCCL_* variables", w, n);
-    rdv_ev_int(S, "envLeftOutRanks", ranks);
-    rdv_ev_str(S, "lastEnvLeftOut", last);
+    S->env_left_out_ranks = ranks;
+    snprintf(S->env_left_out_last, sizeof(S->env_left_out_last), "%s: %lld NCCL_* variables", w, n);
     rdv_say(S,
             "%s: %lld of its NCCL_* variables did not fit its JOIN: the ranks do not compare them",
             w, n);
 }
 
-void rdv_admit_report_claims(struct rdv_session *S)
-{
-    if (S->claims_reported) return;
-    S->claims_reported = true;
-    int k = 0;
-    for (int r = 1; r < S->world; r++) {
-        const struct rdv_member *m = &S->m[r];
-        if (m->state != PF_RDV_MISSING || !m->refused_claim || !m->refused_claim[0]) continue;
-        if (k++ == PF_WIRE_LIST_MAX) break;
-        rdv_note_shared(S, "rendezvous", "stranger-refused", RDV_WARN,
-                        "rank %d never joined; the last JOIN that claimed it was refused "
-                        "(%s): if that was rank %d of this job, its PREFLIGHT_TOKEN differs "
-                        "from rank 0's",
-                        r, m->refused_claim, r);
-    }
-}
-
 /* An authenticated JOIN must name the run of rank 0's HELLO (its MAC covers the name). */
 static bool run_named(struct rdv_session *S, size_t i, const struct pf_rdv_msg *msg,
-                      const char *claim)
+                      struct pf_wire_refused *x)
 {
     const struct pf_wire_field *run = pf_wire_fields_get(&msg->f, "run");
     if (run && run->vlen == PF_WIRE_NONCE && memcmp(run->val, S->join_run, PF_WIRE_NONCE) == 0)
         return true;
-    rdv_note_shared(S, "rendezvous", "version-mismatch", RDV_FAIL,
-                    "%s sent a JOIN that does not name this run: it runs another preflight "
-                    "version",
-                    claim);
-    rdv_sc_reject(S, i, "version-mismatch",
-                  "rank 0 refused this pod: its JOIN does not name the run (another preflight "
-                  "version)");
+    x->why = PF_WIRE_REFUSED_RUN;
+    refuse(S, i, x,
+           "rank 0 refused this pod: its JOIN does not name the run (another preflight "
+           "version)");
     return false;
 }
 
@@ -98,9 +85,12 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
         return;
     }
     pf_wire_fields_str(pod, sizeof(pod), &msg->f, "pod");
-    char claim[256];
-    snprintf(claim, sizeof(claim), "a pod at %s claiming rank %lld%s%s%s", addr, r,
+    struct pf_wire_refused x = {.rank = r, .world = world};
+    snprintf(x.claim, sizeof(x.claim), "a pod at %s claiming rank %lld%s%s%s", addr, r,
              pod[0] ? " (" : "", pod, pod[0] ? ")" : "");
+    pf_strcpy(x.pod, sizeof(x.pod), pod);
+    pf_strcpy(x.addr, sizeof(x.addr), addr);
+    const char *claim = x.claim;
     bool in_range = r > 0 && r < S->world;
 
     if (S->auth && !msg->mac_ok) {
@@ -118,24 +108,22 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
                           "rank 0 has no PREFLIGHT_TOKEN; this pod has one");
         return;
     }
-    if (S->auth && !run_named(S, i, msg, claim)) return;
+    if (S->auth && !run_named(S, i, msg, &x)) return;
     if (S->n > 0) {
-        rdv_sc_reject(
-            S, i, "missing-ranks",
-            "too late: rank 0 started the run without this rank (it was declared missing)");
+        x.why = PF_WIRE_REFUSED_LATE;
+        refuse(S, i, &x,
+               "too late: rank 0 started the run without this rank (it was declared missing)");
         return;
     }
     if (r == 0) {
-        rdv_note_shared(S, "rendezvous", "duplicate-rank", RDV_FAIL, "%s, but rank 0 is %s", claim,
-                        S->pod);
-        rdv_sc_reject(S, i, "duplicate-rank", "rank 0 is another pod");
+        x.why = PF_WIRE_REFUSED_DUPLICATE;
+        pf_strcpy(x.holder, sizeof(x.holder), S->pod);
+        refuse(S, i, &x, "rank 0 is another pod");
         return;
     }
     if (!in_range) {
-        rdv_note_shared(S, "rendezvous", "world-size-mismatch", RDV_FAIL,
-                        "%s of world size %lld: outside rank 0's world size %d", claim, world,
-                        S->world);
-        rdv_sc_reject(S, i, "world-size-mismatch", "this rank is outside rank 0's world size");
+        x.why = PF_WIRE_REFUSED_WORLD;
+        refuse(S, i, &x, "this rank is outside rank 0's world size");
         return;
     }
     struct rdv_member *m = &S->m[r];
@@ -148,11 +136,10 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
                     r, pod, addr);
             if (m->conn >= 0 && (size_t)m->conn != i) rdv_sc_close(S, (size_t)m->conn);
         } else {
-            rdv_note_shared(
-                S, "rendezvous", "duplicate-rank", RDV_FAIL,
-                "rank %lld is claimed by two pods: %s (joined from %s) and %s (from %s)", r, m->pod,
-                m->addr, pod, addr);
-            rdv_sc_reject(S, i, "duplicate-rank", "another pod already holds this rank");
+            x.why = PF_WIRE_REFUSED_DUPLICATE;
+            pf_strcpy(x.holder, sizeof(x.holder), m->pod);
+            pf_strcpy(x.holder_addr, sizeof(x.holder_addr), m->addr);
+            refuse(S, i, &x, "another pod already holds this rank");
             return;
         }
     }

@@ -94,8 +94,8 @@ static int client_dial(struct rdv_session *S, int attempt, double *backoff, char
                 S->id.port, attempt, last);
         *last_say = now;
     }
-    rdv_guard(S, "rendezvous", "joining rank 0 at %s:%d (attempt %d: %s)", S->id.coordinator,
-              S->id.port, attempt, last);
+    rdv_guard(S, "joining rank 0 at %s:%d (attempt %d: %s)", S->id.coordinator, S->id.port, attempt,
+              last);
     double jitter = 0.5 + (double)(randombytes_uniform(1000)) / 1000.0;
     double wait = *backoff * jitter;
     if (pf_now() + wait > S->join_deadline) wait = S->join_deadline - pf_now();
@@ -122,8 +122,8 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
         pf_rdv_msg_free(msg);
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
-        if (strstr(last, "protocol version")) {
-            rdv_add_finding_text(S, "rendezvous", "version-mismatch", RDV_FAIL, last);
+        if (r == PF_EPROTO) {
+            rdv_end(S, PF_RDV_END_OTHER_VERSION, "rank 0 at %s speaks %s", peer, last);
             return PF_ERR;
         }
         rdv_say(S, "rank 0 at %s: %s; trying again", peer, last);
@@ -141,7 +141,6 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
     size_t left_out = rdv_join_payload(S, &b, S->ctl.auth.nonce_c);
     if (left_out && !S->env_left_out) {
         S->env_left_out = left_out;
-        rdv_ev_int(S, "joinEnvLeftOut", (long long)left_out);
         rdv_say(S,
                 "%zu of this pod's NCCL_* variables do not fit its JOIN (%u bytes): the ranks "
                 "do not compare them",
@@ -150,8 +149,7 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
     r = pf_rdv_conn_send(&S->ctl, PF_WIRE_JOIN, b.data, b.len, rdv_wait_end(S, S->su.waits.frame));
     pf_buf_free(&b);
     if (r == 0) {
-        rdv_guard(S, "rendezvous", "joined rank 0 at %s; waiting for rank 0 to start the run",
-                  peer);
+        rdv_guard(S, "joined rank 0 at %s; waiting for rank 0 to start the run", peer);
         rdv_say(S, "rank %d joined rank 0 at %s; waiting for the others", S->rank, peer);
         r = pf_rdv_conn_recv(&S->ctl, msg, false, S->cutoff - 0.5);
     }
@@ -160,9 +158,9 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
         pf_rdv_conn_close(&S->ctl);
         S->have_ctl = false;
         if (r == PF_ETIMEOUT || pf_now() >= S->cutoff - 1) {
-            rdv_add_finding_text(S, "rendezvous", "timeout", RDV_FAIL,
-                                 "joined rank 0 at its address, but it had not started the run "
-                                 "by this pod's deadline (it was still waiting for other ranks)");
+            rdv_end(S, PF_RDV_END_NO_START,
+                    "joined rank 0 at its address, but it had not started the run by this pod's "
+                    "deadline (it was still waiting for other ranks)");
             return PF_ERR;
         }
         rdv_say(S, "rank 0 went away before the run started (%s); joining again", last);
@@ -172,7 +170,7 @@ static int client_hello_join(struct rdv_session *S, int fd, const char *peer, do
     return 0;
 }
 
-/* Rank 0's answer to the JOIN: a REJECT, or the roster. 0, PF_ERR with findings, or
+/* Rank 0's answer to the JOIN: a REJECT, or the roster. 0, PF_ERR (the end says why), or
  * ANSWER_UNVERIFIED (last says what came): with a token, an answer whose MAC fails is not
  * believed. Whoever answers at rank 0's address without the token (a stale DNS record, a
  * reused pod IP, a stranger) cannot end this pod's join; it tries again until its deadline. */
@@ -191,22 +189,21 @@ static int client_answer(struct rdv_session *S, struct pf_rdv_msg *msg, char *la
         char code[48] = "", text[512] = "";
         pf_wire_fields_str(code, sizeof(code), &msg->f, "code");
         pf_wire_fields_str(text, sizeof(text), &msg->f, "message");
-        static const char *const known[] = {"auth-failed", "duplicate-rank", "world-size-mismatch",
-                                            "version-mismatch", "missing-ranks"};
-        const char *use = "timeout";
-        for (size_t k = 0; k < PF_ARRAY_LEN(known); k++)
-            if (strcmp(code, known[k]) == 0) use = known[k];
-        rdv_add_finding_text(S, "rendezvous", use, RDV_FAIL, text);
+        enum pf_wire_refusal why;
+        if (pf_wire_refusal_parse(code, &why) == 0)
+            rdv_end_refused(S, why, text);
+        else
+            rdv_end(S, PF_RDV_END_BAD_ANSWER, "%s: %s", pf_err_msg(), text);
         rdv_say(S, "rank 0 refused this pod: %s", text);
         return PF_ERR;
     }
     if (msg->type != PF_WIRE_ROSTER) {
-        rdv_add_finding_text(S, "rendezvous", "auth-failed", RDV_FAIL,
-                             "rank 0 sent an unexpected frame");
+        rdv_end(S, PF_RDV_END_BAD_ANSWER, "rank 0 answered the JOIN with a %s frame, not a ROSTER",
+                pf_wire_type_name(msg->type));
         return PF_ERR;
     }
     if (rdv_client_parse_roster(S, msg) < 0) {
-        rdv_add_finding_text(S, "rendezvous", "timeout", RDV_FAIL, pf_err_msg());
+        rdv_end(S, PF_RDV_END_BAD_ANSWER, "rank 0's ROSTER does not decode: %s", pf_err_msg());
         return PF_ERR;
     }
     return 0;
@@ -221,7 +218,7 @@ static int client_unverified(struct rdv_session *S, int n, const char *last)
              "pod's PREFLIGHT_TOKEN differs from rank 0's, or something else answers at that "
              "address (a stale DNS record, a reused pod IP); this pod kept trying for %.0f s",
              n, n == 1 ? "" : "s", S->id.coordinator, S->id.port, last, pf_now() - S->t0);
-    rdv_add_finding_text(S, "rendezvous", "auth-failed", RDV_FAIL, m2);
+    rdv_end(S, PF_RDV_END_UNVERIFIED, "%s", m2);
     return PF_ERR;
 }
 
@@ -259,10 +256,7 @@ int rdv_client_join(struct rdv_session *S)
     snprintf(m2, sizeof(m2), "rank 0%s%s%s never answered at %s:%d within %.0f s (last error: %s)",
              pod0[0] ? " (" : "", pod0, pod0[0] ? ")" : "", S->id.coordinator, S->id.port,
              pf_now() - S->t0, last[0] ? last : "none");
-    rdv_add_finding_text(S, "rendezvous", "missing-ranks", RDV_FAIL, m2);
-    char why[1200];
-    snprintf(why, sizeof(why), "never reachable at %s:%d: %s", S->id.coordinator, S->id.port,
-             last[0] ? last : "no answer");
-    rdv_note_culprit(S, 0, pod0, "", why);
+    rdv_end(S, PF_RDV_END_UNREACHABLE, "%s", m2);
+    pf_strcpy(S->last_error, sizeof(S->last_error), last[0] ? last : "no answer");
     return PF_ERR;
 }

@@ -233,7 +233,7 @@ int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
     int n = pf_wire_frame_decode(&f, p, avail, c->max_payload);
     if (n <= 0) return n;
     if (f.version != PF_WIRE_PROTO)
-        return pf_err_set(PF_EINVAL, "protocol version %u (this preflight speaks %d)", f.version,
+        return pf_err_set(PF_EPROTO, "protocol version %u (this preflight speaks %d)", f.version,
                           PF_WIRE_PROTO);
     if (f.seq != c->seq_in)
         return pf_err_set(PF_EINVAL,
@@ -502,7 +502,7 @@ int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t l
     int n = pf_wire_frame_decode(&f, buf, len, PF_RDV_MAX_DHELLO);
     if (n <= 0) return n;
     if (f.version != PF_WIRE_PROTO)
-        return pf_err_set(PF_EINVAL, "protocol version %u (this preflight speaks %d)", f.version,
+        return pf_err_set(PF_EPROTO, "protocol version %u (this preflight speaks %d)", f.version,
                           PF_WIRE_PROTO);
     if (f.type != PF_WIRE_DHELLO || f.seq != 0)
         return pf_err_set(PF_EINVAL, "a %s frame at sequence %u, not a DHELLO",

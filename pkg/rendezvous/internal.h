@@ -1,6 +1,6 @@
-/* The rendezvous' own declarations, shared by its files (session.c, outcome.c, conn.c, server.c,
- * admit.c, client.c, roster.c, step.c, mesh.c), the unit tests and the fuzz targets. Not part of
- * the module's interface (rendezvous.h). */
+/* The rendezvous' own declarations, shared by its files (session.c, record.c, conn.c, accept.c,
+ * server.c, admit.c, client.c, roster.c, step.c, mesh.c, probe.c, watch.c), the unit tests and
+ * the fuzz targets. Not part of the module's interface (rendezvous.h). */
 #ifndef PF_RENDEZVOUS_INTERNAL_H
 #define PF_RENDEZVOUS_INTERNAL_H
 
@@ -55,7 +55,8 @@ bool pf_rdv_conn_pending(const struct pf_rdv_conn *c);
  * PF_ETIMEOUT when nothing is there yet, another negative code on error. */
 int pf_rdv_conn_fill(struct pf_rdv_conn *c);
 /* Takes the next complete frame out of the input: 1 (out filled), 0 (need more bytes),
- * or a negative code with the message saying why (garbage, version, MAC, sequence). The
+ * or a negative code with the message saying why (PF_EPROTO: another protocol version;
+ * garbage, MAC, sequence: PF_EINVAL). The
  * MAC is checked when auth is on and a nonce pair is set; with require_mac a frame without
  * a valid MAC is an error. */
 int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require_mac);
@@ -74,8 +75,6 @@ int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, d
 void pf_rdv_sockname(char *out, size_t n, int fd, bool peer);
 /* The IP address text alone. */
 void pf_rdv_sockaddr_ip(char *out, size_t n, int fd, bool peer);
-
-enum { RDV_WARN = 0, RDV_FAIL = 1 }; /* a finding's severity */
 
 /* One rank of the run, as the roster names it. */
 struct pf_rdv_peer {
@@ -120,7 +119,8 @@ struct rdv_member {
     /* allocated when first used (NULL: none), so that a thousand ranks that joined and
      * answer every step cost no room for what went wrong */
     char *why;           /* refused or lost: why (at most RDV_WHY_MAX bytes) */
-    char *refused_claim; /* the last JOIN for this rank that failed authentication */
+    char *refused_claim; /* the last JOIN for this rank that failed authentication: "CLAIM:
+                          * why" (pf_rdv_member_info's refused_claim) */
     /* the step in progress */
     uint32_t step_got;
     bool step_ok;
@@ -157,16 +157,21 @@ struct rdv_timer {
     uint64_t gen;
 };
 
-/* The notes not yet taken (pf_rdv_note_next); their texts are owned here. */
-struct rdv_notes {
-    struct pf_rdv_note *v;
-    size_t n, cap, taken;    /* v[0 .. taken) were handed out: freed at the next take */
-    struct pf_strlist found; /* "check\x1fcode\x1ftext" of every finding noted (once each) */
-};
+/* Rank 0 keeps at most this many refusals (pf_rdv_refusals); the same one twice is kept once. */
+#define RDV_REFUSALS_MAX 1024
 
 struct rdv_session {
     struct pf_rdv_setup su; /* the caller's (pointers outlive the session) */
-    struct rdv_notes notes;
+    /* how this pod's meeting ended (pf_rdv_end), and what it counted (pf_rdv_stats) */
+    enum pf_rdv_end end;
+    enum pf_wire_refusal refusal; /* PF_RDV_END_REJECTED: rank 0's word */
+    char end_msg[1280];
+    char last_error[512]; /* a joiner: the last error towards rank 0 */
+    bool rostered;        /* pf_rdv_roster_send ran: joined and seconds are set */
+    double seconds;
+    /* rank 0: the JOINs it refused after believing them */
+    struct pf_wire_refused *refusals;
+    size_t nrefusals, refusals_left_out;
     struct pf_identity id;
     const char *token;
     bool auth;
@@ -207,10 +212,11 @@ struct rdv_session {
     char dropped_last[256];
     int refused; /* JOINs that failed authentication (strangers, replays, other tokens) */
     char refused_last[384];
-    bool claims_reported;
     double accept_rest_until, last_drop_say;
     uint8_t join_run[PF_WIRE_NONCE]; /* rank 0's HELLO names it; every JOIN names it back */
-    double last_join, roster_at;
+    double last_join, roster_at, arrival_to_roster;
+    int env_left_out_ranks;      /* ranks whose JOIN left NCCL_* variables out */
+    char env_left_out_last[256]; /* the last of them */
     int last_waiting;
     double last_progress;
     struct rdv_fanout *fan; /* rank 0: the frame being sent to every rank, a window at a time */
@@ -222,26 +228,14 @@ struct rdv_session {
     int nshifts, shifts[3], out_fd[3], in_fd[3];
 };
 
-/* ---- outcome.c: the notes (see rendezvous.h) */
-bool rdv_note_take(struct rdv_session *S, struct pf_rdv_note *out);
-void rdv_notes_free(struct rdv_notes *q);
-void rdv_note_check(struct rdv_session *S, const char *check);
-/* A finding (once: the same check, code and text are noted once); fleet: every rank's
- * verdict carries it. false when it was noted before. */
-bool rdv_note_finding(struct rdv_session *S, const char *check, const char *code, int sev,
-                      bool fleet, const char *text);
-void rdv_skip(struct rdv_session *S, const char *check, bool soft, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void rdv_message(struct rdv_session *S, const char *check, const char *fmt, ...)
+/* ---- record.c: how the meeting ended, what rank 0 refused, progress lines */
+/* This pod's meeting ended so (pf_rdv_end), with a message for a human. */
+void rdv_end(struct rdv_session *S, enum pf_rdv_end end, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Evidence of the check `rendezvous`. */
-void rdv_ev_int(struct rdv_session *S, const char *key, long long v);
-void rdv_ev_dbl(struct rdv_session *S, const char *key, double v);
-void rdv_ev_str(struct rdv_session *S, const char *key, const char *v);
-void rdv_note_identity(struct rdv_session *S);
-void rdv_note_pod(struct rdv_session *S, int rank, int world);
-void rdv_note_culprit(struct rdv_session *S, int rank, const char *pod, const char *node,
-                      const char *text);
+/* Rank 0 refused this pod: why (its REJECT's word), and its message. */
+void rdv_end_refused(struct rdv_session *S, enum pf_wire_refusal why, const char *text);
+/* Rank 0 refused a JOIN it believed: kept once (at most RDV_REFUSALS_MAX). */
+void rdv_refused(struct rdv_session *S, const struct pf_wire_refused *x);
 /* A progress line for a human. */
 void rdv_say(struct rdv_session *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -255,25 +249,17 @@ int rdv_peer_lost(struct rdv_session *S, char *who, size_t n);
 void rdv_session_init(struct rdv_session *S);
 void rdv_session_free(struct rdv_session *S);
 
-/* ---- outcome.c: naming ranks, findings, the guard */
+/* ---- record.c: naming ranks, the guard */
 double rdv_wait_end(const struct rdv_session *S, double secs);
 /* The pod name of rank: as it joined, from the roster, or from the naming rule. */
 const char *rdv_pod_of(const struct rdv_session *S, int rank, char *buf, size_t n);
 const char *rdv_node_of(const struct rdv_session *S, int rank);
 /* "rank 5 (trainer-5)" */
 void rdv_who(char *out, size_t n, const struct rdv_session *S, int rank);
-/* A finding on this rank's verdict (once); sev: RDV_WARN or RDV_FAIL. */
-void rdv_add_finding_text(struct rdv_session *S, const char *check, const char *code, int sev,
-                          const char *msg);
-/* A finding every rank's verdict carries: rank 0 notes it for the fleet, whose summary
- * every rank takes. */
-void rdv_note_shared(struct rdv_session *S, const char *check, const char *code, int sev,
-                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Appends "5, 11, 12": at most PF_WIRE_LIST_MAX, then "and K more". */
 void rdv_list_numbers(struct pf_buf *b, const int *ranks, size_t n);
 /* What is under way, for a verdict written on a signal or at the deadline. */
-void rdv_guard(struct rdv_session *S, const char *stage_id, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void rdv_guard(struct rdv_session *S, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- server.c: rank 0's connections and its epoll loop */
 /* A new connection on fd: a slot, its JOIN deadline, rank 0's HELLO on its way, and its place
@@ -296,8 +282,8 @@ void rdv_member_set(struct rdv_session *S, int rank, int state, uint32_t step_go
 /* The next step: step_no + 1 (the counters move with it). */
 void rdv_step_next(struct rdv_session *S);
 void rdv_member_lost(struct rdv_session *S, int rank, const char *why);
-/* Queues a REJECT {code, message} and closes the connection once it is written. */
-void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char *msg);
+/* Queues a REJECT {code: why's word, message} and closes the connection once it is written. */
+void rdv_sc_reject(struct rdv_session *S, size_t i, enum pf_wire_refusal why, const char *msg);
 /* A connection that is not (or no longer) a member: garbage, a scanner, a slow client. */
 void rdv_sc_drop(struct rdv_session *S, size_t i, const char *why);
 /* Rank 0's member table: world empty records (rdv_session_free frees it). */
@@ -305,16 +291,13 @@ void rdv_members_init(struct rdv_session *S);
 /* The event loop of rank 0. Returns true when done(S) said so, false at the deadline. */
 bool rdv_serve(struct rdv_session *S, double deadline, bool (*done)(struct rdv_session *));
 /* Listens on the rendezvous port and sets up the member table with rank 0 in it. PF_ERR
- * with the finding `listen-failed` when the port cannot be had. */
+ * (the meeting ended PF_RDV_END_LISTEN_FAILED) when the port cannot be had. */
 int rdv_root_listen(struct rdv_session *S);
 /* serve's condition of the join phase: every rank joined (says who is awaited meanwhile). */
 bool rdv_join_done(struct rdv_session *S);
 
 /* ---- admit.c: a JOIN on connection i, admitted or refused */
 void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg);
-/* At the end of the join phase: for each rank still missing whose rank a refused JOIN
- * claimed, a `stranger-refused` warning (the missing rank fails the run anyway). */
-void rdv_admit_report_claims(struct rdv_session *S);
 /* Rank 0: rank's JOIN left n of its NCCL_* variables out (envLeftOut, or over the member
  * table's limit): the evidence counts the ranks (envLeftOutRanks) and names the last. */
 void rdv_env_left_out(struct rdv_session *S, int rank, long long n);
@@ -323,8 +306,9 @@ void rdv_env_left_out(struct rdv_session *S, int rank, long long n);
 /* The DHELLO payload: run, src, dst, shift (struct pf_rdv_dhello: rendezvous.h). */
 void pf_rdv_dhello_payload(struct pf_buf *b, const struct pf_rdv_dhello *h);
 /* Decodes the DHELLO frame at the start of buf (peer input): the bytes it takes, 0 while
- * more are needed, PF_EINVAL when it is not a DHELLO of this protocol at sequence 0, lacks a
- * field, or (a->on) carries no HMAC or one that fails: a->nonce_s is the run id. */
+ * more are needed, PF_EPROTO for another protocol version, PF_EINVAL when it is not a DHELLO
+ * at sequence 0, lacks a field, or (a->on) carries no HMAC or one that fails: a->nonce_s is
+ * the run id. */
 int pf_rdv_dhello_decode(struct pf_rdv_dhello *out, const uint8_t *buf, size_t len,
                          const struct pf_wire_auth *a);
 

@@ -3,14 +3,16 @@
  * connections, the summary).
  *
  * This header holds only what other modules call: the session (session.c: the meeting, its
- * steps, the data mesh, probe connections, the summary's delivery) and what it concluded
- * (outcome.c: notes the caller writes into its verdict). Who a pod is comes from
- * pkg/identity, the bytes on the wire from pkg/wire; the parts (connections, rank 0's server,
- * admission, the joiners' side, the roster) are declared in internal.h.
+ * steps, the data mesh, probe connections, the summary's delivery) and what it recorded
+ * (record.c: how the meeting ended, its counters, rank 0's refusals). Who a pod is comes from
+ * pkg/identity, the bytes on the wire and the REJECT's words from pkg/wire; the parts
+ * (connections, rank 0's server, admission, the joiners' side, the roster) are declared in
+ * internal.h.
  *
- * The meeting knows nothing of verdicts, configs or the fleet: the caller hands it what it
- * needs (struct pf_rdv_setup) and takes back what it concluded (pf_rdv_note_next, the marks,
- * pf_rdv_member). */
+ * The meeting knows nothing of verdicts, checks, configs or the fleet: the caller hands it
+ * what it needs (struct pf_rdv_setup) and reads back facts (pf_rdv_end, pf_rdv_stats,
+ * pf_rdv_refusals, the marks, pf_rdv_member); pkg/run (meet.c) and pkg/fleet (agree.c) name
+ * them. */
 #ifndef PF_RENDEZVOUS_H
 #define PF_RENDEZVOUS_H
 
@@ -30,8 +32,6 @@
 struct pf_rdv;
 struct pf_rdv_msg;
 
-/* What the caller hands the session: the config's values, the time it has, who this pod is,
- * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
 /* The meeting's fixed waits in seconds, each also bounded by the cutoff; 0: the cutoff alone
  * (pkg/run gives them: run.h's PF_RUN_*_S). */
 struct pf_rdv_waits {
@@ -43,6 +43,8 @@ struct pf_rdv_waits {
     double close;   /* rank 0 lets a refused connection read why, then closes it */
 };
 
+/* What the caller hands the session: the config's values, the time it has, who this pod is,
+ * what its JOIN claims, and where its lines go. Pointers must outlive the session. */
 struct pf_rdv_setup {
     const char *interface; /* rendezvous.interface: the data port binds to its IPv4 address */
     const char *digest;    /* the config's digest: every rank's must be the same */
@@ -59,10 +61,9 @@ struct pf_rdv_setup {
     const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; NULL: none */
     const struct pf_strlist *env; /* "NAME=VALUE" of the NCCL_* variables (pf_rdv_join_env) */
     /* progress lines for a human; what is under way (for a verdict written on a signal or
-     * at the deadline); a new note (pf_rdv_note_next). Each may be NULL. */
+     * at the deadline). Each may be NULL. */
     void (*progress)(void *arg, const char *line);
-    void (*doing)(void *arg, const char *check, const char *doing);
-    void (*noted)(void *arg);
+    void (*doing)(void *arg, const char *doing);
     void *arg;
     /* rank 0: the positions whose data addresses position pos of n needs from the roster
      * (those it dials, known from (pos, n): pf_coll_dial_partners), at most
@@ -76,9 +77,8 @@ struct pf_rdv_setup {
 void pf_rdv_join_env(struct pf_strlist *out, const struct pf_env *env,
                      bool (*secret)(const char *name));
 
-/* A new session; notes the checks `rendezvous` and `collective.tcp`. PF_ERR (the check
- * skipped, saying why) when libsodium cannot start; *out is set first, either way, and is
- * freed by pf_rdv_close. */
+/* A new session. PF_ERR (the meeting ended PF_RDV_END_NO_CRYPTO) when libsodium cannot
+ * start; *out is set first, either way, and is freed by pf_rdv_close. */
 int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
                 const struct pf_rdv_setup *su);
 void pf_rdv_close(struct pf_rdv *R);
@@ -87,11 +87,56 @@ enum { PF_RDV_ALONE = 0, PF_RDV_MET = 1 };
 /* Who am I, then the meeting: rank 0 serves JOINs until all came or the join deadline, the
  * others join it and take the roster. PF_RDV_MET (rank 0 must then call pf_rdv_roster_send),
  * PF_RDV_ALONE for a world of one (no socket opened), PF_ERR when this pod is in no run
- * (the checks `rendezvous` and `collective.tcp` then say why). */
+ * (pf_rdv_end says why). */
 int pf_rdv_meet(struct pf_rdv *R);
-/* After the meeting: rank 0 sends the roster; every rank records the meeting's evidence
- * and message on the check `rendezvous`. */
+/* After the meeting: rank 0 sends the roster; every rank records how many met, and when
+ * (pf_rdv_stats). */
 void pf_rdv_roster_send(struct pf_rdv *R);
+
+/* ---- what the meeting recorded (record.c): facts, named by pkg/run and pkg/fleet */
+
+/* How this pod's meeting ended. */
+enum pf_rdv_end {
+    PF_RDV_END_NONE = 0,      /* not yet (the meeting is under way, or was not opened) */
+    PF_RDV_END_MET,           /* it met the others (rank 0 then sends the roster) */
+    PF_RDV_END_ALONE,         /* a world of one: nobody to meet */
+    PF_RDV_END_NOT_MEMBER,    /* the identity says this pod is no rank (the message: why) */
+    PF_RDV_END_NO_IDENTITY,   /* who this pod is is unknown (the setup's id_error) */
+    PF_RDV_END_NO_CRYPTO,     /* libsodium failed to initialise */
+    PF_RDV_END_LISTEN_FAILED, /* the rendezvous port (rank 0) or the data port cannot be had */
+    PF_RDV_END_REJECTED,      /* rank 0 refused this pod (the refusal: its REJECT's word) */
+    PF_RDV_END_UNVERIFIED,    /* every answer at rank 0's address failed the token check */
+    PF_RDV_END_NO_START,      /* it joined, but rank 0 had not started the run by the cutoff */
+    PF_RDV_END_UNREACHABLE,   /* rank 0 never answered at its address */
+    PF_RDV_END_OTHER_VERSION, /* rank 0 speaks another protocol version (PF_EPROTO) */
+    PF_RDV_END_BAD_ANSWER,    /* rank 0's answer did not decode: a malformed roster, an
+                               * unexpected frame, a REJECT with a word this version lacks */
+};
+/* How this pod's meeting ended; *refusal (may be NULL) rank 0's word when REJECTED, and
+ * *message (may be NULL) what happened, for a human ("" when nothing went wrong). */
+enum pf_rdv_end pf_rdv_end(const struct pf_rdv *R, enum pf_wire_refusal *refusal,
+                           const char **message);
+
+/* The meeting's counters. The strings live as long as R; "" when none. */
+struct pf_rdv_stats {
+    bool auth;                     /* every frame carries an HMAC (a token is set) */
+    bool rostered;                 /* pf_rdv_roster_send ran: joined and seconds are set */
+    int joined;                    /* ranks in the run */
+    double seconds;                /* from the session's start to the roster */
+    int refused;                   /* rank 0: JOINs that failed the token check */
+    const char *last_refused;      /* "CLAIM: why" of the last one */
+    int dropped;                   /* rank 0: connections dropped before they joined */
+    const char *last_dropped;      /* "PEER: why" of the last one */
+    double arrival_to_roster;      /* rank 0: the last JOIN to the roster sent; -1: none */
+    int env_left_out_ranks;        /* rank 0: ranks whose JOIN left NCCL_* variables out */
+    const char *last_env_left_out; /* "rank N (POD): K NCCL_* variables" of the last one */
+    long long join_env_left_out;   /* this pod's JOIN left these NCCL_* variables out */
+    const char *last_error;        /* a joiner: the last error towards rank 0 */
+};
+void pf_rdv_stats(const struct pf_rdv *R, struct pf_rdv_stats *out);
+/* Rank 0: the JOINs it refused after believing them (struct pf_wire_refused), in the order
+ * refused, the same one once; *n gets their number. */
+const struct pf_wire_refused *pf_rdv_refusals(const struct pf_rdv *R, size_t *n);
 
 int pf_rdv_rank(const struct pf_rdv *R);
 /* This pod's world size, and rank 0's (the roster's: every rank decides by that one). */
@@ -134,38 +179,11 @@ struct pf_rdv_member_info {
     long long world_claimed;
     const struct pf_strlist *env; /* "NAME=VALUE" of its NCCL_* variables */
     const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
+    /* "CLAIM: why" of the last JOIN for this rank that failed the token check; "": none */
+    const char *refused_claim;
 };
 /* Rank 0 only: PF_EINVAL for a rank out of range or at another rank. */
 int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *out);
-
-/* ---- what the meeting concluded: notes, in the order made, that the caller writes into
- * its verdict (and, at rank 0, a fleet finding into the fleet's findings) */
-enum pf_rdv_note_kind {
-    PF_RDV_NOTE_CHECK = 0, /* the check exists (checks are noted in the order they appear) */
-    PF_RDV_NOTE_FINDING,   /* code and text; fail, else a warning; fleet: every rank's
-                            * verdict carries it (rank 0 adds it to the fleet's findings) */
-    PF_RDV_NOTE_SKIP,      /* the check is skipped, text says why; soft: only if the check has
-                            * neither a skip nor a finding */
-    PF_RDV_NOTE_MESSAGE,   /* the check's message is text */
-    PF_RDV_NOTE_INT,       /* the check's evidence: key = i */
-    PF_RDV_NOTE_DBL,       /* key = d */
-    PF_RDV_NOTE_STR,       /* key = text */
-    PF_RDV_NOTE_IDENTITY,  /* the evidence map `identity`: the setup's identity */
-    PF_RDV_NOTE_POD,       /* this pod's rank is i, its world size world */
-    PF_RDV_NOTE_CULPRIT,   /* rank i (pod, node) is to blame: text */
-};
-struct pf_rdv_note {
-    int kind;
-    const char *check; /* "rendezvous" or "collective.tcp" */
-    const char *code, *key, *text, *pod, *node;
-    bool fail, fleet, soft;
-    long long i;
-    int world;
-    double d;
-};
-/* The next note not yet taken: true with *out filled (its texts live until the next call or
- * pf_rdv_close), false when there is none. */
-bool pf_rdv_note_next(struct pf_rdv *R, struct pf_rdv_note *out);
 
 /* ---- steps: every rank sends its part, rank 0 answers with the parts or with the decision
  * to stop (naming who was lost or failed), so every rank takes the same path */

@@ -177,11 +177,11 @@ void rdv_member_lost(struct rdv_session *S, int rank, const char *why)
     rdv_say(S, "lost %s: %s", w, why);
 }
 
-void rdv_sc_reject(struct rdv_session *S, size_t i, const char *code, const char *msg)
+void rdv_sc_reject(struct rdv_session *S, size_t i, enum pf_wire_refusal why, const char *msg)
 {
     struct pf_buf b;
     pf_buf_init(&b, 1 << 16);
-    pf_wire_put_str(&b, "code", code);
+    pf_wire_put_str(&b, "code", pf_wire_refusal_code(why));
     pf_wire_put_str(&b, "message", msg);
     struct rdv_sconn *c = &S->sc[i];
     pf_rdv_conn_queue(&c->c, PF_WIRE_REJECT, b.data, b.len);
@@ -496,13 +496,12 @@ bool rdv_join_done(struct rdv_session *S)
         free(w);
         /* the guard first: a verdict written on a signal right after the line is seen must
          * already say what was under way */
-        rdv_guard(S, "rendezvous", "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
+        rdv_guard(S, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
         rdv_say(S, "waiting for %d of %d ranks: %s", nw, S->world, pf_buf_str(&b));
         pf_buf_free(&b);
         S->last_progress = now;
         S->last_waiting = nw;
     }
-    if (nw && now >= S->join_deadline) rdv_admit_report_claims(S);
     return nw == 0;
 }
 
@@ -551,19 +550,14 @@ int rdv_root_listen(struct rdv_session *S)
     int p = S->id.port;
     rdv_say(S, "rank 0 of %d: listening on port %d for %d ranks", S->world, p, S->world - 1);
     if (pf_rdv_listen(&S->lfd, "", &p) < 0) {
-        char m[1100];
-        snprintf(m, sizeof(m), "rendezvous port %d: %s", S->id.port, pf_err_msg());
-        rdv_add_finding_text(S, "rendezvous", "listen-failed", RDV_FAIL, m);
-        rdv_skip(S, "collective.tcp", false, "rank 0 cannot listen");
+        rdv_end(S, PF_RDV_END_LISTEN_FAILED, "rendezvous port %d: %s", S->id.port, pf_err_msg());
         return PF_ERR;
     }
     S->ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event e = {.events = EPOLLIN, .data.u64 = EV_LISTENER};
     if (S->ep < 0 || epoll_ctl(S->ep, EPOLL_CTL_ADD, S->lfd, &e) < 0) {
-        char m[300];
-        snprintf(m, sizeof(m), "rendezvous port %d: epoll: %s", S->id.port, strerror(errno));
-        rdv_add_finding_text(S, "rendezvous", "listen-failed", RDV_FAIL, m);
-        rdv_skip(S, "collective.tcp", false, "rank 0 cannot listen");
+        rdv_end(S, PF_RDV_END_LISTEN_FAILED, "rendezvous port %d: epoll: %s", S->id.port,
+                strerror(errno));
         return PF_ERR;
     }
     S->lfd_ev = EPOLLIN;

@@ -10,7 +10,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <math.h>
 #include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -80,7 +79,7 @@ void rdv_session_free(struct rdv_session *S)
     rdv_roster_free(S);
     pf_wire_marks_free(&S->lost);
     pf_wire_marks_free(&S->failed);
-    rdv_notes_free(&S->notes);
+    free(S->refusals);
 }
 
 static void raise_nofile(void)
@@ -92,22 +91,18 @@ static void raise_nofile(void)
     }
 }
 
-/* Who am I: the identity and its evidence. PF_ERR when this pod has nothing to meet (the
- * checks are then set). */
+/* Who am I. PF_ERR when this pod has nothing to meet (the end says why). */
 static int stage_identity(struct rdv_session *S)
 {
-    if (S->su.id) {
-        S->id = *S->su.id;
-        rdv_note_identity(S);
-    } else {
-        rdv_add_finding_text(S, "rendezvous", "identity-unknown", RDV_FAIL,
-                             S->su.id_error ? S->su.id_error : "this pod's identity is unknown");
-        rdv_skip(S, "collective.tcp", false, "no rendezvous: this pod's identity is unknown");
+    if (!S->su.id) {
+        rdv_end(S, PF_RDV_END_NO_IDENTITY, "%s",
+                S->su.id_error && *S->su.id_error ? S->su.id_error
+                                                  : "this pod's identity is unknown");
         return PF_ERR;
     }
+    S->id = *S->su.id;
     if (!S->id.member) {
-        rdv_skip(S, "rendezvous", false, "this pod is no rank: %s", S->id.explain);
-        rdv_skip(S, "collective.tcp", false, "this pod is no rank of the all-reduce");
+        rdv_end(S, PF_RDV_END_NOT_MEMBER, "%s", S->id.explain);
         return PF_ERR;
     }
     char host[256] = "";
@@ -115,19 +110,8 @@ static int stage_identity(struct rdv_session *S)
     host[sizeof(host) - 1] = '\0';
     S->rank = S->id.rank;
     S->world = S->id.world_size;
-    rdv_note_pod(S, S->rank, S->world);
     pf_strcpy(S->pod, sizeof(S->pod), S->su.pod ? S->su.pod : host);
     pf_strcpy(S->node, sizeof(S->node), S->su.node ? S->su.node : "");
-    rdv_ev_int(S, "rank", S->rank);
-    rdv_ev_str(S, "rankFrom", S->id.rank_from);
-    rdv_ev_int(S, "worldSize", S->world);
-    rdv_ev_str(S, "worldSizeFrom", S->id.world_from);
-    if (S->rank != 0) {
-        rdv_ev_str(S, "coordinator", S->id.coordinator);
-        rdv_ev_str(S, "coordinatorFrom", S->id.coord_from);
-    }
-    rdv_ev_int(S, "port", S->id.port);
-    rdv_ev_str(S, "auth", S->auth ? "hmac-sha256" : "none");
     return 0;
 }
 
@@ -144,8 +128,7 @@ static void stage_budget(struct rdv_session *S)
 static int meet_root(struct rdv_session *S)
 {
     if (rdv_root_listen(S) < 0) return PF_ERR;
-    rdv_guard(S, "rendezvous", "waiting for %d rank%s to join", S->world - 1,
-              S->world - 1 == 1 ? "" : "s");
+    rdv_guard(S, "waiting for %d rank%s to join", S->world - 1, S->world - 1 == 1 ? "" : "s");
     rdv_serve(S, S->join_deadline, rdv_join_done);
     return 0;
 }
@@ -156,10 +139,7 @@ static void roster_root(struct rdv_session *S)
     rdv_root_send_roster(S);
     rdv_serve(S, rdv_wait_end(S, S->su.waits.flush), rdv_flushed);
     S->roster_at = pf_now();
-    if (t_last > 0)
-        rdv_ev_dbl(S, "lastArrivalToRosterSeconds", round((S->roster_at - t_last) * 1e6) / 1e6);
-    rdv_ev_int(S, "droppedConnections", S->dropped);
-    if (S->dropped) rdv_ev_str(S, "lastDropped", S->dropped_last);
+    S->arrival_to_roster = t_last > 0 ? S->roster_at - t_last : -1;
     find_iface(S);
 }
 
@@ -171,10 +151,7 @@ static int meet_client(struct rdv_session *S)
     rdv_say(S, "rank %d of %d (%s): joining rank 0%s%s%s at %s:%d", S->rank, S->world,
             S->id.rank_from, pod0[0] ? " (" : "", pod0, pod0[0] ? ")" : "", S->id.coordinator,
             S->id.port);
-    if (rdv_client_join(S) < 0) {
-        rdv_skip(S, "collective.tcp", true, "no rendezvous: this pod is not in the run");
-        return PF_ERR;
-    }
+    if (rdv_client_join(S) < 0) return PF_ERR;
     find_iface(S);
     return 0;
 }
@@ -185,8 +162,7 @@ static int stage_meet(struct rdv_session *S)
     if (stage_identity(S) < 0) return PF_ERR;
     if (S->world == 1) {
         /* a world of one passes without a partner: no socket, no waiting */
-        rdv_message(S, "rendezvous", "world of one: no other pod to meet");
-        rdv_skip(S, "collective.tcp", false, "world of one: no other pod to all-reduce with");
+        S->end = PF_RDV_END_ALONE;
         rdv_roster_alloc(S, 1);
         S->rk[0] = 0;
         return PF_RDV_ALONE;
@@ -196,13 +172,11 @@ static int stage_meet(struct rdv_session *S)
     find_iface(S);
     S->data_port = 0;
     if (pf_rdv_listen(&S->data_lfd, S->bind_ip, &S->data_port) < 0) {
-        char m[1100];
-        snprintf(m, sizeof(m), "data port: %s", pf_err_msg());
-        rdv_add_finding_text(S, "rendezvous", "listen-failed", RDV_FAIL, m);
-        rdv_skip(S, "collective.tcp", false, "no data port");
+        rdv_end(S, PF_RDV_END_LISTEN_FAILED, "data port: %s", pf_err_msg());
         return PF_ERR;
     }
     if ((S->rank == 0 ? meet_root(S) : meet_client(S)) < 0) return PF_ERR;
+    S->end = PF_RDV_END_MET;
     return PF_RDV_MET;
 }
 
@@ -216,14 +190,12 @@ int pf_rdv_open(struct pf_rdv **out, const struct pf_identity_opts *o,
     *out = R;
     rdv_session_init(S);
     S->su = *su;
-    if (sodium_init() < 0) {
-        rdv_skip(S, "rendezvous", false, "libsodium failed to initialise");
-        return PF_ERR;
-    }
     S->token = o->token && *o->token ? o->token : NULL;
     S->auth = S->token != NULL;
-    rdv_note_check(S, "rendezvous");
-    rdv_note_check(S, "collective.tcp");
+    if (sodium_init() < 0) {
+        rdv_end(S, PF_RDV_END_NO_CRYPTO, "libsodium failed to initialise");
+        return PF_ERR;
+    }
     return 0;
 }
 
@@ -239,24 +211,47 @@ int pf_rdv_meet(struct pf_rdv *R)
     return stage_meet(&R->st);
 }
 
-bool pf_rdv_note_next(struct pf_rdv *R, struct pf_rdv_note *out)
+enum pf_rdv_end pf_rdv_end(const struct pf_rdv *R, enum pf_wire_refusal *refusal,
+                           const char **message)
 {
-    return rdv_note_take(&R->st, out);
+    if (refusal) *refusal = R->st.refusal;
+    if (message) *message = R->st.end_msg;
+    return R->st.end;
+}
+
+void pf_rdv_stats(const struct pf_rdv *R, struct pf_rdv_stats *out)
+{
+    const struct rdv_session *S = &R->st;
+    *out = (struct pf_rdv_stats){
+        .auth = S->auth,
+        .rostered = S->rostered,
+        .joined = S->n,
+        .seconds = S->seconds,
+        .refused = S->refused,
+        .last_refused = S->refused_last,
+        .dropped = S->dropped,
+        .last_dropped = S->dropped_last,
+        .arrival_to_roster = S->rostered && S->rank == 0 ? S->arrival_to_roster : -1,
+        .env_left_out_ranks = S->env_left_out_ranks,
+        .last_env_left_out = S->env_left_out_last,
+        .join_env_left_out = (long long)S->env_left_out,
+        .last_error = S->last_error,
+    };
+}
+
+const struct pf_wire_refused *pf_rdv_refusals(const struct pf_rdv *R, size_t *n)
+{
+    *n = R->st.nrefusals;
+    return R->st.refusals;
 }
 
 void pf_rdv_roster_send(struct pf_rdv *R)
 {
     struct rdv_session *S = &R->st;
     if (S->rank == 0) roster_root(S);
-    double met = pf_now() - S->t0;
-    rdv_ev_int(S, "joined", S->n);
-    rdv_ev_dbl(S, "seconds", round(met * 1000) / 1000);
-    rdv_say(S, "%d of %d ranks in the run after %.1f s", S->n, S->world, met);
-    if (S->n == S->world)
-        rdv_message(S, "rendezvous", "all %d ranks met in %.1f s through %s:%d", S->world, met,
-                    S->rank == 0 ? "this pod" : S->id.coordinator, S->id.port);
-    else
-        rdv_message(S, "rendezvous", "%d of %d ranks met in %.1f s", S->n, S->world, met);
+    S->seconds = pf_now() - S->t0;
+    S->rostered = true;
+    rdv_say(S, "%d of %d ranks in the run after %.1f s", S->n, S->world, S->seconds);
 }
 
 int pf_rdv_rank(const struct pf_rdv *R)
@@ -370,6 +365,7 @@ int pf_rdv_member(const struct pf_rdv *R, int rank, struct pf_rdv_member_info *o
         .world_claimed = m->world_claimed,
         .env = &m->env,
         .fabric = m->fabric,
+        .refused_claim = m->refused_claim ? m->refused_claim : "",
     };
     return 0;
 }

@@ -1,6 +1,6 @@
-/* run's own declarations, shared by its files (run.c the loop, local.c, whoami.c, pods.c,
- * tcp.c, probes.c, rails.c, rails_probe.c, gpu.c, summary.c) and its unit tests. Not part of the
- * module's interface (run.h). */
+/* run's own declarations, shared by its files (run.c the loop, budget.c, local.c, whoami.c,
+ * meet.c, pods.c, tcp.c, probes.c, rails.c, rails_probe.c, gpu.c, summary.c) and its unit
+ * tests. Not part of the module's interface (run.h). */
 #ifndef PF_RUN_INTERNAL_H
 #define PF_RUN_INTERNAL_H
 
@@ -46,6 +46,26 @@ struct run_pods {
     struct pf_buf sum;      /* rank 0: the SUMMARY payload */
 };
 
+/* ---- meet.c: what the meeting is handed, and what the verdict says of it */
+/* How one way the meeting ends shows in the verdict (a row of meet.c's meet_ends). */
+struct run_meet_end {
+    enum pf_rdv_end end;
+    const char *code;  /* the finding of check `rendezvous`; NULL: none */
+    enum pf_status st; /* its status */
+    bool skip;         /* `rendezvous` is skipped: "<skip_pre><the end's message>" */
+    const char *skip_pre;
+    const char *tcp; /* `collective.tcp` is skipped, saying this; NULL: it is not */
+    bool no_tcp;     /* `collective.tcp` is not in the verdict */
+    bool blame_root; /* rank 0 is the culprit (never reachable) */
+};
+/* The row of end into out (REJECTED: the code is refusal's word); false for PF_RDV_END_NONE. */
+bool run_meet_end_of(enum pf_rdv_end end, enum pf_wire_refusal refusal, struct run_meet_end *out);
+/* The meeting's counters as the evidence of check `rendezvous` (and, after the roster, its
+ * message); again is harmless. */
+void run_meet_evidence(struct pf_run *R);
+/* Frees what run_stage_meet set up for the meeting (after pf_rdv_close). */
+void run_pods_free(struct run_pods *P);
+
 /* ---- pods.c: the verdict, the fleet, naming ranks */
 struct pf_check *run_chk(struct pf_run *R, const char *id);
 /* A finding on this rank's verdict (once). */
@@ -64,18 +84,13 @@ void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool on
 int run_ring_rank(const struct pf_run *R, int shift);
 /* Rank 0's fleet once it serves; NULL at the other ranks and before. */
 struct pf_fleet *run_fleet(struct pf_run *R);
-/* Writes the meeting's notes not yet taken into the verdict (a fleet finding also into the
- * fleet's findings at rank 0). */
-void run_rdv_notes(struct pf_run *R);
-/* Frees what run_stage_meet set up for the meeting (after pf_rdv_close). */
-void run_pods_free(struct run_pods *P);
 
 /* ---- inventory.c: this pod's inventory for check gang, from its local checks' evidence */
 void run_inventory(struct pf_fleet_inv *out, struct pf_run *R);
 /* The inventory as evidence `inventory` in ev. */
 void run_inventory_evidence(struct pf_node *ev, const struct pf_fleet_inv *inv);
 
-/* ---- the stages (local.c, pods.c, tcp.c, gpu.c, summary.c) */
+/* ---- the stages (local.c, meet.c, tcp.c, gpu.c, summary.c) */
 int run_stage_local(struct pf_run *R);
 int run_stage_counters(struct pf_run *R);
 int run_stage_meet(struct pf_run *R);

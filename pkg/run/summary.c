@@ -314,6 +314,7 @@ int run_stage_summary(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
     if (P->met == RUN_MET) final_report(R);
+    run_meet_evidence(R); /* its counters as they are at its end */
     pf_rdv_close(P->rdv);
     P->rdv = NULL;
     return 0;

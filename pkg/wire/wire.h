@@ -1,7 +1,8 @@
 /* wire: the bytes every message between pods is made of. Versioned, length-prefixed frames
  * with a magic number and an optional HMAC-SHA256 bound to per-connection nonces; their
  * payload, a sequence of key/value fields (`pf_wire_put*` writes them, `pf_wire_fields_*`
- * reads them); and the lost/failed marks that the meeting keeps and pkg/fleet judges. Pure
+ * reads them); the words a REJECT says; and the lost/failed marks and the refused JOINs that
+ * the meeting keeps and pkg/fleet judges. Pure
  * functions (no I/O) except pf_wire_random; below both the rendezvous (which carries frames
  * over its connections) and the fleet (whose reports are field payloads). */
 #ifndef PF_WIRE_H
@@ -135,5 +136,36 @@ struct pf_wire_marks {
 void pf_wire_mark(struct pf_wire_marks *l, int rank, const char *why);
 bool pf_wire_marked(const struct pf_wire_marks *l, int rank);
 void pf_wire_marks_free(struct pf_wire_marks *l);
+
+/* ---- refusals: why rank 0 refused a JOIN ------------------------------------------- */
+
+/* The REJECT's `code`: these words cross the wire, and a refused pod's verdict names its
+ * finding by them (docs/checks/60-rendezvous.md). */
+enum pf_wire_refusal {
+    PF_WIRE_REFUSED_TOKEN = 0, /* "auth-failed": its MAC does not verify, or the tokens differ */
+    PF_WIRE_REFUSED_RUN,       /* "version-mismatch": its JOIN names no run of this rank 0 */
+    PF_WIRE_REFUSED_DUPLICATE, /* "duplicate-rank": another pod holds its rank (or rank 0) */
+    PF_WIRE_REFUSED_WORLD,     /* "world-size-mismatch": its rank is outside rank 0's world */
+    PF_WIRE_REFUSED_LATE,      /* "missing-ranks": the run started without it */
+    PF_WIRE_REFUSED_END,
+};
+/* The word of r ("" for none). */
+const char *pf_wire_refusal_code(enum pf_wire_refusal r);
+/* The refusal a REJECT's code names: 0, or PF_EINVAL for a word this version does not know. */
+int pf_wire_refusal_parse(const char *code, enum pf_wire_refusal *out);
+
+/* A JOIN rank 0 refused after believing it (its MAC verified, or no token is set): what it
+ * claimed. A JOIN that fails the token check is not believed, so it is no refusal of this
+ * kind: it is counted, and kept by the rank it claimed (the meeting's member record). */
+#define PF_WIRE_CLAIM_MAX 256
+struct pf_wire_refused {
+    enum pf_wire_refusal why;
+    long long rank, world;         /* the rank and world size it claimed */
+    char claim[PF_WIRE_CLAIM_MAX]; /* "a pod at ADDR claiming rank R (POD)" */
+    char pod[PF_WIRE_CLAIM_MAX];   /* its pod ("" when it named none) */
+    char addr[64];                 /* the address it came from */
+    /* PF_WIRE_REFUSED_DUPLICATE of a rank that had joined: the pod holding it, and from where */
+    char holder[PF_WIRE_CLAIM_MAX], holder_addr[64];
+};
 
 #endif

@@ -21,25 +21,18 @@ ADDERS = {
     "render": (1, 2),            # pkg/verdict/guard.c: timeout and interrupted
     "pf_verdict_add_check": (1, None),
     "pf_verdict_guard_update": (1, None),
-    # pkg/rendezvous (server.c, admit.c, client.c, step.c, mesh.c, session.c, outcome.c)
-    "rdv_add_finding_text": (1, 2),
-    "rdv_note_shared": (1, 2),
-    "rdv_sc_reject": (None, 2),
-    "rdv_note_finding": (1, 2),  # pkg/rendezvous/outcome.c
-    "rdv_note_check": (1, None),
-    "rdv_skip": (1, None),
-    "rdv_message": (1, None),
-    "rdv_guard": (1, None),
-    # pkg/run (pods.c, tcp.c, gpu.c, summary.c)
+    # pkg/run (meet.c, pods.c, tcp.c, probes.c, rails.c, gpu.c, summary.c); pkg/rendezvous names
+    # no check and no code (scripts/check-layers.sh holds it to that)
     "run_add_finding_text": (1, 2),
     "run_chk": (1, None),
     "run_guard": (1, None),
 }
 # code arguments that pass a code through (checked where the literal is written)
 # ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;
-# "c->code": a claim of pkg/fleet/agree.c, whose codes are collected from its table below)
+# "c->code": a claim of pkg/fleet/agree.c, whose codes are collected from its table below;
+# "e.code": a row of pkg/run/meet.c's meet_ends, collected from the table below;
 # "d->code": a trait of check gang (pkg/fleet/gang.c), whose codes are collected from its table)
-PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code", "d->code"}
+PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code", "e.code", "d->code"}
 
 def strip_comments(s):
     s = re.sub(r"/\*.*?\*/", " ", s, flags=re.S)
@@ -120,10 +113,15 @@ for path in sorted(glob.glob(os.path.join(root, "**", "*.c"), recursive=True)):
     for m in re.finditer(r'\[PF_GANG_\w+\]\s*=\s*\{\s*"[A-Za-z]+"\s*,\s*"([a-z0-9-]+)"', src):
         emit("code", m.group(1))
         emit("pair", "gang/" + m.group(1))
-    # the codes a refused pod maps rank 0's answer to
-    for m in re.finditer(r"known\[\]\s*=\s*\{([^}]*)\}", src):
-        for c in re.findall(r'"([a-z0-9-]+)"', m.group(1)):
+    # how this pod's meeting ended (pkg/run/meet.c): {.end = PF_RDV_END_..., .code = "code", ...}
+    for m in re.finditer(r"meet_ends\[\]\s*=\s*\{(.*?)\n\};", src, flags=re.S):
+        for c in re.findall(r'\.code\s*=\s*"([a-z0-9-]+)"', m.group(1)):
+            emit("code", c)
             emit("pair", "rendezvous/" + c)
+    # the words of a REJECT (pkg/wire/marks.c): a refused pod's verdict names its finding so
+    for m in re.finditer(r'\[PF_WIRE_REFUSED_[A-Z]+\]\s*=\s*"([a-z0-9-]+)"', src):
+        emit("code", m.group(1))
+        emit("pair", "rendezvous/" + m.group(1))
 PY
 
 n_id=$(grep -c '^id' "$T/names")

@@ -4,7 +4,7 @@
  * one), byte 1 rank 0's side (bit 0: it has a token, bit 1: the run already started); the
  * rest is the JOIN payload. Admission must never crash, a member it admits holds the
  * rank it claimed, and a JOIN that fails the token check changes nothing: no rank's state,
- * no finding for the fleet. */
+ * no refusal on the list the fleet judges. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,13 +16,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define WORLD 4
 
-/* The findings for the fleet noted so far (none is taken here). */
+/* The refusals listed for the fleet so far. */
 static size_t fleet_findings(const struct rdv_session *S)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < S->notes.n; i++)
-        n += S->notes.v[i].kind == PF_RDV_NOTE_FINDING && S->notes.v[i].fleet;
-    return n;
+    return S->nrefusals;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

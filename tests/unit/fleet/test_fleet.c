@@ -88,6 +88,70 @@ static void b_refused(struct pf_fleet *f)
     f->r[1].state = PF_FLEET_REFUSED;
     f->r[1].why = "refused at the rendezvous: its PREFLIGHT_TOKEN does not match";
 }
+/* the JOINs rank 0 refused after believing them (the meeting's list): each is judged here,
+ * with the claims, so that each code of the check `rendezvous` is decided once */
+static const struct pf_wire_refused refused_rows[] = {
+    {.why = PF_WIRE_REFUSED_DUPLICATE,
+     .rank = 0,
+     .world = 4,
+     .claim = "a pod at 10.0.0.9 claiming rank 0 (intruder)",
+     .pod = "intruder",
+     .addr = "10.0.0.9",
+     .holder = "trainer-0"},
+    {.why = PF_WIRE_REFUSED_DUPLICATE,
+     .rank = 2,
+     .world = 4,
+     .claim = "a pod at 10.0.0.8 claiming rank 2 (impostor)",
+     .pod = "impostor",
+     .addr = "10.0.0.8",
+     .holder = "trainer-2",
+     .holder_addr = "10.0.0.2"},
+    {.why = PF_WIRE_REFUSED_WORLD,
+     .rank = 5,
+     .world = 8,
+     .claim = "a pod at 10.0.0.7 claiming rank 5 (far-5)"},
+    {.why = PF_WIRE_REFUSED_RUN,
+     .rank = 1,
+     .world = 4,
+     .claim = "a pod at 10.0.0.6 claiming rank 1"},
+    {.why = PF_WIRE_REFUSED_LATE,
+     .rank = 3,
+     .world = 4,
+     .claim = "a pod at 10.0.0.3 claiming rank 3"},
+};
+static void b_refused_dup0(struct pf_fleet *f)
+{
+    f->refused = &refused_rows[0];
+    f->nrefused = 1;
+}
+static void b_refused_dup(struct pf_fleet *f)
+{
+    f->refused = &refused_rows[1];
+    f->nrefused = 1;
+}
+static void b_refused_world(struct pf_fleet *f)
+{
+    f->refused = &refused_rows[2];
+    f->nrefused = 1;
+}
+static void b_refused_run(struct pf_fleet *f)
+{
+    f->refused = &refused_rows[3];
+    f->nrefused = 1;
+}
+static void b_refused_late(struct pf_fleet *f)
+{
+    f->refused = &refused_rows[4];
+    f->nrefused = 1;
+}
+/* rank 3 never joined, and a JOIN that claimed it failed the token check: a warning besides
+ * missing-ranks; rank 1, claimed the same way but joined, is not named */
+static void b_stranger(struct pf_fleet *f)
+{
+    b_missing(f);
+    f->r[3].refused_claim = "a pod at 10.0.0.66 claiming rank 3 (trainer-3): its HMAC fails";
+    f->r[1].refused_claim = "a pod at 10.0.0.67 claiming rank 1 (trainer-1): its HMAC fails";
+}
 /* gpu.fabric's claims: every rank in cluster U clique 7 but rank 2 (clique 9); ranks that
  * report none (no multi-node NVLink expected) and ranks not joined are left out */
 #define FAB_U "8e3a5b1c-2d4f-4a6b-9c8d-7e6f5a4b3c2d"
@@ -131,6 +195,20 @@ static void test_agree_table(void **state)
          "rank 2 (trainer-2): rank 2 is in clique 9 of cluster " FAB_U ", 3 of 4 ranks in clique 7",
          2},
         {"fabric-some", b_fabric_some, NULL, NULL, -1},
+        {"refused-rank-0", b_refused_dup0, "duplicate-rank",
+         "a pod at 10.0.0.9 claiming rank 0 (intruder), but rank 0 is trainer-0", -1},
+        {"refused-duplicate", b_refused_dup, "duplicate-rank",
+         "rank 2 is claimed by two pods: trainer-2 (joined from 10.0.0.2) and impostor (from "
+         "10.0.0.8)",
+         -1},
+        {"refused-world", b_refused_world, "world-size-mismatch",
+         "a pod at 10.0.0.7 claiming rank 5 (far-5) of world size 8: outside rank 0's world size 4",
+         -1},
+        {"refused-run", b_refused_run, "version-mismatch",
+         "a pod at 10.0.0.6 claiming rank 1 sent a JOIN that does not name this run", -1},
+        {"refused-late", b_refused_late, NULL, NULL, -1},
+        {"stranger", b_stranger, "stranger-refused",
+         "rank 3 never joined; the last JOIN that claimed it was refused (a pod at 10.0.0.66", 3},
         {"fabric-refused", b_fabric_refused, NULL, NULL, 2},
     };
     for (size_t i = 0; i < PF_ARRAY_LEN(cases); i++) {
@@ -140,6 +218,12 @@ static void test_agree_table(void **state)
         fleet_of(&f, 4, roster);
         c->breaks(&f);
         pf_fleet_agree(&f, 30);
+        if (c->breaks == b_stranger) { /* the warning names rank 3 only, besides missing-ranks */
+            assert_int_equal(f.out.nfindings, 2);
+            assert_non_null(find(&f, "missing-ranks"));
+            assert_int_equal(find(&f, "stranger-refused")->status, PF_WARN);
+            assert_null(strstr(find(&f, "stranger-refused")->message, "rank 1"));
+        }
         if (!c->code) {
             assert_int_equal(f.out.nfindings, 0);
         } else {

@@ -1,8 +1,8 @@
 /* rendezvous: JOIN admission at rank 0 (admit.c) without sockets. Rank 0 of a world of 4
  * takes JOINs on connections that are not connected (fd -1): what it admits, what it
- * refuses with which REJECT code and fleet finding, a pod that joins again, and JOINs that
- * fail the token check, which change nothing (docs/threat-model-rendezvous.md). What rank 0
- * concluded is read from the session's notes, as pkg/run reads them. */
+ * refuses with which REJECT word, a pod that joins again, and JOINs that fail the token check,
+ * which change nothing (docs/threat-model-rendezvous.md). What rank 0 recorded is read as
+ * facts: the refusals it believed (pkg/fleet judges them), its counters, the member table. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,56 +17,14 @@
 
 #define WORLD 4
 
-/* A note as the rig keeps it. */
-struct seen {
-    int kind;
-    char code[64], key[64], text[1024];
-    bool fail, fleet;
-    long long i;
-};
-
 struct rig {
     struct rdv_session S;
-    struct seen seen[64];
-    size_t nseen;
 };
 
-/* Takes the notes made so far. */
-static void drain(struct rig *g)
+/* The refusals rank 0 believed, listed for pkg/fleet. */
+static size_t nrefusals(struct rig *g)
 {
-    struct pf_rdv_note x;
-    while (rdv_note_take(&g->S, &x)) {
-        assert_true(g->nseen < PF_ARRAY_LEN(g->seen));
-        struct seen *s = &g->seen[g->nseen++];
-        s->kind = x.kind;
-        snprintf(s->code, sizeof(s->code), "%s", x.code ? x.code : "");
-        snprintf(s->key, sizeof(s->key), "%s", x.key ? x.key : "");
-        snprintf(s->text, sizeof(s->text), "%s", x.text ? x.text : "");
-        s->fail = x.fail;
-        s->fleet = x.fleet;
-        s->i = x.i;
-    }
-}
-
-/* The findings noted; fleet: only those every rank's verdict carries. */
-static size_t nfindings(struct rig *g, bool fleet)
-{
-    drain(g);
-    size_t n = 0;
-    for (size_t i = 0; i < g->nseen; i++)
-        n += g->seen[i].kind == PF_RDV_NOTE_FINDING && (!fleet || g->seen[i].fleet);
-    return n;
-}
-
-/* The last evidence note of key, or NULL. */
-static const struct seen *evidence(struct rig *g, const char *key)
-{
-    drain(g);
-    for (size_t i = g->nseen; i-- > 0;)
-        if ((g->seen[i].kind == PF_RDV_NOTE_INT || g->seen[i].kind == PF_RDV_NOTE_STR) &&
-            strcmp(g->seen[i].key, key) == 0)
-            return &g->seen[i];
-    return NULL;
+    return g->S.nrefusals;
 }
 
 static void rig_open(struct rig *g, bool auth, size_t nconn)
@@ -118,12 +76,11 @@ static void join(struct rig *g, size_t i, long long rank, long long world, const
     pf_buf_free(&b);
 }
 
+/* a refusal with the REJECT word code is on the list */
 static bool has_code(struct rig *g, const char *code)
 {
-    drain(g);
-    for (size_t i = 0; i < g->nseen; i++)
-        if (g->seen[i].kind == PF_RDV_NOTE_FINDING && strcmp(g->seen[i].code, code) == 0)
-            return true;
+    for (size_t i = 0; i < g->S.nrefusals; i++)
+        if (strcmp(pf_wire_refusal_code(g->S.refusals[i].why), code) == 0) return true;
     return false;
 }
 
@@ -143,8 +100,9 @@ static void test_admitted(void **state)
     rig_close(&g);
 }
 
-/* a JOIN that fails the token check changes nothing: no slot, no finding; it is counted in
- * the evidence with its address and answered with an auth-failed REJECT */
+/* a JOIN that fails the token check changes nothing: no slot, no refusal on the list; it is
+ * counted with its address, kept by the rank it claimed, and answered with an auth-failed
+ * REJECT */
 static void test_unverified(void **state)
 {
     (void)state;
@@ -161,24 +119,20 @@ static void test_unverified(void **state)
         struct rig g;
         rig_open(&g, cases[k].auth, 1);
         join(&g, 0, 2, WORLD, "trainer-2", cases[k].mac);
-        size_t nf = nfindings(&g, false);
+        size_t nf = nrefusals(&g);
         if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || nf != 0 ||
             g.S.m[2].state != PF_RDV_MISSING || g.S.refused != 1 || !g.S.m[2].refused_claim ||
             !g.S.m[2].refused_claim[0])
-            fail_msg("%s: rank %d closing %d, %zu findings, slot %d, refused %d", cases[k].name,
+            fail_msg("%s: rank %d closing %d, %zu refusals, slot %d, refused %d", cases[k].name,
                      g.S.sc[0].rank, g.S.sc[0].closing, nf, g.S.m[2].state, g.S.refused);
-        const struct seen *n = evidence(&g, "refusedJoins");
-        assert_non_null(n);
-        assert_int_equal(n->i, 1);
-        n = evidence(&g, "lastRefused");
-        assert_non_null(n);
-        assert_non_null(strstr(n->text, "claiming rank 2"));
+        assert_non_null(strstr(g.S.refused_last, "claiming rank 2"));
+        assert_non_null(strstr(g.S.m[2].refused_claim, "claiming rank 2"));
         rig_close(&g);
     }
 }
 
 /* a stranger claims rank 2 before the real rank 2, and again after it: the real pod is
- * admitted, keeps its slot, and nothing is reported, as no rank is missing */
+ * admitted and keeps its slot, and nothing is listed as refused */
 static void test_stranger_before_and_after(void **state)
 {
     (void)state;
@@ -192,17 +146,15 @@ static void test_stranger_before_and_after(void **state)
     assert_true(g.S.sc[2].closing);
     assert_int_equal(g.S.m[2].conn, 1);
     assert_string_equal(g.S.m[2].pod, "trainer-2");
-    g.S.m[1].state = g.S.m[3].state = PF_RDV_JOINED;
-    rdv_admit_report_claims(&g.S);
-    assert_false(has_code(&g, "stranger-refused"));
-    assert_int_equal(nfindings(&g, true), 0);
+    assert_int_equal(nrefusals(&g), 0);
+    assert_int_equal(g.S.refused, 2);
     rig_close(&g);
 }
 
-/* rank 3 never joins, and a JOIN that claimed it failed the token check: a warning says so
- * to every rank (the missing rank fails the run anyway); rank 1, claimed the same way but
- * joined, is not named */
-static void test_claims_reported(void **state)
+/* JOINs that failed the token check are kept by the rank they claimed, the last one each
+ * (pkg/fleet warns stranger-refused for a rank that then never joins): rank 3's and rank 1's,
+ * though rank 1 joined after */
+static void test_claims_kept(void **state)
 {
     (void)state;
     struct rig g;
@@ -210,18 +162,11 @@ static void test_claims_reported(void **state)
     join(&g, 0, 3, WORLD, "trainer-3", 2);
     join(&g, 1, 1, WORLD, "trainer-1", 2);
     join(&g, 2, 1, WORLD, "trainer-1", 1);
-    rdv_admit_report_claims(&g.S);
-    rdv_admit_report_claims(&g.S);
-    assert_int_equal(nfindings(&g, false), 1);
-    const struct seen *f = NULL;
-    for (size_t i = 0; i < g.nseen; i++)
-        if (g.seen[i].kind == PF_RDV_NOTE_FINDING) f = &g.seen[i];
-    assert_non_null(f);
-    assert_string_equal(f->code, "stranger-refused");
-    assert_false(f->fail); /* a warning */
-    assert_true(f->fleet); /* every rank's verdict carries it */
-    assert_non_null(strstr(f->text, "rank 3 never joined"));
-    assert_non_null(strstr(f->text, "trainer-3"));
+    assert_int_equal(nrefusals(&g), 0);
+    assert_int_equal(g.S.m[3].state, PF_RDV_MISSING);
+    assert_non_null(strstr(g.S.m[3].refused_claim, "claiming rank 3 (trainer-3)"));
+    assert_int_equal(g.S.m[1].state, PF_RDV_JOINED);
+    assert_non_null(g.S.m[1].refused_claim);
     rig_close(&g);
 }
 
@@ -251,14 +196,19 @@ static void test_refused(void **state)
         {"claims rank 0", false, 0, WORLD, 0, "duplicate-rank"},
         {"outside the world size", false, 5, 8, 0, "world-size-mismatch"},
         {"negative rank", false, -1, WORLD, 0, "world-size-mismatch"},
+        {"names no run", true, 1, WORLD, 3, "version-mismatch"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         struct rig g;
         rig_open(&g, cases[k].auth, 1);
         join(&g, 0, cases[k].rank, cases[k].world, "intruder", cases[k].mac);
-        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || !has_code(&g, cases[k].code))
-            fail_msg("%s: rank %d closing %d, finding %s expected", cases[k].name, g.S.sc[0].rank,
+        if (g.S.sc[0].rank != -1 || !g.S.sc[0].closing || !has_code(&g, cases[k].code) ||
+            nrefusals(&g) != 1 || g.S.refusals[0].rank != cases[k].rank ||
+            g.S.refusals[0].world != cases[k].world || !strstr(g.S.refusals[0].claim, "intruder"))
+            fail_msg("%s: rank %d closing %d, refusal %s expected", cases[k].name, g.S.sc[0].rank,
                      g.S.sc[0].closing, cases[k].code);
+        /* the REJECT queued says the same word (the refused pod's verdict names it) */
+        assert_true(g.S.sc[0].c.noutq > 0);
         for (int r = 1; r < WORLD; r++)
             assert_int_not_equal(g.S.m[r].state, PF_RDV_JOINED);
         rig_close(&g);
@@ -278,14 +228,19 @@ static void test_rejoin_duplicate_late(void **state)
     assert_false(g.S.sc[0].used);
     assert_false(has_code(&g, "duplicate-rank"));
     join(&g, 2, 1, WORLD, "impostor", 1);
+    join(&g, 2, 1, WORLD, "impostor", 1); /* the same refusal again: listed once */
     assert_true(g.S.sc[2].closing);
     assert_true(has_code(&g, "duplicate-rank"));
+    assert_int_equal(nrefusals(&g), 1);
+    assert_string_equal(g.S.refusals[0].holder, "trainer-1");
+    assert_string_equal(g.S.refusals[0].pod, "impostor");
     assert_int_equal(g.S.m[1].conn, 1);
     assert_string_equal(g.S.m[1].pod, "trainer-1");
     g.S.n = 2; /* the roster went out */
     join(&g, 3, 3, WORLD, "trainer-3", 1);
     assert_true(g.S.sc[3].closing);
     assert_int_equal(g.S.m[3].state, PF_RDV_MISSING);
+    assert_true(has_code(&g, "missing-ranks")); /* PF_WIRE_REFUSED_LATE */
     rig_close(&g);
 }
 
@@ -295,7 +250,7 @@ int main(void)
         cmocka_unit_test(test_admitted),
         cmocka_unit_test(test_unverified),
         cmocka_unit_test(test_stranger_before_and_after),
-        cmocka_unit_test(test_claims_reported),
+        cmocka_unit_test(test_claims_kept),
         cmocka_unit_test(test_no_run),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_rejoin_duplicate_late),

@@ -383,7 +383,8 @@ static void test_counters_random(void **state)
                 }
             break;
         case 7: /* refused */
-            if ((i = pick_conn(&g, -1)) != SIZE_MAX) rdv_sc_reject(S, i, "test", "refused");
+            if ((i = pick_conn(&g, -1)) != SIZE_MAX)
+                rdv_sc_reject(S, i, PF_WIRE_REFUSED_LATE, "refused");
             break;
         default: /* dropped */
             if ((i = pick_conn(&g, pick(2) ? 1 : -1)) != SIZE_MAX) rdv_sc_drop(S, i, "test");

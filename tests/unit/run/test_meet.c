@@ -1,7 +1,8 @@
-/* The meet stage of pkg/run (run_stage_meet): it finds who this pod is, hands the
- * rendezvous its setup, and writes the meeting's notes into the verdict. A world of one and
- * a pod whose identity cannot be found need no socket; what the verdict then says is what
- * it said when the rendezvous wrote it itself. */
+/* The meet stage of pkg/run (run_stage_meet, meet.c): it finds who this pod is, hands the
+ * rendezvous its setup, and names how the meeting ended in the verdict (meet_ends): every
+ * way it ends gives the check `rendezvous` one code and status, and says what becomes of
+ * `collective.tcp`. A world of one and a pod whose identity cannot be found need no
+ * socket. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,7 +60,7 @@ static void test_world_of_one(void **state)
     meet(&R, &pods, env);
     assert_int_equal(pods.met, RUN_ALONE);
     int a = check_at(&R, "rendezvous"), b = check_at(&R, "collective.tcp");
-    assert_true(a >= 0 && b == a + 1); /* in the order the meeting noted them */
+    assert_true(a >= 0 && b == a + 1); /* rendezvous, then collective.tcp */
     const struct pf_check *c = &R.verdict.checks[a];
     assert_int_equal(c->nfindings, 0);
     assert_string_equal(c->message, "world of one: no other pod to meet");
@@ -103,9 +104,58 @@ static void test_identity_unknown(void **state)
     close_meet(&R, &pods);
 }
 
+/* every way the meeting ends has one row: the code the verdict names (documented: the
+ * explain test collects them from meet.c), a failing status for every code, and a skip of
+ * collective.tcp wherever there is no run to all-reduce in */
+static void test_meet_ends(void **state)
+{
+    (void)state;
+    static const struct {
+        enum pf_rdv_end end;
+        enum pf_wire_refusal refusal;
+        const char *code; /* NULL: no finding */
+        bool tcp_skipped;
+    } want[] = {
+        {PF_RDV_END_MET, 0, NULL, false},
+        {PF_RDV_END_ALONE, 0, NULL, true},
+        {PF_RDV_END_NOT_MEMBER, 0, NULL, true},
+        {PF_RDV_END_NO_CRYPTO, 0, NULL, false},
+        {PF_RDV_END_NO_IDENTITY, 0, "identity-unknown", true},
+        {PF_RDV_END_LISTEN_FAILED, 0, "listen-failed", true},
+        {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_TOKEN, "auth-failed", true},
+        {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_RUN, "version-mismatch", true},
+        {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_DUPLICATE, "duplicate-rank", true},
+        {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_WORLD, "world-size-mismatch", true},
+        {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_LATE, "missing-ranks", true},
+        {PF_RDV_END_UNVERIFIED, 0, "auth-failed", true},
+        {PF_RDV_END_NO_START, 0, "timeout", true},
+        {PF_RDV_END_UNREACHABLE, 0, "missing-ranks", true},
+        {PF_RDV_END_OTHER_VERSION, 0, "version-mismatch", true},
+        {PF_RDV_END_BAD_ANSWER, 0, "protocol-error", true}, /* not timeout, not auth-failed */
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(want); i++) {
+        struct run_meet_end e;
+        if (!run_meet_end_of(want[i].end, want[i].refusal, &e))
+            fail_msg("end %d: no row in meet_ends", (int)want[i].end);
+        if (!want[i].code) {
+            if (e.code) fail_msg("end %d: code %s, none expected", (int)want[i].end, e.code);
+        } else if (!e.code || strcmp(e.code, want[i].code) != 0 || e.st != PF_FAIL) {
+            fail_msg("end %d: code %s, %s expected", (int)want[i].end, e.code ? e.code : "none",
+                     want[i].code);
+        }
+        if ((e.tcp != NULL) != want[i].tcp_skipped)
+            fail_msg("end %d: collective.tcp %s", (int)want[i].end,
+                     e.tcp ? "skipped" : "not skipped");
+        assert_int_equal(e.blame_root, want[i].end == PF_RDV_END_UNREACHABLE);
+    }
+    struct run_meet_end e;
+    assert_false(run_meet_end_of(PF_RDV_END_NONE, 0, &e)); /* not opened: nothing to say */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_meet_ends),
         cmocka_unit_test(test_world_of_one),
         cmocka_unit_test(test_identity_unknown),
     };

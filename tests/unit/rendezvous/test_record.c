@@ -1,9 +1,9 @@
 /* rendezvous: the seam to its caller. The session is handed what it needs (struct
- * pf_rdv_setup: the identity, the JOIN's claims, the hooks) and hands back what it concluded
- * as notes (pf_rdv_note_next) that pkg/run writes into the verdict: why a pod in no run has
- * nothing to meet, a world of one, an unknown identity, rank 0 never reached (a culprit);
- * what a JOIN carries; how the NCCL_* variables are made into the JOIN's claims. No socket is
- * opened except where a test says so. */
+ * pf_rdv_setup: the identity, the JOIN's claims, the hooks) and hands back facts, with no
+ * check, finding or evidence named: how this pod's meeting ended (pf_rdv_end: a pod in no
+ * run, a world of one, an unknown identity, rank 0 never reached), its counters
+ * (pf_rdv_stats); what a JOIN carries; how the NCCL_* variables are made into the JOIN's
+ * claims. No socket is opened except where a test says so. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,89 +16,27 @@
 
 #include "../../../pkg/rendezvous/internal.h"
 
-/* The notes a session made, as texts: "KIND check code|key text". */
+/* What the hooks saw. */
 struct got {
-    char line[64][1200];
-    size_t n;
-    int noted; /* calls of the noted hook */
     int doing; /* calls of the doing hook */
     int lines; /* progress lines */
     char last_doing[768];
+    enum pf_rdv_end end;
+    char msg[1280];
+    struct pf_rdv_stats stats;
 };
 
-static void on_noted(void *arg)
-{
-    ((struct got *)arg)->noted++;
-}
-
-static void on_doing(void *arg, const char *check, const char *doing)
+static void on_doing(void *arg, const char *doing)
 {
     struct got *g = arg;
     g->doing++;
-    snprintf(g->last_doing, sizeof(g->last_doing), "%s: %s", check, doing);
+    snprintf(g->last_doing, sizeof(g->last_doing), "%s", doing);
 }
 
 static void on_progress(void *arg, const char *line)
 {
     (void)line;
     ((struct got *)arg)->lines++;
-}
-
-static const char *const kind_name[] = {"CHECK", "FINDING", "SKIP",     "MESSAGE", "INT",
-                                        "DBL",   "STR",     "IDENTITY", "POD",     "CULPRIT"};
-
-static void record(struct got *g, const struct pf_rdv_note *xp)
-{
-    struct pf_rdv_note x = *xp;
-    {
-        assert_true(g->n < PF_ARRAY_LEN(g->line));
-        char *l = g->line[g->n++];
-        const char *k =
-            x.kind >= 0 && x.kind < (int)PF_ARRAY_LEN(kind_name) ? kind_name[x.kind] : "?";
-        switch (x.kind) {
-        case PF_RDV_NOTE_FINDING:
-            snprintf(l, 1200, "%s %s %s %s%s: %s", k, x.check, x.code, x.fail ? "fail" : "warn",
-                     x.fleet ? " fleet" : "", x.text);
-            break;
-        case PF_RDV_NOTE_INT:
-            snprintf(l, 1200, "%s %s %s=%lld", k, x.check, x.key, x.i);
-            break;
-        case PF_RDV_NOTE_STR:
-            snprintf(l, 1200, "%s %s %s=%s", k, x.check, x.key, x.text);
-            break;
-        case PF_RDV_NOTE_POD:
-            snprintf(l, 1200, "%s rank %lld of %d", k, x.i, x.world);
-            break;
-        case PF_RDV_NOTE_CULPRIT:
-            snprintf(l, 1200, "%s rank %lld (%s): %s", k, x.i, x.pod, x.text);
-            break;
-        default:
-            snprintf(l, 1200, "%s %s%s%s", k, x.check ? x.check : "", x.text ? ": " : "",
-                     x.text ? x.text : "");
-        }
-    }
-}
-
-static void take_all(struct got *g, struct rdv_session *S)
-{
-    struct pf_rdv_note x;
-    while (rdv_note_take(S, &x))
-        record(g, &x);
-}
-
-static bool has(const struct got *g, const char *line)
-{
-    for (size_t i = 0; i < g->n; i++)
-        if (strcmp(g->line[i], line) == 0) return true;
-    return false;
-}
-
-static void must_have(const struct got *g, const char *line)
-{
-    if (has(g, line)) return;
-    for (size_t i = 0; i < g->n; i++)
-        print_message("  note: %s\n", g->line[i]);
-    fail_msg("no note '%s'", line);
 }
 
 static struct pf_identity ident(int rank, int world, bool member)
@@ -117,121 +55,118 @@ static struct pf_identity ident(int rank, int world, bool member)
     return id;
 }
 
-/* opens a session with id (NULL: unknown, err says why), meets, takes every note */
-static int meet_with(struct got *g, const struct pf_identity *id, const char *err)
+/* opens a session with id (NULL: unknown, err says why) and token, meets, reads the facts */
+static int meet_with(struct got *g, const struct pf_identity *id, const char *err,
+                     const char *token)
 {
     memset(g, 0, sizeof(*g));
-    struct pf_identity_opts o = {.rank = -1, .world_size = -1};
+    struct pf_identity_opts o = {.rank = -1, .world_size = -1, .token = token};
     struct pf_rdv_setup su = {.id = id,
                               .id_error = err,
                               .pod = "trainer-0",
                               .node = "node-a",
                               .progress = on_progress,
                               .doing = on_doing,
-                              .noted = on_noted,
                               .arg = g};
     struct pf_rdv *R = NULL;
     int r = pf_rdv_open(&R, &o, &su);
     assert_non_null(R);
     assert_int_equal(r, 0);
+    assert_int_equal(pf_rdv_end(R, NULL, NULL), PF_RDV_END_NONE); /* not yet */
     r = pf_rdv_meet(R);
-    struct pf_rdv_note x;
-    while (pf_rdv_note_next(R, &x))
-        record(g, &x);
+    const char *msg = NULL;
+    g->end = pf_rdv_end(R, NULL, &msg);
+    assert_non_null(msg);
+    snprintf(g->msg, sizeof(g->msg), "%s", msg);
+    pf_rdv_stats(R, &g->stats);
+    size_t n = 99;
+    assert_null(pf_rdv_refusals(R, &n));
+    assert_int_equal(n, 0);
     pf_rdv_close(R);
     return r;
 }
 
-/* a pod that is in no run (an MPIJob launcher): both checks are skipped and say why */
+/* a pod that is in no run (an MPIJob launcher): the end says so, and why */
 static void test_not_member(void **state)
 {
     (void)state;
     struct got g;
     struct pf_identity id = ident(0, 4, false);
-    assert_int_equal(meet_with(&g, &id, NULL), PF_ERR);
-    assert_string_equal(g.line[0], "CHECK rendezvous");
-    assert_string_equal(g.line[1], "CHECK collective.tcp");
-    must_have(&g, "IDENTITY rendezvous");
-    must_have(&g, "SKIP rendezvous: this pod is no rank: the MPIJob launcher runs no rank");
-    must_have(&g, "SKIP collective.tcp: this pod is no rank of the all-reduce");
-    for (size_t i = 0; i < g.n; i++) /* no rank: nothing else is claimed of the pod */
-        assert_null(strstr(g.line[i], "POD"));
-    assert_int_equal(g.noted, (int)g.n); /* the caller is told of every note */
+    assert_int_equal(meet_with(&g, &id, NULL, NULL), PF_ERR);
+    assert_int_equal(g.end, PF_RDV_END_NOT_MEMBER);
+    assert_string_equal(g.msg, "the MPIJob launcher runs no rank");
+    assert_int_equal(g.lines, 0);
 }
 
-/* an identity that could not be found: the finding carries the caller's reason */
+/* an identity that could not be found: the end carries the caller's reason */
 static void test_unknown(void **state)
 {
     (void)state;
     struct got g;
-    assert_int_equal(meet_with(&g, NULL, "RANK: 'x' is not a number"), PF_ERR);
-    must_have(&g, "FINDING rendezvous identity-unknown fail: RANK: 'x' is not a number");
-    must_have(&g, "SKIP collective.tcp: no rendezvous: this pod's identity is unknown");
-    assert_false(has(&g, "IDENTITY rendezvous"));
+    assert_int_equal(meet_with(&g, NULL, "RANK: 'x' is not a number", NULL), PF_ERR);
+    assert_int_equal(g.end, PF_RDV_END_NO_IDENTITY);
+    assert_string_equal(g.msg, "RANK: 'x' is not a number");
+    assert_int_equal(meet_with(&g, NULL, NULL, NULL), PF_ERR);
+    assert_string_equal(g.msg, "this pod's identity is unknown");
 }
 
-/* a world of one meets nobody: the pod's rank, the evidence, no socket */
+/* a world of one meets nobody: no socket, nothing counted; the token shows in the stats */
 static void test_world_of_one(void **state)
 {
     (void)state;
     struct got g;
     struct pf_identity id = ident(0, 1, true);
-    assert_int_equal(meet_with(&g, &id, NULL), PF_RDV_ALONE);
-    must_have(&g, "POD rank 0 of 1");
-    must_have(&g, "INT rendezvous rank=0");
-    must_have(&g, "STR rendezvous rankFrom=hostname trainer-0");
-    must_have(&g, "INT rendezvous worldSize=1");
-    must_have(&g, "STR rendezvous auth=none");
-    must_have(&g, "MESSAGE rendezvous: world of one: no other pod to meet");
-    must_have(&g, "SKIP collective.tcp: world of one: no other pod to all-reduce with");
-    assert_false(has(&g, "STR rendezvous coordinator=")); /* rank 0 names no coordinator */
+    assert_int_equal(meet_with(&g, &id, NULL, NULL), PF_RDV_ALONE);
+    assert_int_equal(g.end, PF_RDV_END_ALONE);
+    assert_string_equal(g.msg, "");
+    assert_false(g.stats.auth);
+    assert_false(g.stats.rostered);
+    assert_int_equal(g.stats.refused, 0);
+    assert_int_equal(g.stats.dropped, 0);
+    assert_true(g.stats.arrival_to_roster < 0);
+    assert_int_equal(meet_with(&g, &id, NULL, "t0ken"), PF_RDV_ALONE);
+    assert_true(g.stats.auth);
 }
 
-/* the same finding twice is one note; a fleet finding needs rank 0's member table */
-static void test_finding_once(void **state)
+/* the words of a REJECT: each parses back to itself; a word this version lacks is an error
+ * naming it, never another refusal */
+static void test_refusal_words(void **state)
 {
     (void)state;
-    struct rdv_session S;
-    memset(&S, 0, sizeof(S));
-    rdv_note_shared(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
-    rdv_note_shared(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank %d twice", 3);
-    rdv_add_finding_text(&S, "rendezvous", "duplicate-rank", RDV_FAIL, "rank 3 twice");
-    rdv_add_finding_text(&S, "rendezvous", "timeout", RDV_FAIL, "rank 3 twice");
-    struct got g;
-    memset(&g, 0, sizeof(g));
-    take_all(&g, &S);
-    assert_int_equal(g.n, 2);
-    assert_string_equal(g.line[0], "FINDING rendezvous duplicate-rank fail: rank 3 twice");
-    assert_string_equal(g.line[1], "FINDING rendezvous timeout fail: rank 3 twice");
-    rdv_notes_free(&S.notes);
+    for (int k = 0; k < PF_WIRE_REFUSED_END; k++) {
+        enum pf_wire_refusal r = PF_WIRE_REFUSED_END;
+        const char *w = pf_wire_refusal_code((enum pf_wire_refusal)k);
+        assert_true(w[0] != '\0');
+        assert_int_equal(pf_wire_refusal_parse(w, &r), 0);
+        assert_int_equal(r, k);
+    }
+    enum pf_wire_refusal r = PF_WIRE_REFUSED_END;
+    assert_int_equal(pf_wire_refusal_parse("timeout", &r), PF_EINVAL);
+    assert_non_null(strstr(pf_err_msg(), "\"timeout\""));
+    assert_int_equal(pf_wire_refusal_parse(NULL, &r), PF_EINVAL);
+    assert_int_equal(r, PF_WIRE_REFUSED_END);
+    assert_string_equal(pf_wire_refusal_code(PF_WIRE_REFUSED_END), "");
 }
 
-/* rank 0 never answers before the join deadline: missing-ranks, and rank 0 is the culprit,
- * named by the naming rule */
+/* rank 0 never answers before the join deadline: the end says so, naming rank 0 by the
+ * naming rule, and the last error is kept (pkg/run blames rank 0 with it) */
 static void test_root_unreachable(void **state)
 {
     (void)state;
     struct rdv_session S;
-    memset(&S, 0, sizeof(S));
+    rdv_session_init(&S);
     S.id = ident(2, 4, true);
     S.id.naming = PF_IDENTITY_NAMING_ORDINAL;
     snprintf(S.id.prefix, sizeof(S.id.prefix), "trainer");
     snprintf(S.id.coordinator, sizeof(S.id.coordinator), "trainer-0.svc");
     S.rank = 2;
     S.world = 4;
-    S.t0 = pf_now();
     S.join_deadline = S.t0 - 1; /* already over: no dial */
     assert_int_equal(rdv_client_join(&S), PF_ERR);
-    struct got g;
-    memset(&g, 0, sizeof(g));
-    take_all(&g, &S);
-    assert_int_equal(g.n, 2);
-    assert_non_null(strstr(g.line[0], "FINDING rendezvous missing-ranks fail: rank 0 "
-                                      "(trainer-0) never answered at trainer-0.svc:29400"));
-    assert_string_equal(g.line[1],
-                        "CULPRIT rank 0 (trainer-0): never reachable at trainer-0.svc:29400: "
-                        "no answer");
-    rdv_notes_free(&S.notes);
+    assert_int_equal(S.end, PF_RDV_END_UNREACHABLE);
+    assert_non_null(strstr(S.end_msg, "rank 0 (trainer-0) never answered at trainer-0.svc:29400"));
+    assert_string_equal(S.last_error, "no answer");
+    rdv_session_free(&S);
 }
 
 /* the JOIN carries the claims the caller passed: digest, NCCL version, fabric, variables */
@@ -290,7 +225,7 @@ static void test_join_claims(void **state)
 }
 
 /* NCCL_* variables over the JOIN's 32 KiB: those that fit go, the JOIN says how many were
- * left out, and rank 0 records it in the evidence of `rendezvous` */
+ * left out, and rank 0 counts the ranks and names the last (pf_rdv_stats) */
 static void test_join_env_left_out(void **state)
 {
     (void)state;
@@ -342,22 +277,15 @@ static void test_join_env_left_out(void **state)
     rdv_admit(&S, 0, &msg);
     assert_int_equal(S.m[3].state, PF_RDV_JOINED);
     assert_int_equal(S.m[3].env.n, k);
-    struct got g;
-    memset(&g, 0, sizeof(g));
-    take_all(&g, &S);
-    must_have(&g, "INT rendezvous envLeftOutRanks=1");
+    assert_int_equal(S.env_left_out_ranks, 1);
     char want[200];
-    snprintf(want, sizeof(want),
-             "STR rendezvous lastEnvLeftOut=rank 3 (trainer-3): %zu NCCL_* "
-             "variables",
-             out);
-    must_have(&g, want);
+    snprintf(want, sizeof(want), "rank 3 (trainer-3): %zu NCCL_* variables", out);
+    assert_string_equal(S.env_left_out_last, want);
     pf_rdv_conn_close(&S.sc[0].c);
     free(S.sc);
     for (int r = 0; r < 4; r++)
         pf_strlist_free(&S.m[r].env);
     free(S.m);
-    rdv_notes_free(&S.notes);
     pf_wire_fields_free(&msg.f);
     pf_buf_free(&b);
     pf_strlist_free(&env);
@@ -394,7 +322,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_not_member),       cmocka_unit_test(test_unknown),
-        cmocka_unit_test(test_world_of_one),     cmocka_unit_test(test_finding_once),
+        cmocka_unit_test(test_world_of_one),     cmocka_unit_test(test_refusal_words),
         cmocka_unit_test(test_root_unreachable), cmocka_unit_test(test_join_claims),
         cmocka_unit_test(test_join_env),         cmocka_unit_test(test_join_env_left_out),
     };
