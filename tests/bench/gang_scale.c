@@ -28,8 +28,9 @@ static void inventory(struct pf_fleet_inv *inv, int r, int outlier)
         [PF_GANG_FIRMWARE] = "28.39.1002",
         [PF_GANG_NICS] = "eth0",
         [PF_GANG_NCCL] = "2.21.5",
-        [PF_GANG_NETWORKS] = "ml/rail-0,ml/rail-1,ml/rail-2,ml/rail-3,ml/rail-4,ml/rail-5,ml/rail-6,"
-                             "ml/rail-7",
+        [PF_GANG_NETWORKS] =
+            "ml/rail-0,ml/rail-1,ml/rail-2,ml/rail-3,ml/rail-4,ml/rail-5,ml/rail-6,"
+            "ml/rail-7",
     };
     for (int t = 0; t < PF_GANG_NTRAITS; t++)
         if (v[t]) snprintf(inv->v[t], PF_GANG_VALUE, "%s", v[t]);
