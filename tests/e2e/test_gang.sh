@@ -8,8 +8,8 @@
 #   healthy   all six alike: gang passes, no finding, no culprit
 #   nohca     trainer-3's node has no RDMA device: gang-hca-count names it, culprit 3
 #   nogpu     trainer-2's node has no GPU: gang-gpu-count names it, culprit 2
-#   rail      trainer-4's mlx5_3 port DOWN: gang-ports names it (rdma.ports fails there too),
-#             culprit 4
+#   rail      trainer-4's mlx5_3 port DOWN: gang-ports names it (rdma.ports fails there too,
+#             so trainer-4 is a culprit twice: its failed local check and the gang), culprit 4
 #   pcie      trainer-1's mlx5_5 trained at x8: gang-pcie names it (a warning), no culprit
 #   nic       trainer-5's node lacks mlx5_7: gang-hca-count names it, culprit 5
 #   firmware  trainer-0's HCAs run other firmware: gang-firmware names it (a warning)
