@@ -1,6 +1,8 @@
 /* `preflight check`: this node's local checks, no other pod (pkg/run's check table). */
 #include "cli.h"
 
+#include <stdio.h>
+
 int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli)
 {
     (void)cli;
@@ -20,6 +22,9 @@ int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli)
         goto out;
     }
     r = pf_cmd_deliver(&R, o, path);
+    if (r == 0 && pf_cmd_human(o)) /* within 60 columns, as the human form at its narrowest */
+        fprintf(o->out, "\nThis pod was judged alone; `preflight run` also\n"
+                        "compares it with the other pods of its job (gang).\n");
     code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&R.verdict);
 out:
     pf_run_close(&R);

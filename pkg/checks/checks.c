@@ -68,6 +68,10 @@ const struct pf_check_def pf_checks_table[] = {
           "TCP all-reduce among the pods, link probes, blame"),
     STAGE("net.rails", "rails", "pkg/fleet/rails.c", "38-net-rails.md", "e2e/test_rails.sh",
           "every Multus rail of every pod: agreement and a probe pod to pod on the rail"),
+    STAGE("gang", "summary", "pkg/fleet/gang.c pkg/run/inventory.c pkg/run/summary.c", "39-gang.md",
+          "e2e/test_gang.sh",
+          "every pod's inventory (GPUs, HCAs, ports, PCIe, NICs, firmware, driver, NCCL, "
+          "networks) against the rest of its gang"),
     STAGE("collective.nccl", "gpu", "pkg/nccl/stage.c", "80-collective-nccl.md", "e2e/test_nccl.sh",
           "NCCL collectives among every GPU of every pod"),
     STAGE("report.kubernetes", "report", "pkg/report/k8s.c", "90-report.md", "e2e/test_report.sh",

@@ -512,6 +512,48 @@ FIELD(f_push_auth)
     return r;
 }
 
+/* A Kubernetes label key (k8s.io/apimachinery, pkg/util/validation: IsQualifiedName): an
+ * optional DNS-subdomain prefix of at most 253 bytes and "/", then a name of 1..63
+ * alphanumerics, '-', '_' and '.', starting and ending alphanumeric. */
+static bool label_name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 63) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!an && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.'))) return false;
+    }
+    return true;
+}
+
+static bool label_prefix_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 253) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool an = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!an && ((i == 0 || i == n - 1) || (c != '-' && c != '.'))) return false;
+    }
+    return true;
+}
+
+FIELD(f_group_by)
+{
+    char *g = x->c->gang_group_by;
+    int r = get_str(x, v, key, g, sizeof(x->c->gang_group_by));
+    if (r < 0 || !*g) return r;
+    const char *slash = strchr(g, '/');
+    bool ok = slash ? label_prefix_ok(g, (size_t)(slash - g)) &&
+                          label_name_ok(slash + 1, strlen(slash + 1))
+                    : label_name_ok(g, strlen(g));
+    if (!ok)
+        return bad(x, v, key,
+                   "\"%s\" is not a label key ([prefix/]name: name 1-63 alphanumerics, '-', '_', "
+                   "'.'; prefix a DNS subdomain)",
+                   g);
+    return 0;
+}
+
 /* The keys, by section (docs/configuration.md). */
 static const struct field expect_fields[] = {
     ENUM("rdma", expect_rdma, "auto", "required", "none"),
@@ -543,6 +585,10 @@ static const struct field nccl_fields[] = {
 static const struct field podinfo_fields[] = {
     NUM("waitSeconds", podinfo_wait_s, 0, 3600),
 };
+static const struct field gang_fields[] = {
+    FN("groupBy", f_group_by),
+    ENUM("rank0", gang_rank0, "same", "apart"),
+};
 static const int fail_on_values[] = {PF_FAIL, PF_WARN};
 static const struct field policy_fields[] = {
     {.name = "failOn",
@@ -570,6 +616,7 @@ static const struct field top_fields[] = {
     MAP("tcp", tcp_fields),
     MAP("nccl", nccl_fields),
     MAP("podinfo", podinfo_fields),
+    MAP("gang", gang_fields),
     MAP("policy", policy_fields),
     MAP("report", report_fields),
 };

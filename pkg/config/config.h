@@ -57,6 +57,9 @@ struct pf_config {
     int nccl_timeout_s;
     /* downward API */
     double podinfo_wait_s; /* how long to re-read a missing network-status */
+    /* gang: how rank 0 groups the ranks it compares (pkg/fleet/gang.c) */
+    char gang_group_by[320]; /* a pod label key ("" = one group) */
+    int gang_rank0;          /* 0 same (judged with the others), 1 apart */
     /* policy */
     int fail_on; /* PF_FAIL or PF_WARN */
     struct pf_policy_entry policy[PF_CONFIG_MAX_POLICY];

@@ -18,6 +18,7 @@ void pf_fleet_init(struct pf_fleet *f, int world)
         r->pod = r->node = r->addr = r->why = r->version = r->digest = r->nccl_version = r->fabric =
             r->refused_claim = "";
         r->env = &no_env;
+        r->ports_down = -1;
     }
     f->out.expected = -1;
 }
@@ -72,6 +73,10 @@ void pf_fleet_free(struct pf_fleet *f)
         for (int i = 0; i < f->world; i++)
             rank_free(&f->r[i]);
     free(f->r);
+    for (uint32_t i = 0; i < f->gang.n; i++)
+        free(f->gang.v[i]);
+    free(f->gang.v);
+    free(f->gang.slot);
     pf_strlist_free(&f->ids);
     pf_strlist_free(&f->kept);
     pf_fleet_summary_free(&f->out);

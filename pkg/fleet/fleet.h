@@ -37,6 +37,30 @@ struct pf_fleet_check {
 enum { PF_FLEET_ST_NONE = 0, PF_FLEET_ST_OTHER = PF_FAIL + 2 };
 #define PF_FLEET_IDS_MAX 1024 /* distinct check ids the fleet keeps a table of */
 
+/* The traits of a pod's inventory that rank 0 compares across its gang (check `gang`,
+ * gang.c, docs/checks/39-gang.md), in the order they are judged: within a family (the GPUs,
+ * the HCAs) a rank named for one trait is not named again for a later one, so one missing
+ * HCA is one finding, not one a trait. */
+enum pf_gang_trait {
+    PF_GANG_GPUS,      /* GPUs in the pod: "8" */
+    PF_GANG_GPU_MODEL, /* the distinct models: "NVIDIA H100 80GB HBM3" */
+    PF_GANG_NVLINKS,   /* NVLink links active over the pod's GPUs: gpu.health's evidence
+                        * `nvlinksActive` where that check ran, else unknown */
+    PF_GANG_DRIVER,    /* the NVIDIA driver version */
+    PF_GANG_HCAS,      /* RDMA devices in sysfs: "8" */
+    PF_GANG_PROVIDER,  /* their distinct providers: "mlx5" */
+    PF_GANG_PORTS,     /* ACTIVE ports: "8" */
+    PF_GANG_RATE,      /* the distinct rates of the ACTIVE ports: "400 Gb/s" */
+    PF_GANG_LINK,      /* the distinct link layers: "InfiniBand" */
+    PF_GANG_PCIE,      /* the distinct PCIe links of the NICs: "x16 at 32.0 GT/s PCIe" */
+    PF_GANG_FIRMWARE,  /* the distinct firmware versions of the HCAs */
+    PF_GANG_NICS,      /* the interfaces NCCL's socket transport would use: "eth0" */
+    PF_GANG_NCCL,      /* the NCCL library's version */
+    PF_GANG_NETWORKS,  /* the pod's secondary networks (attachments): "ml/a,ml/b", "none" */
+    PF_GANG_NTRAITS
+};
+#define PF_GANG_VALUE 160 /* a trait's value on the wire, at most (bytes, NUL included) */
+
 /* What rank 0 knows of one rank. The strings refer to the meeting's record of the rank
  * (pkg/run: run_sync_fleet), never NULL ("" when unknown): they are valid while the meeting
  * is open, and run_sync_fleet refreshes them before each judgement. */
@@ -63,6 +87,12 @@ struct pf_fleet_rank {
     uint8_t *st;
     uint16_t nst, passed, nbad;
     struct pf_fleet_check *bad;
+    /* its inventory (gang.c): each trait's value interned in the fleet's table (0: unknown),
+     * [PF_GANG_NTRAITS] its group's value; ports not ACTIVE (-1: unknown) */
+    bool inv_reported;
+    uint8_t gang_named; /* judging: the families this rank was named in */
+    int16_t ports_down;
+    uint32_t inv[PF_GANG_NTRAITS + 1];
 };
 
 struct pf_fleet_finding {
@@ -107,6 +137,13 @@ struct pf_fleet {
     size_t nrefused;
     struct pf_fleet_summary out; /* what the judgement found */
     bool lost_any;               /* judge_tcp: a rank was lost after the rendezvous */
+    /* gang.c: the distinct inventory values of every rank (index 0: ""), a hash of them */
+    struct {
+        char **v;
+        uint32_t n, cap;
+        uint32_t *slot, nslot;
+        int trait; /* the trait pf_fleet_minority groups by, while judging */
+    } gang;
 };
 
 void pf_fleet_init(struct pf_fleet *f, int world);
@@ -349,5 +386,59 @@ void pf_fleet_rails_agree(struct pf_fleet *f, const struct pf_fleet_railplan *p)
 void pf_fleet_rails_judge(struct pf_fleet *f, const struct pf_fleet_railplan *p);
 /* The networks as evidence: [{name, pods, probed, subnet, mtu, medianGbps}]. */
 void pf_fleet_rails_evidence(const struct pf_fleet_railplan *p, struct pf_node *networks);
+
+/* ---- gang.c: gang-relative judgement (check `gang`): every rank's inventory against the
+ * others of its group, by sorting (O(N log N) a trait), never pairwise. */
+
+struct pf_gang_trait_def {
+    const char *key;  /* its wire key and evidence key */
+    const char *code; /* its finding code */
+    const char *fmt;  /* the value in a message: "%s HCAs" */
+    enum pf_status status;
+    int family; /* 0: none; ranks named in a family are not named again within it */
+};
+extern const struct pf_gang_trait_def pf_gang_traits[PF_GANG_NTRAITS];
+
+/* One pod's inventory as it travels: each trait's text ("" when the pod could not tell), the
+ * value of its group (gang.groupBy's label, "" when none), its ports not ACTIVE (-1: unknown). */
+struct pf_fleet_inv {
+    char v[PF_GANG_NTRAITS][PF_GANG_VALUE];
+    char group[PF_GANG_VALUE];
+    int ports_down;
+};
+void pf_fleet_inv_init(struct pf_fleet_inv *inv);
+/* Nested fields, one a known trait ("" left out). */
+int pf_fleet_inv_encode(struct pf_buf *out, const struct pf_fleet_inv *inv);
+/* Peer input: PF_EINVAL when p is not fields; a value that is not printable text of at most
+ * PF_GANG_VALUE - 1 bytes is left unknown (and named in the error, the rest decoded: returns
+ * PF_EINVAL then too); unknown keys are ignored (a newer rank's traits). */
+int pf_fleet_inv_decode(struct pf_fleet_inv *out, const uint8_t *p, size_t len);
+/* Keeps inv as rank's inventory (its values interned in f). */
+void pf_fleet_gang_add(struct pf_fleet *f, int rank, const struct pf_fleet_inv *inv);
+/* The text of rank's trait t ("" unknown); t == PF_GANG_NTRAITS: its group. */
+const char *pf_fleet_gang_value(const struct pf_fleet *f, int rank, int t);
+
+struct pf_fleet_gang_opts {
+    bool rank0_apart; /* gang.rank0: apart: rank 0 is judged in a group of its own */
+    /* the policy-applied status of a code (NULL: the trait's default); a rank is a culprit
+     * where its code's status is fail */
+    int (*policy)(void *arg, const char *code, int status);
+    void *arg;
+};
+struct pf_fleet_gang_result {
+    int ranks;     /* ranks with an inventory */
+    int groups;    /* groups of two or more of them */
+    int named;     /* ranks named (culprits or named in a warning) */
+    int undecided; /* traits without a majority in a group */
+};
+/* Among the roster's ranks that sent an inventory, by group (the group's value, rank 0 alone
+ * when rank0_apart): for each trait, the ranks whose value differs from what a strict majority
+ * of the ranks that know it share are named (finding pf_gang_traits[t].code, a culprit where
+ * its status is fail); without a strict majority, gang-undecided (warn) names the values,
+ * unless positive evidence picks the ranks (the HCA traits: the ranks with ports not ACTIVE,
+ * where all the others have none). A trait every rank shares is never a finding. evidence
+ * (may be NULL): what was compared, and each group's majority values. */
+void pf_fleet_gang_judge(struct pf_fleet *f, const struct pf_fleet_gang_opts *o,
+                         struct pf_fleet_gang_result *res, struct pf_node *evidence);
 
 #endif

@@ -306,8 +306,16 @@ int pf_fleet_report_decode(struct pf_fleet *f, int rank, const uint8_t *p, size_
     size_t nchecks = 0;
     for (size_t k = 0; k < x.n && nchecks < 256; k++)
         if (pf_wire_field_is(&x.v[k], "check")) add_check(f, m, &x.v[k], nchecks++);
+    /* the pod's inventory (check gang), when the rank sent one */
+    const struct pf_wire_field *inv = pf_wire_fields_get(&x, "inv");
+    int r = 0;
+    if (inv) {
+        struct pf_fleet_inv in;
+        r = pf_fleet_inv_decode(&in, inv->val, inv->vlen);
+        pf_fleet_gang_add(f, rank, &in); /* what was refused stays unknown */
+    }
     pf_wire_fields_free(&x);
-    return 0;
+    return r < 0 ? r : 0;
 }
 
 int pf_fleet_ar_encode(struct pf_buf *out, const struct pf_fleet_ar *a)

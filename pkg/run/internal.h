@@ -79,12 +79,17 @@ void run_guard(struct pf_run *R, const char *stage_id, const char *fmt, ...)
 void run_sync_fleet(struct pf_run *R, struct pf_fleet *F);
 /* Adds the fleet's findings and culprits to this rank's verdict (again is harmless).
  * only_fleet_checks: a SUMMARY from rank 0 may only speak of `rendezvous`,
- * `collective.tcp`, `gpu.fabric` and `net.rails`. */
+ * `collective.tcp`, `gpu.fabric`, `net.rails` and `gang`. */
 void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool only_fleet_checks);
 /* The rank at shift from this one along the roster's ring. */
 int run_ring_rank(const struct pf_run *R, int shift);
 /* Rank 0's fleet once it serves; NULL at the other ranks and before. */
 struct pf_fleet *run_fleet(struct pf_run *R);
+
+/* ---- inventory.c: this pod's inventory for check gang, from its local checks' evidence */
+void run_inventory(struct pf_fleet_inv *out, struct pf_run *R);
+/* The inventory as evidence `inventory` in ev. */
+void run_inventory_evidence(struct pf_node *ev, const struct pf_fleet_inv *inv);
 
 /* ---- the stages (local.c, meet.c, tcp.c, gpu.c, summary.c) */
 int run_stage_local(struct pf_run *R);

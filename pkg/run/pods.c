@@ -96,7 +96,7 @@ void run_apply_fleet(struct pf_run *R, const struct pf_fleet_summary *s, bool on
         const struct pf_fleet_finding *x = &s->findings[i];
         if (only_fleet_checks && strcmp(x->check, "rendezvous") != 0 &&
             strcmp(x->check, "collective.tcp") != 0 && strcmp(x->check, "gpu.fabric") != 0 &&
-            strcmp(x->check, "net.rails") != 0)
+            strcmp(x->check, "net.rails") != 0 && strcmp(x->check, "gang") != 0)
             continue;
         add_fleet_finding(R, x->check, x->code, x->status, x->remedy, x->message);
     }

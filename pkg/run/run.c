@@ -162,7 +162,18 @@ const size_t pf_run_run_table_len = sizeof(pf_run_run_table) / sizeof(pf_run_run
 
 int pf_run_check(struct pf_run *R)
 {
-    return pf_run_stages(R, pf_run_check_table, pf_run_check_table_len);
+    int r = pf_run_stages(R, pf_run_check_table, pf_run_check_table_len);
+    /* this pod alone, by absolute rules: a pod that differs from its gang needs the gang */
+    struct pf_check *g = pf_verdict_add_check(&R->verdict, "gang");
+    if (g->status != PF_SKIP || !g->message)
+        pf_check_skip(g, "`preflight check` judges this pod alone; `preflight run` also compares "
+                         "it with every other pod of its job (GPUs, HCAs, ports, PCIe, NICs, "
+                         "firmware, driver, NCCL, networks)");
+    /* what a run would send rank 0 */
+    struct pf_fleet_inv inv;
+    run_inventory(&inv, R);
+    run_inventory_evidence(g->evidence, &inv);
+    return r;
 }
 
 int pf_run_run(struct pf_run *R)

@@ -17,6 +17,41 @@ static void my_statuses(struct pf_run *R, struct pf_buf *b)
     if (pf_fleet_report_encode(b, &copy) < 0)
         pf_ctx_progress(&R->ctx, "report to rank 0: %s", pf_err_msg());
     pf_verdict_free(&copy);
+    /* the pod's inventory, for check gang at rank 0 */
+    struct pf_fleet_inv inv;
+    run_inventory(&inv, R);
+    run_inventory_evidence(run_chk(R, "gang")->evidence, &inv);
+    struct pf_buf ib;
+    pf_buf_init(&ib, PF_BUF_TEXT);
+    if (pf_fleet_inv_encode(&ib, &inv) < 0 || pf_wire_put(b, "inv", ib.data, ib.len) < 0)
+        pf_ctx_progress(&R->ctx, "inventory to rank 0: %s", pf_err_msg());
+    pf_buf_free(&ib);
+}
+
+static int gang_policy(void *arg, const char *code, int status)
+{
+    return pf_run_policy(arg, "gang", code, (enum pf_status)status);
+}
+
+/* Rank 0: check gang, every rank's inventory against its group's. */
+static void judge_gang(struct pf_run *R, struct pf_fleet *F)
+{
+    struct pf_check *c = run_chk(R, "gang");
+    struct pf_fleet_gang_opts o = {
+        .rank0_apart = R->config.gang_rank0 == 1, .policy = gang_policy, .arg = &R->config};
+    struct pf_fleet_gang_result res;
+    struct pf_node *ev = pf_node_set_map(c->evidence, "gang");
+    if (R->config.gang_group_by[0]) pf_node_set_str(ev, "groupBy", R->config.gang_group_by);
+    pf_fleet_gang_judge(F, &o, &res, ev);
+    if (res.ranks < 2)
+        pf_check_skip(c, "fewer than two ranks sent an inventory (%d)", res.ranks);
+    else
+        pf_check_set_message(c,
+                             "the inventories of %d ranks compared in %d group%s: %d rank%s "
+                             "differ%s from a majority of their group, %d trait%s without one",
+                             res.ranks, res.groups, res.groups == 1 ? "" : "s", res.named,
+                             res.named == 1 ? "" : "s", res.named == 1 ? "s" : "", res.undecided,
+                             res.undecided == 1 ? "" : "s");
 }
 
 #define LINKS_EVIDENCE_MAX 48 /* samples listed; a large fleet lists its slowest */
@@ -75,6 +110,7 @@ static void root_summarize(struct pf_run *R, struct pf_fleet *F)
     pf_fleet_judge_tcp(F, &t);
     links_evidence(R);
     pf_fleet_judge_reports(F);
+    judge_gang(R, F);
     run_apply_fleet(R, &F->out, false);
     pf_fleet_ranks(F, &v->ranks, pf_rdv_my_ip(P->rdv));
     enum pf_status worst = PF_PASS;
@@ -258,11 +294,16 @@ static void final_report(struct pf_run *R)
     struct pf_fleet_summary sum;
     if (r >= 0 && pf_fleet_summary_decode(&sum, msg.payload, msg.len) == 0) {
         run_apply_fleet(R, &sum, true);
+        struct pf_check *g = run_chk(R, "gang");
+        if (!g->message || !*g->message)
+            pf_check_set_message(g, "rank 0 compared this pod's inventory with its gang's");
         set_fleet_extra(R, &sum);
         record_tcp(R, &sum);
         pf_fleet_summary_free(&sum);
     } else {
         on_my_own(R);
+        pf_check_skip(run_chk(R, "gang"), "no summary from rank 0: this pod was not compared "
+                                          "with its gang");
     }
     pf_rdv_msg_free(&msg);
 }

@@ -87,6 +87,10 @@ class Shared:
         if a.report_fields:
             with open(a.report_fields, "rb") as f:
                 self.report = f.read() or self.report
+        self.outlier = None
+        if getattr(a, "outlier_report", ""):
+            with open(a.outlier_report, "rb") as f:
+                self.outlier = f.read()
         if not self.join_extra:
             self.join_extra = field("digest", "") + field("ncclVersion", "")
 
@@ -168,7 +172,8 @@ class Rank(asyncio.Protocol):
             return self.finish(f"unexpected frame {ftype} in state {self.state}")
         if self.state == "mesh" and ftype == T_RESULT:
             self.state = "report"
-            self.send_step("report", True, "", self.sh.report)
+            out = self.sh.outlier is not None and self.rank == self.sh.a.outlier_rank
+            self.send_step("report", True, "", self.sh.outlier if out else self.sh.report)
             return
         if self.state == "report" and ftype == T_RESULT:
             self.state = "summary"
@@ -290,16 +295,25 @@ def free_port():
 STAGES = re.compile(r"stages: (.*)$")
 
 
-def real_report(binary, env):
+def real_report(binary, env, cfg, root="", change=None):
     """The report a real rank sends in the final gather (pf_fleet_report_encode): its verdict
     and every check's id, status and finding codes, from `preflight check` on this machine
-    plus the stages among pods, so that rank 0 keeps per rank what it keeps in a real run."""
+    (under root, when given) plus the stages among pods, so that rank 0 keeps per rank what it
+    keeps in a real run; and the pod's inventory for check gang (pkg/fleet/gang.c,
+    pf_fleet_inv_encode: one field a known trait, nested in "inv"), which `preflight check`
+    lists as gang's evidence `inventory`. change: {key: value} over the inventory (an
+    outlier)."""
     checks = []
+    inv = {}
     try:
         import yaml
-        out = subprocess.run([binary, "check", "--format", "yaml"], env=env, timeout=60,
+        out = subprocess.run([binary, "check", "--format", "yaml", "--config", cfg] +
+                             (["--root", root] if root else []), env=env, timeout=60,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
         for c in (yaml.safe_load(out) or {}).get("checks") or []:
+            if c["id"] == "gang":
+                inv = dict((c.get("evidence") or {}).get("inventory") or {})
+                continue
             codes = [x.get("code") for x in c.get("findings") or [] if x.get("code")]
             checks.append((c["id"], c.get("status", "pass"), codes))
     except Exception:  # noqa: BLE001 - without it, the report has the fleet checks only
@@ -310,6 +324,8 @@ def real_report(binary, env):
     for cid, st, codes in checks:
         body += field("check", field("id", cid) + field("status", st) +
                       b"".join(field("code", c) for c in codes))
+    inv.update(change or {})
+    body += field("inv", b"".join(field(k, str(v)) for k, v in inv.items() if str(v) != ""))
     return body
 
 
@@ -362,6 +378,9 @@ def drive(a):
         f.write("tcp: {messageBytes: 1048576, iterations: 1}\n")
         f.write(f"rendezvous: {{timeoutSeconds: {a.timeout}}}\n")
         f.write("report: {events: false}\n")
+        if a.root:
+            # a fixture tree has no NCCL library to load (the machine's is not the tree's)
+            f.write("policy: {findings: {nccl-missing: ignore}}\n")
     port = a.port or free_port()
     env = dict(os.environ, POD_NAME="load-0", NODE_NAME="node-0", NO_COLOR="1",
                PREFLIGHT_TOKEN=a.token)
@@ -369,7 +388,8 @@ def drive(a):
               "PREFLIGHT_PORT", "RANK", "WORLD_SIZE", "MASTER_ADDR", "JOB_COMPLETION_INDEX"):
         env.pop(k, None)
     timef = os.path.join(tmp, "time0")
-    cmd = ["/usr/bin/time", "-f", "%M %U %S %e", "-o", timef] + a.wrap0.split() + [a.binary, "run", "-v",
+    root = ["--root", a.root] if a.root else []
+    cmd = ["/usr/bin/time", "-f", "%M %U %S %e", "-o", timef] + a.wrap0.split() + [a.binary, "run", "-v"] + root + [
            "--config", cfg, "--rank", "0", "--world-size", str(n), "--coordinator",
            "127.0.0.1", "--port", str(port), "--format", "yaml", "--verdict",
            os.path.join(tmp, "v0.yaml"), "--timeout", str(a.timeout)]
@@ -378,7 +398,16 @@ def drive(a):
         f.write(b"".join(field(k, v) for k, v in real_join(a.binary, cfg, env, n)))
     repf = os.path.join(tmp, "report.bin")
     with open(repf, "wb") as f:
-        f.write(real_report(a.binary, env))
+        f.write(real_report(a.binary, env, cfg, a.root))
+    outlier = []
+    if a.outlier:
+        # one rank whose inventory differs: RANK:KEY=VALUE
+        orank, kv = a.outlier.split(":", 1)
+        k, v = kv.split("=", 1)
+        outf = os.path.join(tmp, "outlier.bin")
+        with open(outf, "wb") as f:
+            f.write(real_report(a.binary, env, cfg, a.root, {k: v}))
+        outlier = ["--outlier-rank", orank, "--outlier-report", outf]
     log0 = open(os.path.join(tmp, "rank0.log"), "w")
     t0 = time.monotonic()
     def cap():
@@ -413,7 +442,7 @@ def drive(a):
               "--port", str(port), "--world", str(n), "--first", str(first), "--last",
               str(last), "--token", a.token, "--seconds", str(a.timeout + 30),
               "--fail-rank", str(fail_rank), "--join-fields", joinf,
-              "--report-fields", repf]
+              "--report-fields", repf] + outlier
         workers.append(subprocess.Popen(wc, stdout=subprocess.PIPE, text=True,
                                         start_new_session=True))
     res = {"n": n, "workers": len(workers)}
@@ -476,6 +505,11 @@ def drive(a):
         res["verdict"] = v.get("verdict")
         res["fleet"] = (v.get("fleet") or {}).get("verdict")
         res["culprits"] = len(v.get("culprits") or [])
+        res["culpritRanks"] = sorted(set(c.get("rank") for c in v.get("culprits") or []))[:16]
+        g = next((c for c in v.get("checks") or [] if c.get("id") == "gang"), {})
+        res["gang"] = {"status": g.get("status"),
+                       "codes": sorted(x.get("code") for x in g.get("findings") or []),
+                       "messages": [x.get("message", "")[:300] for x in g.get("findings") or []][:4]}
         res["ranksListed"] = len(v.get("ranks") or [])
     except Exception as e:  # noqa: BLE001 - a missing verdict is a result too
         res["verdict"] = f"none ({e.__class__.__name__})"
@@ -502,6 +536,12 @@ def main():
     d.add_argument("--wrap0", default="",
                    help="a command rank 0 runs under, e.g. \"heaptrack -o /tmp/r0\" (its RSS "
                         "is then the wrapper's)")
+    d.add_argument("--root", default="",
+                   help="--root of rank 0 and of the `preflight check` whose report and "
+                        "inventory every simulated rank sends (a fixture tree)")
+    d.add_argument("--outlier", default="",
+                   help="RANK:KEY=VALUE: that simulated rank's inventory has KEY (a trait of "
+                        "check gang) at VALUE")
     d.add_argument("--as-mib", type=int, default=4096,
                    help="rank 0's address-space limit, MiB (0: none)")
     w = sub.add_parser("worker", help="simulate ranks [first, last) (driven by drive)")
@@ -515,6 +555,8 @@ def main():
     w.add_argument("--fail-rank", type=int, default=-1)
     w.add_argument("--join-fields", default="", help="fields a real rank's JOIN carries")
     w.add_argument("--report-fields", default="", help="a real rank's final report")
+    w.add_argument("--outlier-rank", type=int, default=-1)
+    w.add_argument("--outlier-report", default="", help="the outlier rank's final report")
     a = ap.parse_args()
     if a.cmd == "drive":
         if a.world < 16 or a.world > 65536:

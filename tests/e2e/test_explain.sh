@@ -30,8 +30,9 @@ ADDERS = {
 # code arguments that pass a code through (checked where the literal is written)
 # ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;
 # "c->code": a claim of pkg/fleet/agree.c, whose codes are collected from its table below;
-# "e.code": a row of pkg/run/meet.c's meet_ends, collected from the table below)
-PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code", "e.code"}
+# "e.code": a row of pkg/run/meet.c's meet_ends, collected from the table below;
+# "d->code": a trait of check gang (pkg/fleet/gang.c), whose codes are collected from its table)
+PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code", "e.code", "d->code"}
 
 def strip_comments(s):
     s = re.sub(r"/\*.*?\*/", " ", s, flags=re.S)
@@ -108,6 +109,10 @@ for path in sorted(glob.glob(os.path.join(root, "**", "*.c"), recursive=True)):
     for m in re.finditer(r'struct claim \w+ = \{\s*\.val = \w+,\s*\.code = "([a-z0-9-]+)"', src):
         emit("code", m.group(1))
         emit("pair", "rendezvous/" + m.group(1))
+    # the traits of check gang (pkg/fleet/gang.c): [PF_GANG_X] = {"key", "code", ...}
+    for m in re.finditer(r'\[PF_GANG_\w+\]\s*=\s*\{\s*"[A-Za-z]+"\s*,\s*"([a-z0-9-]+)"', src):
+        emit("code", m.group(1))
+        emit("pair", "gang/" + m.group(1))
     # how this pod's meeting ended (pkg/run/meet.c): {.end = PF_RDV_END_..., .code = "code", ...}
     for m in re.finditer(r"meet_ends\[\]\s*=\s*\{(.*?)\n\};", src, flags=re.S):
         for c in re.findall(r'\.code\s*=\s*"([a-z0-9-]+)"', m.group(1)):
@@ -125,7 +130,7 @@ n_pair=$(grep -c '^pair' "$T/names")
 # the collection itself: it must find the known ones, or the test proves nothing
 for want in "id	rendezvous" "id	collective.tcp" "id	collective.nccl" "id	rdma.ports" \
     "code	missing-ranks" "code	slow-node" "code	port-down" "code	interrupted" \
-    "code	events-forbidden" "pair	rendezvous/timeout"; do
+    "code	events-forbidden" "pair	rendezvous/timeout" "pair	gang/gang-hca-count"; do
     grep -qxF "$want" "$T/names" || notok "sources: found '${want/	/ }'" "not collected"
 done
 if [ "$n_id" -ge 15 ] && [ "$n_code" -ge 60 ]; then

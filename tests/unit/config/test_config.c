@@ -155,6 +155,7 @@ static void test_every_key(void **state)
                                "tcp: {messageBytes: 4096, iterations: 3, minBusbwGBps: 1.5}\n"
                                "nccl: {iterations: 7, warmup: 0, timeoutSeconds: 9}\n"
                                "podinfo: {waitSeconds: 2.5}\n"
+                               "gang: {groupBy: node.example.com/pool, rank0: apart}\n"
                                "policy:\n"
                                "  failOn: warn\n"
                                "  findings: {mac-mismatch: ignore}\n"
@@ -192,6 +193,8 @@ static void test_every_key(void **state)
     assert_int_equal(c.nccl_warmup, 0);
     assert_int_equal(c.nccl_timeout_s, 9);
     assert_true(c.podinfo_wait_s == 2.5);
+    assert_string_equal(c.gang_group_by, "node.example.com/pool");
+    assert_int_equal(c.gang_rank0, 1);
     assert_int_equal(c.fail_on, PF_WARN);
     assert_int_equal(c.npolicy, 1);
     assert_int_equal(c.policy[0].status, PF_POLICY_IGNORE);
@@ -229,6 +232,13 @@ static const struct {
      "c.yaml:1: report.markNode: \"cordon\" is not one of: none, label, taint"},
     {"report: 3\n", "c.yaml:1: report: expected a mapping, found a scalar"},
     {"nccl: {warmups: 1}\n", "c.yaml:1: nccl.warmups: unknown key (did you mean 'warmup'?)"},
+    {"gang: {groupBy: \"-pool\"}\n",
+     "c.yaml:1: gang.groupBy: \"-pool\" is not a label key ([prefix/]name: name 1-63 "
+     "alphanumerics, '-', '_', '.'; prefix a DNS subdomain)"},
+    {"gang: {groupBy: \"Node.Example/pool\"}\n",
+     "c.yaml:1: gang.groupBy: \"Node.Example/pool\" is not a label key ([prefix/]name: name "
+     "1-63 alphanumerics, '-', '_', '.'; prefix a DNS subdomain)"},
+    {"gang: {rank0: first}\n", "c.yaml:1: gang.rank0: \"first\" is not one of: same, apart"},
 };
 
 static void test_key_errors(void **state)
