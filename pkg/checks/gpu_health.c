@@ -709,6 +709,7 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
             return;
         }
         pf_node_set_str(out->evidence, "nvml", why);
+        pf_check_set_message(out, "the health of the pod's GPUs was not read");
         pf_check_unknown(out, "health-unknown",
                          "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
                          nodes == 1 ? "" : "s", why);
@@ -730,6 +731,7 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
         else
             snprintf(why, sizeof(why), "nvmlDeviceGetCount_v2: %s", e);
         pf_node_set_str(out->evidence, "nvml", why);
+        pf_check_set_message(out, "the health of the pod's GPUs was not read");
         pf_check_unknown(out, "health-unknown",
                          "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
                          nodes == 1 ? "" : "s", why);
