@@ -5,8 +5,8 @@
 # refusing bad values, the random token, the named templates from a parent chart, and the
 # rendered config accepted by preflight itself, the ServiceAccount token mounted by the preflight
 # container alone, and the admission policies (their CEL evaluated by an npm CEL library against
-# sample requests). No cluster: `helm install` and `helm test` cannot run here, and no API
-# server compiles or enforces the policies.
+# sample requests). No cluster here: `helm install`, `helm test`, Pod Security and the
+# policies as an API server enforces them are in test_k8s_chart.sh and test_k8s_rbac.sh.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "helm" "$TOOLS_WHY"; exit 0; fi

@@ -4,8 +4,8 @@
 # MPIJob, Volcano Job, LeaderWorkerSet), against the openAPIV3Schema of the launcher's own
 # CRD (tests/k8s/crds/, SOURCES.md names where each comes from); the validator itself shown to
 # refuse bad objects; the properties the rendezvous depends on; and the ConfigMap's config
-# accepted by preflight; the API token mounted by the preflight container alone. No cluster and
-# no launcher controller runs here.
+# accepted by preflight; the API token mounted by the preflight container alone. No launcher
+# controller runs here; test_k8s_manifests.sh applies the same files to a real API server.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "manifests" "$TOOLS_WHY"; exit 0; fi
