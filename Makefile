@@ -121,6 +121,9 @@ test: deps-test
 	$(MAKE) ASAN=1 UBSAN=1 unit-build
 	$(MAKE) bin/preflight
 	$(MAKE) static
+	@# the test control plane (tests/k8s/cluster), built once per source into a cache folder
+	@# before the tests' own time limits run; the tests that need it skip when it cannot be built
+	-tests/k8s/cluster/build.sh
 	tests/run.sh
 
 unit-build: $(B)/preflight $(UNIT_BINS) $(UNIT_HELPER_OBJS)

@@ -5,8 +5,8 @@
 # refusing bad values, the random token, the named templates from a parent chart, and the
 # rendered config accepted by preflight itself, the ServiceAccount token mounted by the preflight
 # container alone, and the admission policies (their CEL evaluated by an npm CEL library against
-# sample requests). No cluster: `helm install` and `helm test` cannot run here, and no API
-# server compiles or enforces the policies.
+# sample requests). No cluster here: `helm install`, `helm test`, Pod Security and the
+# policies as an API server enforces them are in test_k8s_chart.sh and test_k8s_rbac.sh.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "helm" "$TOOLS_WHY"; exit 0; fi
@@ -67,9 +67,12 @@ expect_eq "helm: test Job is Indexed with worldSize pods" \
     "$(q "$D" '[get("Job")["spec"][k] for k in ("completionMode","completions","parallelism")]')" '["Indexed", 2, 2]'
 expect_eq "helm: test Job pods use the Service as subdomain and carry its selector label" \
     "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["subdomain"] == get("Service")["metadata"]["name"] and all(get("Job")["spec"]["template"]["metadata"]["labels"][k] == v for k, v in get("Service")["spec"]["selector"].items())')" "True"
-expect_eq "helm: podFailurePolicy: spec (3, and 1, 2) fails the Job, node (4) counts, peer (5) is ignored" \
+expect_eq "helm: podFailurePolicy: spec (3, and 1, 2) fails the Job, node (4) and peer (5) count" \
     "$(q "$D" '[(r["action"], r["onExitCodes"]["values"]) for r in get("Job")["spec"]["podFailurePolicy"]["rules"] if "onExitCodes" in r and r["onExitCodes"]["containerName"] == "preflight"]')" \
-    '[["FailJob", [1, 2, 3]], ["Count", [4]], ["Ignore", [5]]]'
+    '[["FailJob", [1, 2, 3]], ["Count", [4]], ["Count", [5]]]'
+expect_eq "helm: default container securityContext is what Pod Security restricted admits" \
+    "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["containers"][0]["securityContext"]')" \
+    '{"runAsNonRoot": true, "runAsUser": 65532, "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}'
 expect_eq "helm: the preflight container writes its reason to the termination log" \
     "$(q "$D" 'get("Job")["spec"]["template"]["spec"]["containers"][0]["terminationMessagePolicy"]')" "FallbackToLogsOnError"
 expect_eq "helm: test pods one per node (podAntiAffinity on kubernetes.io/hostname, the test Job's pods)" \
@@ -235,7 +238,7 @@ if "$HELM" template pf "$N" -n ml --show-only templates/zz-notes.yaml >"$T/notes
     check "helm NOTES: helm test, then the test Job's pods' logs" \
         grep -q 'logs -l job-name=pf-preflight-test --prefix --tail=-1' "$T/notes.txt"
     check "helm NOTES: the command given is helm test without --logs (it cannot read a Job's pods)" \
-        bash -c "grep -qE '^ +helm test pf -n ml\$' '$T/notes.txt' && ! grep -qE '^ +helm test .*--logs' '$T/notes.txt'"
+        bash -c "grep -qE '^ +helm test pf -n ml --timeout 900s\$' '$T/notes.txt' && ! grep -qE '^ +helm test .*--logs' '$T/notes.txt'"
     check "helm NOTES: names the headless Service and the token Secret" \
         bash -c "grep -q 'Headless Service: pf-preflight ' '$T/notes.txt' && grep -q 'Secret pf-preflight-token' '$T/notes.txt'"
 else

@@ -4,8 +4,8 @@
 # MPIJob, Volcano Job, LeaderWorkerSet), against the openAPIV3Schema of the launcher's own
 # CRD (tests/k8s/crds/, SOURCES.md names where each comes from); the validator itself shown to
 # refuse bad objects; the properties the rendezvous depends on; and the ConfigMap's config
-# accepted by preflight; the API token mounted by the preflight container alone. No cluster and
-# no launcher controller runs here.
+# accepted by preflight; the API token mounted by the preflight container alone. No launcher
+# controller runs here; test_k8s_manifests.sh applies the same files to a real API server.
 . "$(dirname "$0")/lib.sh"
 . "$PREFLIGHT_SRC/tests/k8s/tools.sh"
 if ! k8s_tools; then skip "manifests" "$TOOLS_WHY"; exit 0; fi
@@ -55,13 +55,13 @@ for w in statefulset statefulset-training-image indexed-job indexed-job-training
     expect_eq "$w: preflight env (downward API, world size, config, token from the Secret)" \
         "$(q "$f" 'sorted(env("'"$kind"'"))')" '["NODE_NAME", "POD_NAME", "POD_NAMESPACE", "POD_UID", "PREFLIGHT_CONFIG", "PREFLIGHT_TIMEOUT", "PREFLIGHT_TOKEN", "PREFLIGHT_WORLD_SIZE"]'
     expect_eq "$w: token from secretKeyRef" "$(q "$f" 'env("'"$kind"'")["PREFLIGHT_TOKEN"]')" '{"secretKeyRef": {"key": "token", "name": "preflight-token"}}'
-    expect_eq "$w: IPC_LOCK, /dev/shm in memory, podinfo, verdict shared with the trainer" \
-        "$(q "$f" '[c("'"$kind"'", "preflight")["securityContext"]["capabilities"]["add"], [v["emptyDir"]["medium"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "dshm"], sorted(i["path"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), [m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "preflight-verdict"]]')" \
-        '[["IPC_LOCK"], ["Memory"], ["annotations", "labels"], ["/run/preflight"]]'
-    # added capabilities reach root processes only: IPC_LOCK takes effect as UID 0
-    expect_eq "$w: preflight runs as UID 0 with every capability dropped but IPC_LOCK" \
-        "$(q "$f" 'c("'"$kind"'", "preflight")["securityContext"]')" \
-        '{"capabilities": {"add": ["IPC_LOCK"], "drop": ["ALL"]}, "runAsNonRoot": false, "runAsUser": 0}'
+    expect_eq "$w: no capability, /dev/shm in memory, podinfo, verdict shared with the trainer" \
+        "$(q "$f" '[c("'"$kind"'", "preflight")["securityContext"]["capabilities"], [v["emptyDir"]["medium"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "dshm"], sorted(i["path"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), [m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "preflight-verdict"]]')" \
+        '[{"drop": ["ALL"]}, ["Memory"], ["annotations", "labels"], ["/run/preflight"]]'
+    # what Pod Security restricted admits; the trainer: root, no capability (baseline)
+    expect_eq "$w: preflight runs as the image's non-root user, no capability, RuntimeDefault seccomp; the trainer as root with none" \
+        "$(q "$f" '[c("'"$kind"'", "preflight")["securityContext"], c("'"$kind"'", "trainer")["securityContext"]]')" \
+        '[{"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": {"type": "RuntimeDefault"}}, {"capabilities": {"drop": ["ALL"]}, "runAsNonRoot": false, "runAsUser": 0}]'
 done
 for w in statefulset statefulset-training-image; do
     expect_eq "$w: podManagementPolicy Parallel" "$(q "$M/$w.yaml" 'get("StatefulSet")["spec"]["podManagementPolicy"]')" "Parallel"
@@ -139,8 +139,8 @@ for f in "$M"/*.yaml; do
     [ "$(lq "$f" 'len(tpls)')" = 0 ] && continue
     expect_eq "$n: every initContainer has terminationMessagePolicy FallbackToLogsOnError" \
         "$(lq "$f" 'sorted(set(c.get("terminationMessagePolicy") for t in tpls for c in inits(t)))')" '["FallbackToLogsOnError"]'
-    expect_eq "$n: preflight and the trainer share /dev/shm, NCCL env, capabilities, resources" \
-        "$(lq "$f" 'sorted(set(json.dumps([[m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/dev/shm"] == ["dshm"] for c in (pf(t), trainer(t))] + [pf(t)["envFrom"] == trainer(t)["envFrom"] == [{"configMapRef": {"name": "trainer-nccl"}}], pf(t)["securityContext"] == trainer(t)["securityContext"], pf(t)["resources"]["limits"] == trainer(t)["resources"]["limits"]]) for t in tpls))')" \
+    expect_eq "$n: preflight and the trainer share /dev/shm, NCCL env, capabilities (none), resources" \
+        "$(lq "$f" 'sorted(set(json.dumps([[m["name"] for m in c["volumeMounts"] if m["mountPath"] == "/dev/shm"] == ["dshm"] for c in (pf(t), trainer(t))] + [pf(t)["envFrom"] == trainer(t)["envFrom"] == [{"configMapRef": {"name": "trainer-nccl"}}], pf(t)["securityContext"]["capabilities"] == trainer(t)["securityContext"]["capabilities"] == {"drop": ["ALL"]}, pf(t)["resources"]["limits"] == trainer(t)["resources"]["limits"]]) for t in tpls))')" \
         '["[true, true, true, true, true]"]'
     expect_eq "$n: the podinfo volume holds labels and annotations; POD_NAME and NODE_NAME set" \
         "$(lq "$f" 'sorted(set(json.dumps([sorted(i["path"] for v in t["spec"]["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), env(pf(t))["POD_NAME"], env(pf(t))["NODE_NAME"]]) for t in tpls))')" \
@@ -176,9 +176,11 @@ expect_eq "leaderworkerset: workers start without waiting for the leader to be R
     "$(lq "$L" '[kind("LeaderWorkerSet")["spec"]["startupPolicy"], "PREFLIGHT_WORLD_SIZE" in env(pf(tpls[0])), "PREFLIGHT_COORDINATOR" in env(pf(tpls[0]))]')" '["LeaderCreated", false, false]'
 
 # ---- the exit-code recipes: spec stops, node and peer retry
-expect_eq "indexed-job: podFailurePolicy: spec (3) fails the Job, node (4) counts, peer (5) is ignored" \
-    "$(q "$M/indexed-job.yaml" '[(r["action"], r["onExitCodes"]["values"]) for r in get("Job")["spec"]["podFailurePolicy"]["rules"] if "onExitCodes" in r and r["onExitCodes"]["containerName"] == "preflight"]')" \
-    '[["FailJob", [1, 2, 3]], ["Count", [4]], ["Ignore", [5]]]'
+for w in indexed-job indexed-job-training-image; do
+    expect_eq "$w: podFailurePolicy: spec (3) fails the Job, node (4) and peer (5) count against backoffLimitPerIndex 2, one failed index fails the Job" \
+        "$(q "$M/$w.yaml" '[[(r["action"], r["onExitCodes"]["values"]) for r in get("Job")["spec"]["podFailurePolicy"]["rules"] if "onExitCodes" in r and r["onExitCodes"]["containerName"] == "preflight"], get("Job")["spec"]["backoffLimitPerIndex"], get("Job")["spec"]["maxFailedIndexes"], "activeDeadlineSeconds" in get("Job")["spec"]]')" \
+        '[[["FailJob", [1, 2, 3]], ["Count", [4]], ["Count", [5]]], 2, 0, false]'
+done
 for w in jobset trainjob; do
     expect_eq "$w: child Jobs fail on spec (3) by podFailurePolicy, on node/peer by backoffLimit 0; the set stops on the first, restarts on the second" \
         "$(lq "$M/$w.yaml" 'json.dumps([[(r["action"], r.get("onExitCodes", {}).get("values")) for r in rj["template"]["spec"]["podFailurePolicy"]["rules"]] + [rj["template"]["spec"]["backoffLimit"]] for rj in (kind("JobSet") if "JobSet" in [d["kind"] for d in docs] else kind("TrainingRuntime")["spec"]["template"])["spec"]["replicatedJobs"]]) + " " + json.dumps([(r["action"], r["onJobFailureReasons"]) for r in (kind("JobSet")["spec"] if "JobSet" in [d["kind"] for d in docs] else kind("TrainingRuntime")["spec"]["template"]["spec"])["failurePolicy"]["rules"]])')" \

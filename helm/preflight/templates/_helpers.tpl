@@ -147,13 +147,18 @@ container gets the token.
   securityContext:
     {{- toYaml $v.securityContext | nindent 4 }}
   {{- else if $v.ipcLock }}
-  {{- /* added capabilities reach root processes only: IPC_LOCK needs UID 0 to take effect */}}
+  {{- /* added capabilities reach root processes only: IPC_LOCK needs UID 0 to take effect.
+       Pod Security admits this under "privileged" only (IPC_LOCK is not on baseline's list) */}}
   securityContext:
     runAsUser: 0
     runAsNonRoot: false
     capabilities:
       drop: [ALL]
       add: [IPC_LOCK]
+  {{- else }}
+  {{- /* what Pod Security "restricted" (and so "baseline") admits: docs/kubernetes.md */}}
+  securityContext:
+    {{- include "preflight.restrictedSecurityContext" $ctx | nindent 4 }}
   {{- end }}
   {{- $res := deepCopy (default dict $v.resources) -}}
   {{- if $v.gpusPerPod }}
@@ -208,6 +213,8 @@ Empty when neither is set.
   imagePullPolicy: {{ $v.image.pullPolicy }}
   args: [install, /opt/preflight]
   terminationMessagePolicy: FallbackToLogsOnError
+  securityContext:
+    {{- include "preflight.restrictedSecurityContext" $ctx | nindent 4 }}
   volumeMounts:
     - {name: preflight-bin, mountPath: /opt/preflight}
 {{- end -}}
@@ -292,4 +299,22 @@ true
 {{- with $v.extraVolumes }}
 {{ toYaml . }}
 {{- end }}
+{{- end -}}
+
+{{/*
+preflight.restrictedSecurityContext: a container securityContext that the Pod Security
+Standards' "restricted" level admits (k8s.io/pod-security-admission policy checks
+runAsNonRoot, allowPrivilegeEscalation, capabilities_restricted, seccompProfile_restricted):
+the image's own non-root user (65532, the Dockerfile's USER, named so that a training image
+that runs as root still runs preflight as non-root), no capability, no privilege escalation,
+the runtime's default seccomp profile.
+*/}}
+{{- define "preflight.restrictedSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
 {{- end -}}

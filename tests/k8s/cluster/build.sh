@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds kcluster (the test control plane and node agent, main.go) once per source and
+# prints its path. Cached under $PREFLIGHT_CACHE (default ~/.cache/preflight)/kcluster/KEY,
+# KEY = sha256 of go.mod, go.sum and the .go files, and the Go version; Go's own module and
+# build caches make a rebuild after a source change incremental. Exit 3: no Go; 4: the build
+# failed (the log's path on stderr).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+command -v go >/dev/null || { echo "go missing (scripts/deps.sh test installs golang-go; Go >= 1.26 is needed)" >&2; exit 3; }
+key=$(cat "$here/go.mod" "$here/go.sum" "$here"/*.go | sha256sum | cut -c1-16)-$(go env GOVERSION)
+dir=${PREFLIGHT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/preflight}/kcluster/$key
+bin=$dir/kcluster
+if [ ! -x "$bin" ]; then
+    mkdir -p "$dir"
+    exec 9>"$dir/.lock"
+    flock 9
+    if [ ! -x "$bin" ]; then
+        start=$(date +%s)
+        if ! (cd "$here" && GOFLAGS=-mod=readonly go build -trimpath -ldflags='-s -w' -o "$bin.tmp" .) >"$dir/build.log" 2>&1; then
+            echo "kcluster build failed: $dir/build.log" >&2
+            exit 4
+        fi
+        mv "$bin.tmp" "$bin"
+        echo "kcluster built in $(( $(date +%s) - start )) s" >>"$dir/build.log"
+    fi
+fi
+echo "$bin"
