@@ -2,9 +2,16 @@
 #define _GNU_SOURCE
 #include "kapi.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #ifdef PF_STATIC
 int pf_kapi_load(const struct pf_env *env)
@@ -139,12 +146,164 @@ static void redact_reply(struct pf_kapi_res *res, const struct pf_kapi *a)
     memset(b64, 0, sizeof(b64));
 }
 
+/* ---- the name of the server, resolved under the request's deadline
+ *
+ * libcurl's threaded resolver gives up at CURLOPT_TIMEOUT_MS, but curl_easy_cleanup then
+ * joins the resolver thread, which ends only when getaddrinfo does: a resolver that answers
+ * in 20 s made a push with a 5 s budget take 20 s and the run miss its deadline. So the name
+ * is resolved here first, by a thread of our own that nobody waits for past the deadline (it
+ * frees its job when it ends, whoever left first), and libcurl gets the address through
+ * CURLOPT_RESOLVE: it never resolves, so there is nothing to join. */
+struct resolve_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs; /* the waiter and the thread: the last to leave frees the job */
+    bool done;
+    int rc;
+    char host[256], port[8], addr[INET6_ADDRSTRLEN + 2];
+};
+
+static void job_release(struct resolve_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    bool last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (last) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+    }
+}
+
+static void *resolve_thread(void *arg)
+{
+    struct resolve_job *j = arg;
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(j->host, j->port, &hints, &ai);
+    char addr[INET6_ADDRSTRLEN + 2] = "";
+    if (rc == 0 && ai) {
+        char t[INET6_ADDRSTRLEN] = "";
+        if (ai->ai_family == AF_INET6) {
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, t, sizeof(t));
+            snprintf(addr, sizeof(addr), "[%s]", t);
+        } else {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, t, sizeof(t));
+            snprintf(addr, sizeof(addr), "%s", t);
+        }
+    }
+    if (ai) freeaddrinfo(ai);
+    pthread_mutex_lock(&j->mu);
+    j->rc = rc;
+    snprintf(j->addr, sizeof(j->addr), "%s", addr);
+    j->done = true;
+    pthread_cond_signal(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    job_release(j);
+    return NULL;
+}
+
+/* The host and port of an http(s) URL ("[v6]" without brackets); false when there is none. */
+static bool url_host_port(const char *url, char *host, size_t hn, char *port, size_t pn)
+{
+    const char *p = strstr(url, "://");
+    if (!p) return false;
+    bool tls = strncasecmp(url, "https", 5) == 0;
+    p += 3;
+    size_t n = strcspn(p, "/?#");
+    const char *end = p + n, *colon = NULL;
+    if (*p == '[') {
+        const char *rb = memchr(p, ']', n);
+        if (!rb) return false;
+        snprintf(host, hn, "%.*s", (int)(rb - p - 1), p + 1);
+        colon = rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = memchr(p, ':', n);
+        snprintf(host, hn, "%.*s", (int)((colon ? colon : end) - p), p);
+    }
+    if (colon)
+        snprintf(port, pn, "%.*s", (int)(end - colon - 1), colon + 1);
+    else
+        snprintf(port, pn, "%s", tls ? "443" : "80");
+    return host[0] != '\0';
+}
+
+/* Resolves the URL's host before deadline: 0 with *resolve set to the CURLOPT_RESOLVE entry
+ * ("host:port:address"), or left NULL when the host is an address already (nothing to
+ * resolve); -1 with res->error said when the name does not resolve or not in time. */
+static int resolve_bounded(struct pf_kapi_res *res, const char *url, double deadline, char *entry,
+                           size_t en, bool *have)
+{
+    *have = false;
+    char host[256], port[8];
+    if (!url_host_port(url, host, sizeof(host), port, sizeof(port))) return 0;
+    unsigned char bin[16];
+    if (inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1) return 0;
+    struct resolve_job *j = calloc(1, sizeof(*j));
+    if (!j) return 0; /* libcurl resolves, as before */
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 2;
+    snprintf(j->host, sizeof(j->host), "%s", host);
+    snprintf(j->port, sizeof(j->port), "%s", port);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    if (pthread_create(&t, &at, resolve_thread, j) != 0) {
+        pthread_attr_destroy(&at);
+        j->refs = 1;
+        job_release(j);
+        return 0;
+    }
+    pthread_attr_destroy(&at);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double wait = deadline - pf_now();
+    if (wait < 0) wait = 0;
+    ts.tv_sec += (time_t)wait;
+    ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_mutex_lock(&j->mu);
+    while (!j->done)
+        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;
+    bool done = j->done;
+    int rc = j->rc;
+    char addr[sizeof(j->addr)];
+    snprintf(addr, sizeof(addr), "%s", j->addr);
+    pthread_mutex_unlock(&j->mu);
+    job_release(j);
+    if (!done) {
+        res->curl_code = PF_CURLE_OPERATION_TIMEDOUT;
+        snprintf(res->error, sizeof(res->error),
+                 "resolving %.200s took longer than the budget (the resolver is slow or silent)",
+                 host);
+        return -1;
+    }
+    if (rc != 0 || !addr[0]) {
+        res->curl_code = 6; /* CURLE_COULDNT_RESOLVE_HOST */
+        snprintf(res->error, sizeof(res->error), "cannot resolve %.200s: %.40s", host,
+                 gai_strerror(rc));
+        return -1;
+    }
+    snprintf(entry, en, "%s:%s:%s", host, port, addr);
+    *have = true;
+    return 0;
+}
+
 void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const char *method,
                          const char *path, const char *content_type, const char *body,
                          double deadline, size_t body_max)
 {
     memset(res, 0, sizeof(*res));
     pf_buf_init(&res->body, body_max ? body_max : 64 << 10);
+    char resolve_entry[600];
+    bool have_resolve = false;
+    if (resolve_bounded(res, a->base, deadline, resolve_entry, sizeof(resolve_entry),
+                        &have_resolve) < 0)
+        return;
     double left = deadline - pf_now();
     if (left < 0.05) {
         res->curl_code = PF_CURLE_OPERATION_TIMEDOUT;
@@ -178,6 +337,11 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
     curl->easy_setopt(h, PF_CURLOPT_ERRORBUFFER, errbuf);
     curl->easy_setopt(h, PF_CURLOPT_WRITEFUNCTION, (pf_curl_write_fn)on_data);
     curl->easy_setopt(h, PF_CURLOPT_WRITEDATA, &res->body);
+    struct curl_slist *resolve = NULL;
+    if (have_resolve) {
+        resolve = curl->slist_append(NULL, resolve_entry);
+        curl->easy_setopt(h, PF_CURLOPT_RESOLVE, resolve);
+    }
     if (a->cafile[0]) curl->easy_setopt(h, PF_CURLOPT_CAINFO, a->cafile);
     if (a->user) curl->easy_setopt(h, PF_CURLOPT_USERNAME, a->user);
     if (a->password) curl->easy_setopt(h, PF_CURLOPT_PASSWORD, a->password);
@@ -189,6 +353,7 @@ void pf_kapi_request_max(struct pf_kapi_res *res, const struct pf_kapi *a, const
                  errbuf[0] ? errbuf : curl->easy_strerror((pf_CURLcode)res->curl_code));
     curl->easy_cleanup(h);
     curl->slist_free_all(hdr);
+    if (resolve) curl->slist_free_all(resolve);
     redact_reply(res, a);
     /* the token must not outlive the request on the stack */
     memset(auth, 0, sizeof(auth));

@@ -7,7 +7,13 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command -v go >/dev/null || { echo "go missing (scripts/deps.sh test installs golang-go; Go >= 1.26 is needed)" >&2; exit 3; }
-key=$(cat "$here/go.mod" "$here/go.sum" "$here"/*.go | sha256sum | cut -c1-16)-$(go env GOVERSION)
+# the release the API server reports at /version (helm checks a chart's kubeVersion against it),
+# as Kubernetes' own build stamps it (hack/lib/version.sh): from the k8s.io/kubernetes
+# requirement of go.mod
+kver=$(sed -n 's/^[[:space:]]*k8s.io\/kubernetes v\([0-9][0-9.]*\).*/\1/p' "$here/go.mod" | head -1)
+vpkg=k8s.io/component-base/version
+ldx="-X $vpkg.gitVersion=v$kver -X $vpkg.gitMajor=${kver%%.*} -X $vpkg.gitMinor=$(echo "$kver" | cut -d. -f2) -X $vpkg.gitTreeState=clean"
+key=$(echo "$ldx" | cat - "$here/go.mod" "$here/go.sum" "$here"/*.go | sha256sum | cut -c1-16)-$(go env GOVERSION)
 dir=${PREFLIGHT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/preflight}/kcluster/$key
 bin=$dir/kcluster
 if [ ! -x "$bin" ]; then
@@ -16,7 +22,7 @@ if [ ! -x "$bin" ]; then
     flock 9
     if [ ! -x "$bin" ]; then
         start=$(date +%s)
-        if ! (cd "$here" && GOFLAGS=-mod=readonly go build -trimpath -ldflags='-s -w' -o "$bin.tmp" .) >"$dir/build.log" 2>&1; then
+        if ! (cd "$here" && GOFLAGS=-mod=readonly go build -trimpath -ldflags="-s -w $ldx" -o "$bin.tmp" .) >"$dir/build.log" 2>&1; then
             echo "kcluster build failed: $dir/build.log" >&2
             exit 4
         fi
