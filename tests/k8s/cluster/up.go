@@ -212,20 +212,30 @@ func up(dir string) error {
 	if err != nil {
 		return err
 	}
-	var procs []*exec.Cmd
+	type proc struct {
+		cmd  *exec.Cmd
+		done chan struct{}
+	}
+	var procs []proc
 	stop := func() {
 		for i := len(procs) - 1; i >= 0; i-- {
-			_ = procs[i].Process.Signal(syscall.SIGTERM)
+			_ = procs[i].cmd.Process.Signal(syscall.SIGTERM)
 		}
 		for i := len(procs) - 1; i >= 0; i-- {
-			done := make(chan struct{})
-			go func(p *exec.Cmd) { _ = p.Wait(); close(done) }(procs[i])
 			select {
-			case <-done:
+			case <-procs[i].done:
 			case <-time.After(10 * time.Second):
-				_ = procs[i].Process.Kill()
-				<-done
+				_ = procs[i].cmd.Process.Kill()
+				<-procs[i].done
 			}
+		}
+	}
+	exited := func(i int) bool {
+		select {
+		case <-procs[i].done:
+			return true
+		default:
+			return false
 		}
 	}
 	start := func(name string, args ...string) error {
@@ -239,7 +249,9 @@ func up(dir string) error {
 		if err := cmd.Start(); err != nil {
 			return err
 		}
-		procs = append(procs, cmd)
+		p := proc{cmd, make(chan struct{})}
+		go func() { _ = cmd.Wait(); close(p.done) }()
+		procs = append(procs, p)
 		return nil
 	}
 	f := func(n string) string { return filepath.Join(dir, n) }
@@ -280,7 +292,7 @@ func up(dir string) error {
 		RootCAs: pool, Certificates: []tls.Certificate{adminCert}}}}
 	ready := false
 	for deadline := time.Now().Add(180 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		if procs[0].ProcessState != nil {
+		if exited(0) {
 			break
 		}
 		r, err := hc.Get(server + "/readyz")
@@ -330,7 +342,16 @@ func up(dir string) error {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	<-sig
-	stop()
-	return nil
+	died := make(chan int, len(procs))
+	for i := range procs {
+		go func(i int) { <-procs[i].done; died <- i }(i)
+	}
+	select {
+	case <-sig:
+		stop()
+		return nil
+	case i := <-died:
+		stop()
+		return fmt.Errorf("%s exited (see %s)", procs[i].cmd.Args[1], f(procs[i].cmd.Args[1]+".log"))
+	}
 }
