@@ -68,7 +68,8 @@ const struct pf_check_def pf_checks_table[] = {
           "TCP all-reduce among the pods, link probes, blame"),
     STAGE("net.rails", "rails", "pkg/fleet/rails.c", "38-net-rails.md", "e2e/test_rails.sh",
           "every Multus rail of every pod: agreement and a probe pod to pod on the rail"),
-    STAGE("gang", "summary", "pkg/fleet/gang.c pkg/run/inventory.c pkg/run/summary.c", "39-gang.md",
+    STAGE("gang", "summary gang",
+          "pkg/fleet/gang.c pkg/run/inventory.c pkg/run/summary.c pkg/run/run.c", "39-gang.md",
           "e2e/test_gang.sh",
           "every pod's inventory (GPUs, HCAs, ports, PCIe, NICs, firmware, driver, NCCL, "
           "networks) against the rest of its gang"),

@@ -139,9 +139,26 @@ void pf_run_timing_text(const struct pf_run *R, struct pf_buf *out)
 
 /* ---- the tables */
 
+/* `preflight check`: this pod alone, by absolute rules (a pod that differs from its gang needs
+ * the gang); check gang says so and lists what a run would send rank 0. A stage of its own,
+ * before the push, so that the metrics carry it like every other check. */
+static int run_stage_gang_alone(struct pf_run *R)
+{
+    struct pf_check *g = pf_verdict_add_check(&R->verdict, "gang");
+    if (g->status != PF_SKIP || !g->message)
+        pf_check_skip(g, "`preflight check` judges this pod alone; `preflight run` also compares "
+                         "it with every other pod of its job (GPUs, HCAs, ports, PCIe, NICs, "
+                         "firmware, driver, NCCL, networks)");
+    struct pf_fleet_inv inv;
+    run_inventory(&inv, R);
+    run_inventory_evidence(g->evidence, &inv);
+    return 0;
+}
+
 const struct pf_run_stage pf_run_check_table[] = {
     {"local", "preflight", NULL, false, run_stage_local},
     {"counters", "rdma.counters", NULL, false, run_stage_counters},
+    {"gang", "gang", NULL, false, run_stage_gang_alone},
     {"push", "report.metrics", "pushing the metrics", true, run_stage_push},
 };
 const size_t pf_run_check_table_len = sizeof(pf_run_check_table) / sizeof(pf_run_check_table[0]);
@@ -162,18 +179,7 @@ const size_t pf_run_run_table_len = sizeof(pf_run_run_table) / sizeof(pf_run_run
 
 int pf_run_check(struct pf_run *R)
 {
-    int r = pf_run_stages(R, pf_run_check_table, pf_run_check_table_len);
-    /* this pod alone, by absolute rules: a pod that differs from its gang needs the gang */
-    struct pf_check *g = pf_verdict_add_check(&R->verdict, "gang");
-    if (g->status != PF_SKIP || !g->message)
-        pf_check_skip(g, "`preflight check` judges this pod alone; `preflight run` also compares "
-                         "it with every other pod of its job (GPUs, HCAs, ports, PCIe, NICs, "
-                         "firmware, driver, NCCL, networks)");
-    /* what a run would send rank 0 */
-    struct pf_fleet_inv inv;
-    run_inventory(&inv, R);
-    run_inventory_evidence(g->evidence, &inv);
-    return r;
+    return pf_run_stages(R, pf_run_check_table, pf_run_check_table_len);
 }
 
 int pf_run_run(struct pf_run *R)
