@@ -94,11 +94,12 @@ bin/preflight: $(B)/preflight
 # The headers come from NVIDIA's PyPI wheels (scripts/nvidia-pypi.sh, fetched by `make test`)
 # and, where one is installed, from a CUDA toolkit; neither is needed to build preflight.
 CUDA_HOME ?= /usr/local/cuda
-NVIDIA_INCLUDE := $(shell scripts/nvidia-pypi.sh cflags 2>/dev/null)
-# NVIDIA's nvml.h from the nvidia-nvml-dev-cu12 wheel, fetched by `scripts/deps.sh test` into
-# this folder (never committed; without it the nvml.h checks skip)
-NVML_INCLUDE ?= $(or $(PREFLIGHT_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/preflight)/nvml-dev-cu12-12.9.79/include
-CFLAGS_test_dl_abi := $(NVIDIA_INCLUDE) $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-isystem $(CUDA_HOME)/include) \
+# (recursive: the script runs only when test_dl_abi is compiled, not at every make)
+NVIDIA_INCLUDE = $(shell scripts/nvidia-pypi.sh cflags 2>/dev/null)
+# NVIDIA's nvml.h from the nvidia-nvml-dev-cu12 wheel, fetched by the same script (never
+# committed; without it the nvml.h checks skip)
+NVML_INCLUDE ?= $(shell scripts/nvidia-pypi.sh nvml 2>/dev/null)
+CFLAGS_test_dl_abi = $(NVIDIA_INCLUDE) $(if $(wildcard $(CUDA_HOME)/include/cuda.h),-isystem $(CUDA_HOME)/include) \
     $(if $(wildcard $(NVML_INCLUDE)/nvml.h),-isystem $(NVML_INCLUDE))
 
 $(B)/tests/%: tests/unit/%.c $(PKG_OBJS) $(UNIT_HELPER_OBJS)

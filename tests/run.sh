@@ -19,6 +19,10 @@ export NO_COLOR=1
 # the training image ships NCCL
 eval "$(scripts/nvidia-pypi.sh env)"
 export NVIDIA_NCCL_LIB
+# nvml.h (the same script): test_gpu_health.sh compiles the NVML double against it
+if [ -z "${NVML_INCLUDE:-}" ] && [ -n "${NVIDIA_NVML_INCLUDE:-}" ]; then
+    export NVML_INCLUDE="$NVIDIA_NVML_INCLUDE"
+fi
 if [ -z "${PREFLIGHT_NCCL_LIB:-}" ] && [ -n "${NVIDIA_NCCL_LIB:-}" ]; then
     export PREFLIGHT_NCCL_LIB="$NVIDIA_NCCL_LIB"
 fi

@@ -18,8 +18,8 @@ if ! $CC -std=c11 -O1 -g -Wall -Wextra -Werror -shared -fPIC -o "$T/libnvml-doub
 fi
 ok "health: the NVML double builds"
 # the double's functions against NVIDIA's prototypes: nvml.h from the nvidia-nvml-dev-cu12
-# wheel, which `scripts/deps.sh test` fetches into this folder (the Makefile's NVML_INCLUDE)
-NVML_INCLUDE=${NVML_INCLUDE:-${PREFLIGHT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/preflight}/nvml-dev-cu12-12.9.79/include}
+# wheel, which scripts/nvidia-pypi.sh fetches (tests/run.sh sets NVML_INCLUDE to its folder)
+NVML_INCLUDE=${NVML_INCLUDE:-$("$PREFLIGHT_SRC/scripts/nvidia-pypi.sh" nvml 2>/dev/null)}
 if [ -f "$NVML_INCLUDE/nvml.h" ]; then
     # -Wno-enum-conversion: the double returns its own enum's values as nvmlReturn_t
     if $CC -std=c11 -O1 -Wall -Wextra -Werror -Wno-enum-conversion -shared -fPIC -DDOUBLE_NVML_H \
@@ -30,7 +30,7 @@ if [ -f "$NVML_INCLUDE/nvml.h" ]; then
     fi
 else
     skip "health: the NVML double's signatures against nvml.h" \
-        "no $NVML_INCLUDE/nvml.h (scripts/deps.sh test fetches it from PyPI's nvidia-nvml-dev-cu12)"
+        "no $NVML_INCLUDE/nvml.h (scripts/nvidia-pypi.sh fetches it from PyPI's nvidia-nvml-dev-cu12)"
 fi
 mkdir -p "$T/root"
 
