@@ -372,6 +372,23 @@ const char *pf_name_of(const char *const *names, size_t n, int i, const char *df
     return i >= 0 && (size_t)i < n && names[i] ? names[i] : dflt;
 }
 
+int pf_buf_base64(struct pf_buf *b, const void *data, size_t n, bool url)
+{
+    const char *abc = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+                          : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *p = data;
+    int r = 0;
+    for (size_t i = 0; i < n && r == 0; i += 3) {
+        unsigned v = (unsigned)p[i] << 16;
+        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
+        if (i + 2 < n) v |= p[i + 2];
+        char q[4] = {abc[(v >> 18) & 63], abc[(v >> 12) & 63], i + 1 < n ? abc[(v >> 6) & 63] : '=',
+                     i + 2 < n ? abc[v & 63] : '='};
+        r = pf_buf_add(b, q, 4);
+    }
+    return r;
+}
+
 int pf_http_url_check(const char *what, const char *url)
 {
     /* RFC 3986 §3.1: a scheme is case-insensitive ("HTTPS://" is https://, and libcurl takes

@@ -63,6 +63,9 @@ struct pf_buf {
 void pf_buf_init(struct pf_buf *b, size_t max);
 int pf_buf_add(struct pf_buf *b, const void *p, size_t n);
 int pf_buf_addf(struct pf_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends base64 of data[0..n) with padding (RFC 4648): section 4's alphabet, or with url
+ * section 5's URL and filename safe one. Nothing for n == 0. */
+int pf_buf_base64(struct pf_buf *b, const void *data, size_t n, bool url);
 int pf_buf_vaddf(struct pf_buf *b, const char *fmt, va_list ap);
 void pf_buf_reset(struct pf_buf *b);
 void pf_buf_free(struct pf_buf *b);

@@ -104,37 +104,19 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
-/* RFC 7617: the credentials of HTTP basic authentication as they travel, base64 of
- * "user:password" (RFC 4648 section 4, with padding), which libcurl sends. */
-static void basic_b64(char *out, size_t cap, const char *user, const char *pass)
-{
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char in[2100];
-    size_t n = (size_t)snprintf(in, sizeof(in), "%s:%s", user, pass);
-    if (n >= sizeof(in)) n = sizeof(in) - 1;
-    size_t w = 0;
-    const unsigned char *p = (const unsigned char *)in;
-    for (size_t i = 0; i < n && w + 5 <= cap; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        out[w++] = abc[(v >> 18) & 63];
-        out[w++] = abc[(v >> 12) & 63];
-        out[w++] = i + 1 < n ? abc[(v >> 6) & 63] : '=';
-        out[w++] = i + 2 < n ? abc[v & 63] : '=';
-    }
-    out[w < cap ? w : cap - 1] = '\0';
-    memset(in, 0, sizeof(in));
-}
-
 /* What a reply may quote back of the request (a proxy's or a Pushgateway's error page that
  * echoes the headers): every credential this request carried is replaced by "***" in the
  * body and in libcurl's error text before anyone shows them. */
 static void redact_reply(struct pf_kapi_res *res, const struct pf_kapi *a)
 {
-    char b64[2900] = "";
-    if (a->user && a->password) basic_b64(b64, sizeof(b64), a->user, a->password);
-    const char *secrets[] = {a->token, a->password, b64[0] ? b64 : NULL};
+    /* RFC 7617: basic authentication's credentials as they travel, base64 of "user:password"
+     * (RFC 4648 section 4), which libcurl sends */
+    struct pf_buf plain, basic;
+    pf_buf_init(&plain, 4096);
+    pf_buf_init(&basic, 8192);
+    if (a->user && a->password && pf_buf_addf(&plain, "%s:%s", a->user, a->password) == 0)
+        pf_buf_base64(&basic, plain.data, plain.len, false);
+    const char *secrets[] = {a->token, a->password, basic.len ? basic.data : NULL};
     for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
         if (!secrets[i] || !*secrets[i]) continue;
         if (res->body.data) {
@@ -143,7 +125,11 @@ static void redact_reply(struct pf_kapi_res *res, const struct pf_kapi *a)
         }
         pf_kapi_redact(res->error, strlen(res->error), secrets[i]);
     }
-    memset(b64, 0, sizeof(b64));
+    /* the credentials must not outlive the request on the heap either */
+    if (plain.data) memset(plain.data, 0, plain.cap);
+    if (basic.data) memset(basic.data, 0, basic.cap);
+    pf_buf_free(&plain);
+    pf_buf_free(&basic);
 }
 
 /* ---- the name of the server, resolved under the request's deadline

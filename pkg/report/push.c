@@ -20,21 +20,11 @@
  * at least one '=' on an empty value). */
 static void base64url(struct pf_buf *out, const char *s)
 {
-    static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     size_t n = strlen(s);
-    if (n == 0) {
+    if (n == 0)
         pf_buf_add(out, "=", 1);
-        return;
-    }
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)p[i] << 16;
-        if (i + 1 < n) v |= (unsigned)p[i + 1] << 8;
-        if (i + 2 < n) v |= p[i + 2];
-        char q[4] = {abc[(v >> 18) & 63], abc[(v >> 12) & 63], i + 1 < n ? abc[(v >> 6) & 63] : '=',
-                     i + 2 < n ? abc[v & 63] : '='};
-        pf_buf_add(out, q, 4);
-    }
+    else
+        pf_buf_base64(out, s, n, true);
 }
 
 /* One /<name>/<value> pair: plain when the value is made of URI-unreserved characters

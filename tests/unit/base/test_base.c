@@ -182,11 +182,41 @@ static void test_url_credentials(void **state)
     assert_non_null(strstr(pf_err_msg(), "\"gw:9091\"")); /* nothing to hide: shown */
 }
 
+/* RFC 4648 section 10's test vectors, and the two alphabets apart (0xfb 0xff: "+/" and "-_"). */
+static void test_base64(void **state)
+{
+    (void)state;
+    static const char *const vec[][2] = {{"", ""},
+                                         {"f", "Zg=="},
+                                         {"fo", "Zm8="},
+                                         {"foo", "Zm9v"},
+                                         {"foob", "Zm9vYg=="},
+                                         {"fooba", "Zm9vYmE="},
+                                         {"foobar", "Zm9vYmFy"}};
+    for (size_t i = 0; i < sizeof(vec) / sizeof(vec[0]); i++) {
+        struct pf_buf b;
+        pf_buf_init(&b, 64);
+        assert_int_equal(pf_buf_base64(&b, vec[i][0], strlen(vec[i][0]), false), 0);
+        assert_string_equal(pf_buf_str(&b), vec[i][1]);
+        pf_buf_free(&b);
+    }
+    struct pf_buf std, url;
+    pf_buf_init(&std, 64);
+    pf_buf_init(&url, 64);
+    pf_buf_base64(&std, "\xfb\xff", 2, false);
+    pf_buf_base64(&url, "\xfb\xff", 2, true);
+    assert_string_equal(pf_buf_str(&std), "+/8=");
+    assert_string_equal(pf_buf_str(&url), "-_8=");
+    pf_buf_free(&std);
+    pf_buf_free(&url);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_buf_str_never_null),
         cmocka_unit_test(test_url_credentials),
+        cmocka_unit_test(test_base64),
         cmocka_unit_test(test_buf_data_is_text),
         cmocka_unit_test(test_buf_over_is_sticky),
         cmocka_unit_test(test_deadline_in),
