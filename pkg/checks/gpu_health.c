@@ -687,6 +687,16 @@ static size_t pod_gpu_nodes(const struct pf_host *h)
     return n;
 }
 
+/* The pod has GPUs but NVML cannot be read (why): every fact is unknown, none judged. */
+static void not_read(struct pf_check *out, size_t nodes, const char *why)
+{
+    pf_node_set_str(out->evidence, "nvml", why);
+    pf_check_set_message(out, "the health of the pod's GPUs was not read");
+    pf_check_unknown(out, "health-unknown",
+                     "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
+                     nodes == 1 ? "" : "s", why);
+}
+
 void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
 {
     struct pf_dl_nvml l;
@@ -708,11 +718,7 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
             pf_check_skip(out, "no NVIDIA GPUs in the pod (%s)", why);
             return;
         }
-        pf_node_set_str(out->evidence, "nvml", why);
-        pf_check_set_message(out, "the health of the pod's GPUs was not read");
-        pf_check_unknown(out, "health-unknown",
-                         "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
-                         nodes == 1 ? "" : "s", why);
+        not_read(out, nodes, why);
         return;
     }
     unsigned count = 0;
@@ -730,11 +736,7 @@ void pf_check_gpu_health(struct pf_check *out, struct pf_ctx *ctx)
             snprintf(why, sizeof(why), "nvmlDeviceGetCount_v2 says 0 GPUs");
         else
             snprintf(why, sizeof(why), "nvmlDeviceGetCount_v2: %s", e);
-        pf_node_set_str(out->evidence, "nvml", why);
-        pf_check_set_message(out, "the health of the pod's GPUs was not read");
-        pf_check_unknown(out, "health-unknown",
-                         "the pod has %zu GPU%s but their health cannot be read: %s", nodes,
-                         nodes == 1 ? "" : "s", why);
+        not_read(out, nodes, why);
         return;
     }
     if (count > MAX_GPUS) count = MAX_GPUS; /* more GPUs than any node has: the first 64 */
