@@ -471,7 +471,9 @@ int pf_rdv_listen(int *fd, const char *addr, int *port)
         return pf_err_set(PF_ERR, "listen on %s port %d: %s", addr && *addr ? addr : "any address",
                           *port, strerror(e));
     }
-    if (listen(s, 4096) < 0) {
+    /* the kernel caps the queue at net.core.somaxconn (4096 by default in each network
+     * namespace); the listeners drain it at once (accept.c), so the host's setting decides */
+    if (listen(s, 65535) < 0) {
         int e = errno;
         close(s);
         return pf_err_set(PF_ERR, "listen: %s", strerror(e));

@@ -227,6 +227,7 @@ struct rdv_session {
     struct pf_wire_marks lost, failed;
     /* data mesh */
     int nshifts, shifts[3], out_fd[3], in_fd[3];
+    long long mesh_accepted, mesh_taken, mesh_closed; /* its data port's acceptor (accept.c) */
 };
 
 /* ---- record.c: how the meeting ended, what rank 0 refused, progress lines */

@@ -76,6 +76,9 @@ static int mesh_accept_in(struct rdv_session *S, double deadline)
     rdv_acceptor_init(A, S, &S->data_lfd, 1);
     int have = pf_rdv_acceptor_run(A, S->nshifts, deadline, mesh_take, S);
     pf_rdv_acceptor_close(A);
+    S->mesh_accepted = A->accepted;
+    S->mesh_taken = A->taken;
+    S->mesh_closed = A->closed;
     free(A);
     return have;
 }

@@ -224,6 +224,9 @@ struct pf_rdv_mesh {
     int nshifts;
     int shifts[3];
     int out_fd[3], in_fd[3]; /* owned by the session: pf_rdv_mesh_close closes them */
+    /* this rank's data port while the mesh formed: connections accepted, handed to the mesh,
+     * and closed without a DHELLO of this run (strangers, garbage, silence) */
+    long long accepted, taken, closed;
 };
 /* Connects the ring shifts the caller put in out->shifts[0 .. out->nshifts) (1 to 3 shifts,
  * each 1 .. size-1: the link probes' survey shifts) by deadline (and the cutoff), then fills
@@ -290,9 +293,10 @@ void pf_rdv_msg_free(struct pf_rdv_msg *m);
 int pf_rdv_listen(int *fd, const char *addr, int *port);
 
 /* ---- accept.c: every data listener's accept discipline (the data port's mesh, probes and
- * grid connections, the rails' listeners): non-blocking, at most PF_RDV_PEND_MAX connections
- * that have not sent their DHELLO, 3 s each, read side by side, the oldest evicted past its
- * grace, the listeners resting when out of descriptors (docs/threat-model-rendezvous.md). */
+ * grid connections, the rails' listeners): non-blocking, the listen queue drained at once, a
+ * DHELLO already there taken at accept, at most PF_RDV_PEND_MAX connections (fewer near the
+ * descriptor limit) that have not sent their DHELLO, 3 s each from their handshake, read side
+ * by side, the oldest evicted past its grace (docs/threat-model-rendezvous.md). */
 #define PF_RDV_MAX_DHELLO 512
 /* A data connection's opener, checked by the acceptor (run id, receiver, HMAC). */
 struct pf_rdv_dhello {
@@ -300,11 +304,11 @@ struct pf_rdv_dhello {
     long long src, dst, shift;  /* sender rank, receiver rank, ring shift */
     long long round;            /* a probe's round; -1 for the mesh's connections */
 };
-#define PF_RDV_PEND_MAX 64
+#define PF_RDV_PEND_MAX 512
 #define PF_RDV_ACCEPT_LFDS 8
 struct pf_rdv_pend {
     int fd;
-    double opened;
+    double opened; /* when its handshake completed (the kernel's count, TCP_INFO), or accepted */
     size_t got;
     uint8_t buf[PF_WIRE_HDR + PF_RDV_MAX_DHELLO + PF_WIRE_MACLEN];
 };
@@ -316,7 +320,9 @@ struct pf_rdv_acceptor {
     long long rank;
     struct pf_rdv_pend pend[PF_RDV_PEND_MAX];
     int npend;
+    int cap; /* pending connections kept at most: PF_RDV_PEND_MAX, less near the fd limit */
     double rest_until;
+    long long accepted, taken, closed; /* connections accepted, handed over, closed unheard */
 };
 /* Offered a connection whose DHELLO names this run and this rank: true takes fd (the callee
  * owns it then), false has it closed. */

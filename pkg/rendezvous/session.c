@@ -443,6 +443,9 @@ int pf_rdv_mesh_connect(struct pf_rdv *R, struct pf_rdv_mesh *out, double deadli
         S->shifts[k] = out->shifts[k];
     int r = rdv_mesh_connect(S, deadline, err, nerr);
     out->nshifts = S->nshifts;
+    out->accepted = S->mesh_accepted;
+    out->taken = S->mesh_taken;
+    out->closed = S->mesh_closed;
     for (int k = 0; k < 3; k++) {
         out->shifts[k] = S->shifts[k];
         out->out_fd[k] = S->out_fd[k];

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,19 @@ static int gather_allreduce(struct pf_run *R)
     return r;
 }
 
+/* This rank's data port while the mesh formed: how long it took against its wait, and what
+ * the acceptor did (docs/checks/collective.md) */
+static void mesh_evidence(struct pf_run *R, double seconds, double wait_s)
+{
+    const struct pf_rdv_mesh *m = &R->pods->mesh;
+    struct pf_node *e = pf_node_set_map(run_chk(R, "collective.tcp")->evidence, "dataMesh");
+    pf_node_set_dbl(e, "seconds", round(seconds * 1000) / 1000);
+    pf_node_set_dbl(e, "waitSeconds", round(wait_s * 1000) / 1000);
+    pf_node_set_int(e, "accepted", m->accepted);
+    pf_node_set_int(e, "taken", m->taken);
+    pf_node_set_int(e, "closed", m->closed);
+}
+
 /* mesh → barrier → all-reduce → its results gathered → the probe rounds (probes.c) */
 int run_stage_tcp(struct pf_run *R)
 {
@@ -218,8 +232,10 @@ int run_stage_tcp(struct pf_run *R)
     struct pf_rdv_step_res res;
     char err[384] = "";
     P->mesh.nshifts = pf_coll_probe_shifts(pf_rdv_size(rdv), P->mesh.shifts);
-    bool ok = pf_rdv_mesh_connect(rdv, &P->mesh, pf_run_wait(R, "tcp.mesh"), err, sizeof(err)) == 0;
+    double t0 = pf_now(), wait = pf_run_wait(R, "tcp.mesh");
+    bool ok = pf_rdv_mesh_connect(rdv, &P->mesh, wait, err, sizeof(err)) == 0;
     if (!ok) pf_ctx_progress(&R->ctx, "data mesh: %s", err);
+    mesh_evidence(R, pf_now() - t0, wait - t0);
     if (pf_rdv_step(rdv, "mesh", ok, err, NULL, 0, PF_RDV_BARRIER,
                     pf_run_wait_s(R, "tcp.mesh") + PF_RUN_SKEW_S, &res) < 0) {
         pf_rdv_step_res_free(rdv, &res);

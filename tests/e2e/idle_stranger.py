@@ -7,12 +7,15 @@ From network namespace NS it watches each pod's namespace (the listening sockets
 /proc/thread-self/net/tcp, as `ss -ltn` shows them: a port scan that misses nothing) and opens
 N idle connections to every listening port it has not seen yet, on the socket's own address
 or, for a wildcard listener, on each address given for that pod; it sends nothing and keeps
-them open until S seconds have passed. Bounded: 4,000 connections, S <= 180. The ports in
---skip (the rendezvous port, say) are left alone. Prints what it did.
+them open until S seconds have passed. Bounded: 12,000 connections, S <= 180; its own soft
+limit of open files is raised to what that needs (at most the hard limit). The ports in
+--skip (the rendezvous port, say) are left alone. After each port it prints how many
+connections it holds ("idle_stranger: N idle connections open"), at the end what it did.
 """
 import argparse
 import ctypes
 import os
+import resource
 import signal
 import socket
 import sys
@@ -20,6 +23,7 @@ import time
 
 _libc = ctypes.CDLL(None, use_errno=True)
 CLONE_NEWNET = 0x40000000
+MAX_CONNS = 12000  # connections held at most, all ports together
 
 
 def setns(fd):
@@ -56,6 +60,11 @@ def main():
     a.add_argument("--skip", type=int, action="append", default=[])
     a.add_argument("pods", nargs="+")
     o = a.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = MAX_CONNS + 256
+    if soft < want and (hard == resource.RLIM_INFINITY or soft < hard):
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
     pods = []
     for spec in o.pods:
         ns, ips = spec.split("=", 1)
@@ -75,7 +84,7 @@ def main():
 
 def watch(o, pods, fds, src, held, seen):
     end = time.monotonic() + min(o.seconds, 180)
-    while time.monotonic() < end and len(held) < 4000:
+    while time.monotonic() < end and len(held) < MAX_CONNS:
         for ns, ips in pods:
             setns(fds[ns])
             socks = listening("/proc/thread-self/net/tcp") | listening("/proc/thread-self/net/tcp6")
@@ -90,6 +99,8 @@ def watch(o, pods, fds, src, held, seen):
                     print(f"idle_stranger: {o.per} idle connections to {dst}:{port} ({ns})",
                           flush=True)
                     for _ in range(o.per):
+                        if len(held) >= MAX_CONNS or time.monotonic() >= end:
+                            break
                         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
                         s.settimeout(1)
                         try:
@@ -97,6 +108,7 @@ def watch(o, pods, fds, src, held, seen):
                             held.append(s)
                         except OSError:
                             s.close()
+                    print(f"idle_stranger: {len(held)} idle connections open", flush=True)
         time.sleep(0.05)
 
 
