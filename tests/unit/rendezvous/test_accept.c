@@ -1,8 +1,9 @@
 /* rendezvous/accept.c: a data listener under strangers. Idle connections, garbage and a
  * DHELLO of another run reach the listener before the real peer's probe connection; the real
  * one is taken well within the deadline (the connections' first frames are read side by
- * side, not one connection at a time with a wait each), also past the pending cap. Real
- * sockets on loopback. */
+ * side, not one connection at a time with a wait each), also past the pending cap, and behind
+ * thousands of idle connections queued in the kernel (the queue drained at once, the strangers
+ * shed by the age of their handshake). Real sockets on loopback. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -13,6 +14,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,13 +30,16 @@ struct rig {
     struct pf_rdv_peer peer[3];
     int rk[3];
     int port;
-    int idle[200];
+    int *idle;
+    int maxidle;
     int nidle;
 };
 
 static void rig_open(struct rig *g)
 {
     memset(g, 0, sizeof(*g));
+    g->maxidle = 200;
+    g->idle = calloc((size_t)g->maxidle, sizeof(int));
     struct rdv_session *S = &g->S;
     S->auth = true;
     S->token = TOKEN;
@@ -59,6 +64,7 @@ static void rig_close(struct rig *g)
 {
     for (int i = 0; i < g->nidle; i++)
         close(g->idle[i]);
+    free(g->idle);
     close(g->S.data_lfd);
 }
 
@@ -75,7 +81,7 @@ static int dial(const struct rig *g)
 /* A connection that says nothing (a stranger's, or a port scan's). */
 static void idle(struct rig *g, int n)
 {
-    for (int i = 0; i < n && g->nidle < (int)PF_ARRAY_LEN(g->idle); i++)
+    for (int i = 0; i < n && g->nidle < g->maxidle; i++)
         g->idle[g->nidle++] = dial(g);
 }
 
@@ -161,6 +167,64 @@ static void test_real_peer_past_the_cap(void **state)
     rig_close(&g);
 }
 
+static bool take_any(void *arg, int fd, const struct pf_rdv_dhello *h)
+{
+    (void)h;
+    *(int *)arg = fd;
+    return true;
+}
+
+/* 3,000 idle connections sit in the listen queue, older than the grace, ahead of the real
+ * peer's: every one is accepted and closed and the real one taken within 2.5 s (128 accepts a
+ * second, the pace of a listener that rests whenever its pending set is full, would take
+ * 23 s). */
+static void test_real_peer_behind_thousands_queued(void **state)
+{
+    (void)state;
+    enum { QUEUED = 3000 };
+    struct rlimit rl;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < QUEUED + 600) {
+        skip(); /* the test's own connections need the descriptors */
+        return;
+    }
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = QUEUED + 600;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    struct rig g;
+    rig_open(&g);
+    free(g.idle);
+    g.maxidle = QUEUED;
+    g.idle = calloc(QUEUED, sizeof(int));
+    idle(&g, QUEUED);
+    assert_int_equal(g.nidle, QUEUED);
+    int real = hello(&g, 2, 1, 5, 0x5a, TOKEN);
+    usleep(600 * 1000); /* every stranger now silent for longer than UNAUTH_GRACE */
+    struct pf_rdv_acceptor *A = calloc(1, sizeof(*A));
+    rdv_acceptor_init(A, &g.S, &g.S.data_lfd, 1);
+    int fd = -1;
+    double t0 = pf_now();
+    assert_int_equal(pf_rdv_acceptor_run(A, 1, t0 + 2.5, take_any, &fd), 1);
+    double took = pf_now() - t0;
+    print_message("# %d queued strangers: the real peer taken after %.3f s (%lld accepted)\n",
+                  QUEUED, took, A->accepted);
+    assert_true(took < 2.5);
+    assert_true(fd >= 0);
+    assert_int_equal(A->taken, 1);
+    assert_int_equal(A->accepted, QUEUED + 1);
+    /* every stranger is closed or still pending, none is held past the cap */
+    assert_int_equal(A->closed + A->npend, QUEUED);
+    assert_true(A->npend <= A->cap);
+    pf_rdv_acceptor_close(A);
+    assert_int_equal(A->closed, QUEUED);
+    free(A);
+    close(fd);
+    close(real);
+    rig_close(&g);
+    rl.rlim_cur = was;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* Nobody real comes: the call ends at its deadline and names the peer it waited for. */
 static void test_deadline_names_the_missing_peer(void **state)
 {
@@ -182,6 +246,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_real_peer_behind_strangers),
         cmocka_unit_test(test_real_peer_past_the_cap),
+        cmocka_unit_test(test_real_peer_behind_thousands_queued),
         cmocka_unit_test(test_deadline_names_the_missing_peer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
