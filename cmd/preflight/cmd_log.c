@@ -18,6 +18,7 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
         code = pf_cmd_usage(o);
         goto out;
     }
+    pf_cmd_config_unused(&R, o, "log", false);
     if (nfiles == 0) {
         pf_err_set(PF_EUSAGE, "log needs at least one file (kubectl logs of an NCCL_DEBUG=INFO "
                               "run, or - for stdin)");

@@ -23,9 +23,7 @@ static int dry_run(struct pf_run *R, const struct pf_options *o)
         if (id.coord_from[0]) pf_node_set_str(m, "coordinatorFrom", id.coord_from);
         pf_node_set_int(m, "port", id.port);
     }
-    char *yaml = NULL;
-    if (pf_node_to_yaml(&yaml, NULL, doc) == 0) fputs(yaml, o->out);
-    free(yaml);
+    (void)pf_cmd_print_node(o, doc); /* --format json: JSON, else YAML */
     pf_node_free(doc);
     return PF_EXIT_PASS;
 }
