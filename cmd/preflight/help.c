@@ -179,9 +179,9 @@ static const char output_text[] =
     "stdout shows the human verdict, whether or not it is a terminal (kubectl exec without -t,\n"
     "kubectl logs): colour only on a terminal and never with NO_COLOR; wrapped to COLUMNS,\n"
     "the terminal's width, or 80. --format yaml prints the YAML verdict instead; --verdict -\n"
-    "writes the YAML verdict to stdout, and then --format human is a usage error (use\n"
-    "--verdict FILE to have both). --format json prints the same document as --format yaml,\n"
-    "as JSON. Progress lines go to stderr. An option the command does not take is a usage\n"
+    "writes the YAML verdict to stdout, and then --format human or json is a usage error\n"
+    "(use --verdict FILE to have both). --format json prints the same document as --format\n"
+    "yaml, as JSON. Progress lines go to stderr. An option the command does not take is a usage\n"
     "error.\n";
 
 static const char exit_text[] =

@@ -306,13 +306,16 @@ static int from_environment(struct pf_options *o, const struct seen *set, const 
         parse_int("PREFLIGHT_PORT", s, 1, 65535, &o->identity.port) < 0)
         return PF_EXIT_USAGE;
     if ((s = var("PREFLIGHT_TOKEN"))) o->identity.token = s;
-    /* `--verdict -` puts the YAML verdict on stdout: the human form cannot go there too */
-    if (o->verdict_path && strcmp(o->verdict_path, "-") == 0 && o->format == PF_FORMAT_HUMAN)
+    /* `--verdict -` puts the YAML verdict on stdout: the human form or JSON cannot go there */
+    if (o->verdict_path && strcmp(o->verdict_path, "-") == 0 &&
+        (o->format == PF_FORMAT_HUMAN || o->format == PF_FORMAT_JSON))
         return pf_cli_usage_error(cmd,
-                                  "%s - puts the YAML verdict on stdout, so %s human cannot print "
-                                  "there too (use --verdict FILE for the file and the human form)",
+                                  "%s - puts the YAML verdict on stdout, so %s %s cannot print "
+                                  "there too (use --verdict FILE for the file and the %s)",
                                   set->verdict ? "--verdict" : "PREFLIGHT_VERDICT",
-                                  set->format ? "--format" : "PREFLIGHT_FORMAT");
+                                  set->format ? "--format" : "PREFLIGHT_FORMAT",
+                                  o->format == PF_FORMAT_JSON ? "json" : "human",
+                                  o->format == PF_FORMAT_JSON ? "JSON" : "human form");
     return -1;
 }
 

@@ -107,6 +107,8 @@ suite() {
     err_has coord-env 'PREFLIGHT_COORDINATOR: "host:0": port must be 1..65535'
     usage dash-human "--verdict - puts the YAML verdict on stdout, so --format human cannot" \
         env --root "$EMPTY" --verdict - --format human
+    usage dash-json "--verdict - puts the YAML verdict on stdout, so --format json cannot" \
+        env --root "$EMPTY" --verdict - --format json
     p dash-human-env PREFLIGHT_FORMAT=human -- env --root "$EMPTY" --verdict -
     rc_is dash-human-env 2
     err_has dash-human-env "PREFLIGHT_FORMAT human cannot"
