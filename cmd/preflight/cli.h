@@ -13,8 +13,9 @@
 
 #include "../../pkg/identity/identity.h"
 #include "../../pkg/run/run.h"
+#include "../../pkg/verdict/verdict.h"
 
-enum pf_format { PF_FORMAT_AUTO = 0, PF_FORMAT_HUMAN, PF_FORMAT_YAML };
+enum pf_format { PF_FORMAT_AUTO = 0, PF_FORMAT_HUMAN, PF_FORMAT_YAML, PF_FORMAT_JSON };
 
 enum { PF_EXIT_PASS = 0, PF_EXIT_FAIL = 1, PF_EXIT_USAGE = 2 };
 /* `preflight log` read no NCCL line: nothing judged, neither pass nor a class of failure */
@@ -77,6 +78,7 @@ enum {
     G_ENV = 1 << 2,
     G_LOG = 1 << 3,
     G_EXPLAIN = 1 << 4,
+    G_VERSION = 1 << 5,
     G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that produce a verdict */
 };
 
@@ -93,6 +95,11 @@ struct pf_cli_cmd {
     const char *about;
     const char *examples;
 };
+
+/* The commands an option belongs to (help.c's option table, which the help is printed from
+ * and pf_cli_parse refuses an option by): long_name without "--" ("rank"); 0 when unknown,
+ * ~0u for one every command takes (--help). */
+unsigned pf_cli_option_groups(const char *long_name);
 
 /* The row of a subcommand; NULL when name is none. */
 const struct pf_cli_cmd *pf_cli_find(const char *name);
@@ -129,12 +136,19 @@ int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli);
 enum { PF_CMD_GUARD = 1, PF_CMD_COUNTERS = 2 };
 int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct pf_options *o,
                         const char *verdict_path, unsigned flags);
-/* The human form unless --format yaml. */
+/* The human form unless --format yaml or json. */
 bool pf_cmd_human(const struct pf_options *o);
+/* A document (--format yaml or json, as o->format says) on o->out. */
+int pf_cmd_print_node(const struct pf_options *o, const struct pf_node *doc);
 /* Finalizes the verdict, hands it to the guard, writes it to path (NULL: no file; "-":
  * stdout as YAML) and prints it in the chosen form. A negative code when the file could not
  * be written (said on o->err). */
 int pf_cmd_deliver(struct pf_run *R, const struct pf_options *o, const char *path);
+/* Says on o->err which report.* keys the config file sets that cmd does not act on (pushes:
+ * it pushes to report.pushgateway and writes report.resultsFile, as check does); nothing
+ * when none. */
+void pf_cmd_config_unused(const struct pf_run *R, const struct pf_options *o, const char *cmd,
+                          bool pushes);
 /* "preflight: <the error message>" on o->err; returns PF_EXIT_USAGE. */
 int pf_cmd_usage(const struct pf_options *o);
 

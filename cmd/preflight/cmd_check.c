@@ -16,6 +16,7 @@ int pf_cmd_check(const struct pf_options *o, const struct pf_cli *cli)
         code = pf_cmd_usage(o);
         goto out;
     }
+    pf_cmd_config_unused(&R, o, "check", true);
     r = pf_run_check(&R);
     if (r < 0) {
         code = pf_cmd_usage(o);

@@ -11,6 +11,7 @@ int pf_cmd_env(const struct pf_options *o, const struct pf_cli *cli)
     struct pf_run_opts ro;
     int code;
     int r = pf_cmd_session_open(&R, &ro, o, NULL, 0);
+    if (r == 0) pf_cmd_config_unused(&R, o, "env", false);
     if (r == 0) r = pf_run_env(&R, o->env_file);
     if (r < 0) {
         code = pf_cmd_usage(o);

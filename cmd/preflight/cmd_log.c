@@ -18,6 +18,7 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
         code = pf_cmd_usage(o);
         goto out;
     }
+    pf_cmd_config_unused(&R, o, "log", false);
     if (nfiles == 0) {
         pf_err_set(PF_EUSAGE, "log needs at least one file (kubectl logs of an NCCL_DEBUG=INFO "
                               "run, or - for stdin)");
@@ -31,11 +32,20 @@ int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli)
             goto out;
         }
     }
+    char why[1024];
+    if (pf_nccllog_several_runs(&log, why, sizeof(why))) {
+        fprintf(o->err,
+                "preflight: log: these files are not of one job: %s; give one job's logs at a "
+                "time (its pods' logs of one run)\n",
+                why);
+        code = PF_EXIT_USAGE;
+        goto out;
+    }
     pf_nccllog_check(&R.verdict, c, &log, R.config.expect_transport);
     if (pf_cmd_human(o) && log.nccl_lines && !(o->verdict_path && !strcmp(o->verdict_path, "-"))) {
         struct pf_buf b;
         pf_buf_init(&b, PF_BUF_DOCUMENT);
-        pf_nccllog_render(&b, &log, NULL);
+        pf_nccllog_render_width(&b, &log, NULL, o->width ? o->width : 80);
         fprintf(o->out, "%s\n", b.data);
         pf_buf_free(&b);
     }

@@ -1,11 +1,18 @@
 /* `preflight run`: every stage of pkg/run's table, from the local checks to the report, then
  * the verdict and the termination message; `run --dry-run` prints the identity alone. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../pkg/report/report.h"
 #include "cli.h"
 
 #define DEFAULT_VERDICT "/run/preflight/verdict.yaml"
+
+/* A run without a token: said on the screen, not only as `auth: none` in the evidence. */
+#define NO_TOKEN                                                                                   \
+    "PREFLIGHT_TOKEN is not set: the rendezvous was not authenticated (auth: none), so any "       \
+    "process that reaches its port could join or answer as a rank; set PREFLIGHT_TOKEN from "      \
+    "a Secret (docs/security.md)"
 
 /* This pod's identity and the rule that found it; nothing is checked or joined. 0 when it is
  * complete, 2 with the missing piece named. */
@@ -23,9 +30,7 @@ static int dry_run(struct pf_run *R, const struct pf_options *o)
         if (id.coord_from[0]) pf_node_set_str(m, "coordinatorFrom", id.coord_from);
         pf_node_set_int(m, "port", id.port);
     }
-    char *yaml = NULL;
-    if (pf_node_to_yaml(&yaml, NULL, doc) == 0) fputs(yaml, o->out);
-    free(yaml);
+    (void)pf_cmd_print_node(o, doc); /* --format json: JSON, else YAML */
     pf_node_free(doc);
     return PF_EXIT_PASS;
 }
@@ -63,6 +68,8 @@ int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli)
         if (tl && !*tl) tl = NULL;
     }
     (void)pf_report_termination_path(term, sizeof(term), tl);
+    bool open_rdv = !o->identity.token || !*o->identity.token;
+    if (open_rdv) pf_ctx_progress(&R.ctx, "warning: %s", NO_TOKEN);
     pf_verdict_guard_termination(term);
     r = pf_run_run(&R);
     if (o->verbose) stage_times(&R);
@@ -71,6 +78,8 @@ int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli)
         goto out;
     }
     r = pf_cmd_deliver(&R, o, path);
+    bool to_stdout = strcmp(path, "-") == 0;
+    if (open_rdv && pf_cmd_human(o) && !to_stdout) fprintf(o->out, "\nwarning: %s\n", NO_TOKEN);
     if (pf_report_termination_write(&R.verdict, term) < 0) /* never fails the run */
         fprintf(o->err, "preflight: %s\n", pf_err_msg());
     code = r < 0 ? PF_EXIT_FAIL : pf_verdict_exit_code(&R.verdict);

@@ -54,11 +54,12 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
      "hands it to the training container through an emptyDir.\n",
      "  preflight install /opt/preflight\n"},
-    {"version", pf_cmd_version, NONE, NULL, 0, "preflight version",
+    {"version", pf_cmd_version, NONE, NULL, G_VERSION, "preflight version [--format yaml|json]",
      "version, build info, which optional libraries load here",
      "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"
      "libibverbs and libcurl load here (--version prints the first line only).\n",
-     "  preflight version\n"},
+     "  preflight version\n"
+     "  preflight version --format json | jq -r .version\n"},
     {"help", NULL, ONE, NULL, 0, "preflight help [COMMAND]",
      "this overview, or a command's own help", "", "  preflight help run\n"},
 };

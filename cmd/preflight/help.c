@@ -19,8 +19,9 @@ static const struct opt_help opts[] = {
      "- writes it to stdout instead of the human form"},
     {"--root DIR", "PREFLIGHT_ROOT", G_OUT,
      "root prefix for /sys, /dev, /proc and the downward-API folder (default /)"},
-    {"--format human|yaml", "PREFLIGHT_FORMAT", G_OUT,
-     "what stdout shows: human (the default, terminal or not) or the YAML verdict"},
+    {"--format human|yaml|json", "PREFLIGHT_FORMAT", G_OUT | G_VERSION,
+     "what stdout shows: human (the default, terminal or not), the YAML verdict, or the same "
+     "document as JSON"},
     {"--strict", "PREFLIGHT_STRICT=1", G_OUT, "a warning counts as a failure (exit by its class)"},
     {"--timeout SECONDS", "PREFLIGHT_TIMEOUT", G_OUT,
      "hard deadline for the whole run; the verdict is still written"},
@@ -44,12 +45,24 @@ static const struct opt_help opts[] = {
      "push the run's metrics to this Prometheus Pushgateway (config report.pushgateway; "
      "docs/kubernetes.md)"},
     {"--results FILE", NULL, G_RUN | G_CHECK,
-     "write the NCCL collective results as nccl-tests' -J JSON (config report.resultsFile)"},
+     "write the collective results as nccl-tests' -J JSON: NCCL's, and the TCP all-reduce "
+     "marked backend tcp (config report.resultsFile)"},
     {"--env-file FILE", "PREFLIGHT_ENV_FILE", G_ENV,
      "lint the KEY=VALUE lines of FILE instead of this process's environment"},
     {"--list", NULL, G_EXPLAIN, "list every check id and finding code"},
     {"-h, --help", NULL, ~0u, "this help"},
 };
+
+unsigned pf_cli_option_groups(const char *long_name)
+{
+    size_t n = strlen(long_name);
+    for (size_t i = 0; i < PF_ARRAY_LEN(opts); i++) {
+        const char *f = strstr(opts[i].flag, "--");
+        if (f && strncmp(f + 2, long_name, n) == 0 && (f[2 + n] == ' ' || f[2 + n] == '\0'))
+            return opts[i].groups;
+    }
+    return 0;
+}
 
 /* The candidate nearest to word (case-insensitive), within a distance that grows with the
  * word's length; NULL when none is that near. */
@@ -142,7 +155,7 @@ static void options_of(FILE *f, unsigned group, bool with_commands)
         size_t n = (size_t)snprintf(text, sizeof(text), "%s", h->text);
         if (h->var && n < sizeof(text))
             n += (size_t)snprintf(text + n, sizeof(text) - n, " [%s]", h->var);
-        if (with_commands && h->groups != ~0u && h->groups != G_OUT) {
+        if (with_commands && h->groups != ~0u && (h->groups & G_OUT) != G_OUT) {
             const char *sep = " (";
             for (size_t k = 0; k < pf_cli_ncmds && n < sizeof(text); k++)
                 if (pf_cli_cmds[k].group & h->groups) {
@@ -166,15 +179,18 @@ static const char output_text[] =
     "stdout shows the human verdict, whether or not it is a terminal (kubectl exec without -t,\n"
     "kubectl logs): colour only on a terminal and never with NO_COLOR; wrapped to COLUMNS,\n"
     "the terminal's width, or 80. --format yaml prints the YAML verdict instead; --verdict -\n"
-    "writes the YAML verdict to stdout, and then --format human is a usage error (use\n"
-    "--verdict FILE to have both). Progress lines go to stderr.\n";
+    "writes the YAML verdict to stdout, and then --format human or json is a usage error\n"
+    "(use --verdict FILE to have both). --format json prints the same document as --format\n"
+    "yaml, as JSON. Progress lines go to stderr. An option the command does not take is a usage\n"
+    "error.\n";
 
 static const char exit_text[] =
     "0 pass or warn; 2 usage or config error (the message names the flag, or the file, line\n"
     "and key); a failure (a warning too with --strict or policy.failOn: warn) exits with its\n"
     "class: 3 spec (the pod spec or job config is wrong), 4 node (this node is unfit), 5 peer\n"
-    "(another pod or the path to it failed); 1 when a failing finding has no class; 6 (log)\n"
-    "no NCCL line found: unknown\n";
+    "(another pod or the path to it failed); 1 when a failing finding has no class, and when\n"
+    "the verdict file could not be written (the file there is left as it was); 6 (log) no\n"
+    "NCCL line found: unknown\n";
 
 void pf_cli_help(FILE *f, const char *cmd)
 {

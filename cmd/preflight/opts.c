@@ -103,8 +103,11 @@ static int parse_format(const char *what, const char *s, enum pf_format *out)
         *out = PF_FORMAT_HUMAN;
     else if (strcmp(s, "yaml") == 0)
         *out = PF_FORMAT_YAML;
+    else if (strcmp(s, "json") == 0)
+        *out = PF_FORMAT_JSON;
     else
-        return pf_cli_usage_error(NULL, "%s: expected human or yaml, found \"%s\"", what, s), -1;
+        return pf_cli_usage_error(NULL, "%s: expected human, yaml or json, found \"%s\"", what, s),
+               -1;
     return 0;
 }
 
@@ -188,6 +191,9 @@ static int bad_option(const char *cmd, int c, const char *arg)
 struct seen {
     bool config, verdict, root, format, strict, timeout, verbose, rank, world, coord, port,
         env_file, termination_log, pushgateway, results;
+    /* the long names of the options given, in order, for the command's own check */
+    const char *given[PF_CLI_MAX_ARGS];
+    int ngiven;
 };
 
 /* One option getopt_long accepted. Returns -1 to go on, else an exit code. */
@@ -300,13 +306,16 @@ static int from_environment(struct pf_options *o, const struct seen *set, const 
         parse_int("PREFLIGHT_PORT", s, 1, 65535, &o->identity.port) < 0)
         return PF_EXIT_USAGE;
     if ((s = var("PREFLIGHT_TOKEN"))) o->identity.token = s;
-    /* `--verdict -` puts the YAML verdict on stdout: the human form cannot go there too */
-    if (o->verdict_path && strcmp(o->verdict_path, "-") == 0 && o->format == PF_FORMAT_HUMAN)
+    /* `--verdict -` puts the YAML verdict on stdout: the human form or JSON cannot go there */
+    if (o->verdict_path && strcmp(o->verdict_path, "-") == 0 &&
+        (o->format == PF_FORMAT_HUMAN || o->format == PF_FORMAT_JSON))
         return pf_cli_usage_error(cmd,
-                                  "%s - puts the YAML verdict on stdout, so %s human cannot print "
-                                  "there too (use --verdict FILE for the file and the human form)",
+                                  "%s - puts the YAML verdict on stdout, so %s %s cannot print "
+                                  "there too (use --verdict FILE for the file and the %s)",
                                   set->verdict ? "--verdict" : "PREFLIGHT_VERDICT",
-                                  set->format ? "--format" : "PREFLIGHT_FORMAT");
+                                  set->format ? "--format" : "PREFLIGHT_FORMAT",
+                                  o->format == PF_FORMAT_JSON ? "json" : "human",
+                                  o->format == PF_FORMAT_JSON ? "JSON" : "human form");
     return -1;
 }
 
@@ -346,7 +355,7 @@ static int positionals(struct pf_cli *cli, int argc, char **argv, int first)
 
 /* The command itself: help, an unknown one (with a did-you-mean), an option it does not
  * take. Returns -1 to go on. */
-static int check_command(struct pf_cli *cli, const struct pf_options *o)
+static int check_command(struct pf_cli *cli)
 {
     const char *cmd = cli->cmd;
     const struct pf_cli_cmd *c = pf_cli_find(cmd);
@@ -367,12 +376,38 @@ static int check_command(struct pf_cli *cli, const struct pf_options *o)
             return pf_cli_usage_error(NULL, "unknown command '%s' (did you mean '%s'?)", cmd, near);
         return pf_cli_usage_error(NULL, "unknown command '%s'", cmd);
     }
-    if (o->env_file && strcmp(cmd, "env") != 0)
-        return pf_cli_usage_error(cmd, "--env-file is an option of 'preflight env', not of '%s'",
-                                  cmd);
-    if (cli->list && strcmp(cmd, "explain") != 0)
-        return pf_cli_usage_error(cmd, "--list is an option of 'preflight explain', not of '%s'",
-                                  cmd);
+    return -1;
+}
+
+/* Every option given must be one the command takes (help.c's option table, the same one its
+ * help lists): one it would not use is refused, naming the commands that take it. */
+static int options_of_command(const struct pf_cli *cli, const struct seen *set)
+{
+    const struct pf_cli_cmd *c = pf_cli_find(cli->cmd);
+    if (!c || !c->fn) return -1;
+    for (int i = 0; i < set->ngiven; i++) {
+        unsigned groups = pf_cli_option_groups(set->given[i]);
+        if (groups & c->group) continue;
+        char which[256] = "";
+        size_t n = 0;
+        int k = 0, total = 0;
+        for (size_t j = 0; j < pf_cli_ncmds; j++)
+            total += (pf_cli_cmds[j].group & groups) != 0;
+        for (size_t j = 0; j < pf_cli_ncmds && n < sizeof(which); j++)
+            if (pf_cli_cmds[j].group & groups) {
+                k++;
+                n += (size_t)snprintf(which + n, sizeof(which) - n, "%s'preflight %s'",
+                                      k == 1       ? ""
+                                      : k == total ? " or "
+                                                   : ", ",
+                                      pf_cli_cmds[j].name);
+            }
+        if (k == 0)
+            return pf_cli_usage_error(c->name, "'preflight %s' takes no option --%s", c->name,
+                                      set->given[i]);
+        return pf_cli_usage_error(c->name, "--%s is an option of %s, not of '%s'", set->given[i],
+                                  which, c->name);
+    }
     return -1;
 }
 
@@ -394,9 +429,13 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
     const char *cmd0 = first_word(argc, argv);
     opterr = 0;
     optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":hv", long_opts, NULL)) != -1) {
+    int c, li = -1;
+    while ((c = getopt_long(argc, argv, ":hv", long_opts, &li)) != -1) {
         if (c == '?' || c == ':') return bad_option(cmd0, c, argv[optind - 1]);
+        const char *name = c == 'v' ? "verbose" : li >= 0 ? long_opts[li].name : NULL;
+        if (name && c != 'h' && c != O_VERSION && set.ngiven < PF_CLI_MAX_ARGS)
+            set.given[set.ngiven++] = name;
+        li = -1;
         int r = take(o, cli, &set, c, optarg, &help, &version);
         if (r >= 0) return r;
     }
@@ -414,7 +453,9 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
         pf_cli_help(stderr, NULL);
         return PF_EXIT_USAGE;
     }
-    r = check_command(cli, o);
+    r = check_command(cli);
+    if (r >= 0) return r;
+    r = options_of_command(cli, &set);
     if (r >= 0) return r;
     r = from_environment(o, &set, cli->cmd);
     if (r >= 0) return r;

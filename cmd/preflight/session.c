@@ -56,7 +56,20 @@ int pf_cmd_session_open(struct pf_run *R, struct pf_run_opts *ro, const struct p
 
 bool pf_cmd_human(const struct pf_options *o)
 {
-    return o->format != PF_FORMAT_YAML; /* human unless asked: kubectl logs read it too */
+    /* human unless asked: kubectl logs read it too */
+    return o->format != PF_FORMAT_YAML && o->format != PF_FORMAT_JSON;
+}
+
+int pf_cmd_print_node(const struct pf_options *o, const struct pf_node *doc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r = o->format == PF_FORMAT_JSON ? pf_node_to_json(&text, &len, doc)
+                                        : pf_node_to_yaml(&text, &len, doc);
+    if (r == 0) fwrite(text, 1, len, o->out);
+    free(text);
+    fflush(o->out);
+    return r;
 }
 
 static bool want_color(const struct pf_options *o)
@@ -83,15 +96,46 @@ int pf_cmd_deliver(struct pf_run *R, const struct pf_options *o, const char *pat
         pf_verdict_render_human_style(o->out, &R->verdict, &st);
         if (path && r == 0) fprintf(o->out, "\nverdict written to %s\n", path);
     } else {
-        char *yaml = NULL;
+        char *doc = NULL;
         size_t len = 0;
-        if (pf_verdict_to_yaml(&yaml, &len, &R->verdict) == 0) {
-            fwrite(yaml, 1, len, o->out);
-            free(yaml);
+        int e = o->format == PF_FORMAT_JSON ? pf_verdict_to_json(&doc, &len, &R->verdict)
+                                            : pf_verdict_to_yaml(&doc, &len, &R->verdict);
+        if (e == 0) {
+            fwrite(doc, 1, len, o->out);
+            free(doc);
         }
     }
     fflush(o->out);
     return r;
+}
+
+void pf_cmd_config_unused(const struct pf_run *R, const struct pf_options *o, const char *cmd,
+                          bool pushes)
+{
+    const struct pf_config *c = &R->config;
+    if (!c->path[0]) return;
+    char keys[256] = "";
+    size_t n = 0;
+    const struct {
+        bool set;
+        const char *key;
+    } k[] = {
+        {c->report_events, "report.events"},
+        {c->report_annotate, "report.annotate"},
+        {c->report_metrics_file[0] != '\0', "report.metricsFile"},
+        {c->report_mark_node != PF_MARK_NODE_NONE, "report.markNode"},
+        {!pushes && c->report_pushgateway[0], "report.pushgateway"},
+        {!pushes && c->report_results_file[0], "report.resultsFile"},
+    };
+    for (size_t i = 0; i < PF_ARRAY_LEN(k) && n < sizeof(keys); i++)
+        if (k[i].set)
+            n += (size_t)snprintf(keys + n, sizeof(keys) - n, "%s%s", n ? ", " : "", k[i].key);
+    if (!n) return;
+    fprintf(o->err, "preflight: %s: %s %s not used by 'preflight %s' (%s); ignored\n", c->path,
+            keys, strchr(keys, ',') ? "are" : "is", cmd,
+            pushes ? "Events, the annotation, the node mark and the metrics file are written by "
+                     "'preflight run'"
+                   : "only 'preflight run' and 'preflight check' report");
 }
 
 int pf_cmd_usage(const struct pf_options *o)

@@ -90,18 +90,27 @@ void pf_check_rdma_memlock(struct pf_check *out, struct pf_ctx *ctx)
                              soft);
         return;
     }
+    if (!rdma) {
+        /* the limit binds only memory registered with an HCA (ib_umem_get): with no RDMA device
+         * in the pod (or expect.rdma: none) nothing is registered, and NCCL's sockets, shared
+         * memory and CUDA's pinned host memory do not count against it */
+        pf_check_set_message(out,
+                             "RLIMIT_MEMLOCK is %s and the process lacks CAP_IPC_LOCK, but no "
+                             "RDMA device is in use here: nothing registers memory with an HCA",
+                             soft);
+        return;
+    }
     char why[192] = "";
     if (bounded)
         snprintf(why, sizeof(why),
                  " (the container was given IPC_LOCK, but the process runs as UID %u and "
                  "Kubernetes gives added capabilities to root processes only: runAsUser: 0)",
                  (unsigned)geteuid());
-    pf_check_add_finding(out, "memlock-low", rdma ? PF_FAIL : PF_WARN, NULL,
+    pf_check_add_finding(out, "memlock-low", PF_FAIL, NULL,
                          "RLIMIT_MEMLOCK is %s (hard %s), below 1 GiB, and the process lacks "
                          "CAP_IPC_LOCK%s%s%s",
                          soft, hard, why,
-                         rdma ? ": registering NCCL's buffers with the HCAs (ibv_reg_mr) will fail"
-                              : "",
+                         ": registering NCCL's buffers with the HCAs (ibv_reg_mr) will fail",
                          rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= (rlim_t)MEMLOCK_MIN_BYTES
                              ? "; the hard limit allows `ulimit -l unlimited` in the entrypoint"
                              : "");

@@ -170,3 +170,72 @@ void pf_nccllog_finish(struct pf_nccllog *log)
     }
     log->finished = true;
 }
+
+/* ---- logs of several jobs given together */
+
+static const struct pf_nccllog *sort_log; /* qsort has no argument */
+
+static int by_world_rank(const void *a, const void *b)
+{
+    const struct pf_nccllog_proc *p = &sort_log->v[*(const size_t *)a],
+                                 *q = &sort_log->v[*(const size_t *)b];
+    if (p->nranks != q->nranks) return p->nranks < q->nranks ? -1 : 1;
+    if (p->world_rank1 != q->world_rank1) return p->world_rank1 < q->world_rank1 ? -1 : 1;
+    return p->file - q->file;
+}
+
+static const char *file_name(const struct pf_nccllog *log, int f)
+{
+    return f >= 0 && (size_t)f < log->nfiles ? log->files[f].name : "?";
+}
+
+int pf_nccllog_several_runs(const struct pf_nccllog *log, char *why, size_t n)
+{
+    if (log->nfiles < 2) return 0;
+    /* each file's world: the largest communicator its processes logged */
+    int *size = pf_xcalloc(log->nfiles, sizeof(*size));
+    for (size_t i = 0; i < log->n; i++) {
+        const struct pf_nccllog_proc *p = &log->v[i];
+        if (p->world_rank1 && p->file >= 0 && (size_t)p->file < log->nfiles &&
+            p->nranks > size[p->file])
+            size[p->file] = p->nranks;
+    }
+    int fa = -1;
+    for (size_t f = 0; f < log->nfiles; f++) {
+        if (!size[f]) continue;
+        if (fa < 0) {
+            fa = (int)f;
+        } else if (size[f] != size[fa]) {
+            snprintf(why, n,
+                     "%s is of a job of %d ranks and %s of a job of %d ranks (the largest "
+                     "communicator each logged)",
+                     file_name(log, fa), size[fa], file_name(log, (int)f), size[f]);
+            free(size);
+            return 1;
+        }
+    }
+    free(size);
+    size_t *ix = pf_xmalloc((log->n ? log->n : 1) * sizeof(*ix));
+    size_t m = 0;
+    for (size_t i = 0; i < log->n; i++)
+        if (log->v[i].world_rank1) ix[m++] = i;
+    sort_log = log;
+    qsort(ix, m, sizeof(*ix), by_world_rank);
+    int found = 0;
+    for (size_t i = 1; i < m && !found; i++) {
+        const struct pf_nccllog_proc *p = &log->v[ix[i - 1]], *q = &log->v[ix[i]];
+        if (p->nranks != q->nranks || p->world_rank1 != q->world_rank1 || p->file == q->file)
+            continue;
+        char a[300], b[300];
+        nl_proc_name(a, sizeof(a), p);
+        nl_proc_name(b, sizeof(b), q);
+        snprintf(why, n,
+                 "rank %d of a %d-rank communicator is held by %s in %s and by %s in %s: "
+                 "two processes cannot hold one rank of one job",
+                 p->world_rank1 - 1, p->nranks, a, file_name(log, p->file), b,
+                 file_name(log, q->file));
+        found = 1;
+    }
+    free(ix);
+    return found;
+}

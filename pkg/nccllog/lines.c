@@ -246,9 +246,13 @@ static void parse_comm(struct pf_nccllog_proc *p, const char *msg)
         long nr = num_after(msg, "nranks ");
         if (nr < 0) nr = num_after(msg, "nRanks ");
         if (nr > 0) {
-            if (nr > p->nranks && nr < 10000000) p->nranks = (int)nr;
             const char *r = strncmp(msg, "rank ", 5) == 0 ? msg : strstr(msg, " rank ");
-            add_int(&p->ranks, strtol(r + (r == msg ? 5 : 6), NULL, 10));
+            long rank = strtol(r + (r == msg ? 5 : 6), NULL, 10);
+            bool valid = rank >= 0 && rank < nr && nr < 10000000;
+            if (valid && (nr > p->nranks || (nr == p->nranks && !p->world_rank1)))
+                p->world_rank1 = (int)rank + 1;
+            if (nr > p->nranks && nr < 10000000) p->nranks = (int)nr;
+            add_int(&p->ranks, rank);
         }
     }
     if ((v = num_after(msg, "nNodes ")) > p->nnodes && v < 1000000) p->nnodes = (int)v;

@@ -73,6 +73,7 @@ struct pf_nccllog_proc {
     int local_ranks;     /* largest "localRanks N" */
     char hostid[64];     /* "NCCL_HOSTID set by environment to X" */
     int nranks;          /* largest "nranks N" */
+    int world_rank1;     /* +1: its rank in a communicator of that size (the job's world) */
     int nnodes;          /* largest "nNodes N" */
     int init_complete;   /* "Init COMPLETE" lines */
     double init_seconds; /* largest "Init timings: ... total X" */
@@ -163,7 +164,16 @@ void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log,
  * was read) and environment.ncclVersion(s) of the verdict. */
 void pf_nccllog_check(struct pf_verdict *v, struct pf_check *c, struct pf_nccllog *log,
                       const char *expect_transport);
+/* Whether the files read are of more than one job (or run): 1 with why (the files and
+ * processes named) when two processes of different files hold the same rank of a communicator
+ * of the same size (the largest each logged: the job's world), or when the files' worlds
+ * differ in size; 0 when nothing says so. A process seen in two files is one process. */
+int pf_nccllog_several_runs(const struct pf_nccllog *log, char *why, size_t n);
 /* The human summary: the job, a table per host, then the findings of c (may be NULL). */
 void pf_nccllog_render(struct pf_buf *out, struct pf_nccllog *log, const struct pf_check *c);
+/* The same for a line width (COLUMNS): the HOST column widens to the longest host name as far
+ * as the width allows; a name longer than it keeps its start and its end. */
+void pf_nccllog_render_width(struct pf_buf *out, struct pf_nccllog *log, const struct pf_check *c,
+                             int width);
 
 #endif

@@ -54,9 +54,29 @@ static void job_lines(struct pf_buf *out, const struct pf_nccllog *log)
     pf_strlist_free(&t);
 }
 
-static void host_row(struct pf_buf *out, const struct pf_nccllog *log,
-                     const struct pf_nccllog_host *h)
+/* The columns after HOST take 63 characters before the HCAs; HOST gets what the width leaves
+ * (at least 22, the name's length at most). */
+#define HOST_MIN 22
+#define AFTER_HOST 63
+
+/* name in w columns: whole when it fits, else its start and its end around "..." (pods of one
+ * job differ at the end: llama3-70b-pretrain-worker-0 and -1). */
+static void host_cell(char *out, size_t n, const char *name, int w)
 {
+    int len = (int)strlen(name);
+    if (len <= w) {
+        snprintf(out, n, "%s", name);
+        return;
+    }
+    int tail = (w - 3) / 2 < 12 ? (w - 3) / 2 : 12;
+    snprintf(out, n, "%.*s...%s", w - 3 - tail, name, name + len - tail);
+}
+
+static void host_row(struct pf_buf *out, const struct pf_nccllog *log,
+                     const struct pf_nccllog_host *h, int hw)
+{
+    char cell[512];
+    host_cell(cell, sizeof(cell), h->name, hw);
     char ranks[64], devs[160] = "", ver[64] = "", tr[64];
     nl_ranks_text(ranks, sizeof(ranks), &h->ranks);
     pf_strlist_join(devs, sizeof(devs), h->hcas.n ? &h->hcas : &h->ifaces, " ");
@@ -65,8 +85,8 @@ static void host_row(struct pf_buf *out, const struct pf_nccllog *log,
         snprintf(tr, sizeof(tr), "%s", log->multi_node ? "?" : "none");
     else
         snprintf(tr, sizeof(tr), "%s%s", h->transport, h->from_channels ? "" : "*");
-    pf_buf_addf(out, "%-22.22s %5zu %-9.9s %-16.16s %-7s %-4s %-8.8s %5zu  %s\n", h->name,
-                h->nprocs, ranks[0] ? ranks : "-", tr, pf_nccllog_class_name(h->cls), gdr_text(h),
+    pf_buf_addf(out, "%-*s %5zu %-9.9s %-16.16s %-7s %-4s %-8.8s %5zu  %s\n", hw, cell, h->nprocs,
+                ranks[0] ? ranks : "-", tr, pf_nccllog_class_name(h->cls), gdr_text(h),
                 ver[0] ? ver : "-", h->nwarns, devs[0] ? devs : "-");
 }
 
@@ -91,12 +111,24 @@ static void warn_kinds(struct pf_buf *out, const struct pf_nccllog *log)
 
 void pf_nccllog_render(struct pf_buf *out, struct pf_nccllog *log, const struct pf_check *c)
 {
+    pf_nccllog_render_width(out, log, c, 80);
+}
+
+void pf_nccllog_render_width(struct pf_buf *out, struct pf_nccllog *log, const struct pf_check *c,
+                             int width)
+{
     pf_nccllog_finish(log);
     job_lines(out, log);
-    pf_buf_addf(out, "%-22s %5s %-9s %-16s %-7s %-4s %-8s %5s  %s\n", "HOST", "PROCS", "RANKS",
+    int hw = HOST_MIN, longest = 0;
+    for (size_t i = 0; i < log->nhosts && i < HOSTS_SHOWN; i++)
+        if ((int)strlen(log->hosts[i].name) > longest) longest = (int)strlen(log->hosts[i].name);
+    /* the HCAs column keeps 16 characters */
+    int room = width - AFTER_HOST - 16;
+    if (longest > hw) hw = longest < room ? longest : room > hw ? room : hw;
+    pf_buf_addf(out, "%-*s %5s %-9s %-16s %-7s %-4s %-8s %5s  %s\n", hw, "HOST", "PROCS", "RANKS",
                 "TRANSPORT", "CLASS", "GDR", "NCCL", "WARN", "HCAS / INTERFACES");
     for (size_t i = 0; i < log->nhosts && i < HOSTS_SHOWN; i++)
-        host_row(out, log, &log->hosts[i]);
+        host_row(out, log, &log->hosts[i], hw);
     if (log->nhosts > HOSTS_SHOWN)
         pf_buf_addf(out, "... and %zu more hosts (see the verdict's evidence)\n",
                     log->nhosts - HOSTS_SHOWN);

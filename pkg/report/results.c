@@ -2,8 +2,11 @@
  * src/util.cu: jsonOutputInit, printDeviceInfo's "config", writeResultHeader,
  * writeBenchmarkLinePreamble / writeBenchmarkLineBody / writeBenchmarkLineTerminator and
  * writeResultFooter; JSON_FILE_VERSION 3), so that the tools that read those files read
- * preflight's too. One document for the run's NCCL collectives (the TCP all-reduce, not being
- * nccl-tests', is left out):
+ * preflight's too. One document for the run's collectives: the NCCL ones, then the TCP
+ * all-reduce (the only one of a run without GPUs), marked as not nccl-tests' own by
+ * "experiment_name": "preflight_tcp_all_reduce" and "backend": "tcp", a key nccl-tests does
+ * not write (its readers take the keys they know). average_bus_bandwidth is over the NCCL
+ * results when there are any, else over the TCP one:
  *
  *   {"version": 3, "start_time", "args": [...], "env": [...], "nccl_version",
  *    "config": {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "step_factor",
@@ -92,42 +95,56 @@ int pf_report_results_json(char **out, const struct pf_verdict *v)
     double bw_sum = 0;
     int nbw = 0, wrong_total = 0;
     bool floor_known = false, floor_ok = true;
+    bool any_nccl = false;
     for (const struct pf_node *c = v->collectives ? v->collectives->first : NULL; c; c = c->next) {
         const char *backend = pf_node_get_str(c, "backend");
-        if (!backend || strcmp(backend, "nccl") != 0) continue;
-        const char *op = pf_node_get_str(c, "op");
-        long long bytes = int_of(c, "bytes", 0);
-        if (bytes > 0 && (lo == 0 || (unsigned long long)bytes < lo))
-            lo = (unsigned long long)bytes;
-        if ((unsigned long long)bytes > hi) hi = (unsigned long long)bytes;
-        const struct pf_node *ok = pf_node_get(c, "correct");
-        bool correct = !ok || ok->kind != PF_NODE_BOOL || ok->b;
-        json_t *r = json_object();
-        json_object_set_new(r, "size", json_integer(bytes));
-        json_object_set_new(r, "count", json_integer(bytes / 4));
-        json_object_set_new(r, "type", json_string("float"));
-        json_object_set_new(r, "redop", json_string(redop_of(op)));
-        json_object_set_new(r, "root", json_string("none"));
-        json_t *oop = json_object();
-        double bus = dbl_of(c, "busbwGBps", 0);
-        json_object_set_new(oop, "time", json_real(dbl_of(c, "timeUs", 0)));
-        json_object_set_new(oop, "alg_bw", json_real(dbl_of(c, "algbwGBps", 0)));
-        json_object_set_new(oop, "bus_bw", json_real(bus));
-        json_object_set_new(oop, "nwrong", json_real(correct ? 0 : 1));
-        json_object_set_new(r, "out_of_place", oop);
-        json_object_set_new(r, "in_place", json_null());
-        json_object_set_new(r, "actual_iterations", json_integer(int_of(c, "iterations", 1)));
-        json_object_set_new(r, "experiment_name", json_string(experiment_of(op)));
-        json_array_append_new(results, r);
-        bw_sum += bus;
-        nbw++;
-        wrong_total += !correct;
-        double floor = dbl_of(c, "expectedMinBusbwGBps", -1);
-        if (floor >= 0) {
-            floor_known = true;
-            floor_ok = floor_ok && bus >= floor;
-        }
+        any_nccl = any_nccl || (backend && strcmp(backend, "nccl") == 0);
     }
+    /* pass 0: NCCL's; pass 1: the TCP all-reduce */
+    for (int pass = 0; pass < 2; pass++)
+        for (const struct pf_node *c = v->collectives ? v->collectives->first : NULL; c;
+             c = c->next) {
+            const char *backend = pf_node_get_str(c, "backend");
+            bool tcp = pass == 1;
+            if (!backend || strcmp(backend, tcp ? "tcp" : "nccl") != 0) continue;
+            const char *op = pf_node_get_str(c, "op");
+            long long bytes = int_of(c, "bytes", 0);
+            if (bytes > 0 && (lo == 0 || (unsigned long long)bytes < lo))
+                lo = (unsigned long long)bytes;
+            if ((unsigned long long)bytes > hi) hi = (unsigned long long)bytes;
+            const struct pf_node *ok = pf_node_get(c, "correct");
+            bool correct = !ok || ok->kind != PF_NODE_BOOL || ok->b;
+            json_t *r = json_object();
+            json_object_set_new(r, "size", json_integer(bytes));
+            json_object_set_new(r, "count", json_integer(bytes / 4));
+            json_object_set_new(r, "type", json_string("float"));
+            json_object_set_new(r, "redop", json_string(redop_of(op)));
+            json_object_set_new(r, "root", json_string("none"));
+            json_t *oop = json_object();
+            double bus = dbl_of(c, "busbwGBps", 0);
+            /* NCCL: timeUs; TCP: timeSeconds, one iteration's, as nccl-tests' time */
+            double us = tcp ? dbl_of(c, "timeSeconds", 0) * 1e6 : dbl_of(c, "timeUs", 0);
+            json_object_set_new(oop, "time", json_real(us));
+            json_object_set_new(oop, "alg_bw", json_real(dbl_of(c, "algbwGBps", 0)));
+            json_object_set_new(oop, "bus_bw", json_real(bus));
+            json_object_set_new(oop, "nwrong", json_real(correct ? 0 : 1));
+            json_object_set_new(r, "out_of_place", oop);
+            json_object_set_new(r, "in_place", json_null());
+            json_object_set_new(r, "actual_iterations", json_integer(int_of(c, "iterations", 1)));
+            json_object_set_new(r, "experiment_name",
+                                json_string(tcp ? "preflight_tcp_all_reduce" : experiment_of(op)));
+            if (tcp) json_object_set_new(r, "backend", json_string("tcp"));
+            json_array_append_new(results, r);
+            wrong_total += !correct;
+            if (tcp && any_nccl) continue; /* the average is NCCL's */
+            bw_sum += bus;
+            nbw++;
+            double floor = dbl_of(c, "expectedMinBusbwGBps", -1);
+            if (floor >= 0) {
+                floor_known = true;
+                floor_ok = floor_ok && bus >= floor;
+            }
+        }
 
     json_t *cfg = json_object();
     json_object_set_new(cfg, "nthreads", json_integer(1));

@@ -1,4 +1,5 @@
-/* YAML output through libyaml's emitter, and atomic writes of the verdict file. */
+/* YAML output through libyaml's emitter, the same document as JSON (RFC 8259, written here
+ * from the same calls: `--format json`), and atomic writes of the verdict file. */
 #define _GNU_SOURCE
 #include "verdict.h"
 
@@ -7,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <regex.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +18,18 @@
 
 #define MAX_YAML (64u << 20)
 
+#define JSON_MAX_DEPTH 128
+
 struct out {
     yaml_emitter_t em;
     struct pf_buf buf;
     int failed;
+    /* JSON: the same calls write JSON text instead of YAML events; per open collection
+     * whether it is a map and how many scalars or collections it holds so far */
+    bool json;
+    int depth;
+    bool is_map[JSON_MAX_DEPTH];
+    size_t count[JSON_MAX_DEPTH];
 };
 
 static int write_handler(void *data, unsigned char *buffer, size_t size)
@@ -150,12 +160,101 @@ static char *utf8_repair(const char *s, size_t n)
     return o;
 }
 
+/* JSON: what goes before a value: a comma and a new line before a key or an item, ": "
+ * between a key and its value. */
+static void jadd(struct out *o, const void *p, size_t n)
+{
+    if (pf_buf_add(&o->buf, p, n) < 0) o->failed = 1;
+}
+
+static void jaddf(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jaddf(struct out *o, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    jadd(o, tmp, n < 0 ? 0 : (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static void json_pre(struct out *o)
+{
+    if (o->depth == 0) return;
+    int d = o->depth - 1;
+    size_t c = o->count[d]++;
+    if (o->is_map[d] && c % 2 == 1) {
+        jadd(o, ": ", 2);
+        return;
+    }
+    if (c) jadd(o, ",", 1);
+    jaddf(o, "\n%*s", 2 * o->depth, "");
+}
+
+static void json_string(struct out *o, const char *s)
+{
+    jadd(o, "\"", 1);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            jaddf(o, "\\%c", *p);
+        else if (*p == '\n')
+            jadd(o, "\\n", 2);
+        else if (*p == '\t')
+            jadd(o, "\\t", 2);
+        else if (*p < 0x20 || *p == 0x7f)
+            jaddf(o, "\\u%04x", *p);
+        else
+            jadd(o, p, 1);
+    }
+    jadd(o, "\"", 1);
+}
+
+/* A scalar that is not a string (a number, true, false, null) as JSON: YAML's .nan and .inf
+ * have no JSON form and become null. */
+static void json_scalar(struct out *o, const char *s, bool is_string)
+{
+    json_pre(o);
+    if (o->depth > 0 && o->is_map[o->depth - 1] && o->count[o->depth - 1] % 2 == 1)
+        is_string = true; /* a key */
+    if (is_string)
+        json_string(o, s);
+    else if (strstr(s, "inf") || strstr(s, "nan"))
+        jadd(o, "null", 4);
+    else
+        jadd(o, s, strlen(s));
+}
+
+static void json_open(struct out *o, bool map)
+{
+    json_pre(o);
+    jadd(o, map ? "{" : "[", 1);
+    if (o->depth >= JSON_MAX_DEPTH) {
+        o->failed = 1;
+        return;
+    }
+    o->is_map[o->depth] = map;
+    o->count[o->depth++] = 0;
+}
+
+static void json_close(struct out *o)
+{
+    if (o->depth <= 0) return;
+    int d = --o->depth;
+    if (o->count[d]) jaddf(o, "\n%*s", 2 * d, "");
+    jadd(o, o->is_map[d] ? "}" : "]", 1);
+}
+
 static void scalar(struct out *o, const char *s, bool is_string)
 {
     yaml_event_t ev;
     yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
     char *fixed = utf8_repair(s, strlen(s));
     if (fixed) s = fixed;
+    if (o->json) {
+        json_scalar(o, s, is_string);
+        free(fixed);
+        return;
+    }
     if (is_string && needs_quotes(s)) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     if (is_string && strchr(s, '\n')) style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     /* on failure the event is left uninitialised: never hand it to the emitter */
@@ -189,6 +288,10 @@ static void fmt_double(char *out, size_t n, double d)
 
 static void map_start(struct out *o, bool flow)
 {
+    if (o->json) {
+        json_open(o, true);
+        return;
+    }
     yaml_event_t ev;
     yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
                                         flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
@@ -197,6 +300,10 @@ static void map_start(struct out *o, bool flow)
 
 static void map_end(struct out *o)
 {
+    if (o->json) {
+        json_close(o);
+        return;
+    }
     yaml_event_t ev;
     yaml_mapping_end_event_initialize(&ev);
     emit(o, &ev);
@@ -204,6 +311,10 @@ static void map_end(struct out *o)
 
 static void seq_start(struct out *o, bool flow)
 {
+    if (o->json) {
+        json_open(o, false);
+        return;
+    }
     yaml_event_t ev;
     yaml_sequence_start_event_initialize(
         &ev, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
@@ -212,6 +323,10 @@ static void seq_start(struct out *o, bool flow)
 
 static void seq_end(struct out *o)
 {
+    if (o->json) {
+        json_close(o);
+        return;
+    }
     yaml_event_t ev;
     yaml_sequence_end_event_initialize(&ev);
     emit(o, &ev);
@@ -320,10 +435,12 @@ static void ranks(struct out *o, const struct pf_ranks *l)
     seq_end(o);
 }
 
-static int begin(struct out *o)
+static int begin(struct out *o, bool json)
 {
     memset(o, 0, sizeof(*o));
     pf_buf_init(&o->buf, MAX_YAML);
+    o->json = json;
+    if (json) return 0;
     if (!yaml_emitter_initialize(&o->em))
         return pf_err_set(PF_ERR, "libyaml: cannot initialise the emitter");
     yaml_emitter_set_output(&o->em, write_handler, o);
@@ -340,6 +457,16 @@ static int begin(struct out *o)
 
 static int finish(struct out *o, char **out, size_t *out_len)
 {
+    if (o->json) {
+        jadd(o, "\n", 1);
+        if (o->failed) {
+            pf_buf_free(&o->buf);
+            return pf_err_set(PF_ERR, "JSON output: nested too deep or too large");
+        }
+        if (out_len) *out_len = o->buf.len;
+        *out = pf_buf_detach(&o->buf);
+        return 0;
+    }
     yaml_event_t ev;
     yaml_document_end_event_initialize(&ev, 1);
     emit(o, &ev);
@@ -363,20 +490,30 @@ static int finish(struct out *o, char **out, size_t *out_len)
     return 0;
 }
 
-int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n)
+static int node_doc(char **out, size_t *out_len, const struct pf_node *n, bool json)
 {
     struct out o;
-    int r = begin(&o);
+    int r = begin(&o, json);
     if (r < 0) return r;
     node(&o, n, false);
     return finish(&o, out, out_len);
 }
 
-int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
+int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n)
+{
+    return node_doc(out, out_len, n, false);
+}
+
+int pf_node_to_json(char **out, size_t *out_len, const struct pf_node *n)
+{
+    return node_doc(out, out_len, n, true);
+}
+
+static int verdict_doc(char **out, size_t *out_len, const struct pf_verdict *v, bool json)
 {
     struct out o;
     char num[64];
-    int r = begin(&o);
+    int r = begin(&o, json);
     if (r < 0) return r;
     map_start(&o, false);
     kv(&o, "apiVersion", "preflight/v1");
@@ -438,6 +575,16 @@ int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
     }
     map_end(&o);
     return finish(&o, out, out_len);
+}
+
+int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v)
+{
+    return verdict_doc(out, out_len, v, false);
+}
+
+int pf_verdict_to_json(char **out, size_t *out_len, const struct pf_verdict *v)
+{
+    return verdict_doc(out, out_len, v, true);
 }
 
 int pf_verdict_write_file(const struct pf_verdict *v, const char *path)

@@ -210,6 +210,9 @@ bool pf_verdict_is_secret_name(const char *name);
 
 /* YAML form into a fresh string (caller frees). */
 int pf_verdict_to_yaml(char **out, size_t *out_len, const struct pf_verdict *v);
+/* The same document as JSON (`--format json`): the same keys in the same order, numbers,
+ * booleans and nulls as the YAML's, secrets masked alike; .nan and .inf become null. */
+int pf_verdict_to_json(char **out, size_t *out_len, const struct pf_verdict *v);
 /* How the human form looks: ANSI colours, the line width it wraps to (at least 40), and
  * verbose: every check with its findings (skips with their reasons) instead of one line a
  * pass and one line for all skips. */
@@ -229,6 +232,8 @@ void pf_verdict_render_human(FILE *f, const struct pf_verdict *v, bool color);
 int pf_verdict_write_file(const struct pf_verdict *v, const char *path);
 /* Emits any node tree as a YAML document (used for sub-documents and tests). */
 int pf_node_to_yaml(char **out, size_t *out_len, const struct pf_node *n);
+/* The same tree as JSON. */
+int pf_node_to_json(char **out, size_t *out_len, const struct pf_node *n);
 /* Whether a YAML 1.1 or 1.2 reader reads the plain scalar s back as the string s (false for
  * "0000:07:00.0", "010", "0x1d0f", "yes", "~", "2026-11-21", ".inf", "<<", ...); the
  * emitter double-quotes every string for which this is false. */

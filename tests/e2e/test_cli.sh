@@ -56,7 +56,7 @@ suite() {
     usage badflag2 "unknown option '--token'" check --token=x
     usage novalue "--root needs a value" check --root
     usage strictval "--strict takes no value" check --strict=yes
-    usage badformat "--format: expected human or yaml, found \"xml\"" check --format xml
+    usage badformat "--format: expected human, yaml or json, found \"xml\"" check --format xml
     usage badtimeout "--timeout: expected seconds (a number above 0), found \"0\"" check --timeout 0
     usage badtimeout2 "--timeout: expected seconds (a number above 0), found \"soon\"" check --timeout=soon
     usage badrank "--rank: expected an integer in 0..1048576, found \"-1\"" run --rank -1
@@ -107,10 +107,90 @@ suite() {
     err_has coord-env 'PREFLIGHT_COORDINATOR: "host:0": port must be 1..65535'
     usage dash-human "--verdict - puts the YAML verdict on stdout, so --format human cannot" \
         env --root "$EMPTY" --verdict - --format human
+    usage dash-json "--verdict - puts the YAML verdict on stdout, so --format json cannot" \
+        env --root "$EMPTY" --verdict - --format json
     p dash-human-env PREFLIGHT_FORMAT=human -- env --root "$EMPTY" --verdict -
     rc_is dash-human-env 2
     err_has dash-human-env "PREFLIGHT_FORMAT human cannot"
     usage list-elsewhere "--list is an option of 'preflight explain', not of 'check'" check --list
+
+    # ---- an option the command does not take is refused, naming the commands that take it
+    usage check-rank "--rank is an option of 'preflight run', not of 'check'" \
+        check --rank 3 --world-size 4 --coordinator foo
+    usage check-dry "--dry-run is an option of 'preflight run', not of 'check'" check --dry-run
+    usage env-results "--results is an option of 'preflight run' or 'preflight check', not of 'env'" \
+        env --results x.json
+    usage install-format "--format is an option of" install --format yaml /tmp
+    usage version-v "--verbose is an option of" version -v
+    # every option of the overview: refused by each command whose own help does not list it
+    # (the help and the refusal read one table, cmd/preflight/help.c)
+    local cmd opt val refused=0 wrong=""
+    for cmd in run check env log explain install version; do
+        while read -r opt; do
+            [ "$opt" = --help ] || [ "$opt" = --version ] && continue
+            grep -qE -- "^  (-v, )?$opt( |\$)" "$T/help-$cmd.out" && continue
+            case "$opt" in # a valid value, so that only the command can refuse it
+            --format) val=yaml ;; --rank | --world-size | --port | --timeout) val=1 ;;
+            --pushgateway) val=http://h:1 ;; --strict | --verbose | --dry-run | --list) val="" ;;
+            *) val=x ;;
+            esac
+            p refuse -- "$cmd" "$opt" ${val:+"$val"} $([ "$cmd" = install ] && echo /tmp)
+            if [ "$(cat "$T/refuse.rc")" = 2 ] && grep -qF -- "$opt is an option of" "$T/refuse.err"; then
+                refused=$((refused + 1))
+            else wrong+=" $cmd$opt"; fi
+        done < <(sed -n '/^options/,/^output/p' "$T/help-opts.out" | grep -oE -- '^  (-v, )?--[a-z-]+' | sed 's/^  //; s/^-v, //' | sort -u)
+    done
+    expect_eq "${L}every option a command's help does not list is refused ($refused refusals)" "$wrong" ""
+    check "${L}at least 40 command/option pairs refused" test "$refused" -ge 40
+
+    # ---- --format json: the same document as the YAML verdict of the same run
+    p json-check -- check --root "$EMPTY" --format json --verdict "$T/json-check.yaml"
+    rc_is json-check 0
+    expect_eq "${L}check --format json equals its YAML verdict" "$(python3 -c '
+import json, sys, yaml
+j = json.load(open(sys.argv[1])); y = yaml.safe_load(open(sys.argv[2]))
+print(j == y and j["kind"] == "Verdict" and len(j["checks"]) > 5)' "$T/json-check.out" "$T/json-check.yaml" 2>&1)" True
+    local c2
+    for c2 in env log; do
+        if [ $c2 = log ]; then printf 'no NCCL here\n' >"$T/nolog.txt"; set -- log "$T/nolog.txt"; else set -- env; fi
+        p "json-$c2" -- "$@" --root "$EMPTY" --format json --verdict "$T/json-$c2.yaml"
+        expect_eq "${L}$c2 --format json equals its YAML verdict" "$(python3 -c '
+import json, sys, yaml
+print(json.load(open(sys.argv[1])) == yaml.safe_load(open(sys.argv[2])))' "$T/json-$c2.out" "$T/json-$c2.yaml" 2>&1)" True
+    done
+    p json-dry PREFLIGHT_FORMAT=json -- run --root "$EMPTY" --dry-run --rank 1 --world-size 2 \
+        --coordinator trainer-0.trainer
+    p yaml-dry -- run --root "$EMPTY" --dry-run --rank 1 --world-size 2 --coordinator trainer-0.trainer
+    expect_eq "${L}run --dry-run: JSON (PREFLIGHT_FORMAT=json) equals the YAML" "$(python3 -c '
+import json, sys, yaml
+j = json.load(open(sys.argv[1])); print(j == yaml.safe_load(open(sys.argv[2])), j["identity"]["rank"])' "$T/json-dry.out" "$T/yaml-dry.out" 2>&1)" "True 1"
+    p version-yaml -- version --format yaml
+    p version-json -- version --format json
+    expect_eq "${L}version --format yaml and json: one document, the version and 4 libraries" \
+        "$(python3 -c '
+import json, sys, yaml
+j = json.load(open(sys.argv[1])); y = yaml.safe_load(open(sys.argv[2]))
+print(j == y, j["version"], len(j["libraries"]), j["verdictSchema"])' "$T/version-json.out" "$T/version-yaml.out" 2>&1)" \
+        "True $(sed -n 's/^preflight \([^ ]*\) .*/\1/p' "$T/version-flag.out") 4 preflight/v1"
+    if command -v jq >/dev/null; then
+        expect_eq "${L}check --format json | jq .kind" "$(jq -r .kind "$T/json-check.out")" Verdict
+    fi
+
+    # ---- a verdict that cannot be written: exit 1 (docs/security.md), said on stderr
+    p unwritable -- check --root "$EMPTY" --verdict /proc/v.yaml
+    rc_is unwritable 1
+    err_has unwritable "verdict not written: cannot write /proc/v.yaml"
+    check "${L}unwritable: stdout does not say 'verdict written'" bash -c "! grep -q 'verdict written' '$T/unwritable.out'"
+
+    # ---- config keys a command does not act on are named on stderr
+    printf 'report:\n  events: true\n  markNode: taint\n  resultsFile: /tmp/r.json\n' >"$T/report.cfg"
+    p cfg-check -- check --root "$EMPTY" --config "$T/report.cfg" --verdict "$T/cfg-check.yaml"
+    rc_is cfg-check 0
+    err_has cfg-check "report.cfg: report.events, report.markNode are not used by 'preflight check'"
+    p cfg-env -- env --root "$EMPTY" --config "$T/report.cfg"
+    err_has cfg-env "report.events, report.markNode, report.resultsFile are not used by 'preflight env'"
+    p cfg-none -- check --root "$EMPTY"
+    err_lacks cfg-none "not used by"
 
     # ---- PREFLIGHT_FORMAT, PREFLIGHT_STRICT, PREFLIGHT_VERBOSE, and the flags over them
     p v-format PREFLIGHT_FORMAT=yaml -- env --root "$EMPTY"
@@ -119,7 +199,7 @@ suite() {
     out_has v-format-flag "preflight PASS: "
     p v-format-bad PREFLIGHT_FORMAT=xml -- env --root "$EMPTY"
     rc_is v-format-bad 2
-    err_has v-format-bad 'PREFLIGHT_FORMAT: expected human or yaml, found "xml"'
+    err_has v-format-bad 'PREFLIGHT_FORMAT: expected human, yaml or json, found "xml"'
     p v-strict NCCL_DEBUG=TRACE PREFLIGHT_STRICT=1 -- env --root "$EMPTY"
     rc_is v-strict 3 # debug-verbose is a spec finding: exit 3 under --strict
     p v-strict-off NCCL_DEBUG=TRACE PREFLIGHT_STRICT=false -- env --root "$EMPTY"
@@ -181,7 +261,8 @@ suite() {
 
     p v-timeout-flag PREFLIGHT_TIMEOUT=soon -- env --root "$EMPTY" --timeout 30
     rc_is v-timeout-flag 0
-    p v-port-flag PREFLIGHT_PORT=http PREFLIGHT_RANK=x -- env --root "$EMPTY" --port 29400 --rank 1
+    p v-port-flag PREFLIGHT_PORT=http PREFLIGHT_RANK=x -- run --root "$EMPTY" --dry-run \
+        --port 29400 --rank 1 --world-size 2 --coordinator trainer-0.trainer
     rc_is v-port-flag 0
 
     # rank, world size, coordinator and port reach the rendezvous (in a namespace of its own)

@@ -216,7 +216,7 @@ if need_root "memlock-low"; then
         '[65536, false]'
     r=$(mat cpu-node) || exit 1
     WRAP=$NOLOCK pf memlock-cpu "$r"
-    expect_check memlock-cpu rdma.memlock warn "memlock-low"
+    expect_check memlock-cpu rdma.memlock pass "" # no RDMA device: nothing registers memory
     r=$(mat node-8gpu-ndr) || exit 1
     WRAP="prlimit --memlock=65536:65536" pf memlock-cap "$r"
     expect_check memlock-cap rdma.memlock pass ""

@@ -248,7 +248,14 @@ static void test_results_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(got, "version")), 3);
     assert_int_equal(json_integer_value(json_object_get(got, "nccl_version")), 22703);
     json_t *res = json_object_get(got, "results");
-    assert_int_equal(json_array_size(res), 1); /* the TCP all-reduce is not nccl-tests' */
+    /* NCCL's first, then the TCP all-reduce, marked as preflight's own */
+    assert_int_equal(json_array_size(res), 2);
+    json_t *r1 = json_array_get(res, 1);
+    assert_string_equal(json_string_value(json_object_get(r1, "experiment_name")),
+                        "preflight_tcp_all_reduce");
+    assert_string_equal(json_string_value(json_object_get(r1, "backend")), "tcp");
+    assert_int_equal(json_integer_value(json_object_get(r1, "size")), 8388608);
+    assert_null(json_object_get(json_array_get(res, 0), "backend")); /* nccl-tests' keys only */
     json_t *r0 = json_array_get(res, 0);
     assert_int_equal(json_integer_value(json_object_get(r0, "size")), 268435456);
     assert_int_equal(json_integer_value(json_object_get(r0, "count")), 67108864);
@@ -265,6 +272,7 @@ static void test_results_json(void **state)
                             json_array_get(json_object_get(cfg, "devices"), 0), "hostname")),
                         "gpu-node-1");
     json_t *avg = json_object_get(got, "average_bus_bandwidth");
+    /* NCCL's average: the TCP all-reduce's 2.5 GB/s is not in it */
     assert_float_equal(json_real_value(json_object_get(avg, "bandwidth")), 337.7, 1e-9);
     assert_true(json_is_true(json_object_get(avg, "okay"))); /* 337.7 >= the 300 floor */
     assert_true(json_is_true(json_object_get(json_object_get(got, "out_of_bounds"), "okay")));

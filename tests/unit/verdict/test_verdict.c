@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -583,6 +585,65 @@ static void test_unknown_never_fails(void **state)
     pf_verdict_free(&v);
 }
 
+/* --format json: the same tree as JSON that a JSON reader (jansson) reads back to the same
+ * values: escapes, numbers, booleans, null, empty collections, .nan as null, secrets masked. */
+static void test_json_same_document(void **state)
+{
+    (void)state;
+    struct pf_node *root = pf_node_new_map();
+    pf_node_set_str(root, "text", "a \"quoted\" \\ back\nslash\tand \x01 control");
+    pf_node_set_str(root, "yes", "yes"); /* a string, though YAML 1.1 reads it as true */
+    pf_node_set_int(root, "n", -42);
+    pf_node_set_dbl(root, "d", 1.5);
+    pf_node_set_dbl(root, "nan", NAN);
+    pf_node_set_bool(root, "b", true);
+    pf_node_set_null(root, "none");
+    pf_node_set_map(root, "emptyMap");
+    pf_node_set_seq(root, "emptySeq");
+    struct pf_node *env = pf_node_set_map(root, "env");
+    pf_node_set_str(env, "PREFLIGHT_TOKEN", "hunter2");
+    struct pf_node *seq = pf_node_set_seq(root, "list");
+    pf_node_add_str(seq, "x");
+    pf_node_set_int(pf_node_add_map(seq), "k", 7);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(pf_node_to_json(&text, &len, root), 0);
+    assert_int_equal(strlen(text), len);
+    json_error_t e;
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    if (!j) fail_msg("not JSON: %s at line %d:\n%s", e.text, e.line, text);
+    assert_string_equal(json_string_value(json_object_get(j, "text")),
+                        "a \"quoted\" \\ back\nslash\tand \x01 control");
+    assert_string_equal(json_string_value(json_object_get(j, "yes")), "yes");
+    assert_int_equal(json_integer_value(json_object_get(j, "n")), -42);
+    assert_float_equal(json_number_value(json_object_get(j, "d")), 1.5, 0);
+    assert_true(json_is_null(json_object_get(j, "nan")));
+    assert_true(json_is_true(json_object_get(j, "b")));
+    assert_true(json_is_null(json_object_get(j, "none")));
+    assert_int_equal(json_object_size(json_object_get(j, "emptyMap")), 0);
+    assert_int_equal(json_array_size(json_object_get(j, "emptySeq")), 0);
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "env"), "PREFLIGHT_TOKEN")), "***");
+    json_t *l = json_object_get(j, "list");
+    assert_string_equal(json_string_value(json_array_get(l, 0)), "x");
+    assert_int_equal(json_integer_value(json_object_get(json_array_get(l, 1), "k")), 7);
+    /* the keys in the YAML's order */
+    const char *order[] = {"text", "yes", "n", "d", "nan", "b", "none", "emptyMap", "emptySeq"};
+    const char *prev = text;
+    for (size_t i = 0; i < PF_ARRAY_LEN(order); i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "\"%s\":", order[i]);
+        const char *at = strstr(text, key);
+        assert_non_null(at);
+        assert_true(at >= prev);
+        prev = at;
+    }
+    assert_null(strstr(text, "hunter2"));
+    json_decref(j);
+    free(text);
+    pf_node_free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_yaml_plain_resolution),
         cmocka_unit_test(test_yaml_roundtrip_pyyaml),
         cmocka_unit_test(test_ranks_list),
+        cmocka_unit_test(test_json_same_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
