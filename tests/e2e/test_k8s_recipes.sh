@@ -73,10 +73,13 @@ sleep 3; echo "peer: rendezvous/missing-ranks 3" >"$PF_TERMINATION_LOG"; exit 5
 EOF
 declare -A start
 for s in spec node flaky pend; do setup_ns "r-$s"; done
-k8s_agent spec "$(nodes spec 4)" "sh $T/spec.sh" --labels pool=spec --main-exit 0
-k8s_agent node "$(nodes node 5)" "sh $T/node.sh" --labels pool=node --main-exit 0
-k8s_agent flaky "$(nodes flaky 4)" "sh $T/flaky.sh" --labels pool=flaky --main-exit 0
-k8s_agent pend "$(nodes pend 3)" "sh $T/pend.sh" --labels pool=pend --main-exit 0
+for a in "spec 4" "node 5" "flaky 4" "pend 3"; do
+    read -r s n <<<"$a"
+    if ! k8s_agent "$s" "$(nodes "$s" "$n")" "sh $T/$s.sh" --labels "pool=$s" --main-exit 0; then
+        notok "recipes: the node agent for $s serves its $n Nodes" "$(tail -2 "$T/agent-$s.log" | tr '\n' ' ')"
+        exit 0
+    fi
+done
 for s in spec node flaky pend; do
     job "r-$s" "$s" 4 >"$T/job-$s.json"
     start[$s]=$(date +%s)

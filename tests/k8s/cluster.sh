@@ -53,11 +53,15 @@ k8s_agent() {
     "$KCLUSTER" node-agent --kubeconfig "$KUBECONFIG" --nodes "$nodes" --exec "$ex" --dir "$T/agent-$name" "$@" \
         >"$T/agent-$name.log" 2>&1 &
     K8S_AGENT_PID[$name]=$!
+    # serving once kube-controller-manager's node lifecycle controller has lifted the
+    # not-ready taint of its Nodes (nodeagent.go); it gives up itself after 120 s
     local i
-    for i in $(seq 1 100); do
+    for i in $(seq 1 1300); do
         grep -q '^node-agent: serving' "$T/agent-$name.log" 2>/dev/null && return 0
+        kill -0 "${K8S_AGENT_PID[$name]}" 2>/dev/null || break
         sleep 0.1
     done
+    echo "# node agent $name: $(tail -2 "$T/agent-$name.log" | tr '\n' ' ')"
     return 1
 }
 k8s_agent_stop() {
