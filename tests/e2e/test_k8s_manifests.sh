@@ -11,7 +11,7 @@
 # shellcheck source=tests/k8s/cluster.sh
 . "$PREFLIGHT_SRC/tests/k8s/cluster.sh"
 trap 'k8s_down; rm -rf "$T"' EXIT
-if ! k8s_up; then skip "k8s manifests" "$K8S_WHY"; exit 0; fi
+if ! k8s_up; then k8s_unavailable "k8s manifests"; exit 0; fi
 k() { "$KUBECTL" "$@"; }
 for f in "$PREFLIGHT_SRC"/tests/k8s/crds/*.yaml; do
     if out=$(k apply --server-side -f "$f" 2>&1); then ok "CRD $(basename "$f" .yaml) installed"

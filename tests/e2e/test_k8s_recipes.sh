@@ -19,7 +19,7 @@
 # shellcheck source=tests/k8s/cluster.sh
 . "$PREFLIGHT_SRC/tests/k8s/cluster.sh"
 trap 'k8s_down; rm -rf "$T"' EXIT
-if ! k8s_up; then skip "k8s recipes" "$K8S_WHY"; exit 0; fi
+if ! k8s_up; then k8s_unavailable "k8s recipes"; exit 0; fi
 M=$PREFLIGHT_SRC/manifests
 k() { "$KUBECTL" "$@"; }
 export KUBECTL T

@@ -6,7 +6,12 @@
 # failed (the log's path on stderr).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-command -v go >/dev/null || { echo "go missing (scripts/deps.sh test installs golang-go; Go >= 1.26 is needed)" >&2; exit 3; }
+command -v go >/dev/null || { echo "go missing (Go >= 1.26 is needed: https://go.dev/dl; Debian 12's golang-go is 1.19)" >&2; exit 3; }
+gov=$(go env GOVERSION)
+case "$gov" in
+    go1.2[6-9]* | go1.[3-9][0-9]* | go[2-9]*) ;;
+    *) echo "$gov is too old (Go >= 1.26 is needed for k8s.io/kubernetes v1.37)" >&2; exit 3 ;;
+esac
 # the release the API server reports at /version (helm checks a chart's kubeVersion against it),
 # as Kubernetes' own build stamps it (hack/lib/version.sh): from the k8s.io/kubernetes
 # requirement of go.mod
