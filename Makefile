@@ -123,9 +123,10 @@ test: deps-test
 	$(MAKE) bin/preflight
 	$(MAKE) static
 	@# the test control plane (tests/k8s/cluster), built once per source into a cache folder
-	@# before the tests' own time limits run, when its tests are asked for (PREFLIGHT_K8S=1:
-	@# a cold build compiles Kubernetes); the tests that need it skip otherwise
-	-@if [ "$${PREFLIGHT_K8S:-}" = 1 ]; then tests/k8s/cluster/build.sh; fi
+	@# before the tests' own time limits run (a cold build compiles Kubernetes: about 10
+	@# minutes on 2 cores); without Go >= 1.26 its tests skip and say why; PREFLIGHT_K8S=0
+	@# leaves them out
+	-@if [ "$${PREFLIGHT_K8S:-}" != 0 ]; then tests/k8s/cluster/build.sh >/dev/null; fi
 	tests/run.sh
 
 unit-build: $(B)/preflight $(UNIT_BINS) $(UNIT_HELPER_OBJS)

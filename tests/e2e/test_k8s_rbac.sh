@@ -11,7 +11,7 @@
 # shellcheck source=tests/k8s/cluster.sh
 . "$PREFLIGHT_SRC/tests/k8s/cluster.sh"
 trap 'k8s_down; rm -rf "$T"' EXIT
-if ! k8s_up; then skip "k8s rbac" "$K8S_WHY"; exit 0; fi
+if ! k8s_up; then k8s_unavailable "k8s rbac"; exit 0; fi
 CHART=$PREFLIGHT_SRC/helm/preflight
 k() { "$KUBECTL" "$@"; }
 SA=system:serviceaccount:rb:pf-preflight

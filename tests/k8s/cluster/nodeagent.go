@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,10 +72,39 @@ func nodeAgent(args []string) error {
 	}
 	a := &agent{cs: cs, nodes: map[string]bool{}, exec: *ex, mainExit: *mainExit, dir: *dir, seen: map[types.UID]bool{}}
 	ctx := context.Background()
-	for _, n := range strings.Split(*nodes, ",") {
+	names := strings.Split(*nodes, ",")
+	for _, n := range names {
 		a.nodes[n] = true
 		if err := a.makeNode(ctx, n, *gpus, *labels); err != nil {
 			return fmt.Errorf("node %s: %w", n, err)
+		}
+	}
+	go a.heartbeat(ctx, names)
+	// kube-apiserver's TaintNodesByCondition admission plugin gives every new Node the taint
+	// node.kubernetes.io/not-ready:NoSchedule; the node lifecycle controller of
+	// kube-controller-manager lifts it once the Node's Ready condition is True
+	// (doNoScheduleTaintingPass). Until then the scheduler places nothing here: serve
+	// once it has.
+	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		left := []string{}
+		for _, n := range names {
+			node, err := cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				left = append(left, n)
+				continue
+			}
+			for _, t := range node.Spec.Taints {
+				if t.Key == corev1.TaintNodeNotReady {
+					left = append(left, n)
+					break
+				}
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nodes %v still tainted %s after 120 s: is kube-controller-manager's node lifecycle controller running?", left, corev1.TaintNodeNotReady)
 		}
 	}
 	fmt.Println("node-agent: serving", *nodes)
@@ -123,19 +153,64 @@ func (a *agent) makeNode(ctx context.Context, name string, gpus int, labels stri
 			n.Labels[k] = v
 		}
 	}
-	n, err := a.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := a.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	now := metav1.Now()
-	n.Status = corev1.NodeStatus{
-		Capacity: capacity, Allocatable: capacity,
-		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
-			Reason: "KubeletReady", Message: "test node agent", LastHeartbeatTime: now, LastTransitionTime: now}},
-		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+	// the controllers write the new Node too (the TTL controller's annotation, the node
+	// lifecycle controller's taints): read it back and retry on a conflict
+	var err error
+	for i := 0; i < 50; i++ {
+		var cur *corev1.Node
+		if cur, err = a.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		now := metav1.Now()
+		cur.Status = corev1.NodeStatus{
+			Capacity: capacity, Allocatable: capacity,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+				Reason: "KubeletReady", Message: "test node agent", LastHeartbeatTime: now, LastTransitionTime: now}},
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
+		}
+		if _, err = a.cs.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err == nil {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	_, err = a.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 	return err
+}
+
+// heartbeat renews each Node's Lease in kube-node-lease every 10 s, as the kubelet does
+// (k8s.io/kubernetes pkg/kubelet/kubelet.go: NodeLeaseDurationSeconds 40, renewed at
+// nodeLeaseRenewIntervalFraction 0.25 of it): the node
+// lifecycle controller counts a Node whose Lease and status both go stale for
+// --node-monitor-grace-period (50 s) as NotReady and taints it.
+func (a *agent) heartbeat(ctx context.Context, names []string) {
+	holder := func(s string) *string { return &s }
+	dur := int32(40)
+	for {
+		now := metav1.NewMicroTime(time.Now())
+		for _, n := range names {
+			leases := a.cs.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+			l, err := leases.Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: corev1.NamespaceNodeLease},
+					Spec: coordinationv1.LeaseSpec{HolderIdentity: holder(n), LeaseDurationSeconds: &dur, RenewTime: &now}}
+				if node, err := a.cs.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{}); err == nil {
+					l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n, UID: node.UID}}
+				}
+				if _, err := leases.Create(ctx, l, metav1.CreateOptions{}); err != nil {
+					fmt.Fprintln(os.Stderr, "node-agent: lease", n, err)
+				}
+				continue
+			}
+			l.Spec.RenewTime = &now
+			if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+				fmt.Fprintln(os.Stderr, "node-agent: lease", n, err)
+			}
+		}
+		time.Sleep(10 * time.Second)
+	}
 }
 
 // fieldRef resolves a downward-API field path as the kubelet does (pkg/fieldpath).

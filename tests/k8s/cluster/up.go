@@ -318,9 +318,10 @@ func up(dir string) error {
 		"--service-account-private-key-file="+f("sa.key"),
 		"--root-ca-file="+f("ca.crt"),
 		"--cluster-signing-cert-file="+f("ca.crt"), "--cluster-signing-key-file="+f("ca.key"),
-		// no kubelet posts node status here: the node lifecycle controller would taint
-		// every test node NotReady and evict its pods
-		"--controllers=*,-node-lifecycle-controller",
+		// all of them, the node lifecycle controller too: it lifts the not-ready taint
+		// kube-apiserver puts on every new Node once the Node reports Ready, and keeps the
+		// test node agent's Nodes Ready while their Leases are renewed
+		"--controllers=*",
 		"--concurrent-job-syncs=5",
 		"--v=1"); err != nil {
 		stop()
