@@ -33,7 +33,7 @@ if [ ! -x "$bin" ]; then
         # later calls do not start the same build again until the marker is removed
         limit=${PREFLIGHT_K8S_BUILD_S:-2400}
         if [ -e "$dir/timed-out" ]; then
-            echo "kcluster build ran past ${limit} s before ($dir/build.log); remove $dir/timed-out to try again" >&2
+            echo "kcluster build ran past its bound before ($dir/build.log); remove $dir/timed-out to try again" >&2
             exit 3
         fi
         rc=0
