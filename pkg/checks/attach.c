@@ -47,8 +47,9 @@ static void load_claims(struct pf_k8s_attachments *a, struct pf_strlist *errs, s
 {
     const char *on = pf_env_get(&ctx->env, PF_ATTACH_READ_CLAIMS_ENV);
     if (!on || (strcmp(on, "1") != 0 && strcasecmp(on, "true") != 0)) return; /* not asked */
-    /* once a run: a later stage (the rails) uses the claims net.multus read, within the one
-     * budget of CLAIMS_BUDGET_S (docs/security.md, "Reading claims") */
+    /* once a run: a later stage (the rails) uses the claims net.multus read, so the API time
+     * given to net.multus (ctx->api_s) is the whole run's (docs/security.md, "Reading
+     * claims") */
     struct pf_ctx_memo *memo = ctx->memo;
     if (memo && memo->claims_read) {
         for (size_t i = 0; i < memo->claims.n; i++)
