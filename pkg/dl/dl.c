@@ -5,6 +5,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,17 +218,18 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
  * trusted tree (pf_dl_path_trusted); a skipped one is noted for the evidence. */
 static void *open_trusted(const struct pf_dl_lib *lib, const char *file, char *err, size_t errn)
 {
-    char why[600];
+    char why[600], real[PATH_MAX];
     if (access(file, F_OK) != 0) {
         snprintf(err, errn, "%s: %s", file, strerror(errno));
         return NULL;
     }
-    if (!pf_dl_path_trusted(file, why, sizeof(why))) {
+    if (!pf_dl_path_trusted(file, real, sizeof(real), why, sizeof(why))) {
         pf_dl_skip_note(lib->what, file, why);
         snprintf(err, errn, "%.200s skipped: %.280s", file, why);
         return NULL;
     }
-    void *h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+    /* the file judged, not the name: no link in the name can be swapped in between */
+    void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
         snprintf(err, errn, "%s", e ? e : "dlopen failed");

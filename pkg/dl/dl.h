@@ -289,8 +289,10 @@ bool pf_dl_torch_proof(const char *nccl_path, char *torch, size_t n, char *why, 
  * by root or by this process's effective uid and is writable by neither group nor others, as
  * the dynamic loader's secure mode loads only from directories root alone writes. The soname
  * (the loader's own search) and an override variable (the operator's choice) are not judged.
+ * The links in path are resolved first (realpath) and the file they lead to is judged:
+ * resolved (when not NULL) gets it, the name to load so that nothing changes in between.
  * false with why ("/opt/app is owned by uid 1000 (...)") otherwise. */
-bool pf_dl_path_trusted(const char *path, char *why, size_t n);
+bool pf_dl_path_trusted(const char *path, char *resolved, size_t rn, char *why, size_t n);
 /* b (len bytes, a file's start) is an ELF shared object (ET_DYN) of this process's class,
  * byte order and machine; false with why otherwise. */
 bool pf_dl_elf_shared(const unsigned char *b, size_t len, char *why, size_t n);

@@ -44,9 +44,10 @@ static bool owner_ok(const char *name, const struct stat *st, char *why, size_t 
     return true;
 }
 
-bool pf_dl_path_trusted(const char *path, char *why, size_t n)
+bool pf_dl_path_trusted(const char *path, char *resolved, size_t rn, char *why, size_t n)
 {
     char real[PATH_MAX];
+    if (resolved && rn) resolved[0] = '\0';
     if (!realpath(path, real)) {
         snprintf(why, n, "%s: %s", path, strerror(errno));
         return false;
@@ -78,6 +79,7 @@ bool pf_dl_path_trusted(const char *path, char *why, size_t n)
         if (!owner_ok(dir, &st, why, n)) return false;
         if (strcmp(dir, "/") == 0) break;
     }
+    if (resolved && rn) snprintf(resolved, rn, "%s", real);
     return true;
 }
 
@@ -119,7 +121,8 @@ bool pf_dl_elf_shared(const unsigned char *b, size_t len, char *why, size_t n)
         snprintf(why, n, "ELF data encoding %u, not this process's %u", b[5], want_data);
         return false;
     }
-    uint16_t type = want_data == 1 ? (uint16_t)(b[16] | b[17] << 8) : (uint16_t)(b[16] << 8 | b[17]);
+    uint16_t type =
+        want_data == 1 ? (uint16_t)(b[16] | b[17] << 8) : (uint16_t)(b[16] << 8 | b[17]);
     uint16_t machine =
         want_data == 1 ? (uint16_t)(b[18] | b[19] << 8) : (uint16_t)(b[18] << 8 | b[19]);
     if (type != 3) { /* ET_DYN */
@@ -152,15 +155,14 @@ bool pf_dl_torch_proof(const char *nccl_path, char *torch, size_t n, char *why, 
         snprintf(why, whyn, "no %s", lib);
         return false;
     }
-    char w[600];
-    if (!pf_dl_path_trusted(lib, w, sizeof(w))) {
+    char w[600], real[PATH_MAX];
+    if (!pf_dl_path_trusted(lib, real, sizeof(real), w, sizeof(w))) {
         snprintf(why, whyn, "%s not trusted: %s", lib, w);
         return false;
     }
     unsigned char hdr[64];
     ssize_t got = -1;
-    int fd = open(lib, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) fd = open(lib, O_RDONLY | O_CLOEXEC); /* a link, already judged above */
+    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW); /* the file judged, no link */
     if (fd >= 0) {
         got = read(fd, hdr, sizeof(hdr));
         close(fd);
