@@ -96,6 +96,8 @@ int pf_resolve_by(struct addrinfo **out, const char *host, const char *port,
         }
         return 0;
     }
+    if (deadline <= pf_now()) /* no time left: no lookup started */
+        return pf_err_set(PF_ETIMEOUT, "resolving %.200s: no time left before the deadline", host);
     pthread_mutex_lock(&pending_mu);
     bool full = pending >= RESOLVE_MAX_PENDING;
     if (!full) pending++;
