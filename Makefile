@@ -52,13 +52,14 @@ UNIT_HELPER_SRCS := $(sort $(wildcard tests/unit/helpers/*.c))
 UNIT_HELPER_OBJS := $(UNIT_HELPER_SRCS:%.c=$(B)/%.o)
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 
-.PHONY: deps-check all static test check-layers unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
+.PHONY: deps-check all static dist test check-layers unit unit-build e2e fuzz-build demo bench fuzz fuzz-regress format format-check clean deps \
         deps-test help
 all: bin/preflight
 
 help:
 	@echo "make            build bin/preflight"
 	@echo "make static     build bin/preflight-static (musl, no dlopen; installs musl-tools)"
+	@echo "make dist       bin/dist/preflight: bin/preflight stripped, as the image ships it"
 	@echo "make demo       install the demo's deps, build, run a local multi-pod preflight"
 	@echo "make test       install test deps, build with ASan/UBSan, run every test"
 	@echo "make bench      install test deps, benchmarks (wall time, peak RSS, bandwidth)"
@@ -87,6 +88,16 @@ $(B)/preflight: $(MAIN_OBJ) $(PKG_OBJS)
 bin/preflight: $(B)/preflight
 	@mkdir -p bin
 	cp $< $@
+
+# ---- what the image ships (Dockerfile): a binary stripped of its symbols and debug sections
+# (strip --strip-all), which stay beside it in bin/dist/NAME.debug, named by the stripped
+# file's .gnu_debuglink, so a core or a stack from the image can still be read with them.
+dist: bin/dist/preflight
+bin/dist/%: bin/%
+	@mkdir -p bin/dist
+	objcopy --only-keep-debug $< $@.debug
+	strip --strip-all -o $@ $<
+	objcopy --add-gnu-debuglink=$@.debug $@
 
 # CFLAGS_<test>: flags of one unit test, by its file name. test_dl_abi compiles pkg/dl/dl.h
 # against the real nccl.h and cuda.h where they are installed (CUDA_HOME); without them its

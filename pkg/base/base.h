@@ -115,6 +115,16 @@ int pf_edit_distance(const char *a, const char *b, int limit);
  * the URL is printed); PF_EUSAGE naming `what` otherwise. */
 int pf_http_url_check(const char *what, const char *url);
 
+/* Resolves host (and port, or NULL) with getaddrinfo(hints) before deadline (a pf_now()
+ * time; 0: none, the caller's thread waits as long as getaddrinfo does): 0 with *out for
+ * freeaddrinfo. The lookup runs on a thread nobody waits for past the deadline (resolve.c), so
+ * a slow or silent resolver costs the caller its deadline, not resolv.conf's timeouts. An
+ * address is answered at once. PF_ETIMEOUT "resolving HOST took longer than the deadline",
+ * or PF_ENOENT "cannot resolve HOST: <getaddrinfo's words>". */
+struct addrinfo;
+int pf_resolve_by(struct addrinfo **out, const char *host, const char *port,
+                  const struct addrinfo *hints, double deadline);
+
 /* Monotonic clock in seconds. */
 double pf_now(void);
 /* The deadline secs from now, never later than cutoff (a pf_now() time). */

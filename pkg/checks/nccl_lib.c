@@ -1,7 +1,8 @@
 /* nccl.library: the training image's own libnccl.so.2 loads (override PREFLIGHT_NCCL_LIB,
  * the soname through LD_LIBRARY_PATH and ld.so.cache, then the usual places: CUDA, pip and
  * conda wheels), and its version; libcuda's driver version when the driver is there (no GPU
- * needed for either). */
+ * needed for either). Only trusted trees are searched (pkg/dl/trust.c); the evidence
+ * "skipped" says which were passed over and why. */
 #define _GNU_SOURCE
 #include "checks.h"
 
@@ -32,6 +33,19 @@ static void record_cuda(struct pf_check *out, struct pf_ctx *ctx)
         pf_node_set_str(out->evidence, "cudaDriverVersion", s);
     }
 }
+
+/* The trees the search passed over (pkg/dl/trust.c): "skipped", one "PATH: WHY" each. */
+static void record_skipped(struct pf_check *out)
+{
+    struct pf_strlist l = {0};
+    pf_dl_skipped(&l, "libnccl.so.2");
+    if (l.n) {
+        struct pf_node *seq = pf_node_set_seq(out->evidence, "skipped");
+        for (size_t i = 0; i < l.n; i++)
+            pf_node_add_str(seq, l.v[i]);
+    }
+    pf_strlist_free(&l);
+}
 #endif
 
 void pf_check_nccl_library(struct pf_check *out, struct pf_ctx *ctx)
@@ -58,7 +72,9 @@ void pf_check_nccl_library(struct pf_check *out, struct pf_ctx *ctx)
     }
     record_cuda(out, ctx);
     const struct pf_dl_nccl *n = NULL;
-    if (pf_dl_nccl(&n) < 0) {
+    int loaded = pf_dl_nccl(&n);
+    record_skipped(out);
+    if (loaded < 0) {
         if (ctx->gpus.n == 0) {
             pf_check_skip(out, "no GPUs in this pod, and libnccl.so.2 does not load (%s)",
                           pf_err_msg());

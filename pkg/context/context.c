@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void pf_ctx_init(struct pf_ctx *ctx, const struct pf_config *config, struct pf_verdict *v)
@@ -11,6 +12,7 @@ void pf_ctx_init(struct pf_ctx *ctx, const struct pf_config *config, struct pf_v
     pf_host_init(&ctx->host, "/");
     ctx->config = config;
     ctx->verdict = v;
+    ctx->memo = pf_xcalloc(1, sizeof(*ctx->memo));
 }
 
 void pf_ctx_free(struct pf_ctx *ctx)
@@ -18,6 +20,9 @@ void pf_ctx_free(struct pf_ctx *ctx)
     pf_env_free(&ctx->env);
     pf_strlist_free(&ctx->hcas);
     pf_strlist_free(&ctx->gpus);
+    if (ctx->memo) pf_strlist_free(&ctx->memo->claims);
+    free(ctx->memo);
+    ctx->memo = NULL;
 }
 
 double pf_ctx_left(const struct pf_ctx *ctx, double margin)

@@ -28,6 +28,15 @@ int pf_env_load_file(struct pf_env *e, const char *path, double deadline);
  * /etc/nccl.conf under the root) where the environment does not set them. */
 void pf_env_load_nccl_conf(struct pf_env *e, const struct pf_host *h);
 
+/* What the run reads from outside once and more than one stage uses: the DRA
+ * ResourceClaims (net.multus reads them, the rails stage uses them again; pkg/checks/
+ * attach.c). Allocated by pf_ctx_init, so that a stage holding a const context still fills
+ * it. */
+struct pf_ctx_memo {
+    bool claims_read;         /* asked once: the bodies below, or nothing to use */
+    struct pf_strlist claims; /* each ResourceClaim's JSON as the API server sent it */
+};
+
 /* What every check sees. */
 struct pf_ctx {
     struct pf_host host;
@@ -51,6 +60,7 @@ struct pf_ctx {
     /* The longest the API server's requests of one check may take together, in seconds
      * (pkg/run: PF_RUN_API_S); 0: deadline alone. */
     double api_s;
+    struct pf_ctx_memo *memo; /* NULL in a context pf_ctx_init did not make: nothing kept */
 };
 
 /* The seconds left before ctx->deadline less margin, 0 when past; with no deadline 1e9 (the

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,10 +214,36 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
     return pf_err_set(PF_EUNAVAIL, "%s: static binary: no dlopen", lib->what);
 }
 #else
-/* dlopen of one name; a name with a glob character is expanded first (first match wins). */
-static void *try_open(const char *name, char *err, size_t errn)
+/* dlopen of one file preflight picked itself (not the soname, not an override): only from a
+ * trusted tree (pf_dl_path_trusted); a skipped one is noted for the evidence. */
+static void *open_trusted(const struct pf_dl_lib *lib, const char *file, char *err, size_t errn)
+{
+    char why[600], real[PATH_MAX];
+    if (access(file, F_OK) != 0) {
+        snprintf(err, errn, "%s: %s", file, strerror(errno));
+        return NULL;
+    }
+    if (!pf_dl_path_trusted(file, real, sizeof(real), why, sizeof(why))) {
+        pf_dl_skip_note(lib->what, file, why);
+        snprintf(err, errn, "%.200s skipped: %.280s", file, why);
+        return NULL;
+    }
+    /* the file judged, not the name: no link in the name can be swapped in between */
+    void *h = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(err, errn, "%s", e ? e : "dlopen failed");
+    }
+    return h;
+}
+
+/* dlopen of one name; a name with a glob character is expanded first (first match wins).
+ * lib: a path (not the soname, which the loader's own search resolves) is opened only from
+ * a trusted tree; NULL: as named (the operator's override). */
+static void *try_open(const struct pf_dl_lib *lib, const char *name, char *err, size_t errn)
 {
     if (!strpbrk(name, "*?[")) {
+        if (lib && strchr(name, '/')) return open_trusted(lib, name, err, errn);
         void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
         if (!h) {
             const char *e = dlerror();
@@ -227,6 +255,10 @@ static void *try_open(const char *name, char *err, size_t errn)
     void *h = NULL;
     if (glob(name, 0, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc && !h; i++) {
+            if (lib) {
+                h = open_trusted(lib, g.gl_pathv[i], err, errn);
+                continue;
+            }
             h = dlopen(g.gl_pathv[i], RTLD_NOW | RTLD_LOCAL);
             if (!h) {
                 const char *e = dlerror();
@@ -238,19 +270,27 @@ static void *try_open(const char *name, char *err, size_t errn)
     return h;
 }
 
-/* The NCCL of a pip-installed PyTorch (site_packages above), or NULL. */
-static void *torch_nccl(char *err, size_t errn)
+/* The NCCL of a pip-installed PyTorch (site_packages above), or NULL: a wheel's NCCL in a
+ * trusted tree with torch's own library beside it (pf_dl_torch_proof). */
+static void *torch_nccl(const struct pf_dl_lib *lib, char *err, size_t errn)
 {
     void *h = NULL;
     for (size_t i = 0; site_packages[i] && !h; i++) {
         glob_t g;
         if (glob(site_packages[i], 0, NULL, &g) != 0) continue;
         for (size_t k = 0; k < g.gl_pathc && !h; k++) {
-            char nccl[PF_DL_PATH_MAX];
+            char nccl[PF_DL_PATH_MAX], why[800], note[830];
             int a = snprintf(nccl, sizeof(nccl), "%s" PF_DL_WHEEL_NCCL, g.gl_pathv[k]);
             if (a < 0 || (size_t)a >= sizeof(nccl)) continue;
-            if (access(nccl, F_OK) == 0 && pf_dl_torch_beside(nccl, NULL, 0))
-                h = try_open(nccl, err, errn);
+            if (access(nccl, F_OK) != 0) continue;
+            if (!pf_dl_torch_proof(nccl, NULL, 0, why, sizeof(why))) {
+                if (strncmp(why, "no ", 3) != 0) { /* torch absent: nothing worth saying */
+                    snprintf(note, sizeof(note), "not taken as PyTorch's: %s", why);
+                    pf_dl_skip_note(lib->what, nccl, note);
+                }
+                continue;
+            }
+            h = open_trusted(lib, nccl, err, errn);
         }
         globfree(&g);
     }
@@ -296,17 +336,17 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
     const char *tried = NULL;
     if (!path) path = override(lib);
     if (path) {
-        h = try_open(path, err, sizeof(err));
+        h = try_open(NULL, path, err, sizeof(err));
         if (!h) /* dlerror() names the file already when it could not be opened */
             return strncmp(err, path, strlen(path)) == 0
                        ? pf_err_set(PF_EUNAVAIL, "%s", err)
                        : pf_err_set(PF_EUNAVAIL, "%s: %s", path, err);
         tried = path;
     } else {
-        if (lib == &lib_nccl) h = torch_nccl(err, sizeof(err));
+        if (lib == &lib_nccl) h = torch_nccl(lib, err, sizeof(err));
         for (size_t i = 0; lib->names[i] && !h; i++) {
             char e[512] = "";
-            h = try_open(lib->names[i], e, sizeof(e));
+            h = try_open(lib, lib->names[i], e, sizeof(e));
             if (!h && i == 0) /* the soname's dlerror() is the one worth keeping */
                 snprintf(err, sizeof(err), "%s", e);
         }
@@ -336,17 +376,6 @@ int pf_dl_open_lib(void *out, const struct pf_dl_lib *lib, const char *path)
 _Static_assert(offsetof(struct pf_dl_nccl, path) == sizeof(void *), "handle, then path");
 _Static_assert(offsetof(struct pf_dl_cuda, path) == sizeof(void *), "handle, then path");
 _Static_assert(offsetof(struct pf_dl_verbs, path) == sizeof(void *), "handle, then path");
-
-bool pf_dl_torch_beside(const char *nccl_path, char *torch, size_t n)
-{
-    size_t len = strlen(nccl_path), t = strlen(PF_DL_WHEEL_NCCL);
-    if (len <= t || strcmp(nccl_path + len - t, PF_DL_WHEEL_NCCL) != 0) return false;
-    char lib[PF_DL_PATH_MAX + 64];
-    snprintf(lib, sizeof(lib), "%.*s/torch/lib/libtorch_cuda.so", (int)(len - t), nccl_path);
-    if (access(lib, F_OK) != 0) return false;
-    if (torch && n) snprintf(torch, n, "%s", lib);
-    return true;
-}
 
 int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path)
 {

@@ -276,8 +276,30 @@ int pf_dl_nccl_open(struct pf_dl_nccl *out, const char *path);
 #define PF_DL_WHEEL_NCCL "/nvidia/nccl/lib/libnccl.so.2"
 /* nccl_path is a wheel's NCCL (<site-packages>/nvidia/nccl/lib/libnccl.so.2) with a
  * pip-installed PyTorch beside it, whose libraries load it first (their RPATH); torch, when
- * not NULL, gets that torch/lib/libtorch_cuda.so. */
+ * not NULL, gets that torch/lib/libtorch_cuda.so. PyTorch's presence is proven by that file
+ * being a shared object for this machine (pf_dl_elf_shared) in a trusted tree
+ * (pf_dl_path_trusted), not by its name: an empty file or one anyone may replace is no proof.
+ * pf_dl_torch_proof says why not in why ("no <file>" when torch is simply absent). */
 bool pf_dl_torch_beside(const char *nccl_path, char *torch, size_t n);
+bool pf_dl_torch_proof(const char *nccl_path, char *torch, size_t n, char *why, size_t whyn);
+
+/* ---- which files preflight picks itself (pkg/dl/trust.c)
+ * A path preflight tries on its own (the usual places after the soname, the trees of
+ * PyTorch's wheels) is loaded only when the file and every directory from it up to / is owned
+ * by root or by this process's effective uid and is writable by neither group nor others, as
+ * the dynamic loader's secure mode loads only from directories root alone writes. The soname
+ * (the loader's own search) and an override variable (the operator's choice) are not judged.
+ * The links in path are resolved first (realpath) and the file they lead to is judged:
+ * resolved (when not NULL) gets it, the name to load so that nothing changes in between.
+ * false with why ("/opt/app is owned by uid 1000 (...)") otherwise. */
+bool pf_dl_path_trusted(const char *path, char *resolved, size_t rn, char *why, size_t n);
+/* b (len bytes, a file's start) is an ELF shared object (ET_DYN) of this process's class,
+ * byte order and machine; false with why otherwise. */
+bool pf_dl_elf_shared(const unsigned char *b, size_t len, char *why, size_t n);
+/* Notes that a path was skipped for library what ("libnccl.so.2"), and why (kept for the whole
+ * process, at most 64 notes); pf_dl_skipped appends what's notes, "PATH: WHY", to out. */
+void pf_dl_skip_note(const char *what, const char *path, const char *why);
+void pf_dl_skipped(struct pf_strlist *out, const char *what);
 int pf_dl_cuda_open(struct pf_dl_cuda *out, const char *path);
 int pf_dl_verbs_open(struct pf_dl_verbs *out, const char *path);
 int pf_dl_curl_open(struct pf_dl_curl *out, const char *path);

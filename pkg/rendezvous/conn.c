@@ -387,9 +387,9 @@ int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, d
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_ADDRCONFIG;
-    int g = getaddrinfo(host, ps, &hints, &res);
-    if (g != 0)
-        return pf_err_set(PF_ENOENT, "%s", g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+    /* resolved under the dial's deadline, not resolv.conf's timeouts (pf_resolve_by) */
+    int g = pf_resolve_by(&res, host, ps, &hints, deadline);
+    if (g < 0) return g;
     int last = ECONNREFUSED;
     char where[96] = "";
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {

@@ -68,8 +68,9 @@ int pf_rdv_conn_recv(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
 
 /* ---- sockets ------------------------------------------------------------------------- */
 
-/* Resolves host (getaddrinfo: resolv.conf search and ndots apply) and connects to it before
- * deadline. *fd is non-blocking. The message carries getaddrinfo's or connect's words. */
+/* Resolves host (getaddrinfo: resolv.conf search and ndots apply; under deadline, however
+ * slow the resolver: pf_resolve_by) and connects to it before deadline. *fd is non-blocking.
+ * The message carries getaddrinfo's or connect's words. */
 int pf_rdv_dial(int *fd, char *peer, size_t npeer, const char *host, int port, double deadline);
 /* "a.b.c.d:port" or "[v6]:port" of a socket's peer (peer) or local end (!peer). */
 void pf_rdv_sockname(char *out, size_t n, int fd, bool peer);

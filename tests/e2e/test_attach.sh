@@ -243,6 +243,35 @@ if serve ok "$ROUTES_OK"; then
     expect_eq "dra-ok: expect.networks met by the claim, no wait for Multus" \
         "$(yq "$T/dra-ok.yaml" "check('net.multus')['evidence'].get('waitedSeconds')")" None
 
+    # `run` reads the claims once per pod: net.multus reads them, the rails stage uses what it
+    # read (docs/security.md, "Reading claims": 5 s in all). Two ranks in this namespace (the
+    # rails stage runs only with another pod), each reading the same pod through the stand-in:
+    # every path is asked twice, once per rank (before: four times, net.multus and rails each)
+    : >"$LOG"
+    rport=$(free_port)
+    pids=
+    for r in 0 1; do
+        ip netns exec "$POD" timeout 60 env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 \
+            ASAN_OPTIONS="${ASAN_OPTIONS:-}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" $(kenv) \
+            PREFLIGHT_TOKEN=dra-run-token \
+            "$PREFLIGHT" run --root "$ROOT" --config "$T/cfg-dra.yaml" --format yaml --verdict - \
+            --rank $r --world-size 2 --coordinator 127.0.0.1 --port "$rport" --timeout 40 \
+            >"$T/dra-run$r.yaml" 2>"$T/dra-run$r.err" &
+        pids+=" $!"
+    done
+    wait $pids
+    counts=$(python3 -c 'import collections, json, sys
+c = collections.Counter(json.loads(l)["path"] for l in open(sys.argv[1]))
+print(" ".join("%s=%d" % (p, n) for p, n in sorted(c.items())))' "$LOG")
+    expect_eq "dra-run: two ranks read the pod and each claim once each" "$counts" \
+        "$P=2 $C/v1/namespaces/ml/resourceclaims/shared-gpus=2 $C/v1/namespaces/ml/resourceclaims/worker-0-rdma-x7k2p=2 $C/v1beta1/namespaces/ml/resourceclaims/shared-gpus=2 $C/v1beta2/namespaces/ml/resourceclaims/shared-gpus=2"
+    # the rails stage still has the claim's two rails, from what net.multus read
+    for r in 0 1; do
+        expect_eq "dra-run: rank $r's rails stage has the claim's rails" \
+            "$(yq "$T/dra-run$r.yaml" "sorted(x['interface'] for x in check('net.rails').get('evidence', {}).get('rails', []))" 2>&1)" \
+            '["rdma0", "rdma1"]'
+    done
+
     # the driver reports a device not Ready (a condition of type Ready, status False)
     python3 - "$FIX/attach/dranet-claim-rdma.json" "$T/claim-notready.json" <<'PY'
 import json, sys

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The container image (Dockerfile), built for real with podman: a Debian 11 (bullseye) base
-# made with debootstrap from Debian's mirror and imported (no other registry is needed), the
+# for the build stage and a Debian 12 (bookworm) base for the runtime image, each made with
+# debootstrap from Debian's mirror and imported (no other registry is needed), the
 # runtime target and the static target built with `podman build --isolation chroot`, then
 # each image mounted and its binary run from it (chroot into the image's root, as the image's
 # non-root user): `preflight version`, `preflight check` on a fixture tree, `preflight
@@ -30,9 +31,11 @@ done
 
 MIRROR=${PREFLIGHT_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CACHE=${PREFLIGHT_TEST_CACHE:-/var/cache/preflight-test}
-SUITE=bullseye
+SUITE=bullseye         # the build stage's (glibc 2.31)
+RUNTIME_SUITE=bookworm # the runtime image's
 MAX_GLIBC=2.31
 BASE=localhost/preflight-test/debian:$SUITE
+RUNTIME_BASE=localhost/preflight-test/debian:$RUNTIME_SUITE
 IMG=localhost/preflight-test/preflight:runtime
 IMG_STATIC=localhost/preflight-test/preflight:static
 UID_IMG=65532
@@ -59,38 +62,44 @@ mirror_down() {
     ! curl -fsS --max-time 20 -o /dev/null "$MIRROR/dists/$SUITE/Release" 2>"$T/curl.err"
 }
 
-# ---- the base image: debootstrap --variant=minbase, cached as a tarball
-tarball=$CACHE/debian-$SUITE-minbase.tar
-if [ -s "$tarball" ] && [ -n "$(find "$tarball" -mtime -30 2>/dev/null)" ]; then
-    ok "image: Debian $SUITE base from the cache ($tarball)"
-else
-    start=$SECONDS
-    if ! timeout 1200 debootstrap --variant=minbase "$SUITE" "$T/rootfs" "$MIRROR" >"$T/debootstrap.log" 2>&1; then
-        if mirror_down || grep -qE "Failed getting release file|Couldn't download|Temporary failure resolving|Could not resolve|Connection (refused|timed out)" "$T/debootstrap.log"; then
-            skip "image" "Debian's mirror $MIRROR cannot be reached: $(tail -c 200 "$T/curl.err" "$T/debootstrap.log" 2>/dev/null | grep -v '^==' | tail -1)"
-        else
-            notok "image: debootstrap $SUITE" "$(tail -3 "$T/debootstrap.log" | tr '\n' '|')"
+# ---- the base images: debootstrap --variant=minbase, cached as a tarball
+# base SUITE TAG: the Debian SUITE imported as TAG; 1 (said why) when it cannot be made
+base() {
+    local tarball start
+    tarball=$CACHE/debian-$1-minbase.tar
+    if [ -s "$tarball" ] && [ -n "$(find "$tarball" -mtime -30 2>/dev/null)" ]; then
+        ok "image: Debian $1 base from the cache ($tarball)"
+    else
+        start=$SECONDS
+        if ! timeout 1200 debootstrap --variant=minbase "$1" "$T/rootfs-$1" "$MIRROR" >"$T/debootstrap.log" 2>&1; then
+            if mirror_down || grep -qE "Failed getting release file|Couldn't download|Temporary failure resolving|Could not resolve|Connection (refused|timed out)" "$T/debootstrap.log"; then
+                skip "image" "Debian's mirror $MIRROR cannot be reached: $(tail -c 200 "$T/curl.err" "$T/debootstrap.log" 2>/dev/null | grep -v '^==' | tail -1)"
+            else
+                notok "image: debootstrap $1" "$(tail -3 "$T/debootstrap.log" | tr '\n' '|')"
+            fi
+            return 1
         fi
-        exit 0
+        ok "image: debootstrap --variant=minbase $1 ($((SECONDS - start)) s)"
+        # the downloaded .debs and package lists are not part of an image
+        rm -rf "$T/rootfs-$1/var/cache/apt/archives/"*.deb "$T/rootfs-$1/var/lib/apt/lists/"*
+        mkdir -p "$CACHE"
+        tar --numeric-owner -C "$T/rootfs-$1" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+        rm -rf "$T/rootfs-$1"
     fi
-    ok "image: debootstrap --variant=minbase $SUITE ($((SECONDS - start)) s)"
-    # the downloaded .debs and package lists are not part of an image
-    rm -rf "$T/rootfs/var/cache/apt/archives/"*.deb "$T/rootfs/var/lib/apt/lists/"*
-    mkdir -p "$CACHE"
-    tar --numeric-owner -C "$T/rootfs" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
-    rm -rf "$T/rootfs"
-fi
-if ! "${PODMAN[@]}" import "$tarball" "$BASE" >"$T/import.log" 2>&1; then
-    notok "image: podman import of the base" "$(tail -2 "$T/import.log" | tr '\n' '|')"
-    exit 0
-fi
+    if ! "${PODMAN[@]}" import "$tarball" "$2" >"$T/import.log" 2>&1; then
+        notok "image: podman import of the base" "$(tail -2 "$T/import.log" | tr '\n' '|')"
+        return 1
+    fi
+}
+base "$SUITE" "$BASE" || exit 0
+base "$RUNTIME_SUITE" "$RUNTIME_BASE" || exit 0
 
 # ---- podman build: the default (runtime) target, then the static target
 build() { # NAME TAG [--target T]
     local name=$1 tag=$2 start=$SECONDS
     shift 2
     if timeout 1200 "${PODMAN[@]}" build --isolation chroot --pull=never \
-        --build-arg BUILD_IMAGE="$BASE" --build-arg RUNTIME_IMAGE="$BASE" \
+        --build-arg BUILD_IMAGE="$BASE" --build-arg RUNTIME_IMAGE="$RUNTIME_BASE" \
         --build-arg GIT="$(git -C "$PREFLIGHT_SRC" rev-parse --short HEAD 2>/dev/null || echo unknown)" \
         -t "$tag" "$@" -f "$PREFLIGHT_SRC/Dockerfile" "$PREFLIGHT_SRC" >"$T/build-$name.log" 2>&1; then
         ok "image: podman build $name ($((SECONDS - start)) s)"
@@ -139,10 +148,15 @@ expect_eq "image: runtime user is $UID_IMG (not root)" "$(inspect "$IMG" '{{.Con
 entry=$(inspect "$IMG" '{{json .Config.Entrypoint}}')
 expect_eq "image: runtime entrypoint is preflight" "$entry" '["/usr/local/bin/preflight"]'
 size=$(inspect "$IMG" '{{.Size}}')
-ok "image: runtime image is $((size / 1000000)) MB, $(((size - $(inspect "$BASE" '{{.Size}}')) / 1000000)) MB over its base"
+ok "image: runtime image is $((size / 1000000)) MB, $(((size - $(inspect "$RUNTIME_BASE" '{{.Size}}')) / 1000000)) MB over its base"
 if ! M=$(rootfs "$IMG"); then notok "image: mount the runtime image" "$M"; exit 0; fi
 bin=$M/usr/local/bin/preflight
 check "image: runtime has /usr/local/bin/preflight" test -x "$bin"
+expect_eq "image: the runtime image is Debian 12 (/etc/os-release VERSION_ID)" \
+    "$(. "$M/etc/os-release" && echo "$VERSION_ID")" 12
+check "image: the runtime image has the CA bundle libcurl reads by default" \
+    grep -q "BEGIN CERTIFICATE" "$M/etc/ssl/certs/ca-certificates.crt"
+check "image: the runtime binary is stripped (file)" bash -c '[[ "$(file -b "$1")" == *", stripped"* ]]' _ "$bin"
 
 g=$(glibc_max "$bin")
 if [ -n "$g" ] && [ "$(printf '%s\n%s\n' "$g" "$MAX_GLIBC" | sort -V | tail -1)" = "$MAX_GLIBC" ]; then
@@ -198,6 +212,7 @@ expect_eq "image: static entrypoint is preflight" "$(inspect "$IMG_STATIC" '{{js
 ok "image: static image is $(($(inspect "$IMG_STATIC" '{{.Size}}') / 1000)) kB"
 if ! MS=$(rootfs "$IMG_STATIC"); then notok "image: mount the static image" "$MS"; exit 0; fi
 check "image: static binary says statically linked (file)" grep -q 'statically linked' <<<"$(file -L "$MS/preflight")"
+check "image: static binary is stripped (file)" bash -c '[[ "$(file -bL "$1")" == *", stripped"* ]]' _ "$MS/preflight"
 check "image: static binary has no program interpreter (PT_INTERP)" bash -c "! readelf -l '$MS/preflight' | grep -q INTERP"
 # the static root is empty but for the binary: give it /proc and a fixture tree
 mkdir -p "$MS/proc" "$MS/tmp"

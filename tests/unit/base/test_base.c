@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "../../../pkg/base/base.h"
 
@@ -211,6 +213,38 @@ static void test_base64(void **state)
     pf_buf_free(&url);
 }
 
+/* pf_resolve_by: an address is answered at once, even with the deadline already past (no
+ * resolver, no thread); a name in /etc/hosts (localhost) through the thread; a name that is
+ * not an address with the deadline past ends PF_ETIMEOUT naming the host, at once (no lookup
+ * started; the lookup that outlives its deadline is tests/e2e/test_join_dns.sh's). */
+static void test_resolve_by(void **state)
+{
+    (void)state;
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    assert_int_equal(pf_resolve_by(&ai, "127.0.0.1", "80", &hints, pf_now() - 1), 0);
+    assert_non_null(ai);
+    assert_int_equal(ai->ai_family, AF_INET);
+    freeaddrinfo(ai);
+    ai = NULL;
+    assert_int_equal(pf_resolve_by(&ai, "::1", NULL, &hints, pf_now() - 1), 0);
+    assert_int_equal(ai->ai_family, AF_INET6);
+    freeaddrinfo(ai);
+    ai = NULL;
+    if (pf_resolve_by(&ai, "localhost", "80", &hints, pf_now() + 10) == 0) {
+        assert_non_null(ai);
+        freeaddrinfo(ai);
+    }
+    ai = NULL;
+    double t0 = pf_now();
+    assert_int_equal(pf_resolve_by(&ai, "rank0.invalid", "80", &hints, pf_now() - 1), PF_ETIMEOUT);
+    assert_null(ai);
+    assert_true(pf_now() - t0 < 1.0);
+    assert_non_null(
+        strstr(pf_err_msg(), "resolving rank0.invalid: no time left before the deadline"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +256,7 @@ int main(void)
         cmocka_unit_test(test_deadline_in),
         cmocka_unit_test(test_deadline_share),
         cmocka_unit_test(test_median),
+        cmocka_unit_test(test_resolve_by),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
