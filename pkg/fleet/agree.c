@@ -130,6 +130,14 @@ static void refusals(struct pf_fleet *f)
                              "%s of world size %lld: outside rank 0's world size %d", x->claim,
                              x->world, f->world);
             break;
+        case PF_WIRE_REFUSED_JOB:
+            /* another job's pod: nothing this job's ranks did, its rank stays free for its
+             * own pod (a warning; the refused pod's own verdict fails, class spec) */
+            pf_fleet_finding(&f->out, "rendezvous", "job-mismatch", PF_WARN, NULL,
+                             "%s of %s was refused: this run is %s (the jobs share a "
+                             "PREFLIGHT_TOKEN and its coordinator points here)",
+                             x->claim, x->job, x->root_job);
+            break;
         default: /* TOKEN is not believed (stranger-refused, below); LATE: missing-ranks */
             break;
         }

@@ -196,9 +196,9 @@ typedef const char *(*pf_fleet_value_fn)(const struct pf_fleet *f, int rank, cha
 int pf_fleet_minority(const struct pf_fleet *f, const int *ranks, int n, pf_fleet_value_fn val,
                       int *out, char *major, size_t nmajor);
 /* The check `rendezvous` at rank 0, every code that judges the ranks in one place: the JOINs
- * rank 0 refused (duplicate-rank, world-size-mismatch, version-mismatch), missing-ranks and
- * stranger-refused, refused ranks, world-size-, version-, config-, nccl-version- and
- * env-mismatch, and gpu.fabric's clique-mismatch among the joined ranks that report a fabric
+ * rank 0 refused (duplicate-rank, world-size-mismatch, version-mismatch, job-mismatch),
+ * missing-ranks and stranger-refused, refused ranks, world-size-, version-, config-, nccl-version-
+ * and env-mismatch, and gpu.fabric's clique-mismatch among the joined ranks that report a fabric
  * (pf_fleet_fabric_agree). waited_s: how long rank 0 waited for the others. */
 void pf_fleet_agree(struct pf_fleet *f, double waited_s);
 

@@ -213,6 +213,7 @@ int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opt
     if (!pi) pi = &none;
     const char *host = pi->hostname ? pi->hostname : "";
     domain_of(out, host, pi->fqdn);
+    pf_identity_job_of(&out->job, env, pi);
 
     struct pf_identity_guess g;
     memset(&g, 0, sizeof(g));

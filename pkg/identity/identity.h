@@ -35,6 +35,18 @@ enum pf_identity_naming {
 /* Whether the pod carries Kubeflow's training labels (from the podinfo labels file). */
 enum pf_identity_pytorch_hint { PF_IDENTITY_PT_UNKNOWN = 0, PF_IDENTITY_PT_YES, PF_IDENTITY_PT_NO };
 
+/* The job this pod belongs to, as its launcher names it (docs/launchers.md, "The job"): what a
+ * JOIN says under the MAC, so that rank 0 refuses a pod of another job that shares the token.
+ * Each piece is "" when unknown; kind "" means the job is unknown (nothing is invented). */
+struct pf_identity_job {
+    char kind[32];  /* "JobSet", "Job", "LeaderWorkerSet", "PyTorchJob", "MPIJob", "Volcano Job",
+                     * "StatefulSet", "run" (PREFLIGHT_JOB) */
+    char ns[64];    /* POD_NAMESPACE (or Volcano's job-namespace label) */
+    char name[256]; /* the launcher's name of the job (LWS: "<lws> group <index>") */
+    char uid[64];   /* the launcher's uid of it, where the pod carries one */
+    char from[160]; /* what it was read from: "label jobset.sigs.k8s.io/jobset-uid", ... */
+};
+
 struct pf_identity {
     int rank;
     int world_size;
@@ -55,6 +67,7 @@ struct pf_identity {
     int per_job;     /* JOBSET naming: pods per Job; MPI naming: the shift (0 or 1) */
     int named_ranks; /* naming covers ranks below this (0: all) */
     bool wants_fqdn; /* the result depends on the FQDN: resolve it and call again */
+    struct pf_identity_job job; /* which job: pf_identity_job_of */
 };
 
 /* What a pod knows about itself besides its environment. */
@@ -81,6 +94,19 @@ int pf_identity_derive(struct pf_identity *out, const struct pf_identity_opts *o
 int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opts *o,
                            const struct pf_env *env, const struct pf_identity_podinfo *pi,
                            int default_port);
+
+/* The job of this pod (filled by pf_identity_derive_pod too): PREFLIGHT_JOB first (a launcher's
+ * run id, any text), then the launcher's labels or annotations from the podinfo files
+ * (JobSet/TrainJob, LeaderWorkerSet, Volcano, Kubeflow, Job, StatefulSet; docs/launchers.md),
+ * the namespace from POD_NAMESPACE. Unknown (kind "") when none is there. Pure. */
+void pf_identity_job_of(struct pf_identity_job *out, const struct pf_env *env,
+                        const struct pf_identity_podinfo *pi);
+/* "JobSet ml/trainer (uid 4f0c...)", "run ml/exp-17", or "unknown". */
+void pf_identity_job_text(char *out, size_t n, const struct pf_identity_job *j);
+/* Whether a and b are shown to be two jobs: the same kind with another namespace, name or uid
+ * (each piece compared where both know it). False when either is unknown or the kinds differ
+ * (two ways of naming cannot be compared): no proof, no refusal. */
+bool pf_identity_job_other(const struct pf_identity_job *a, const struct pf_identity_job *b);
 
 /* The pod name rank would have under id's naming ("trainer-5"); "" when unknown. */
 void pf_identity_pod_name(char *out, size_t n, const struct pf_identity *id, int rank);

@@ -1,5 +1,6 @@
 /* Rank 0: JOIN admission. A JOIN is checked for its token (the MAC over rank 0's nonce for
- * the connection, the run it names and every field, rank and world size included), its rank
+ * the connection, the run it names and every field, rank, world size and job included), its
+ * job (another job's pod that shares the token), its rank
  * (duplicate, outside the world size), and whether the run has started; the same pod joining
  * again (a restarted initContainer) replaces its previous connection. A JOIN that fails the
  * token check changes nothing (docs/threat-model-rendezvous.md). */
@@ -73,6 +74,36 @@ static bool run_named(struct rdv_session *S, size_t i, const struct pf_rdv_msg *
     return false;
 }
 
+/* The job a JOIN names (protocol 4); a piece that is absent or does not fit is unknown. */
+static void job_of(struct pf_identity_job *j, const struct pf_rdv_msg *msg)
+{
+    memset(j, 0, sizeof(*j));
+    if (pf_wire_fields_str(j->kind, sizeof(j->kind), &msg->f, "jobKind") < 0) j->kind[0] = '\0';
+    if (pf_wire_fields_str(j->ns, sizeof(j->ns), &msg->f, "jobNamespace") < 0) j->ns[0] = '\0';
+    if (pf_wire_fields_str(j->name, sizeof(j->name), &msg->f, "jobName") < 0) j->name[0] = '\0';
+    if (pf_wire_fields_str(j->uid, sizeof(j->uid), &msg->f, "jobUid") < 0) j->uid[0] = '\0';
+}
+
+/* An authenticated JOIN of another job (a pod that shares the token and reached this rank 0
+ * through a stale name or a copied coordinator value): refused before it can take a rank,
+ * so the rank's own pod still gets in. Only when both jobs are known and shown to differ
+ * (pf_identity_job_other); an unknown job is no proof. */
+static bool same_job(struct rdv_session *S, size_t i, const struct pf_rdv_msg *msg,
+                     struct pf_wire_refused *x)
+{
+    struct pf_identity_job j;
+    job_of(&j, msg);
+    if (!pf_identity_job_other(&S->id.job, &j)) return true;
+    x->why = PF_WIRE_REFUSED_JOB;
+    pf_identity_job_text(x->job, sizeof(x->job), &j);
+    pf_identity_job_text(x->root_job, sizeof(x->root_job), &S->id.job);
+    char t[2 * PF_WIRE_JOB_MAX + 96];
+    snprintf(t, sizeof(t), "rank 0 refused this pod: it is of %s, rank 0 is of %s", x->job,
+             x->root_job);
+    refuse(S, i, x, t);
+    return false;
+}
+
 void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
 {
     struct rdv_sconn *c = &S->sc[i];
@@ -109,6 +140,7 @@ void rdv_admit(struct rdv_session *S, size_t i, struct pf_rdv_msg *msg)
         return;
     }
     if (S->auth && !run_named(S, i, msg, &x)) return;
+    if (!same_job(S, i, msg, &x)) return;
     if (S->n > 0) {
         x.why = PF_WIRE_REFUSED_LATE;
         refuse(S, i, &x,

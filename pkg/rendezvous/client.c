@@ -71,6 +71,11 @@ size_t rdv_join_payload(struct rdv_session *S, struct pf_buf *b, const uint8_t n
     pf_wire_put_str(b, "version", PF_VERSION);
     pf_wire_put_str(b, "pod", S->pod);
     pf_wire_put_str(b, "node", S->node);
+    /* the job (protocol 4): "" where this pod does not know it (pf_identity_job_of) */
+    pf_wire_put_str(b, "jobKind", S->id.job.kind);
+    pf_wire_put_str(b, "jobNamespace", S->id.job.ns);
+    pf_wire_put_str(b, "jobName", S->id.job.name);
+    pf_wire_put_str(b, "jobUid", S->id.job.uid);
     pf_wire_put_str(b, "dataIp", S->bind_ip);
     pf_wire_put_int(b, "dataPort", S->data_port);
     pf_wire_put_str(b, "digest", S->su.digest ? S->su.digest : "");
@@ -190,7 +195,7 @@ static int client_answer(struct rdv_session *S, struct pf_rdv_msg *msg, char *la
         return msg->had_mac ? ANSWER_UNVERIFIED : ANSWER_UNAUTHENTICATED;
     }
     if (msg->type == PF_WIRE_REJECT) {
-        char code[48] = "", text[512] = "";
+        char code[48] = "", text[1024] = "";
         pf_wire_fields_str(code, sizeof(code), &msg->f, "code");
         pf_wire_fields_str(text, sizeof(text), &msg->f, "message");
         enum pf_wire_refusal why;

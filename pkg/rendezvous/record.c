@@ -28,7 +28,7 @@ static bool same_refusal(const struct pf_wire_refused *a, const struct pf_wire_r
 {
     return a->why == b->why && a->rank == b->rank && a->world == b->world &&
            strcmp(a->claim, b->claim) == 0 && strcmp(a->holder, b->holder) == 0 &&
-           strcmp(a->holder_addr, b->holder_addr) == 0;
+           strcmp(a->holder_addr, b->holder_addr) == 0 && strcmp(a->job, b->job) == 0;
 }
 
 void rdv_refused(struct rdv_session *S, const struct pf_wire_refused *x)

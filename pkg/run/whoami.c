@@ -106,6 +106,14 @@ void pf_run_ident_evidence(struct pf_node *map, const struct pf_identity *id)
         pf_node_set_bool(map, "member", false);
     }
     if (id->explain[0]) pf_node_set_str(map, "explain", id->explain);
+    /* the job its JOIN names (rank 0 refuses another job's pod), or why it is unknown */
+    char job[PF_WIRE_JOB_MAX];
+    pf_identity_job_text(job, sizeof(job), &id->job);
+    pf_node_set_str(map, "job", job);
+    pf_node_set_str(map, "jobFrom",
+                    id->job.from[0] ? id->job.from
+                                    : "none of PREFLIGHT_JOB or a launcher's job "
+                                      "labels (podinfo) is there");
     struct pf_node *f = pf_node_set_seq(map, "from");
     for (int i = 0; i < id->nfrom; i++)
         pf_node_add_str(f, id->from[i]);

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* by enum pf_wire_refusal; the words protocol 3's rank 0 sends (pkg/rendezvous/admit.c) */
+/* by enum pf_wire_refusal; the words protocol 4's rank 0 sends (pkg/rendezvous/admit.c) */
 static const char *const refusal_words[PF_WIRE_REFUSED_END] = {
     [PF_WIRE_REFUSED_TOKEN] = "auth-failed",        [PF_WIRE_REFUSED_RUN] = "version-mismatch",
     [PF_WIRE_REFUSED_DUPLICATE] = "duplicate-rank", [PF_WIRE_REFUSED_WORLD] = "world-size-mismatch",
-    [PF_WIRE_REFUSED_LATE] = "missing-ranks",
+    [PF_WIRE_REFUSED_LATE] = "missing-ranks",       [PF_WIRE_REFUSED_JOB] = "job-mismatch",
 };
 
 const char *pf_wire_refusal_code(enum pf_wire_refusal r)

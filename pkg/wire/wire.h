@@ -15,8 +15,11 @@
 #include "../base/base.h"
 
 /* 2: the MAC covers the payload's SHA-256, not the payload; 3: a rank's ROSTER holds every
- * position but its partners' records only, the others' addresses come with its tasks */
-#define PF_WIRE_PROTO 3
+ * position but its partners' records only, the others' addresses come with its tasks; 4: a
+ * JOIN names its job (jobKind, jobNamespace, jobName, jobUid, under the MAC) and rank 0
+ * refuses another job's pod ("job-mismatch"); a version-3 JOIN names none, so the versions
+ * do not meet */
+#define PF_WIRE_PROTO 4
 #define PF_WIRE_MAGIC 0x50465256u /* "PFRV" */
 #define PF_WIRE_HDR 16
 #define PF_WIRE_MACLEN 32
@@ -147,6 +150,7 @@ enum pf_wire_refusal {
     PF_WIRE_REFUSED_DUPLICATE, /* "duplicate-rank": another pod holds its rank (or rank 0) */
     PF_WIRE_REFUSED_WORLD,     /* "world-size-mismatch": its rank is outside rank 0's world */
     PF_WIRE_REFUSED_LATE,      /* "missing-ranks": the run started without it */
+    PF_WIRE_REFUSED_JOB,       /* "job-mismatch": its JOIN names another job than rank 0's */
     PF_WIRE_REFUSED_END,
 };
 /* The word of r ("" for none). */
@@ -158,6 +162,7 @@ int pf_wire_refusal_parse(const char *code, enum pf_wire_refusal *out);
  * claimed. A JOIN that fails the token check is not believed, so it is no refusal of this
  * kind: it is counted, and kept by the rank it claimed (the meeting's member record). */
 #define PF_WIRE_CLAIM_MAX 256
+#define PF_WIRE_JOB_MAX 448
 struct pf_wire_refused {
     enum pf_wire_refusal why;
     long long rank, world;         /* the rank and world size it claimed */
@@ -166,6 +171,8 @@ struct pf_wire_refused {
     char addr[64];                 /* the address it came from */
     /* PF_WIRE_REFUSED_DUPLICATE of a rank that had joined: the pod holding it, and from where */
     char holder[PF_WIRE_CLAIM_MAX], holder_addr[64];
+    /* PF_WIRE_REFUSED_JOB: the job its JOIN named, and rank 0's ("Job ml/trainer (uid ..)") */
+    char job[PF_WIRE_JOB_MAX], root_job[PF_WIRE_JOB_MAX];
 };
 
 #endif

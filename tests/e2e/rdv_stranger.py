@@ -7,7 +7,8 @@ type, flags, a zero byte, sequence number and payload length, big-endian), a pay
 the run's token over "PFRVmac" + a direction byte, rank 0's nonce, the joiner's nonce, the
 header and the payload's SHA-256 (protocol version 2). Protocol version 3: a rank's ROSTER
 lists every rank in the run ("out": the ranks not in it, or "in": a bitmap) but holds the
-records {rank, ip, port, pod, node} of the ranks it dials only (roster_decode).
+records {rank, ip, port, pod, node} of the ranks it dials only (roster_decode). Protocol
+version 4: a JOIN names its job (jobKind, jobNamespace, jobName, jobUid; absent: unknown).
 
 Subcommands (every one bounded in count and in time; targets are addresses the test owns):
   join     connect to rank 0, read its HELLO, send a JOIN claiming a rank, with a MAC made
@@ -36,7 +37,8 @@ import sys
 import time
 
 MAGIC = b"PFRV"
-PROTO = 3  # 2: the MAC covers the payload's SHA-256 (docs/security.md); 3: per-rank rosters
+PROTO = 4  # 2: the MAC covers the payload's SHA-256 (docs/security.md); 3: per-rank rosters;
+# 4: a JOIN names its job (jobKind, jobNamespace, jobName, jobUid)
 HDR = 16
 MACLEN = 32
 NONCE = 16

@@ -54,7 +54,7 @@ for w in statefulset statefulset-training-image indexed-job indexed-job-training
         "$(q "$f" '(get("'"$kind"'")["spec"].get("serviceName") or pod("'"$kind"'").get("subdomain")) == "trainer" and pod("'"$kind"'") and get("'"$kind"'")["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] == "trainer"')" "True"
     expect_eq "$w: preflight env (downward API, world size, config, token from the Secret)" \
         "$(q "$f" 'sorted(env("'"$kind"'"))')" '["NODE_NAME", "POD_NAME", "POD_NAMESPACE", "POD_UID", "PREFLIGHT_CONFIG", "PREFLIGHT_TIMEOUT", "PREFLIGHT_TOKEN", "PREFLIGHT_WORLD_SIZE"]'
-    expect_eq "$w: token from secretKeyRef" "$(q "$f" 'env("'"$kind"'")["PREFLIGHT_TOKEN"]')" '{"secretKeyRef": {"key": "token", "name": "preflight-token"}}'
+    expect_eq "$w: token from this job's own Secret (<job>-preflight-token)" "$(q "$f" 'env("'"$kind"'")["PREFLIGHT_TOKEN"]')" '{"secretKeyRef": {"key": "token", "name": "trainer-preflight-token"}}'
     expect_eq "$w: no capability, /dev/shm in memory, podinfo, verdict shared with the trainer" \
         "$(q "$f" '[c("'"$kind"'", "preflight")["securityContext"]["capabilities"], [v["emptyDir"]["medium"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "dshm"], sorted(i["path"] for v in pod("'"$kind"'")["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), [m["mountPath"] for m in c("'"$kind"'", "trainer")["volumeMounts"] if m["name"] == "preflight-verdict"]]')" \
         '[{"drop": ["ALL"]}, ["Memory"], ["annotations", "labels"], ["/run/preflight"]]'
@@ -84,7 +84,10 @@ done
 expect_eq "rbac: the Role creates events, bound to the preflight ServiceAccount" \
     "$(q "$M/rbac.yaml" '[get("Role")["rules"], get("RoleBinding")["roleRef"]["name"], get("RoleBinding")["subjects"]]')" \
     '[[{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}], "preflight", [{"kind": "ServiceAccount", "name": "preflight"}]]'
-expect_eq "secret: preflight-token with key token" "$(q "$M/secret.yaml" '[get("Secret")["metadata"]["name"], sorted(get("Secret")["stringData"])]')" '["preflight-token", ["token"]]'
+expect_eq "secret: the job's own trainer-preflight-token with key token" "$(q "$M/secret.yaml" '[get("Secret")["metadata"]["name"], sorted(get("Secret")["stringData"])]')" '["trainer-preflight-token", ["token"]]'
+# no manifest reads a token shared by the namespace: each names its job's own Secret
+check "manifests: every PREFLIGHT_TOKEN comes from the job's own Secret, none from a shared preflight-token" \
+    bash -c "! grep -rn 'name: preflight-token' '$M' && [ \$(grep -rln 'secretKeyRef: {name: trainer-preflight-token' '$M' | wc -l) -ge 10 ]"
 for w in statefulset-training-image indexed-job-training-image; do
     kind=$(q "$M/$w.yaml" 'docs[0]["kind"]')
     expect_eq "$w: the trainer mounts the installed binary too (kubectl exec ... preflight check)" \

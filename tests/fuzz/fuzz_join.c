@@ -1,10 +1,11 @@
 /* Fuzz target: JOIN admission at rank 0, without sockets. Rank 0 of a world of 4 takes the
  * same JOIN on two connections (a first join, then a rejoin or a second claim). Byte 0 sets
  * what the connection layer would have found (bit 0: the MAC verified, bit 1: the frame had
- * one), byte 1 rank 0's side (bit 0: it has a token, bit 1: the run already started); the
- * rest is the JOIN payload. Admission must never crash, a member it admits holds the
- * rank it claimed, and a JOIN that fails the token check changes nothing: no rank's state,
- * no refusal on the list the fleet judges. */
+ * one), byte 1 rank 0's side (bit 0: it has a token, bit 1: the run already started, bit 2:
+ * it knows its job, Job ml/trainer uid u-a); the rest is the JOIN payload. Admission must never
+ * crash, a member it admits holds the rank it claimed and names no other job than rank 0's,
+ * and a JOIN that fails the token check changes nothing: no rank's state, no refusal on the
+ * list the fleet judges. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -39,6 +40,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     S->world = WORLD;
     S->n = (data[1] & 2) ? 2 : 0;
     pf_strcpy(S->pod, sizeof(S->pod), "trainer-0");
+    if (data[1] & 4)
+        S->id.job =
+            (struct pf_identity_job){.kind = "Job", .ns = "ml", .name = "trainer", .uid = "u-a"};
+    struct pf_identity_job theirs = {0};
+    pf_wire_fields_str(theirs.kind, sizeof(theirs.kind), &msg.f, "jobKind");
+    pf_wire_fields_str(theirs.ns, sizeof(theirs.ns), &msg.f, "jobNamespace");
+    pf_wire_fields_str(theirs.name, sizeof(theirs.name), &msg.f, "jobName");
+    pf_wire_fields_str(theirs.uid, sizeof(theirs.uid), &msg.f, "jobUid");
     rdv_members_init(S);
     S->m[0].state = PF_RDV_JOINED;
     S->nsc = 2;
@@ -56,6 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rdv_admit(S, i, &msg);
         int r = S->sc[i].rank;
         if (r >= 0 && (r < 1 || r >= WORLD || S->m[r].state != PF_RDV_JOINED)) abort();
+        if (r >= 0 && pf_identity_job_other(&S->id.job, &theirs)) abort(); /* another job's */
         if (unverified) {
             if (r >= 0 || fleet_findings(S) != nf) abort();
             for (int k = 0; k < WORLD; k++)

@@ -78,6 +78,9 @@ preflight.container: the container that runs `preflight run`. Argument: a dict w
   worldSize    number of pods in the rendezvous (required)
   coordinator  rank 0's HOST[:PORT] (optional: derived from the hostname and subdomain)
   name         container name (default "preflight")
+  tokenSecret  a Secret (key "token") of this job's own (optional: the release's Secret,
+               preflight.secretName). Give each job of a release its own, so that a pod of
+               another job never holds this job's token (docs/kubernetes.md, "One token per job")
 With API use (config.report.events, .annotate, .markNode) it mounts the volume preflight-sa
 (preflight.volumes): the pod must set automountServiceAccountToken: false, so that no other
 container gets the token.
@@ -122,7 +125,7 @@ container gets the token.
     - name: PREFLIGHT_TOKEN
       valueFrom:
         secretKeyRef:
-          name: {{ include "preflight.secretName" $ctx }}
+          name: {{ default (include "preflight.secretName" $ctx) .tokenSecret }}
           key: token
     {{- /* the device plugins' resources of the limits, for net.multus (docs/kubernetes.md):
          the downward API cannot expose extended resources */}}

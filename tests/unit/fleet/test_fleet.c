@@ -118,6 +118,14 @@ static const struct pf_wire_refused refused_rows[] = {
      .rank = 3,
      .world = 4,
      .claim = "a pod at 10.0.0.3 claiming rank 3"},
+    {.why = PF_WIRE_REFUSED_JOB,
+     .rank = 1,
+     .world = 4,
+     .claim = "a pod at 10.0.0.5 claiming rank 1 (other-1)",
+     .pod = "other-1",
+     .addr = "10.0.0.5",
+     .job = "Job ml/other (uid u-b)",
+     .root_job = "Job ml/trainer (uid u-a)"},
 };
 static void b_refused_dup0(struct pf_fleet *f)
 {
@@ -142,6 +150,12 @@ static void b_refused_run(struct pf_fleet *f)
 static void b_refused_late(struct pf_fleet *f)
 {
     f->refused = &refused_rows[4];
+    f->nrefused = 1;
+}
+/* another job's pod that shares the token: a warning naming both jobs, no culprit */
+static void b_refused_job(struct pf_fleet *f)
+{
+    f->refused = &refused_rows[5];
     f->nrefused = 1;
 }
 /* rank 3 never joined, and a JOIN that claimed it failed the token check: a warning besides
@@ -207,6 +221,10 @@ static void test_agree_table(void **state)
         {"refused-run", b_refused_run, "version-mismatch",
          "a pod at 10.0.0.6 claiming rank 1 sent a JOIN that does not name this run", -1},
         {"refused-late", b_refused_late, NULL, NULL, -1},
+        {"refused-job", b_refused_job, "job-mismatch",
+         "a pod at 10.0.0.5 claiming rank 1 (other-1) of Job ml/other (uid u-b) was refused: this "
+         "run is Job ml/trainer (uid u-a)",
+         -1},
         {"stranger", b_stranger, "stranger-refused",
          "rank 3 never joined; the last JOIN that claimed it was refused (a pod at 10.0.0.66", 3},
         {"fabric-refused", b_fabric_refused, NULL, NULL, 2},
@@ -224,6 +242,8 @@ static void test_agree_table(void **state)
             assert_int_equal(find(&f, "stranger-refused")->status, PF_WARN);
             assert_null(strstr(find(&f, "stranger-refused")->message, "rank 1"));
         }
+        if (c->breaks == b_refused_job) /* not this job's fault: a warning */
+            assert_int_equal(find(&f, "job-mismatch")->status, PF_WARN);
         if (!c->code) {
             assert_int_equal(f.out.nfindings, 0);
         } else {

@@ -772,6 +772,86 @@ static const struct hp_case hp_cases[] = {
     {"", PF_EINVAL, NULL, 0},
 };
 
+/* The job each launcher's labels name (docs/launchers.md, "The job"), as a JOIN carries it,
+ * and which pairs are shown to be two jobs */
+static void test_job_of(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *env[3], *labels, *text;
+    } cases[] = {
+        {"nothing", {"POD_NAMESPACE=ml"}, NULL, "unknown"},
+        {"PREFLIGHT_JOB wins",
+         {"PREFLIGHT_JOB=exp-17", "POD_NAMESPACE=ml"},
+         "batch.kubernetes.io/job-name=\"t\"",
+         "run ml/exp-17"},
+        {"JobSet before its child Job",
+         {"POD_NAMESPACE=ml"},
+         "jobset.sigs.k8s.io/jobset-name=\"js\"\njobset.sigs.k8s.io/jobset-uid=\"u1\"\n"
+         "batch.kubernetes.io/job-name=\"js-w-0\"\nbatch.kubernetes.io/controller-uid=\"u2\"",
+         "JobSet ml/js (uid u1)"},
+        {"Indexed Job",
+         {"POD_NAMESPACE=ml"},
+         "batch.kubernetes.io/job-name=\"train\"\nbatch.kubernetes.io/controller-uid=\"u3\"",
+         "Job ml/train (uid u3)"},
+        {"Job, the older labels",
+         {NULL},
+         "job-name=\"train\"\ncontroller-uid=\"u4\"",
+         "Job train (uid u4)"},
+        {"LeaderWorkerSet: a group",
+         {"POD_NAMESPACE=ml"},
+         "leaderworkerset.sigs.k8s.io/name=\"vllm\"\nleaderworkerset.sigs.k8s.io/group-index=\"2\"",
+         "LeaderWorkerSet ml/vllm group 2"},
+        {"Volcano",
+         {NULL},
+         "volcano.sh/job-name=\"vj\"\nvolcano.sh/job-namespace=\"team\"",
+         "Volcano Job team/vj"},
+        {"PyTorchJob",
+         {"POD_NAMESPACE=ml"},
+         "training.kubeflow.org/job-name=\"pj\"\ntraining.kubeflow.org/operator-name=\"pytorchjob-"
+         "controller\"",
+         "PyTorchJob ml/pj"},
+        {"StatefulSet",
+         {"POD_NAMESPACE=ml"},
+         "statefulset.kubernetes.io/pod-name=\"db-3\"",
+         "StatefulSet ml/db"},
+    };
+    for (size_t k = 0; k < PF_ARRAY_LEN(cases); k++) {
+        struct pf_env env = {0};
+        for (int i = 0; i < 3 && cases[k].env[i]; i++) {
+            const char *eq = strchr(cases[k].env[i], '=');
+            char key[64];
+            snprintf(key, sizeof(key), "%.*s", (int)(eq - cases[k].env[i]), cases[k].env[i]);
+            pf_env_set(&env, key, eq + 1, "test");
+        }
+        struct pf_k8s_map labels;
+        map_of(&labels, cases[k].labels);
+        struct pf_identity_podinfo pi = {.hostname = "h",
+                                         .labels = cases[k].labels ? &labels : NULL};
+        struct pf_identity_job j;
+        pf_identity_job_of(&j, &env, &pi);
+        char t[512];
+        pf_identity_job_text(t, sizeof(t), &j);
+        if (strcmp(t, cases[k].text) != 0)
+            fail_msg("%s: \"%s\", expected \"%s\"", cases[k].name, t, cases[k].text);
+        assert_true(cases[k].labels == NULL || k == 1 || j.from[0]);
+        pf_k8s_map_free(&labels);
+        pf_env_free(&env);
+    }
+    struct pf_identity_job a = {.kind = "Job", .ns = "ml", .name = "t", .uid = "u1"};
+    struct pf_identity_job b = a, unknown = {0}, run = {.kind = "run", .name = "t"};
+    assert_false(pf_identity_job_other(&a, &b));
+    pf_strcpy(b.uid, sizeof(b.uid), "u2"); /* re-created under the same name */
+    assert_true(pf_identity_job_other(&a, &b));
+    b.uid[0] = '\0'; /* uid unknown on one side: the name and namespace agree */
+    assert_false(pf_identity_job_other(&a, &b));
+    pf_strcpy(b.ns, sizeof(b.ns), "dev");
+    assert_true(pf_identity_job_other(&a, &b));
+    assert_false(pf_identity_job_other(&a, &unknown));
+    assert_false(pf_identity_job_other(&unknown, &a));
+    assert_false(pf_identity_job_other(&a, &run)); /* named another way: no proof */
+}
+
 static void test_split_hostport(void **state)
 {
     (void)state;
@@ -807,6 +887,7 @@ int main(void)
         cmocka_unit_test(test_identify_without_env_or_opts),
         cmocka_unit_test(test_pod_name),
         cmocka_unit_test(test_split_hostport),
+        cmocka_unit_test(test_job_of),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -244,6 +244,78 @@ static void test_rejoin_duplicate_late(void **state)
     rig_close(&g);
 }
 
+/* connection i sends an authenticated JOIN for rank from a pod of the job (kind, ns, name,
+ * uid; NULL: the field is absent, as an unknown piece is) */
+static void join_job(struct rig *g, size_t i, long long rank, const char *pod, const char *kind,
+                     const char *ns, const char *name, const char *uid)
+{
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    pf_wire_put(&b, "run", g->S.join_run, PF_WIRE_NONCE);
+    pf_wire_put_int(&b, "rank", rank);
+    pf_wire_put_int(&b, "world", WORLD);
+    pf_wire_put_str(&b, "pod", pod);
+    if (kind) pf_wire_put_str(&b, "jobKind", kind);
+    if (ns) pf_wire_put_str(&b, "jobNamespace", ns);
+    if (name) pf_wire_put_str(&b, "jobName", name);
+    if (uid) pf_wire_put_str(&b, "jobUid", uid);
+    struct pf_rdv_msg msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.type = PF_WIRE_JOIN;
+    msg.had_mac = msg.mac_ok = true;
+    assert_int_equal(pf_wire_fields_decode(&msg.f, (const uint8_t *)b.data, b.len), 0);
+    rdv_admit(&g->S, i, &msg);
+    pf_wire_fields_free(&msg.f);
+    pf_buf_free(&b);
+}
+
+/* rank 0 of Job ml/trainer (uid u-a): another job's pod with the same token is refused with
+ * job-mismatch naming both jobs, and takes no rank, so the rank's own pod joins after it; a
+ * pod whose job is unknown, or named another way, proves nothing and is admitted */
+static void test_other_job(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *kind, *ns, *job, *uid;
+        bool refused;
+    } cases[] = {
+        {"another Job's uid and name", "Job", "ml", "other", "u-b", true},
+        {"the same name, another uid (re-created)", "Job", "ml", "trainer", "u-b", true},
+        {"another namespace", "Job", "dev", "trainer", NULL, true},
+        {"the same Job", "Job", "ml", "trainer", "u-a", false},
+        {"the same name, uid unknown", "Job", "ml", "trainer", NULL, false},
+        {"job unknown", NULL, NULL, NULL, NULL, false},
+        {"named another way (PREFLIGHT_JOB)", "run", "ml", "exp-17", NULL, false},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        struct rig g;
+        rig_open(&g, true, 2);
+        struct pf_identity_job *j = &g.S.id.job;
+        pf_strcpy(j->kind, sizeof(j->kind), "Job");
+        pf_strcpy(j->ns, sizeof(j->ns), "ml");
+        pf_strcpy(j->name, sizeof(j->name), "trainer");
+        pf_strcpy(j->uid, sizeof(j->uid), "u-a");
+        join_job(&g, 0, 1, "other-1", cases[k].kind, cases[k].ns, cases[k].job, cases[k].uid);
+        bool refused = g.S.sc[0].closing;
+        if (refused != cases[k].refused || has_code(&g, "job-mismatch") != cases[k].refused ||
+            (g.S.m[1].state == PF_RDV_JOINED) == cases[k].refused)
+            fail_msg("%s: refused %d, expected %d", cases[k].name, refused, cases[k].refused);
+        if (cases[k].refused) {
+            const struct pf_wire_refused *x = &g.S.refusals[0];
+            assert_string_equal(x->root_job, "Job ml/trainer (uid u-a)");
+            assert_non_null(strstr(x->job, cases[k].job));
+            assert_non_null(strstr(x->claim, "other-1"));
+            assert_int_equal(x->rank, 1);
+            /* the rank's own pod still gets in */
+            join_job(&g, 1, 1, "trainer-1", "Job", "ml", "trainer", "u-a");
+            assert_int_equal(g.S.m[1].state, PF_RDV_JOINED);
+            assert_string_equal(g.S.m[1].pod, "trainer-1");
+            assert_false(g.S.sc[1].closing);
+        }
+        rig_close(&g);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_no_run),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_rejoin_duplicate_late),
+        cmocka_unit_test(test_other_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,19 +316,19 @@ static void test_conn_mac_and_sequence(void **state)
     pf_rdv_conn_init(&root, sv[1], "joiner", false);
     uint8_t h[PF_WIRE_HDR];
     pf_wire_frame_header(h, PF_WIRE_JOIN, 0, 0, 0);
-    h[4] = 4; /* a later preflight */
+    h[4] = PF_WIRE_PROTO + 1; /* a later preflight */
     assert_int_equal(write(sv[0], h, sizeof(h)), (ssize_t)sizeof(h));
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), PF_EPROTO);
-    assert_non_null(strstr(pf_err_msg(), "protocol version 4 (this preflight speaks 3)"));
+    assert_non_null(strstr(pf_err_msg(), "protocol version 5 (this preflight speaks 4)"));
     close(sv[0]);
     pf_rdv_conn_close(&root);
-    /* an earlier one: version 2 sent every rank the whole roster */
+    /* an earlier one: version 3's JOIN names no job */
     nonblock_pair(sv);
     pf_rdv_conn_init(&root, sv[1], "joiner", false);
-    h[4] = 2;
+    h[4] = 3;
     assert_int_equal(write(sv[0], h, sizeof(h)), (ssize_t)sizeof(h));
     assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), PF_EPROTO);
-    assert_non_null(strstr(pf_err_msg(), "protocol version 2 (this preflight speaks 3)"));
+    assert_non_null(strstr(pf_err_msg(), "protocol version 3 (this preflight speaks 4)"));
     close(sv[0]);
     pf_rdv_conn_close(&root);
     pf_buf_free(&b);

@@ -127,6 +127,7 @@ static void test_meet_ends(void **state)
         {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_DUPLICATE, "duplicate-rank", true},
         {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_WORLD, "world-size-mismatch", true},
         {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_LATE, "missing-ranks", true},
+        {PF_RDV_END_REJECTED, PF_WIRE_REFUSED_JOB, "job-mismatch", true},
         {PF_RDV_END_UNVERIFIED, 0, "auth-failed", true},
         {PF_RDV_END_NO_START, 0, "timeout", true},
         {PF_RDV_END_UNAUTHENTICATED, 0, "timeout", true}, /* not auth-failed: no proof */
