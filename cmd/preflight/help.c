@@ -40,7 +40,7 @@ static const struct opt_help opts[] = {
     {"--termination-log FILE", "PREFLIGHT_TERMINATION_LOG", G_RUN,
      "where the one-line reason of a failure goes (default /dev/termination-log when it "
      "exists)"},
-    {"--pushgateway URL", "PREFLIGHT_PUSHGATEWAY", G_RUN | G_CHECK,
+    {"--pushgateway URL", "PREFLIGHT_PUSHGATEWAY", G_RUN | G_CHECK | G_WATCH,
      "push the run's metrics to this Prometheus Pushgateway (config report.pushgateway; "
      "docs/kubernetes.md)"},
     {"--results FILE", NULL, G_RUN | G_CHECK,
