@@ -23,7 +23,8 @@ static void on_signal(int sig)
     stop_signal = sig;
 }
 
-static void say(const struct pf_options *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(const struct pf_options *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void say(const struct pf_options *o, const char *fmt, ...)
 {
     char ts[32], line[2048];
@@ -128,9 +129,8 @@ int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli)
     }
     pf_run_record_pod(&R);
     const struct pf_config *cfg = &R.config;
-    struct pf_watch_opts wo = {.dir = cli->arg,
-                               .stall_s = cfg->watch_stall_s,
-                               .processes = cfg->watch_processes};
+    struct pf_watch_opts wo = {
+        .dir = cli->arg, .stall_s = cfg->watch_stall_s, .processes = cfg->watch_processes};
     if (pf_watch_open(&w, &wo) < 0) {
         code = pf_cmd_usage(o);
         goto out;
@@ -194,8 +194,8 @@ int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli)
                 stopped_trainer = true;
                 int k = pf_watch_stop_trainer(&w, cfg->watch_grace_s, &stopped);
                 snprintf(stop_note, sizeof(stop_note),
-                         k ? "SIGTERM sent to %d trainer process%s" :
-                             "no trainer process visible to stop (shareProcessNamespace: true?)",
+                         k ? "SIGTERM sent to %d trainer process%s"
+                           : "no trainer process visible to stop (shareProcessNamespace: true?)",
                          k, k == 1 ? "" : "es");
                 say(o, "%s", stop_note);
                 build(&R, &w, &stopped, stop_note);

@@ -206,8 +206,9 @@ int pf_watch_open(struct pf_watch *w, const struct pf_watch_opts *o)
     snprintf(w->dir, sizeof(w->dir), "%s", o->dir ? o->dir : "");
     struct stat st;
     if (!w->dir[0] || stat(w->dir, &st) < 0 || !S_ISDIR(st.st_mode))
-        return pf_err_set(PF_EUSAGE, "watch: %s is not a folder (the shared folder of "
-                                     "NCCL_DEBUG_FILE)",
+        return pf_err_set(PF_EUSAGE,
+                          "watch: %s is not a folder (the shared folder of "
+                          "NCCL_DEBUG_FILE)",
                           w->dir[0] ? w->dir : "\"\"");
     if (o->gate_path)
         snprintf(w->gate_path, sizeof(w->gate_path), "%s", o->gate_path);
@@ -216,10 +217,9 @@ int pf_watch_open(struct pf_watch *w, const struct pf_watch_opts *o)
     w->gate.hcas = w->gate.gdr = -1;
     pf_watch_gate_refresh(w);
     w->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (w->inotify_fd >= 0 &&
-        inotify_add_watch(w->inotify_fd, w->dir,
-                          IN_CREATE | IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF) <
-            0) {
+    if (w->inotify_fd >= 0 && inotify_add_watch(w->inotify_fd, w->dir,
+                                                IN_CREATE | IN_MODIFY | IN_MOVED_TO |
+                                                    IN_CLOSE_WRITE | IN_DELETE_SELF) < 0) {
         close(w->inotify_fd);
         w->inotify_fd = -1;
     }

@@ -105,8 +105,10 @@ int pf_watch_gate_parse(struct pf_watch_gate *g, const char *name, const char *t
     scalar(api, sizeof(api), &d, root, "apiVersion");
     scalar(kind, sizeof(kind), &d, root, "kind");
     if (strcmp(api, "preflight/v1") != 0 || strcmp(kind, "Verdict") != 0) {
-        snprintf(g->error, sizeof(g->error), "not a preflight verdict (apiVersion \"%s\", kind "
-                 "\"%s\")", api, kind);
+        snprintf(g->error, sizeof(g->error),
+                 "not a preflight verdict (apiVersion \"%s\", kind "
+                 "\"%s\")",
+                 api, kind);
         r = pf_err_set(PF_EUSAGE, "watch: %s: %s", name, g->error);
         goto out;
     }
@@ -142,8 +144,10 @@ int pf_watch_gate_parse(struct pf_watch_gate *g, const char *name, const char *t
             if (!scalar(backend, sizeof(backend), &d, c, "backend") || strcmp(backend, "nccl"))
                 continue;
             if (!scalar(gdr, sizeof(gdr), &d, c, "gpuDirectRdma")) continue;
-            if (strcmp(gdr, "true") == 0) g->gdr = 1;
-            else if (strcmp(gdr, "false") == 0 && g->gdr < 0) g->gdr = 0;
+            if (strcmp(gdr, "true") == 0)
+                g->gdr = 1;
+            else if (strcmp(gdr, "false") == 0 && g->gdr < 0)
+                g->gdr = 0;
         }
     }
 out:

@@ -115,8 +115,8 @@ void pf_watch_judge_proc(struct pf_watch *w, size_t i)
         char ifs[256] = "";
         pf_strlist_join(ifs, sizeof(ifs), &p->ifaces, ", ");
         raise_finding(w, i, F_SOCKET, "trainer-socket-fallback", PF_FAIL,
-                      "%s: NCCL chose network %s%s%s%s where the gate measured %s in this pod", name,
-                      net, p->ofi_provider[0] ? " (provider " : "", p->ofi_provider,
+                      "%s: NCCL chose network %s%s%s%s where the gate measured %s in this pod",
+                      name, net, p->ofi_provider[0] ? " (provider " : "", p->ofi_provider,
                       p->ofi_provider[0] ? ")" : "", g->network);
         (void)ifs;
     }
@@ -281,11 +281,9 @@ void pf_watch_check(struct pf_check *c, const struct pf_watch *w)
         if (p->hcas.n) add_list(m, "nics", &p->hcas);
         if (p->ifaces.n) add_list(m, "interfaces", &p->ifaces);
         if (p->net_channels)
-            pf_node_set_strf(m, "netChannels", "%d (%d GDRDMA)", p->net_channels,
-                             p->gdr_channels);
+            pf_node_set_strf(m, "netChannels", "%d (%d GDRDMA)", p->net_channels, p->gdr_channels);
         int gdr = pf_nccllog_gdr(p);
-        if (w->procs[i].decided & D_GDR && gdr >= 0)
-            pf_node_set_bool(m, "gpuDirectRdma", gdr == 1);
+        if (w->procs[i].decided & D_GDR && gdr >= 0) pf_node_set_bool(m, "gpuDirectRdma", gdr == 1);
         if (w->procs[i].complete_at > 0)
             pf_node_set_dbl(m, "initSeconds",
                             (double)(long)((w->procs[i].complete_at - w->procs[i].first_at) * 100) /
@@ -302,8 +300,8 @@ void pf_watch_check(struct pf_check *c, const struct pf_watch *w)
         pf_check_unknown(c, "no-nccl-lines", "no NCCL line in %zu file%s of %s", w->nfiles,
                          w->nfiles == 1 ? "" : "s", w->dir);
     else
-        pf_check_set_message(c, "%zu NCCL process%s, %zu completed init; %zu finding%s",
-                             w->nprocs, w->nprocs == 1 ? "" : "es", complete, w->nfindings,
+        pf_check_set_message(c, "%zu NCCL process%s, %zu completed init; %zu finding%s", w->nprocs,
+                             w->nprocs == 1 ? "" : "es", complete, w->nfindings,
                              w->nfindings == 1 ? "" : "s");
 }
 
@@ -353,8 +351,7 @@ int pf_watch_metrics_text(struct pf_buf *out, const struct pf_watch *w, const ch
         size_t n = 0;
         for (size_t i = 0; i < w->nfindings; i++)
             if (strcmp(w->findings[i].code, codes[k]) == 0) n++;
-        pf_buf_addf(out, "preflight_watch_findings{pod=\"%s\",code=\"%s\"} %zu\n", pl, codes[k],
-                    n);
+        pf_buf_addf(out, "preflight_watch_findings{pod=\"%s\",code=\"%s\"} %zu\n", pl, codes[k], n);
     }
     pf_buf_free(&lab);
     return pf_buf_check(out, "watch metrics");

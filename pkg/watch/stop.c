@@ -49,11 +49,38 @@ static double boot_of(double mono)
     return mono + ((double)b.tv_sec + b.tv_nsec / 1e9) - ((double)m.tv_sec + m.tv_nsec / 1e9);
 }
 
-/* Whether process i's pid is the process that wrote its lines and still runs. */
+/* Whether pid has a command line: a kernel thread has none (proc(5), /proc/PID/cmdline). */
+static bool has_cmdline(long pid)
+{
+    char path[64], c;
+    snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+    FILE *f = fopen(path, "re");
+    if (!f) return false;
+    bool r = fread(&c, 1, 1, f) == 1;
+    fclose(f);
+    return r;
+}
+
+/* NCCL's <host>: gethostname() cut at the first '.' (src/debug.cc, getHostName). The
+ * containers of one pod share its hostname, so a process of this pod names this host. */
+static bool same_host(const char *host)
+{
+    char h[256];
+    if (gethostname(h, sizeof(h)) != 0) return false;
+    h[sizeof(h) - 1] = '\0';
+    h[strcspn(h, ".")] = '\0';
+    return strcmp(h, host) == 0;
+}
+
+/* Whether process i's pid is the process that wrote its lines and still runs: NCCL named this
+ * pod's host, the pid is neither init, this process nor its parent, nor a kernel thread, and
+ * it started before its first line was read. */
 static bool is_trainer(const struct pf_watch *w, size_t i)
 {
     const struct pf_watch_proc *s = &w->procs[i];
-    if (s->pid <= 0 || s->pid == (long)getpid() || s->first_at <= 0) return false;
+    if (s->pid <= 1 || s->pid == (long)getpid() || s->pid == (long)getppid() || s->first_at <= 0)
+        return false;
+    if (i >= w->log.n || !same_host(w->log.v[i].host) || !has_cmdline(s->pid)) return false;
     double st = start_after_boot(s->pid);
     if (st < 0) return false;
     /* one clock tick and the two clocks' reading apart: 1 s of slack */

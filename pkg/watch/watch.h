@@ -35,13 +35,13 @@
  * environment.ncclVersion (the libnccl it loaded), environment.ncclNetwork and check
  * collective.nccl's evidence (transport, hcas) and the NCCL collectives' gpuDirectRdma. */
 struct pf_watch_gate {
-    bool found;         /* the file was read and is a preflight verdict */
-    char error[256];    /* why not, when the file exists but could not be used */
-    char version[32];   /* "" unknown */
-    char network[32];   /* "" unknown: the network the gate's NCCL chose */
-    int hcas;           /* -1 unknown: the NICs the gate's NCCL listed */
-    int gdr;            /* -1 unknown, 0 off, 1 on (in a collective that ran) */
-    char verdict[16];   /* pass | warn | fail | ... */
+    bool found;       /* the file was read and is a preflight verdict */
+    char error[256];  /* why not, when the file exists but could not be used */
+    char version[32]; /* "" unknown */
+    char network[32]; /* "" unknown: the network the gate's NCCL chose */
+    int hcas;         /* -1 unknown: the NICs the gate's NCCL listed */
+    int gdr;          /* -1 unknown, 0 off, 1 on (in a collective that ran) */
+    char verdict[16]; /* pass | warn | fail | ... */
 };
 
 /* Reads a verdict's text (name for messages). 0, or PF_EUSAGE naming the file when it is not a
@@ -55,26 +55,26 @@ int pf_watch_gate_load(struct pf_watch_gate *g, const char *path);
 /* One file followed. */
 struct pf_watch_file {
     char name[256];
-    int fd;            /* -1 while closed (gone, or not yet opened) */
+    int fd; /* -1 while closed (gone, or not yet opened) */
     dev_t dev;
     ino_t ino;
-    off_t off;         /* bytes read from this open file */
-    size_t log_index;  /* its pf_nccllog file */
-    char *line;        /* the line not yet ended: at most PF_NCCLLOG_LINE_MAX bytes kept */
-    size_t have;       /* bytes kept */
-    size_t linelen;    /* its whole length so far */
+    off_t off;        /* bytes read from this open file */
+    size_t log_index; /* its pf_nccllog file */
+    char *line;       /* the line not yet ended: at most PF_NCCLLOG_LINE_MAX bytes kept */
+    size_t have;      /* bytes kept */
+    size_t linelen;   /* its whole length so far */
     unsigned rotations, truncations;
-    bool gone;         /* the name no longer exists */
+    bool gone; /* the name no longer exists */
 };
 
 /* One finding, raised once per process and code. */
 struct pf_watch_finding {
     char code[40];
     enum pf_status status;
-    char proc[160];      /* "host:pid" ("" for the job) */
+    char proc[160]; /* "host:pid" ("" for the job) */
     char message[768];
-    double line_at;      /* pf_now() when the deciding line was read */
-    double wall_at;      /* the wall clock then (seconds since the epoch) */
+    double line_at; /* pf_now() when the deciding line was read */
+    double wall_at; /* the wall clock then (seconds since the epoch) */
 };
 
 /* Per process, parallel to the reader's processes. */
@@ -83,9 +83,9 @@ struct pf_watch_proc {
     unsigned raised;  /* bits of the findings raised */
     double first_at;  /* its first NCCL line */
     double complete_at;
-    long pid;         /* the pid NCCL named (%p) */
+    long pid; /* the pid NCCL named (%p) */
     bool signalled;
-    bool seen_alive;  /* its process was seen running here (a shared PID namespace) */
+    bool seen_alive; /* its process was seen running here (a shared PID namespace) */
 };
 
 struct pf_watch_opts {
@@ -110,8 +110,8 @@ struct pf_watch {
     size_t nprocs;
     struct pf_watch_finding *findings;
     size_t nfindings;
-    size_t reported; /* findings the caller has taken (pf_watch_take) */
-    double t0;       /* pf_now() at open */
+    size_t reported;   /* findings the caller has taken (pf_watch_take) */
+    double t0;         /* pf_now() at open */
     double last_start; /* pf_now() when the last process printed its first NCCL line */
     bool stall_raised;
     unsigned long long bytes, lines, cut_lines;
