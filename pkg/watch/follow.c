@@ -32,12 +32,41 @@
 #define CHUNK (1u << 16)
 #define COALESCE_US 50000
 
+static bool ends(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), k = strlen(suffix);
+    return n > k && strcmp(name + n - k, suffix) == 0;
+}
+
 static bool excluded(const char *name)
 {
     if (name[0] == '.') return true; /* hidden, and the atomic writers' ".NAME.tmp..." */
     if (strcmp(name, PF_WATCH_GATE_FILE) == 0 || strcmp(name, PF_WATCH_OWN_FILE) == 0) return true;
-    size_t n = strlen(name);
-    return n > 5 && strcmp(name + n - 5, ".yaml") == 0; /* verdicts, never NCCL's output */
+    /* verdicts and metrics, never NCCL's output; a rotator's compressed copies */
+    static const char *const skip[] = {".yaml", ".prom", ".gz", ".xz", ".zst", ".bz2"};
+    for (size_t i = 0; i < PF_ARRAY_LEN(skip); i++)
+        if (ends(name, skip[i])) return true;
+    return false;
+}
+
+/* Whether the inode is one followed now or before (a file renamed away by a rotator). */
+static bool known_inode(const struct pf_watch *w, const struct stat *st)
+{
+    for (size_t i = 0; i < w->nfiles; i++)
+        if (w->files[i].fd >= 0 && w->files[i].ino == st->st_ino && w->files[i].dev == st->st_dev)
+            return true;
+    for (size_t i = 0; i < w->nretired; i++)
+        if (w->retired[i].ino == st->st_ino && w->retired[i].dev == st->st_dev) return true;
+    return false;
+}
+
+static void retire(struct pf_watch *w, const struct pf_watch_file *f)
+{
+    if (w->nretired >= PF_WATCH_FILES_MAX) return;
+    w->retired = pf_xrealloc(w->retired, (w->nretired + 1) * sizeof(*w->retired));
+    w->retired[w->nretired].dev = f->dev;
+    w->retired[w->nretired].ino = f->ino;
+    w->nretired++;
 }
 
 struct pf_watch_file *pf_watch_file_add(struct pf_watch *w, const char *name)
@@ -158,11 +187,13 @@ static void look(struct pf_watch *w, const char *name, char *buf)
     if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) return;
     struct pf_watch_file *f = find_file(w, name);
     if (!f) {
+        if (known_inode(w, &st)) return; /* a followed file under its rotated name */
         f = pf_watch_file_add(w, name);
         if (!f) return;
     } else if (f->fd >= 0 && (st.st_ino != f->ino || st.st_dev != f->dev)) {
         (void)read_file(w, f, buf); /* what the old file still had */
         flush_partial(w, f);
+        retire(w, f);
         close(f->fd);
         f->fd = -1;
         f->rotations++;
@@ -234,6 +265,7 @@ void pf_watch_close(struct pf_watch *w)
     }
     if (w->inotify_fd >= 0) close(w->inotify_fd);
     free(w->files);
+    free(w->retired);
     free(w->procs);
     free(w->findings);
     pf_nccllog_free(&w->log);

@@ -115,6 +115,12 @@ struct pf_watch {
     double last_start; /* pf_now() when the last process printed its first NCCL line */
     bool stall_raised;
     unsigned long long bytes, lines, cut_lines;
+    /* files read before under another name (rotated away): never read again under a new one */
+    struct pf_watch_inode {
+        dev_t dev;
+        ino_t ino;
+    } * retired;
+    size_t nretired;
     double last_scan;
 };
 
