@@ -115,6 +115,7 @@ int pf_watch_stop_trainer(struct pf_watch *w, double grace_s, struct pf_strlist 
         if (!is_trainer(w, i)) continue;
         if (kill((pid_t)w->procs[i].pid, SIGTERM) == 0) {
             w->procs[i].signalled = true;
+            w->procs[i].seen_alive = true;
             n++;
             if (signalled) pf_strlist_addf(signalled, "%ld", w->procs[i].pid);
         }
