@@ -1,7 +1,7 @@
 /* `preflight watch DIR`: the sidecar beside the trainer (docs/kubernetes.md, "Watching the
  * trainer's NCCL"). Follows the NCCL_DEBUG_FILE files of DIR (pkg/watch) until the trainer ends,
  * SIGTERM (the kubelet ends a native sidecar after the main containers), or watch.windowSeconds;
- * each finding is said at once: one log line on stderr, the verdict DIR/preflight-watch.yaml
+ * each finding is said at once: one log line on stderr, the verdict DIR/watch.yaml
  * (check `watch`), a Kubernetes Event on the pod (report.events), the metrics to the
  * Pushgateway (job preflight-watch). watch.onMismatch: stop ends the trainer's processes after
  * a failing finding. */

@@ -56,9 +56,9 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "Follows every NCCL_DEBUG_FILE file in DIR (one per process: NCCL_DEBUG_FILE=DIR/nccl.%h.%p)\n"
      "as the trainer writes it and reports per process the network NCCL chose, its NICs and\n"
      "channels, GPUDirect RDMA and the NCCL version, compared with the gate's verdict\n"
-     "DIR/preflight-verdict.yaml; and a stall at NCCL init (watch.stallSeconds). Each finding is "
+     "DIR/verdict.yaml; and a stall at NCCL init (watch.stallSeconds). Each finding is "
      "a\n"
-     "log line, the verdict DIR/preflight-watch.yaml, an Event on the pod (report.events) and\n"
+     "log line, the verdict DIR/watch.yaml, an Event on the pod (report.events) and\n"
      "metrics (report.pushgateway). Ends on SIGTERM, when the trainer's processes end, or after\n"
      "watch.windowSeconds (600); watch.onMismatch: stop ends the trainer after a failing "
      "finding.\n",

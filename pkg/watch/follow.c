@@ -43,7 +43,7 @@ static bool excluded(const char *name)
     if (name[0] == '.') return true; /* hidden, and the atomic writers' ".NAME.tmp..." */
     if (strcmp(name, PF_WATCH_GATE_FILE) == 0 || strcmp(name, PF_WATCH_OWN_FILE) == 0) return true;
     /* verdicts and metrics, never NCCL's output; a rotator's compressed copies */
-    static const char *const skip[] = {".yaml", ".prom", ".gz", ".xz", ".zst", ".bz2"};
+    static const char *const skip[] = {".yaml", ".prom", ".json", ".gz", ".xz", ".zst", ".bz2"};
     for (size_t i = 0; i < PF_ARRAY_LEN(skip); i++)
         if (ends(name, skip[i])) return true;
     return false;

@@ -21,10 +21,11 @@
 #include "../nccllog/nccllog.h"
 #include "../verdict/verdict.h"
 
-/* The gate's verdict file in the shared folder (the chart's `preflight run --verdict`). */
-#define PF_WATCH_GATE_FILE "preflight-verdict.yaml"
+/* The gate's verdict file in the shared folder: `preflight run` writes /run/preflight/verdict.yaml
+ * by default, and the chart shares /run/preflight with the trainer and the watch. */
+#define PF_WATCH_GATE_FILE "verdict.yaml"
 /* The watch's own verdict file in the shared folder. */
-#define PF_WATCH_OWN_FILE "preflight-watch.yaml"
+#define PF_WATCH_OWN_FILE "watch.yaml"
 /* Files of the folder the follower reads: every regular file but those two, their temporary
  * siblings (".name.tmp*") and hidden files. At most this many (more are counted, not read). */
 #define PF_WATCH_FILES_MAX 4096

@@ -27,7 +27,7 @@ fi
 gate() {
     local hl="" i
     for i in $(seq 0 $(($4 - 1))); do hl="$hl${hl:+, }mlx5_$i:1/IB"; done
-    cat >"$1/preflight-verdict.yaml" <<EOF
+    cat >"$1/verdict.yaml" <<EOF
 apiVersion: preflight/v1
 kind: Verdict
 verdict: pass
@@ -56,7 +56,7 @@ scenario() {
     shift 4
     mkdir -p "$T/$name/dir"
     : >"$T/$name/rec"
-    [ -f "$T/$name/gate" ] && cp "$T/$name/gate" "$T/$name/dir/preflight-verdict.yaml"
+    [ -f "$T/$name/gate" ] && cp "$T/$name/gate" "$T/$name/dir/verdict.yaml"
     POD_NAME=trainer-0 POD_NAMESPACE=ml python3 "$R" drive "$T/$name/out.json" -- \
         "$PREFLIGHT" watch "$T/$name/dir" --config "$cfg" ++ \
         "${NS[@]}" python3 "$R" replay "$T/$name/dir" "$T/$name/rec" "$speed" "$gap" "$@"
@@ -88,11 +88,11 @@ printf 'watch:\n  windowSeconds: 120\n  stallSeconds: 60\nreport:\n  events: fal
 
 # ---- a clean run: as the gate measured (IB, 4 NICs, GDRDMA, 2.21.5): no finding
 mkdir -p "$T/clean"
-gate "$T/clean" 2.21.5 IB 4 true && mv "$T/clean/preflight-verdict.yaml" "$T/clean/gate"
+gate "$T/clean" 2.21.5 IB 4 true && mv "$T/clean/verdict.yaml" "$T/clean/gate"
 scenario clean "$T/cfg.yaml" 1 0.05 "$NL/ib-gdr.log"
 expect_eq "watch clean: no finding" "$(findings clean)" "0"
 expect_eq "watch clean: exit 0 on SIGTERM" "$(wrc clean)" "0"
-V=$T/clean/dir/preflight-watch.yaml
+V=$T/clean/dir/watch.yaml
 expect_eq "watch clean: verdict pass" "$(yq "$V" 'd["verdict"]')" "pass"
 expect_eq "watch clean: both processes complete, IB with GDR" \
     "$(yq "$V" '[(p["step"], p["network"], p["gpuDirectRdma"], p["ncclVersion"]) for p in check("watch")["evidence"]["processes"]]')" \
@@ -104,7 +104,7 @@ expect_eq "watch clean: lines written in pieces read whole" \
 for speed in 1 50; do
     n=socket-$speed
     mkdir -p "$T/$n"
-    gate "$T/$n" 2.21.5 IB 4 true && mv "$T/$n/preflight-verdict.yaml" "$T/$n/gate"
+    gate "$T/$n" 2.21.5 IB 4 true && mv "$T/$n/verdict.yaml" "$T/$n/gate"
     scenario "$n" "$T/cfg.yaml" "$speed" 0.2 "$NL/socket-fallback.log"
     l=$(latency "$n" trainer-socket-fallback 'trainer-1:81:.*Using network Socket')
     check "watch x$speed: socket fallback within 2 s of its deciding line ($l s)" within2 "$l"
@@ -112,34 +112,34 @@ for speed in 1 50; do
     check "watch x$speed: 2 NICs of 4 within 2 s of the deciding line ($l s)" within2 "$l"
     expect_eq "watch x$speed: exit code of a failing verdict (class spec)" "$(wrc "$n")" "3"
     expect_eq "watch x$speed: the verdict names both" \
-        "$(yq "$T/$n/dir/preflight-watch.yaml" 'codes("watch")')" \
+        "$(yq "$T/$n/dir/watch.yaml" 'codes("watch")')" \
         '["trainer-fewer-nics", "trainer-socket-fallback"]'
 done
 
 # ---- GDR off where the gate used it (a real log: NCCL 2.22, IB channels without /GDRDMA)
 mkdir -p "$T/nogdr"
-gate "$T/nogdr" 2.22.3 IB 1 true && mv "$T/nogdr/preflight-verdict.yaml" "$T/nogdr/gate"
+gate "$T/nogdr" 2.22.3 IB 1 true && mv "$T/nogdr/verdict.yaml" "$T/nogdr/gate"
 scenario nogdr "$T/cfg.yaml" 1 0.1 "$NL/real/nccl-1412-ib-no-gdr-2.22.log"
 l=$(latency nogdr trainer-no-gdr 'via NET/IB/3')
 check "watch: GDR off within 2 s of the first NET channel line ($l s)" within2 "$l"
 
 # ---- another NCCL version than the gate loaded
 mkdir -p "$T/version"
-gate "$T/version" 2.21.5 IB 1 true && mv "$T/version/preflight-verdict.yaml" "$T/version/gate"
+gate "$T/version" 2.21.5 IB 1 true && mv "$T/version/verdict.yaml" "$T/version/gate"
 scenario version "$T/cfg.yaml" 1 0.1 "$NL/version-mismatch.log"
 l=$(latency version trainer-nccl-version 'ws-1:200:.*NCCL version 2.18.3')
 check "watch: NCCL 2.18.3 against the gate's 2.21.5 within 2 s ($l s)" within2 "$l"
 expect_eq "watch: only the process on another version" \
-    "$(yq "$T/version/dir/preflight-watch.yaml" '[f["message"].split(":")[0] for f in check("watch")["findings"]]')" \
+    "$(yq "$T/version/dir/watch.yaml" '[f["message"].split(":")[0] for f in check("watch")["findings"]]')" \
     '["ws-1"]'
 
 # ---- a real log paced by its timestamps (NCCL 2.3.7, bare VERSION line): as the gate measured
 mkdir -p "$T/paced"
-gate "$T/paced" 2.3.7 IB 4 true && mv "$T/paced/preflight-verdict.yaml" "$T/paced/gate"
+gate "$T/paced" 2.3.7 IB 4 true && mv "$T/paced/verdict.yaml" "$T/paced/gate"
 scenario paced "$T/cfg.yaml" 1 0.05 "$NL/real/nccl-179-ib-internal-2.3.7.log"
 expect_eq "watch paced 2.3.7: no finding" "$(findings paced)" "0"
 expect_eq "watch paced 2.3.7: the bare version line counted" \
-    "$(yq "$T/paced/dir/preflight-watch.yaml" '[p.get("ncclVersion") for p in check("watch")["evidence"]["processes"]][0]')" \
+    "$(yq "$T/paced/dir/watch.yaml" '[p.get("ncclVersion") for p in check("watch")["evidence"]["processes"]][0]')" \
     "2.3.7"
 
 # ---- an init stall: no Init COMPLETE, and a third process whose file never appears
@@ -150,7 +150,7 @@ SETTLE=4 scenario stall "$T/stall/cfg.yaml" 1 0.05 "$T/stall/log"
 l=$(latency stall init-stall 'node-b:3307:.*Bootstrap')
 check "watch stall: reported 2 to 4 s after the last process started ($l s)" \
     python3 -c "import sys; v=sys.argv[1]; sys.exit(0 if v!='none' and 2.0 <= float(v) <= 4.0 else 1)" "$l"
-msg=$(yq "$T/stall/dir/preflight-watch.yaml" '[f["message"] for f in check("watch")["findings"] if f["code"]=="init-stall"][0]')
+msg=$(yq "$T/stall/dir/watch.yaml" '[f["message"] for f in check("watch")["findings"] if f["code"]=="init-stall"][0]')
 check "watch stall: the missing process is counted" grep -q "1 of 3 expected processes wrote no NCCL line" <<<"$msg"
 check "watch stall: the steps reached are named" grep -q "connecting: 2 (node-a:2101 (rank" <<<"$msg"
 
@@ -159,7 +159,7 @@ mkdir -p "$T/nogate"
 scenario nogate "$T/cfg.yaml" 20 0.05 "$NL/socket-fallback.log"
 expect_eq "watch without a gate verdict: no finding" "$(findings nogate)" "0"
 expect_eq "watch without a gate verdict: evidence says so" \
-    "$(yq "$T/nogate/dir/preflight-watch.yaml" 'check("watch")["evidence"]["gate"]["unknown"]')" "no gate verdict"
+    "$(yq "$T/nogate/dir/watch.yaml" 'check("watch")["evidence"]["gate"]["unknown"]')" "no gate verdict"
 
 # ---- the stop policy: a stand-in trainer (its NCCL lines name this host and its own pid, as
 # NCCL's do) falls back to Socket; the watch stops it and the job's exit code follows
@@ -192,12 +192,12 @@ check "watch stop: the trainer ended within 2 s of its Socket line" \
     python3 -c "import sys; w=float(open(sys.argv[1]).read()); sys.exit(0 if $t1 - w <= 2.0 else 1)" "$T/stop/written"
 check "watch stop: the watch ended with the trainer" grep -q "the trainer's processes ended" "$T/stop/watch.err"
 expect_eq "watch stop: the verdict names the pid stopped" \
-    "$(yq "$T/stop/dir/preflight-watch.yaml" 'len(check("watch")["evidence"]["stoppedPids"])')" "1"
+    "$(yq "$T/stop/dir/watch.yaml" 'len(check("watch")["evidence"]["stoppedPids"])')" "1"
 
 # ---- the stop policy never signals a pid named by lines of another host (another PID
 # namespace): the replayed fixture's pids 77 and 81 may exist here
 mkdir -p "$T/nostop"
-gate "$T/nostop" 2.21.5 IB 4 true && mv "$T/nostop/preflight-verdict.yaml" "$T/nostop/gate"
+gate "$T/nostop" 2.21.5 IB 4 true && mv "$T/nostop/verdict.yaml" "$T/nostop/gate"
 printf 'watch:\n  windowSeconds: 60\n  onMismatch: stop\nreport:\n  events: false\n' >"$T/nostop/cfg.yaml"
 scenario nostop "$T/nostop/cfg.yaml" 20 0.05 "$NL/socket-fallback.log"
 check "watch stop: nothing signalled for another host's pids" \
@@ -223,7 +223,7 @@ if command -v openssl >/dev/null; then
     SPID=$!
     for _ in $(seq 1 100); do [ -s "$T/port" ] && break; sleep 0.1; done
     mkdir -p "$T/event"
-    gate "$T/event" 2.21.5 IB 4 true && mv "$T/event/preflight-verdict.yaml" "$T/event/gate"
+    gate "$T/event" 2.21.5 IB 4 true && mv "$T/event/verdict.yaml" "$T/event/gate"
     printf 'watch:\n  windowSeconds: 60\nreport:\n  events: true\n  annotate: true\n' >"$T/event/cfg.yaml"
     KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$(cat "$T/port") PREFLIGHT_ROOT=$T/root \
         scenario event "$T/event/cfg.yaml" 20 0.05 "$NL/socket-fallback.log"

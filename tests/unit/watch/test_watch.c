@@ -37,11 +37,18 @@ static const char GATE[] = "apiVersion: preflight/v1\n"
 
 /* Lines as NCCL 2.21.5 writes them (tests/fixtures/nccl-logs/ib-gdr.log). */
 #define L_VERSION "node-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
-#define L_HCAS "node-a:11:30 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB; OOB eth0:10.0.0.1<0>\n"
+#define L_HCAS                                                                                     \
+    "node-a:11:30 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB; OOB "                \
+    "eth0:10.0.0.1<0>\n"
 #define L_IB "node-a:11:30 [0] NCCL INFO Using network IB\n"
-#define L_START "node-a:11:30 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5e - Init START\n"
-#define L_CHAN "node-a:11:30 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
-#define L_DONE "node-a:11:30 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x5e - Init COMPLETE\n"
+#define L_START                                                                                    \
+    "node-a:11:30 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 "   \
+    "busId 18000 commId 0x5e - Init START\n"
+#define L_CHAN                                                                                     \
+    "node-a:11:30 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+#define L_DONE                                                                                     \
+    "node-a:11:30 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 2 cudaDev 0 nvmlDev 0 "   \
+    "busId 18000 commId 0x5e - Init COMPLETE\n"
 
 struct fx {
     char dir[64];
@@ -161,7 +168,7 @@ static void test_rotation(void **state)
     snprintf(a, sizeof(a), "%s/nccl.node-a.11", x->dir);
     snprintf(b, sizeof(b), "%s/nccl.node-a.11.1", x->dir);
     assert_int_equal(rename(a, b), 0);
-    put(x, "nccl.node-a.11.1", L_HCAS, "a");                      /* the writer's last line */
+    put(x, "nccl.node-a.11.1", L_HCAS, "a");                   /* the writer's last line */
     put(x, "nccl.node-a.11", L_IB L_START L_CHAN L_DONE, "w"); /* the new file */
     pf_watch_poll(&x->w);
     assert_int_equal(x->w.files[0].rotations, 1);
@@ -229,12 +236,14 @@ static void test_judged_at_deciding_line(void **state)
     assert_int_equal(x->w.nfindings, 1);
     assert_string_equal(x->w.findings[0].code, "trainer-socket-fallback");
     assert_non_null(strstr(x->w.findings[0].proc, "node-b:12"));
-    const char *c = "node-c:13:13 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB; OOB eth0:10.0.0.3<0>\n"
-                    "node-c:13:13 [0] NCCL INFO Using network IB\n";
+    const char *c =
+        "node-c:13:13 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB; OOB eth0:10.0.0.3<0>\n"
+        "node-c:13:13 [0] NCCL INFO Using network IB\n";
     pf_watch_feed(&x->w, f, c, strlen(c));
     assert_true(has(&x->w, "trainer-fewer-nics"));
     assert_false(has(&x->w, "trainer-no-gdr"));
-    const char *d = "node-c:13:13 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n";
+    const char *d =
+        "node-c:13:13 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n";
     pf_watch_feed(&x->w, f, d, strlen(d));
     assert_true(has(&x->w, "trainer-no-gdr"));
     size_t n = x->w.nfindings;
