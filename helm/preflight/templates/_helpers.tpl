@@ -342,6 +342,7 @@ on the pod (the watch signals the trainer's processes).
   imagePullPolicy: {{ $v.image.pullPolicy }}
   restartPolicy: Always
   args: [watch, /run/preflight]
+  terminationMessagePolicy: FallbackToLogsOnError
   env:
     - name: POD_NAME
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
