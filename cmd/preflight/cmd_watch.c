@@ -193,10 +193,17 @@ int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli)
             if (failing && stop_policy && !stopped_trainer) {
                 stopped_trainer = true;
                 int k = pf_watch_stop_trainer(&w, cfg->watch_grace_s, &stopped);
-                snprintf(stop_note, sizeof(stop_note),
-                         k ? "SIGTERM sent to %d trainer process%s"
-                           : "no trainer process visible to stop (shareProcessNamespace: true?)",
-                         k, k == 1 ? "" : "es");
+                if (k)
+                    snprintf(stop_note, sizeof(stop_note), "SIGTERM sent to %d trainer process%s",
+                             k, k == 1 ? "" : "es");
+                else if (w.stop_refused)
+                    snprintf(stop_note, sizeof(stop_note),
+                             "the trainer's %d process%s may not be signalled by this user (run "
+                             "the watch as the trainer's user, or as root with CAP_KILL)",
+                             w.stop_refused, w.stop_refused == 1 ? "" : "es");
+                else
+                    snprintf(stop_note, sizeof(stop_note),
+                             "no trainer process visible to stop (shareProcessNamespace: true?)");
                 say(o, "%s", stop_note);
                 build(&R, &w, &stopped, stop_note);
                 write_verdict(&R, o, own);

@@ -113,7 +113,9 @@ int pf_watch_stop_trainer(struct pf_watch *w, double grace_s, struct pf_strlist 
     int n = 0;
     for (size_t i = 0; i < w->nprocs; i++) {
         if (!is_trainer(w, i)) continue;
-        if (kill((pid_t)w->procs[i].pid, SIGTERM) == 0) {
+        int r = kill((pid_t)w->procs[i].pid, SIGTERM);
+        if (r < 0 && errno == EPERM) w->stop_refused++; /* another UID, no CAP_KILL */
+        if (r == 0) {
             w->procs[i].signalled = true;
             w->procs[i].seen_alive = true;
             n++;

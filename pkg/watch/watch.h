@@ -115,6 +115,7 @@ struct pf_watch {
     double t0;         /* pf_now() at open */
     double last_start; /* pf_now() when the last process printed its first NCCL line */
     bool stall_raised;
+    int stop_refused; /* trainer processes kill() refused (EPERM: another user, no CAP_KILL) */
     unsigned long long bytes, lines, cut_lines;
     /* files read before under another name (rotated away): never read again under a new one */
     struct pf_watch_inode {
