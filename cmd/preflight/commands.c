@@ -52,7 +52,7 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
     {"watch", pf_cmd_watch, ONE,
      "watch needs the shared folder of NCCL_DEBUG_FILE (preflight watch DIR)", G_WATCH,
      "preflight watch DIR [options]",
-     "sidecar: follow the trainer's NCCL logs in DIR, compare with the gate's verdict",
+     "sidecar: the trainer's NCCL logs in DIR against the gate's verdict",
      "Follows every NCCL_DEBUG_FILE file in DIR (one per process: NCCL_DEBUG_FILE=DIR/nccl.%h.%p)\n"
      "as the trainer writes it and reports per process the network NCCL chose, its NICs and\n"
      "channels, GPUDirect RDMA and the NCCL version, compared with the gate's verdict\n"
@@ -62,7 +62,7 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "metrics (report.pushgateway). Ends on SIGTERM, when the trainer's processes end, or after\n"
      "watch.windowSeconds (600); watch.onMismatch: stop ends the trainer after a failing "
      "finding.\n",
-     "  preflight watch /run/preflight/nccl        # the chart's sidecar (watch.enabled)\n"
+     "  preflight watch /run/preflight     # the chart's sidecar (watch.enabled)\n"
      "  preflight watch /tmp/nccl --config watch.yaml\n"},
     {"install", pf_cmd_install, ONE, "install needs a folder (preflight install DIR)", 0,
      "preflight install DIR", "copy this binary into DIR (hand it to the training image)",
