@@ -232,9 +232,12 @@ if command -v openssl >/dev/null; then
 import json, sys
 for l in open(sys.argv[1]):
     r = json.loads(l)
+    # an Event per batch of findings: the warning (fewer NICs) may come alone first
     if r["method"] == "POST" and r["path"] == "/api/v1/namespaces/ml/events" and r["auth"]:
         b = json.loads(r["body"])
-        print(b["involvedObject"]["name"], b["reason"], "trainer-socket-fallback" in b["message"] or "watch" in b["message"])
+        if b["reason"] != "PreflightFailed":
+            continue
+        print(b["involvedObject"]["name"], b["reason"], "Socket" in b["message"])
         break
 PY
 )
