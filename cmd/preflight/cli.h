@@ -1,8 +1,8 @@
 /* The command line: options (opts.c), the command table (commands.c), help texts and
  * did-you-mean (help.c), one file a
- * subcommand (cmd_check.c, cmd_run.c, cmd_env.c, cmd_log.c, cmd_install.c, cmd_version.c,
- * cmd_explain.c) calling pkg/run and the library, and what they share (session.c: the
- * session, progress lines, printing the verdict). Exit codes are decided here; the library
+ * subcommand (cmd_check.c, cmd_run.c, cmd_env.c, cmd_log.c, cmd_watch.c, cmd_install.c,
+ * cmd_version.c, cmd_explain.c) calling pkg/run and the library, and what they share (session.c:
+ * the session, progress lines, printing the verdict). Exit codes are decided here; the library
  * never prints and never exits. */
 #ifndef PF_CLI_H
 #define PF_CLI_H
@@ -79,7 +79,8 @@ enum {
     G_LOG = 1 << 3,
     G_EXPLAIN = 1 << 4,
     G_VERSION = 1 << 5,
-    G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that produce a verdict */
+    G_WATCH = 1 << 6,
+    G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that print a verdict */
 };
 
 /* One row of the command table (commands.c's pf_cli_cmds[]): main() looks the command up and calls
@@ -122,6 +123,9 @@ int pf_cmd_run(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_env(const struct pf_options *o, const struct pf_cli *cli);
 /* `preflight log FILE...`: NCCL_DEBUG=INFO logs of a past run (check nccl.log). */
 int pf_cmd_log(const struct pf_options *o, const struct pf_cli *cli);
+/* `preflight watch DIR`: the sidecar that follows the trainer's NCCL_DEBUG_FILE files (check
+ * watch). */
+int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli);
 /* `preflight install DIR`: copies this binary to DIR/preflight (mode 0755, atomically). */
 int pf_cmd_install(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli);

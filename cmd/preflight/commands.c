@@ -49,6 +49,21 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "NCCL chose, the HCAs, GPUDirect RDMA, the NCCL versions and NCCL WARN lines.\n",
      "  kubectl logs trainer-0 | preflight log -\n"
      "  preflight log rank0.log rank1.log --format yaml\n"},
+    {"watch", pf_cmd_watch, ONE,
+     "watch needs the shared folder of NCCL_DEBUG_FILE (preflight watch DIR)", G_WATCH,
+     "preflight watch DIR [options]",
+     "sidecar: the trainer's NCCL logs in DIR against the gate's verdict",
+     "Follows every NCCL_DEBUG_FILE file in DIR (one per process: NCCL_DEBUG_FILE=DIR/nccl.%h.%p)\n"
+     "as the trainer writes it and reports per process the network NCCL chose, its NICs and\n"
+     "channels, GPUDirect RDMA and the NCCL version, compared with the gate's verdict\n"
+     "DIR/verdict.yaml; and a stall at NCCL init (watch.stallSeconds). Each finding is "
+     "a\n"
+     "log line, the verdict DIR/watch.yaml, an Event on the pod (report.events) and\n"
+     "metrics (report.pushgateway). Ends on SIGTERM, when the trainer's processes end, or after\n"
+     "watch.windowSeconds (600); watch.onMismatch: stop ends the trainer after a failing "
+     "finding.\n",
+     "  preflight watch /run/preflight     # the chart's sidecar (watch.enabled)\n"
+     "  preflight watch /tmp/nccl --config watch.yaml\n"},
     {"install", pf_cmd_install, ONE, "install needs a folder (preflight install DIR)", 0,
      "preflight install DIR", "copy this binary into DIR (hand it to the training image)",
      "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"

@@ -13,16 +13,17 @@ struct opt_help {
 };
 
 static const struct opt_help opts[] = {
-    {"--config FILE", "PREFLIGHT_CONFIG", G_OUT, "config file (docs/configuration.md)"},
-    {"--verdict FILE|-", "PREFLIGHT_VERDICT", G_OUT,
+    {"--config FILE", "PREFLIGHT_CONFIG", G_OUT | G_WATCH, "config file (docs/configuration.md)"},
+    {"--verdict FILE|-", "PREFLIGHT_VERDICT", G_OUT | G_WATCH,
      "also write the YAML verdict to FILE (atomically; run: /run/preflight/verdict.yaml); "
      "- writes it to stdout instead of the human form"},
-    {"--root DIR", "PREFLIGHT_ROOT", G_OUT,
+    {"--root DIR", "PREFLIGHT_ROOT", G_OUT | G_WATCH,
      "root prefix for /sys, /dev, /proc and the downward-API folder (default /)"},
     {"--format human|yaml|json", "PREFLIGHT_FORMAT", G_OUT | G_VERSION,
      "what stdout shows: human (the default, terminal or not), the YAML verdict, or the same "
      "document as JSON"},
-    {"--strict", "PREFLIGHT_STRICT=1", G_OUT, "a warning counts as a failure (exit by its class)"},
+    {"--strict", "PREFLIGHT_STRICT=1", G_OUT | G_WATCH,
+     "a warning counts as a failure (exit by its class)"},
     {"--timeout SECONDS", "PREFLIGHT_TIMEOUT", G_OUT,
      "hard deadline for the whole run; the verdict is still written"},
     {"-v, --verbose", "PREFLIGHT_VERBOSE=1", G_OUT,
@@ -41,7 +42,7 @@ static const struct opt_help opts[] = {
     {"--termination-log FILE", "PREFLIGHT_TERMINATION_LOG", G_RUN,
      "where the one-line reason of a failure goes (default /dev/termination-log when it "
      "exists)"},
-    {"--pushgateway URL", "PREFLIGHT_PUSHGATEWAY", G_RUN | G_CHECK,
+    {"--pushgateway URL", "PREFLIGHT_PUSHGATEWAY", G_RUN | G_CHECK | G_WATCH,
      "push the run's metrics to this Prometheus Pushgateway (config report.pushgateway; "
      "docs/kubernetes.md)"},
     {"--results FILE", NULL, G_RUN | G_CHECK,

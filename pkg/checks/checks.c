@@ -89,6 +89,10 @@ const struct pf_check_def pf_checks_table[] = {
     {"nccl.log", NULL, PF_MODE_LOG, "an NCCL_DEBUG=INFO log: transport, fallbacks, warnings",
      "pkg/nccllog/verdict.c", "docs/checks/80-collective-nccl.md", "tests/e2e/test_nccl_log.sh",
      NULL},
+    /* ---- `preflight watch`, the sidecar beside the trainer */
+    {"watch", NULL, PF_MODE_WATCH,
+     "the trainer's NCCL logs as written: network, NICs, GPUDirect, version, init stall",
+     "pkg/watch/judge.c", "docs/checks/85-watch.md", "tests/e2e/test_watch.sh", NULL},
 };
 const size_t pf_checks_count = PF_ARRAY_LEN(pf_checks_table);
 

@@ -18,6 +18,7 @@ enum pf_check_mode {
     PF_MODE_ENV = 1 << 1,   /* `env` */
     PF_MODE_STAGE = 1 << 2, /* fed by stages of pkg/run (`stages`), no function here */
     PF_MODE_LOG = 1 << 3,   /* `log`: the NCCL log reader, pkg/nccllog */
+    PF_MODE_WATCH = 1 << 4, /* `watch`: the trainer's NCCL logs followed, pkg/watch */
 };
 
 struct pf_check_def {
@@ -34,7 +35,7 @@ struct pf_check_def {
 };
 
 /* Every check id, once: the local checks in the order they run (inventory-style checks
- * first), then those the stages among pods feed, then `preflight log`'s. */
+ * first), then those the stages among pods feed, then `preflight log`'s and `preflight watch`'s. */
 extern const struct pf_check_def pf_checks_table[];
 extern const size_t pf_checks_count;
 

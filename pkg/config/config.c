@@ -43,6 +43,9 @@ void pf_config_defaults(struct pf_config *c)
     c->nccl_timeout_s = 120;
     c->podinfo_wait_s = 10;
     c->fail_on = PF_FAIL;
+    c->watch_window_s = 600;
+    c->watch_stall_s = 120;
+    c->watch_grace_s = 10;
 }
 
 void pf_config_free(struct pf_config *c)
@@ -607,6 +610,13 @@ static const struct field report_fields[] = {
     FN("pushgatewayAuth", f_push_auth),
     PATH("resultsFile", report_results_file),
 };
+static const struct field watch_fields[] = {
+    NUM("windowSeconds", watch_window_s, 1, 86400),
+    ENUM("onMismatch", watch_on_mismatch, "warn", "stop"),
+    NUM("stallSeconds", watch_stall_s, 1, 86400),
+    INT("processes", watch_processes, 0, 4096),
+    NUM("stopGraceSeconds", watch_grace_s, 0, 3600),
+};
 static const struct field top_fields[] = {
     MAP("expect", expect_fields),
     ENUM_STR("workload", workload, "dense", "moe", "fsdp"),
@@ -619,6 +629,7 @@ static const struct field top_fields[] = {
     MAP("gang", gang_fields),
     MAP("policy", policy_fields),
     MAP("report", report_fields),
+    MAP("watch", watch_fields),
 };
 
 /* A first pass over libyaml's events, before any document is built: nesting deeper than

@@ -76,7 +76,16 @@ struct pf_config {
     char report_push_password_file[1024];
     char report_push_ca_file[1024];
     char report_results_file[1024]; /* report.resultsFile: nccl-tests JSON, or "" */
+    /* watch (`preflight watch`, docs/kubernetes.md) */
+    double watch_window_s; /* watch.windowSeconds: how long it follows the trainer (600) */
+    int watch_on_mismatch; /* watch.onMismatch: enum pf_watch_action */
+    double watch_stall_s;  /* watch.stallSeconds: init stall bound (120) */
+    int watch_processes;   /* watch.processes: NCCL processes expected in the pod; 0: unknown */
+    double watch_grace_s;  /* watch.stopGraceSeconds: SIGTERM to SIGKILL (10) */
 };
+
+/* watch.onMismatch: what `preflight watch` does after a failing finding. */
+enum pf_watch_action { PF_WATCH_WARN = 0, PF_WATCH_STOP = 1 };
 
 /* report.markNode: what preflight does to its own node after a node-class failure. */
 enum pf_mark_node { PF_MARK_NODE_NONE, PF_MARK_NODE_LABEL, PF_MARK_NODE_TAINT };

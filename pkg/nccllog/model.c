@@ -47,7 +47,7 @@ struct pf_nccllog_proc *nl_find_proc(struct pf_nccllog *log, const char *host, l
     snprintf(p->host, sizeof(p->host), "%s", host);
     snprintf(p->pod, sizeof(p->pod), "%s", pod);
     p->pid = pid;
-    p->file = log->nfiles ? (int)log->nfiles - 1 : 0;
+    p->file = log->cur ? (int)log->cur - 1 : log->nfiles ? (int)log->nfiles - 1 : 0;
     log->hash[i] = log->n;
     log->finished = false;
     return p;
@@ -68,12 +68,25 @@ void pf_nccllog_file_begin(struct pf_nccllog *log, const char *name)
     struct pf_nccllog_file *f = &log->files[log->nfiles++];
     memset(f, 0, sizeof(*f));
     snprintf(f->name, sizeof(f->name), "%s", name);
+    log->cur = 0;
+}
+
+void pf_nccllog_file_use(struct pf_nccllog *log, size_t index)
+{
+    if (index < log->nfiles) log->cur = index + 1;
 }
 
 static struct pf_nccllog_file *cur_file(struct pf_nccllog *log)
 {
     if (log->nfiles == 0) pf_nccllog_file_begin(log, "");
-    return &log->files[log->nfiles - 1];
+    return &log->files[log->cur ? log->cur - 1 : log->nfiles - 1];
+}
+
+long pf_nccllog_last_proc(const struct pf_nccllog *log)
+{
+    if (log->nfiles == 0) return -1;
+    const struct pf_nccllog_file *f = &log->files[log->cur ? log->cur - 1 : log->nfiles - 1];
+    return f->last_proc ? (long)f->last_proc - 1 : -1;
 }
 
 /* "host:pid:tid" -> host, pid; false when the token is not of that shape. */

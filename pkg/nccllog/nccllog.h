@@ -117,6 +117,7 @@ struct pf_nccllog {
     size_t cut_lines;  /* lines longer than PF_NCCLLOG_LINE_MAX */
     struct pf_nccllog_file *files;
     size_t nfiles;
+    size_t cur;   /* +1: the file lines go to (pf_nccllog_file_use); 0: the last begun */
     size_t *hash; /* process lookup (open addressing, +1 indexes) */
     size_t hash_cap;
     /* pf_nccllog_finish */
@@ -132,6 +133,12 @@ struct pf_nccllog {
 /* Starts a new input file (a name for the file's own lines, e.g. its path or "-"). Lines
  * before any call belong to an unnamed file. */
 void pf_nccllog_file_begin(struct pf_nccllog *log, const char *name);
+/* Makes file index (from 0, in the order of pf_nccllog_file_begin) the one the next lines
+ * belong to, for a reader that follows several files at once (`preflight watch`); an index
+ * never begun is ignored. */
+void pf_nccllog_file_use(struct pf_nccllog *log, size_t index);
+/* The index of the process the last line of the current file named (its NCCL line), or -1. */
+long pf_nccllog_last_proc(const struct pf_nccllog *log);
 /* Reads one line (no newline needed) / a whole text of many ranks, mixed, with or without
  * launcher prefixes or timestamps. Never fails on odd input: unknown lines are ignored. */
 void pf_nccllog_line(struct pf_nccllog *log, const char *line, size_t len);

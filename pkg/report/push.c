@@ -48,12 +48,18 @@ static void path_label(struct pf_buf *out, const char *name, const char *value)
 int pf_report_push_url(struct pf_buf *out, const char *base, const char *ns, const char *pod,
                        const char *node)
 {
+    return pf_report_push_url_job(out, base, PF_REPORT_PUSH_JOB, ns, pod, node);
+}
+
+int pf_report_push_url_job(struct pf_buf *out, const char *base, const char *job, const char *ns,
+                           const char *pod, const char *node)
+{
     size_t n = strlen(base);
     while (n > 0 && base[n - 1] == '/')
         n--;
     pf_buf_add(out, base, n);
     pf_buf_add(out, "/metrics", 8);
-    path_label(out, "job", PF_REPORT_PUSH_JOB);
+    path_label(out, "job", job);
     path_label(out, "namespace", ns);
     path_label(out, "pod", pod);
     path_label(out, "node", node);
@@ -139,12 +145,18 @@ static void push_finding(struct pf_check *out, const struct pf_kapi_res *res, co
 void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
                     const struct pf_buf *body, double budget_s)
 {
+    pf_report_push_job(out, ctx, base, PF_REPORT_PUSH_JOB, body, budget_s);
+}
+
+void pf_report_push_job(struct pf_check *out, struct pf_ctx *ctx, const char *base, const char *job,
+                        const struct pf_buf *body, double budget_s)
+{
     const struct pf_config *cfg = ctx->config;
     const struct pf_verdict *v = ctx->verdict;
     struct pf_buf url;
     pf_buf_init(&url, 4096);
-    pf_report_push_url(&url, base, pf_node_get_str(v->pod, "namespace"),
-                       pf_node_get_str(v->pod, "name"), pf_node_get_str(v->pod, "node"));
+    pf_report_push_url_job(&url, base, job, pf_node_get_str(v->pod, "namespace"),
+                           pf_node_get_str(v->pod, "name"), pf_node_get_str(v->pod, "node"));
     pf_node_set_str(out->evidence, "pushgateway", pf_buf_str(&url));
 #ifdef PF_STATIC
     (void)cfg;

@@ -124,6 +124,11 @@ int pf_report_metrics_write(const struct pf_verdict *v, const char *path);
  * README, "URL"). */
 int pf_report_push_url(struct pf_buf *out, const char *base, const char *ns, const char *pod,
                        const char *node);
+/* The same with another job ("preflight-watch": `preflight watch` pushes its own group, so
+ * that the gate's group of the same pod stays as the gate pushed it). */
+#define PF_REPORT_PUSH_JOB_WATCH "preflight-watch"
+int pf_report_push_url_job(struct pf_buf *out, const char *base, const char *job, const char *ns,
+                           const char *pod, const char *node);
 /* The Pushgateway this run pushes to: report.pushgateway (which --pushgateway, else
  * PREFLIGHT_PUSHGATEWAY, overrides: cmd/preflight/session.c); NULL for none. */
 const char *pf_report_pushgateway_url(const struct pf_ctx *ctx);
@@ -132,6 +137,9 @@ const char *pf_report_pushgateway_url(const struct pf_ctx *ctx);
  * push-failed (HTTP status), push-unreachable, push-timeout or push-credentials otherwise. */
 void pf_report_push(struct pf_check *out, struct pf_ctx *ctx, const char *base,
                     const struct pf_buf *body, double budget_s);
+/* The same into the group of job (PF_REPORT_PUSH_JOB_WATCH). */
+void pf_report_push_job(struct pf_check *out, struct pf_ctx *ctx, const char *base, const char *job,
+                        const struct pf_buf *body, double budget_s);
 /* The push at the end of `check` and `run` (nothing when no Pushgateway is configured):
  * finalizes the verdict, pushes within budget seconds, finalizes again. t0 is the run's
  * start. */

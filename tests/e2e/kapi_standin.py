@@ -8,6 +8,10 @@ server answers for an object or a version it does not have. A request without
 "Authorization: Bearer TOKEN" gets 401. Each request is logged as one JSON line (method,
 path, auth) to LOG. The server listens on 127.0.0.1, writes its port to PORTFILE and stops
 after 120 s.
+
+POST (an Event: `preflight watch`, tests/e2e/test_watch.sh) is answered 201 with the body it
+carried, as the API server answers a create, and logged with that body ("body"); without the
+token, 401.
 """
 import json
 import os
@@ -52,6 +56,19 @@ class H(BaseHTTPRequestHandler):
         if code != 200:
             return self.reply(code, status(code, "Forbidden", open(path).read().strip()))
         return self.reply(200, open(path, "rb").read())
+
+
+    def do_POST(self):
+        auth = self.headers.get("Authorization", "")
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        with open(log, "a") as f:
+            f.write(json.dumps({"method": "POST", "path": self.path,
+                                "auth": auth == "Bearer " + token,
+                                "body": body.decode("utf-8", "replace")}) + "\n")
+        if auth != "Bearer " + token:
+            return self.reply(401, status(401, "Unauthorized", "Unauthorized"))
+        return self.reply(201, body or b"{}")
 
 
 srv = ThreadingHTTPServer(("127.0.0.1", 0), H)

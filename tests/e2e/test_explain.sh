@@ -26,13 +26,16 @@ ADDERS = {
     "run_add_finding_text": (1, 2),
     "run_chk": (1, None),
     "run_guard": (1, None),
+    "raise_finding": (None, 3),  # pkg/watch/judge.c: (watch, process, bit, code, ...)
 }
 # code arguments that pass a code through (checked where the literal is written)
 # ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;
 # "c->code": a claim of pkg/fleet/agree.c, whose codes are collected from its table below;
 # "e.code": a row of pkg/run/meet.c's meet_ends, collected from the table below;
-# "d->code": a trait of check gang (pkg/fleet/gang.c), whose codes are collected from its table)
-PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code", "e.code", "d->code"}
+# "d->code": a trait of check gang (pkg/fleet/gang.c), whose codes are collected from its table;
+# "f->code": a finding of pkg/watch, collected where raise_finding names it)
+PASS_THROUGH = {"code", "forbidden_code", "use", "p[1]", "x->code", "c->code", "e.code", "d->code",
+                "f->code"}
 
 def strip_comments(s):
     s = re.sub(r"/\*.*?\*/", " ", s, flags=re.S)

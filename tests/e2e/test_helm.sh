@@ -210,11 +210,17 @@ if "$HELM" dependency build "$P" >"$T/err" 2>&1 && "$HELM" template t "$P" -n ml
     if $VALIDATE "$T/render-parent.yaml" >"$T/val" 2>&1; then ok "helm parent chart: objects valid against the API schemas"
     else notok "helm parent chart: API schemas" "$(grep '^error' "$T/val" | head -3 | tr '\n' '|')"; fi
     P2=$T/render-parent.yaml
-    expect_eq "helm parent chart: preflight initContainer with the pod count and GPUs" \
+    expect_eq "helm parent chart: preflight initContainer with the pod count and GPUs, then the watch" \
         "$(q "$P2" '[(c["name"], [e["value"] for e in c["env"] if e["name"] == "PREFLIGHT_WORLD_SIZE"], c["resources"]["limits"]) for c in get("StatefulSet")["spec"]["template"]["spec"]["initContainers"]]')" \
-        '[["preflight", ["4"], {"nvidia.com/gpu": 8}]]'
-    expect_eq "helm parent chart: the pod automounts no token; the preflight initContainer alone mounts it, not the trainer" \
-        "$(python3 "$K/tokenmounts.py" "$P2" "$SA_DIR")" "StatefulSet: automount=False mounts=preflight(ro) files=ca.crt,namespace,token exp=[3600]"
+        '[["preflight", ["4"], {"nvidia.com/gpu": 8}], ["preflight-watch", [], {"cpu": "200m", "memory": "64Mi"}]]'
+    expect_eq "helm parent chart: the watch is a native sidecar on the shared folder" \
+        "$(q "$P2" '[(c["restartPolicy"], c["args"], [m["mountPath"] for m in c["volumeMounts"] if m["name"] == "preflight-verdict"]) for c in get("StatefulSet")["spec"]["template"]["spec"]["initContainers"] if c["name"] == "preflight-watch"]')" \
+        '[["Always", ["watch", "/run/preflight"], ["/run/preflight"]]]'
+    expect_eq "helm parent chart: the trainer logs NCCL INIT,NET at INFO into the shared folder, one file a process" \
+        "$(q "$P2" '[get("StatefulSet")["spec"]["template"]["spec"]["containers"][0]["env"], get("StatefulSet")["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]]')" \
+        '[[{"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_DEBUG_SUBSYS", "value": "INIT,NET"}, {"name": "NCCL_DEBUG_FILE", "value": "/run/preflight/nccl.%h.%p"}], [{"name": "preflight-verdict", "mountPath": "/run/preflight", "readOnly": false}]]'
+    expect_eq "helm parent chart: the pod automounts no token; preflight and its watch alone mount it, not the trainer" \
+        "$(python3 "$K/tokenmounts.py" "$P2" "$SA_DIR")" "StatefulSet: automount=False mounts=preflight(ro),preflight-watch(ro) files=ca.crt,namespace,token exp=[3600]"
     expect_eq "helm parent chart: pods carry the Service's selector label" \
         "$(q "$P2" 'all(get("StatefulSet")["spec"]["template"]["metadata"]["labels"].get(k) == v for k, v in get("Service")["spec"]["selector"].items())')" "True"
 else

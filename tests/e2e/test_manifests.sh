@@ -149,8 +149,12 @@ for f in "$M"/*.yaml; do
         "$(lq "$f" 'sorted(set(json.dumps([sorted(i["path"] for v in t["spec"]["volumes"] if v["name"] == "podinfo" for i in v["downwardAPI"]["items"]), env(pf(t))["POD_NAME"], env(pf(t))["NODE_NAME"]]) for t in tpls))')" \
         '["[[\"annotations\", \"labels\"], {\"fieldRef\": {\"fieldPath\": \"metadata.name\"}}, {\"fieldRef\": {\"fieldPath\": \"spec.nodeName\"}}]"]'
     expect_eq "$n: preflight runs first (after preflight-install in the training-image mode)" \
-        "$(lq "$f" 'all([c["name"] for c in inits(t)] in (["preflight"], ["preflight-install", "preflight"]) for t in tpls)')" "True"
+        "$(lq "$f" 'all([c["name"] for c in inits(t) if c["name"] != "preflight-watch"] in (["preflight"], ["preflight-install", "preflight"]) and [c["name"] for c in inits(t)][-1] in ("preflight", "preflight-watch") for t in tpls)')" "True"
 done
+W=$M/indexed-job-watch.yaml
+expect_eq "indexed-job-watch: the watch is a native sidecar after the gate, on the folder the trainer's NCCL writes" \
+    "$(lq "$W" '[[(c["name"], c.get("restartPolicy"), c["args"]) for c in inits(tpls[0])], env(trainer(tpls[0]))["NCCL_DEBUG_FILE"], [m.get("readOnly", False) for m in trainer(tpls[0])["volumeMounts"] if m["mountPath"] == "/run/preflight"], tpls[0]["spec"]["shareProcessNamespace"]]')" \
+    '[[["preflight", null, ["run"]], ["preflight-watch", "Always", ["watch", "/run/preflight"]]], "/run/preflight/nccl.%h.%p", [false], true]'
 J=$M/jobset.yaml
 expect_eq "jobset: DNS of not-ready pods, Indexed Jobs, world size = Jobs x pods" \
     "$(lq "$J" 'kind("JobSet")["spec"]["network"]["publishNotReadyAddresses"] and all(r["template"]["spec"]["completionMode"] == "Indexed" for r in kind("JobSet")["spec"]["replicatedJobs"]) and int(env(pf(tpls[0]))["PREFLIGHT_WORLD_SIZE"]) == sum(r["replicas"] * r["template"]["spec"]["completions"] for r in kind("JobSet")["spec"]["replicatedJobs"])')" "True"
@@ -199,8 +203,8 @@ for f in "$M"/*.yaml; do
     want=$(grep -cE '^ *serviceAccountName: preflight\b' "$f")
     [ "$want" -gt 0 ] || continue
     got=$(python3 "$PREFLIGHT_SRC/tests/k8s/tokenmounts.py" "$f" "$SA_DIR" sa | grep -F '(preflight):' |
-        grep -cE ': automount=False mounts=preflight\(ro\) files=ca.crt,namespace,token exp=\[3600\]$')
-    expect_eq "$n: its $want pod template(s) with the ServiceAccount preflight automount no token; preflight's container alone mounts it (read-only, expiring, at $SA_DIR)" "$got" "$want"
+        grep -cE ': automount=False mounts=preflight\(ro\)(,preflight-watch\(ro\))? files=ca.crt,namespace,token exp=\[3600\]$')
+    expect_eq "$n: its $want pod template(s) with the ServiceAccount preflight automount no token; preflight's containers alone (the gate, its watch) mount it (read-only, expiring, at $SA_DIR)" "$got" "$want"
 done
 expect_eq "rbac: the ServiceAccount automounts no token" \
     "$(q "$M/rbac.yaml" 'get("ServiceAccount").get("automountServiceAccountToken")')" "False"

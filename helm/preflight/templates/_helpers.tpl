@@ -321,3 +321,68 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+preflight.watchContainer: `preflight watch` as a native sidecar of your training pod (an
+initContainer with restartPolicy: Always, Kubernetes 1.29+; list it after preflight's own
+initContainer, so that it starts once the gate passed and ends after the trainer). It follows
+the NCCL log files the trainer writes into /run/preflight (the volume preflight-verdict, where
+the gate wrote verdict.yaml) and compares them with the gate's verdict: docs/kubernetes.md,
+"Watching the trainer's NCCL". Empty unless watch.enabled. Argument: (dict "ctx" $).
+  initContainers:
+    {{- include "preflight.initContainer" (dict "ctx" $ "worldSize" 8) | nindent 8 }}
+    {{- include "preflight.watchContainer" (dict "ctx" $) | nindent 8 }}
+Give the trainer the environment of preflight.watchTrainerEnv and mount preflight-verdict at
+/run/preflight writable. With config.watch.onMismatch: stop, set shareProcessNamespace: true
+on the pod (the watch signals the trainer's processes).
+*/}}
+{{- define "preflight.watchContainer" -}}
+{{- $ctx := .ctx -}}
+{{- $v := include "preflight.v" $ctx | fromYaml -}}
+{{- if (default dict $v.watch).enabled -}}
+- name: preflight-watch
+  image: {{ include "preflight.image" $ctx }}
+  imagePullPolicy: {{ $v.image.pullPolicy }}
+  restartPolicy: Always
+  args: [watch, /run/preflight]
+  terminationMessagePolicy: FallbackToLogsOnError
+  env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    - name: POD_NAMESPACE
+      valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+    - name: NODE_NAME
+      valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
+    - name: PREFLIGHT_CONFIG
+      value: /etc/preflight/config.yaml
+  securityContext:
+    {{- include "preflight.restrictedSecurityContext" $ctx | nindent 4 }}
+  {{- with $v.watch.resources }}
+  resources:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  volumeMounts:
+    - {name: preflight-config, mountPath: /etc/preflight, readOnly: true}
+    - {name: preflight-verdict, mountPath: /run/preflight}
+    {{- if include "preflight.usesApi" $ctx }}
+    - {name: preflight-sa, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
+    {{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+preflight.watchTrainerEnv: the trainer's NCCL logging for the watch: INFO level, only the INIT
+and NET subsystems (what the watch reads: version, network, NICs, channels, GPUDirect, init),
+one file a process in /run/preflight (NCCL_DEBUG_FILE's %h host and %p pid, src/debug.cc of
+NVIDIA/nccl). Empty unless watch.enabled. Argument: the root context.
+  env:
+    {{- include "preflight.watchTrainerEnv" . | nindent 4 }}
+*/}}
+{{- define "preflight.watchTrainerEnv" -}}
+{{- $v := include "preflight.v" . | fromYaml -}}
+{{- if (default dict $v.watch).enabled -}}
+- {name: NCCL_DEBUG, value: INFO}
+- {name: NCCL_DEBUG_SUBSYS, value: "INIT,NET"}
+- {name: NCCL_DEBUG_FILE, value: "/run/preflight/nccl.%h.%p"}
+{{- end -}}
+{{- end -}}
