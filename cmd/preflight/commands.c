@@ -54,6 +54,20 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
      "hands it to the training container through an emptyDir.\n",
      "  preflight install /opt/preflight\n"},
+    {"inject", pf_cmd_inject, ONE, NULL, G_INJECT,
+     "preflight inject [-f FILE] [--watch] [--image IMAGE]",
+     "add the preflight gate to a job's YAML (stdin to stdout)",
+     "Reads Kubernetes YAML (FILE, -f FILE or stdin; a List or several documents) and writes it\n"
+     "back with the preflight initContainer, its volumes and variables, the failure policy and,\n"
+     "with --watch, the preflight-watch sidecar added to every pod template of a Job (Indexed),\n"
+     "JobSet, StatefulSet, PyTorchJob, MPIJob, TrainingRuntime, LeaderWorkerSet or Volcano Job.\n"
+     "Only text is inserted: every field and comment stays as written; a second run changes\n"
+     "nothing. What it cannot gate (a Deployment, an unknown kind, no pod template) is refused\n"
+     "with the reason and nothing is written (exit 1). Hints (the headless Service a launcher\n"
+     "does not create, the service account's RBAC) go to stderr.\n",
+     "  kubectl get job trainer -o yaml | preflight inject | kubectl replace --force -f -\n"
+     "  preflight inject -f jobset.yaml --watch > gated.yaml\n"
+     "  preflight inject job.yaml --image registry.example.com/preflight:0.1.0\n"},
     {"version", pf_cmd_version, NONE, NULL, 0, "preflight version",
      "version, build info, which optional libraries load here",
      "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"

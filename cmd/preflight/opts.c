@@ -31,6 +31,8 @@ enum {
     O_TERMINATION_LOG,
     O_PUSHGATEWAY,
     O_RESULTS,
+    O_IMAGE,
+    O_WATCH,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +55,9 @@ static const struct option long_opts[] = {
     {"termination-log", required_argument, NULL, O_TERMINATION_LOG},
     {"pushgateway", required_argument, NULL, O_PUSHGATEWAY},
     {"results", required_argument, NULL, O_RESULTS},
+    {"filename", required_argument, NULL, 'f'},
+    {"image", required_argument, NULL, O_IMAGE},
+    {"watch", no_argument, NULL, O_WATCH},
     {NULL, 0, NULL, 0},
 };
 
@@ -224,6 +229,15 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
     case O_RESULTS:
         o->results = val, set->results = true;
         return -1;
+    case 'f':
+        o->inject_file = val;
+        return -1;
+    case O_IMAGE:
+        o->image = val;
+        return -1;
+    case O_WATCH:
+        o->watch = true;
+        return -1;
     case O_CONFIG:
         o->config_path = val, set->config = true;
         return -1;
@@ -370,6 +384,12 @@ static int check_command(struct pf_cli *cli, const struct pf_options *o)
     if (o->env_file && strcmp(cmd, "env") != 0)
         return pf_cli_usage_error(cmd, "--env-file is an option of 'preflight env', not of '%s'",
                                   cmd);
+    if ((o->inject_file || o->image || o->watch) && strcmp(cmd, "inject") != 0)
+        return pf_cli_usage_error(cmd, "%s is an option of 'preflight inject', not of '%s'",
+                                  o->inject_file ? "-f"
+                                  : o->image     ? "--image"
+                                                 : "--watch",
+                                  cmd);
     if (cli->list && strcmp(cmd, "explain") != 0)
         return pf_cli_usage_error(cmd, "--list is an option of 'preflight explain', not of '%s'",
                                   cmd);
@@ -395,7 +415,7 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":hv", long_opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hvf:", long_opts, NULL)) != -1) {
         if (c == '?' || c == ':') return bad_option(cmd0, c, argv[optind - 1]);
         int r = take(o, cli, &set, c, optarg, &help, &version);
         if (r >= 0) return r;
