@@ -9,7 +9,8 @@
 int pf_cmd_inject(const struct pf_options *o, const struct pf_cli *cli)
 {
     if (o->inject_file && cli->arg)
-        return pf_cli_usage_error("inject", "inject: give the YAML once (FILE or -f FILE, not both)");
+        return pf_cli_usage_error("inject",
+                                  "inject: give the YAML once (FILE or -f FILE, not both)");
     const char *path = o->inject_file ? o->inject_file : cli->arg ? cli->arg : "-";
     bool in_stdin = strcmp(path, "-") == 0;
     struct pf_buf in;
@@ -34,9 +35,13 @@ int pf_cmd_inject(const struct pf_options *o, const struct pf_cli *cli)
         fprintf(o->err, "preflight: inject: cannot write to stdout\n");
         code = PF_EXIT_FAIL;
     }
-    for (size_t i = 0; i < res.notes.n; i++) fprintf(o->err, "preflight: note: %s\n", res.notes.v[i]);
-    fprintf(o->err, "preflight: inject: %d pod template%s gated, %d already gated, %d object%s passed through\n",
-            res.gated, res.gated == 1 ? "" : "s", res.already, res.passed, res.passed == 1 ? "" : "s");
+    for (size_t i = 0; i < res.notes.n; i++)
+        fprintf(o->err, "preflight: note: %s\n", res.notes.v[i]);
+    fprintf(o->err,
+            "preflight: inject: %d pod template%s gated, %d already gated, %d object%s passed "
+            "through\n",
+            res.gated, res.gated == 1 ? "" : "s", res.already, res.passed,
+            res.passed == 1 ? "" : "s");
     free(out);
     pf_inject_result_free(&res);
     return code;

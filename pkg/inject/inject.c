@@ -71,7 +71,8 @@ static struct cn *cn_seq(struct cn *parent, const char *key, bool compact)
 static void cn_free(struct cn *c)
 {
     if (!c) return;
-    for (size_t i = 0; i < c->n; i++) cn_free(c->kids[i]);
+    for (size_t i = 0; i < c->n; i++)
+        cn_free(c->kids[i]);
     free(c->kids);
     free(c->s);
     free(c->okey);
@@ -82,8 +83,8 @@ static void cn_free(struct cn *c)
  * double quotes. */
 static bool plain_ok(const char *s)
 {
-    static const char *const words[] = {"y",   "n",    "yes",   "no",  "on", "off",
-                                        "true", "false", "null", "~"};
+    static const char *const words[] = {"y",   "n",    "yes",   "no",   "on",
+                                        "off", "true", "false", "null", "~"};
     if (!*s || !(isalpha((unsigned char)*s) || *s == '/' || *s == '_')) return false;
     for (size_t i = 0; i < PF_ARRAY_LEN(words); i++)
         if (strcasecmp(s, words[i]) == 0) return false;
@@ -131,7 +132,8 @@ static void put_flow(struct pf_buf *b, const struct cn *c)
 
 static void put_indent(struct pf_buf *b, int n)
 {
-    for (int i = 0; i < n; i++) pf_buf_add(b, " ", 1);
+    for (int i = 0; i < n; i++)
+        pf_buf_add(b, " ", 1);
 }
 
 static void put_block(struct pf_buf *b, const struct cn *c, int indent, bool first_inline);
@@ -222,15 +224,14 @@ static void note(struct plan *P, const char *fmt, ...)
 }
 
 /* The offset where a new line after the one holding off begins (a trailing comment stays on
- * its line); *nl set when the input ends without a line break there. */
-static size_t line_after(const struct plan *P, size_t off, bool *nl)
+ * its line); the end of the input when it ends without a line break there (pf_inject then
+ * writes one before the first insertion). */
+static size_t line_after(const struct plan *P, size_t off)
 {
     const char *in = P->t->in;
-    *nl = false;
     if (off > 0 && (in[off - 1] == '\n' || in[off - 1] == '\r')) return off;
     for (size_t i = off; i < P->t->len; i++)
         if (in[i] == '\n') return i + 1;
-    *nl = true;
     return P->t->len;
 }
 
@@ -253,9 +254,11 @@ static void map_add(struct plan *P, const struct pf_ynode *map, const char *key,
         edit_add(P, map->close, 0, pf_buf_detach(&b));
         return;
     }
-    bool nl;
-    size_t at = line_after(P, map->end, &nl);
-    if (nl) pf_buf_add(&b, "\n", 1);
+    /* before the first key when it begins its line: nothing the user wrote after the mapping
+     * (a block scalar's last line, a comment, the end of the input) is touched; else (a
+     * mapping after "- ") after its last line */
+    size_t ls = map->n ? pf_ytree_line_start(P->t, map->kids[0]->start) : 0;
+    size_t at = map->n && only_spaces(P, ls, map->kids[0]->start) ? ls : line_after(P, map->end);
     put_entry(&b, val, map->col, false);
     edit_add(P, at, 2 * map->col, pf_buf_detach(&b));
 }
@@ -282,9 +285,7 @@ static void seq_add(struct plan *P, const struct pf_ynode *seq, const struct cn 
         edit_add(P, ls, 2 * seq->col + 1, pf_buf_detach(&b));
         return;
     }
-    bool nl;
-    size_t at = line_after(P, seq->end, &nl);
-    if (nl) pf_buf_add(&b, "\n", 1);
+    size_t at = line_after(P, seq->end);
     put_block(&b, &wrap, seq->col, false);
     edit_add(P, at, 2 * seq->col + 1, pf_buf_detach(&b));
 }
@@ -515,8 +516,8 @@ static struct cn *volume(const char *name)
         struct cn *it = cn_map(cn_seq(cm, "items", true), NULL, true);
         cn_str(it, "key", "ca.crt");
         cn_str(it, "path", "ca.crt");
-        struct cn *da = cn_seq(cn_map(cn_map(src, NULL, false), "downwardAPI", false), "items",
-                               true);
+        struct cn *da =
+            cn_seq(cn_map(cn_map(src, NULL, false), "downwardAPI", false), "items", true);
         struct cn *ns = cn_map(da, NULL, true);
         cn_str(ns, "path", "namespace");
         cn_str(cn_map(ns, "fieldRef", true), "fieldPath", "metadata.namespace");
@@ -560,8 +561,7 @@ static void add_env_if_absent(struct plan *P, const struct pf_ynode *c, const ch
 static void watch_trainer(struct plan *P, const struct pf_ynode *trainer)
 {
     if (want(P, pf_ynode_get(trainer, "env"), PF_Y_SEQ, "the trainer's env") < 0 ||
-        want(P, pf_ynode_get(trainer, "volumeMounts"), PF_Y_SEQ, "the trainer's volumeMounts") <
-            0)
+        want(P, pf_ynode_get(trainer, "volumeMounts"), PF_Y_SEQ, "the trainer's volumeMounts") < 0)
         return;
     struct cn *pending = NULL;
     add_env_if_absent(P, trainer, "NCCL_DEBUG", "INFO", &pending);
@@ -664,8 +664,8 @@ static void job_policy(struct plan *P, const struct pf_ynode *jobspec, const cha
         const struct pf_ynode *rules = pf_ynode_get(pfp, "rules");
         bool ours = false;
         for (size_t i = 0; rules && rules->kind == PF_Y_SEQ && i < rules->n; i++) {
-            const char *cn = pf_ynode_str(pf_ynode_get(rules->kids[i], "onExitCodes"),
-                                          "containerName");
+            const char *cn =
+                pf_ynode_str(pf_ynode_get(rules->kids[i], "onExitCodes"), "containerName");
             if (cn && strcmp(cn, "preflight") == 0) ours = true;
         }
         if (!ours)
@@ -730,9 +730,10 @@ static int do_job(struct plan *P, const struct pf_ynode *obj, const char *name)
     if (want(P, spec, PF_Y_MAP, "spec") < 0) return -1;
     const char *mode = pf_ynode_str(spec, "completionMode");
     if (!mode || strcmp(mode, "Indexed") != 0)
-        return refuse(P, "completionMode is %s, not Indexed: its pods have no rank "
-                         "(JOB_COMPLETION_INDEX) and no stable hostname; set completionMode: "
-                         "Indexed",
+        return refuse(P,
+                      "completionMode is %s, not Indexed: its pods have no rank "
+                      "(JOB_COMPLETION_INDEX) and no stable hostname; set completionMode: "
+                      "Indexed",
                       mode ? mode : "NonIndexed (the default)");
     const struct pf_ynode *tspec = pf_ynode_get(pf_ynode_get(spec, "template"), "spec");
     if (!pf_ynode_get(tspec, "subdomain") && tspec && tspec->kind == PF_Y_MAP) {
@@ -770,8 +771,8 @@ static int jobset_jobs(struct plan *P, const struct pf_ynode *jsspec, const char
     for (size_t i = 0; i < rjs->n; i++) {
         const char *rname = pf_ynode_str(rjs->kids[i], "name");
         if (only && (!rname || strcmp(rname, only) != 0)) {
-            note(P, "%s.replicatedJobs[%zu] (%s): not the trainer's Job %s, left as it is", path,
-                 i, rname ? rname : "?", only);
+            note(P, "%s.replicatedJobs[%zu] (%s): not the trainer's Job %s, left as it is", path, i,
+                 rname ? rname : "?", only);
             continue;
         }
         const struct pf_ynode *js = pf_ynode_get(rjs->kids[i], "template");
@@ -888,8 +889,9 @@ static int do_statefulset(struct plan *P, const struct pf_ynode *obj, const char
     const char *svc = pf_ynode_str(spec, "serviceName");
     const char *pmp = pf_ynode_str(spec, "podManagementPolicy");
     if (!pmp || strcmp(pmp, "Parallel") != 0)
-        note(P, "spec.podManagementPolicy is %s: pod N+1 starts only once pod N is Ready, which "
-                "a pod waiting in its init phase for the others never is: set Parallel",
+        note(P,
+             "spec.podManagementPolicy is %s: pod N+1 starts only once pod N is Ready, which "
+             "a pod waiting in its init phase for the others never is: set Parallel",
              pmp ? pmp : "OrderedReady (the default)");
     note(P,
          "the pods meet through the headless Service %s (spec.serviceName): it must have "
@@ -996,20 +998,39 @@ static const struct launcher launchers[] = {
 
 /* Kinds passed through untouched: they run no pod. */
 static const char *const passive[] = {
-    "Service",          "ConfigMap",         "Secret",
-    "ServiceAccount",   "Role",              "RoleBinding",
-    "ClusterRole",      "ClusterRoleBinding", "Namespace",
-    "PersistentVolumeClaim", "PersistentVolume", "NetworkPolicy",
-    "PodDisruptionBudget", "PriorityClass",  "NetworkAttachmentDefinition",
-    "ResourceClaim",    "ResourceClaimTemplate", "PodGroup",
-    "Queue",            "LimitRange",        "ResourceQuota",
-    "CustomResourceDefinition", "StorageClass", "Endpoints",
-    "EndpointSlice",    "Ingress",           "HorizontalPodAutoscaler",
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "ServiceAccount",
+    "Role",
+    "RoleBinding",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Namespace",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "NetworkPolicy",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "NetworkAttachmentDefinition",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "PodGroup",
+    "Queue",
+    "LimitRange",
+    "ResourceQuota",
+    "CustomResourceDefinition",
+    "StorageClass",
+    "Endpoints",
+    "EndpointSlice",
+    "Ingress",
+    "HorizontalPodAutoscaler",
 };
 
 static int object(struct plan *P, const struct pf_ynode *obj, const char *doc_label)
 {
-    if (!obj) return 0; /* an empty document */
+    if (!obj || (obj->kind == PF_Y_SCALAR && obj->plain && obj->vlen == 0))
+        return 0; /* an empty document: "---" and nothing, or only comments */
     if (obj->kind != PF_Y_MAP) {
         snprintf(P->where, sizeof(P->where), "%s: %s", P->o->name, doc_label);
         return refuse(P, "not a Kubernetes object (a mapping with apiVersion and kind)");
@@ -1020,7 +1041,8 @@ static int object(struct plan *P, const struct pf_ynode *obj, const char *doc_la
     snprintf(P->where, sizeof(P->where), "%s: %s (%s %s)", P->o->name, doc_label,
              kind ? kind : "no kind", name ? name : "without a name");
     if (!kind || !api) return refuse(P, "no %s", !kind ? "kind" : "apiVersion");
-    if (strcmp(kind, "List") == 0 || (strlen(kind) > 4 && !strcmp(kind + strlen(kind) - 4, "List"))) {
+    if (strcmp(kind, "List") == 0 ||
+        (strlen(kind) > 4 && !strcmp(kind + strlen(kind) - 4, "List"))) {
         const struct pf_ynode *items = pf_ynode_get(obj, "items");
         if (want(P, items, PF_Y_SEQ, "items") < 0) return -1;
         for (size_t i = 0; items && i < items->n; i++) {
@@ -1046,12 +1068,13 @@ static int object(struct plan *P, const struct pf_ynode *obj, const char *doc_la
             P->res->passed++;
             return 0;
         }
-    return refuse(P,
-                  "unknown kind %s of %s: preflight inject gates batch/v1 Job, JobSet, StatefulSet, "
-                  "PyTorchJob, MPIJob, TrainingRuntime, ClusterTrainingRuntime, LeaderWorkerSet "
-                  "and Volcano Job (batch.volcano.sh), and passes Services, ConfigMaps, Secrets and "
-                  "RBAC through",
-                  kind, api);
+    return refuse(
+        P,
+        "unknown kind %s of %s: preflight inject gates batch/v1 Job, JobSet, StatefulSet, "
+        "PyTorchJob, MPIJob, TrainingRuntime, ClusterTrainingRuntime, LeaderWorkerSet "
+        "and Volcano Job (batch.volcano.sh), and passes Services, ConfigMaps, Secrets and "
+        "RBAC through",
+        kind, api);
 }
 
 static int edit_cmp(const void *a, const void *b)
@@ -1064,7 +1087,8 @@ static int edit_cmp(const void *a, const void *b)
 
 static void plan_free(struct plan *P)
 {
-    for (size_t i = 0; i < P->n; i++) free(P->e[i].text);
+    for (size_t i = 0; i < P->n; i++)
+        free(P->e[i].text);
     free(P->e);
     P->e = NULL;
     P->n = P->cap = 0;
@@ -1105,6 +1129,8 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
         size_t at = 0;
         for (size_t i = 0; i < P.n; i++) {
             pf_buf_add(&b, in + at, P.e[i].at - at);
+            if (P.e[i].at == len && len && in[len - 1] != '\n' && (i == 0 || P.e[i - 1].at != len))
+                pf_buf_add(&b, "\n", 1); /* the last line had no line break */
             pf_buf_add(&b, P.e[i].text, strlen(P.e[i].text));
             at = P.e[i].at;
         }
@@ -1119,7 +1145,7 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
     }
     pf_ytree_free(t);
     plan_free(&P);
-    if (r == 0 && res->gated && !getenv("PF_NOVERIFY")) {
+    if (r == 0 && res->gated) {
         /* the result must read back as YAML and need no edit: else the input had a shape the
          * edits do not fit (refused rather than written wrong) */
         struct pf_inject_result again = {0};
@@ -1129,7 +1155,8 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
             msg = pf_xasprintf("%s", pf_err_msg());
         else if (Q.n) {
             size_t line = 1;
-            for (size_t i = 0; i < Q.e[0].at; i++) line += (*out)[i] == '\n';
+            for (size_t i = 0; i < Q.e[0].at; i++)
+                line += (*out)[i] == '\n';
             const char *txt = Q.e[0].text + strspn(Q.e[0].text, " \n");
             msg = pf_xasprintf("a second pass would add %zu more, the first at line %zu: %.*s", Q.n,
                                line, (int)strcspn(txt, "\n"), txt);

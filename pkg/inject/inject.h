@@ -33,10 +33,10 @@ struct pf_inject_opts {
 /* What one run did: counts and one line per note (a hint the user must act on, such as the
  * headless Service a launcher does not create, or what was found already there). */
 struct pf_inject_result {
-    int documents;      /* YAML documents read (the items of a List count one each) */
-    int gated;          /* pod templates that got the gate now */
-    int already;        /* pod templates that had it */
-    int passed;         /* objects passed through untouched (Service, ConfigMap, ...) */
+    int documents; /* YAML documents read (the items of a List count one each) */
+    int gated;     /* pod templates that got the gate now */
+    int already;   /* pod templates that had it */
+    int passed;    /* objects passed through untouched (Service, ConfigMap, ...) */
     struct pf_strlist notes;
 };
 
