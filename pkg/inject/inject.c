@@ -96,9 +96,9 @@ static bool plain_ok(const char *s)
     }
     return true;
 }
-static void put_scalar(struct pf_buf *b, const struct cn *c)
+static void put_scalar(struct pf_buf *b, const struct cn *c, bool json)
 {
-    if (c->kind == CN_RAW || plain_ok(c->s)) {
+    if (c->kind == CN_RAW || (!json && plain_ok(c->s))) {
         pf_buf_add(b, c->s, strlen(c->s));
         return;
     }
@@ -107,25 +107,30 @@ static void put_scalar(struct pf_buf *b, const struct cn *c)
         if (*p == '"' || *p == '\\')
             pf_buf_addf(b, "\\%c", *p);
         else if (*p < 0x20 || *p == 0x7f)
-            pf_buf_addf(b, "\\x%02x", *p);
+            pf_buf_addf(b, "\\u%04x", *p); /* YAML and JSON both */
         else
             pf_buf_add(b, p, 1);
     }
     pf_buf_add(b, "\"", 1);
 }
 
-static void put_flow(struct pf_buf *b, const struct cn *c)
+/* Flow style; json: every string and key in double quotes, so that JSON input (kubectl get
+ * -o json) stays JSON. */
+static void put_flow(struct pf_buf *b, const struct cn *c, bool json)
 {
     if (c->kind == CN_STR || c->kind == CN_RAW) {
-        put_scalar(b, c);
+        put_scalar(b, c, json);
         return;
     }
     bool map = c->kind == CN_MAP;
     pf_buf_add(b, map ? "{" : "[", 1);
     for (size_t i = 0; i < c->n; i++) {
         if (i) pf_buf_add(b, ", ", 2);
-        if (map) pf_buf_addf(b, "%s: ", c->kids[i]->key);
-        put_flow(b, c->kids[i]);
+        if (map && json && c->kids[i]->key[0] != '"')
+            pf_buf_addf(b, "\"%s\": ", c->kids[i]->key);
+        else if (map)
+            pf_buf_addf(b, "%s: ", c->kids[i]->key);
+        put_flow(b, c->kids[i], json);
     }
     pf_buf_add(b, map ? "}" : "]", 1);
 }
@@ -147,7 +152,7 @@ static void put_entry(struct pf_buf *b, const struct cn *kid, int indent, bool f
     bool coll = kid->kind == CN_MAP || kid->kind == CN_SEQ;
     if (!coll || kid->compact || kid->n == 0) {
         if (kid->key) pf_buf_add(b, " ", 1);
-        put_flow(b, kid);
+        put_flow(b, kid, false);
         pf_buf_add(b, "\n", 1);
         return;
     }
@@ -171,7 +176,7 @@ static void put_block(struct pf_buf *b, const struct cn *c, int indent, bool fir
         if (kid->kind == CN_MAP && !kid->compact && kid->n)
             put_block(b, kid, indent + 2, true);
         else {
-            put_flow(b, kid);
+            put_flow(b, kid, false);
             pf_buf_add(b, "\n", 1);
         }
     }
@@ -192,7 +197,8 @@ struct plan {
     struct edit *e;
     size_t n, cap;
     struct pf_inject_result *res;
-    char where[PF_BUF_LINE]; /* "FILE: document N (Kind name)" */
+    char where[PF_BUF_LINE];    /* "FILE: document N (Kind name)" */
+    struct pf_strlist runtimes; /* the TrainingRuntimes of the input, by name */
     int rc;
 };
 
@@ -249,8 +255,8 @@ static void map_add(struct plan *P, const struct pf_ynode *map, const char *key,
     val->key = key;
     if (map->flow) {
         if (map->n) pf_buf_add(&b, ", ", 2);
-        pf_buf_addf(&b, "%s: ", key);
-        put_flow(&b, val);
+        pf_buf_addf(&b, "\"%s\": ", key);
+        put_flow(&b, val, true);
         edit_add(P, map->close, 0, pf_buf_detach(&b));
         return;
     }
@@ -273,7 +279,7 @@ static void seq_add(struct plan *P, const struct pf_ynode *seq, const struct cn 
         if (!first && seq->n) pf_buf_add(&b, ", ", 2);
         for (size_t i = 0; i < list->n; i++) {
             if (i) pf_buf_add(&b, ", ", 2);
-            put_flow(&b, list->kids[i]);
+            put_flow(&b, list->kids[i], true);
         }
         if (first && seq->n) pf_buf_add(&b, ", ", 2);
         edit_add(P, first ? seq->start + 1 : seq->close, 0, pf_buf_detach(&b));
@@ -1059,6 +1065,15 @@ static int object(struct plan *P, const struct pf_ynode *obj, const char *doc_la
     for (size_t i = 0; i < PF_ARRAY_LEN(launchers); i++) {
         const struct launcher *l = &launchers[i];
         if (strcmp(l->kind, kind) != 0 || strcmp(l->group, group) != 0) continue;
+        if (!l->fn && strcmp(kind, "TrainJob") == 0) {
+            const char *rt =
+                pf_ynode_str(pf_ynode_get(pf_ynode_get(obj, "spec"), "runtimeRef"), "name");
+            if (rt && pf_strlist_has(&P->runtimes, rt)) {
+                note(P, "runs on the runtime %s of this input, gated there", rt);
+                P->res->passed++;
+                return 0;
+            }
+        }
         if (!l->fn) return refuse(P, "%s", l->why);
         if (!name) return refuse(P, "metadata.name: none (a generateName cannot name peers)");
         return l->fn(P, obj, name);
@@ -1087,6 +1102,7 @@ static int edit_cmp(const void *a, const void *b)
 
 static void plan_free(struct plan *P)
 {
+    pf_strlist_free(&P->runtimes);
     for (size_t i = 0; i < P->n; i++)
         free(P->e[i].text);
     free(P->e);
@@ -1099,6 +1115,16 @@ static int plan_run(struct plan *P, struct pf_ytree *t, const char *in, size_t l
 {
     if (pf_ytree_parse(t, in, len, P->o->name) < 0) return -1;
     P->t = t;
+    for (int d = 0; d < t->ndocs; d++) { /* the runtimes a TrainJob may name */
+        const struct pf_ynode *o = t->docs[d], *items = pf_ynode_get(o, "items");
+        size_t n = items && items->kind == PF_Y_SEQ ? items->n : 1;
+        for (size_t i = 0; i < n; i++) {
+            const struct pf_ynode *x = items && items->kind == PF_Y_SEQ ? items->kids[i] : o;
+            const char *kind = pf_ynode_str(x, "kind");
+            const char *name = pf_ynode_str(pf_ynode_get(x, "metadata"), "name");
+            if (kind && name && strstr(kind, "TrainingRuntime")) pf_strlist_add(&P->runtimes, name);
+        }
+    }
     for (int d = 0; d < t->ndocs && P->rc == 0; d++) {
         char label[64];
         snprintf(label, sizeof(label), "document %d", d + 1);
