@@ -1149,7 +1149,7 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
     struct pf_ytree *t = pf_xcalloc(1, sizeof(*t));
     int r = plan_run(&P, t, in, len);
     if (r == 0) {
-        qsort(P.e, P.n, sizeof(*P.e), edit_cmp);
+        if (P.n) qsort(P.e, P.n, sizeof(*P.e), edit_cmp);
         struct pf_buf b;
         pf_buf_init(&b, 2 * (size_t)PF_INJECT_MAX);
         size_t at = 0;

@@ -82,6 +82,32 @@ static void node_push(struct pf_ynode *parent, struct pf_ynode *kid)
     parent->kids[parent->n++] = kid;
 }
 
+/* The second of two equal scalar keys of a mapping, or NULL (mappings of up to 1024 keys:
+ * every Kubernetes object's; a larger one, such as a ConfigMap's data, is not looked at). */
+static const struct pf_ynode *dup_key(const struct pf_ynode *map)
+{
+    if (map->n > 2048) return NULL;
+    for (size_t i = 2; i < map->n; i += 2)
+        for (size_t j = 0; j < i; j += 2)
+            if (map->kids[i]->kind == PF_Y_SCALAR && map->kids[j]->kind == PF_Y_SCALAR &&
+                strcmp(map->kids[i]->val, map->kids[j]->val) == 0)
+                return map->kids[i];
+    return NULL;
+}
+
+static size_t line_of(const struct pf_ytree *t, size_t off)
+{
+    size_t lo = 0, hi = t->nlines;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (t->lines[mid] <= off)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo + 1;
+}
+
 /* A nesting deeper than this is refused (a pod spec is about 12 deep). */
 #define DEPTH_MAX 200
 
@@ -171,6 +197,14 @@ int pf_ytree_parse(struct pf_ytree *t, const char *in, size_t len, const char *n
                 c->end = (size_t)en;
             } else {
                 c->end = c->n ? c->kids[c->n - 1]->end : c->start;
+            }
+            const struct pf_ynode *dup = c->kind == PF_Y_MAP ? dup_key(c) : NULL;
+            if (dup) {
+                r = pf_err_set(PF_EINVAL,
+                               "%s: line %zu: the key %s appears twice in one mapping (the API "
+                               "server refuses it; a missing --- between two documents?)",
+                               name, line_of(t, dup->start), dup->val);
+                done = true;
             }
             break;
         }
