@@ -1150,14 +1150,17 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
     int r = plan_run(&P, t, in, len);
     if (r == 0) {
         if (P.n) qsort(P.e, P.n, sizeof(*P.e), edit_cmp);
+        const char *nl = memchr(in, '\n', len);
+        bool crlf = nl && nl > in && nl[-1] == '\r';
         struct pf_buf b;
         pf_buf_init(&b, 2 * (size_t)PF_INJECT_MAX);
         size_t at = 0;
         for (size_t i = 0; i < P.n; i++) {
             pf_buf_add(&b, in + at, P.e[i].at - at);
             if (P.e[i].at == len && len && in[len - 1] != '\n' && (i == 0 || P.e[i - 1].at != len))
-                pf_buf_add(&b, "\n", 1); /* the last line had no line break */
-            pf_buf_add(&b, P.e[i].text, strlen(P.e[i].text));
+                pf_buf_add(&b, crlf ? "\r\n" : "\n", crlf ? 2 : 1); /* the last line had none */
+            for (const char *c = P.e[i].text; *c; c++)              /* the input's line breaks */
+                pf_buf_add(&b, *c == '\n' && crlf ? "\r\n" : c, *c == '\n' && crlf ? 2 : 1);
             at = P.e[i].at;
         }
         pf_buf_add(&b, in + at, len - at);
