@@ -186,6 +186,7 @@ static void put_block(struct pf_buf *b, const struct cn *c, int indent, bool fir
 
 struct edit {
     size_t at;
+    size_t del_end; /* a deletion of [at, del_end) when above at */
     int rank; /* at one offset: the deeper collection's text first (it ends before the outer) */
     int seq;
     char *text;
@@ -208,8 +209,15 @@ static void edit_add(struct plan *P, size_t at, int rank, char *text)
         P->cap = P->cap ? P->cap * 2 : 16;
         P->e = pf_xrealloc(P->e, P->cap * sizeof(*P->e));
     }
-    P->e[P->n] = (struct edit){at, rank, (int)P->n, text};
+    P->e[P->n] = (struct edit){at, 0, rank, (int)P->n, text};
     P->n++;
+}
+
+/* Deletes [from, to): after any insertion at from. */
+static void edit_del(struct plan *P, size_t from, size_t to)
+{
+    edit_add(P, from, -1000, pf_xstrdup(""));
+    P->e[P->n - 1].del_end = to;
 }
 
 static int refuse(struct plan *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -964,6 +972,67 @@ static int do_volcano(struct plan *P, const struct pf_ynode *obj, const char *na
     return P->rc;
 }
 
+/* Deletes key and its value from a mapping: the whole lines in block style (when the key
+ * begins its line), the entry and a comma in flow style. 0, or -1 when it cannot. */
+static int map_del(struct plan *P, const struct pf_ynode *map, const char *key)
+{
+    for (size_t i = 0; map && map->kind == PF_Y_MAP && i + 1 < map->n; i += 2) {
+        const struct pf_ynode *k = map->kids[i], *v = map->kids[i + 1];
+        if (k->kind != PF_Y_SCALAR || strcmp(k->val, key) != 0) continue;
+        if (map->flow) {
+            if (i + 2 < map->n)
+                edit_del(P, k->start, map->kids[i + 2]->start);
+            else
+                edit_del(P, i ? map->kids[i - 1]->end : k->start, v->end);
+            P->res->removed++;
+            return 0;
+        }
+        size_t ls = pf_ytree_line_start(P->t, k->start);
+        if (!only_spaces(P, ls, k->start)) return -1;
+        edit_del(P, ls, line_after(P, v->end > k->end ? v->end : k->end));
+        P->res->removed++;
+        return 0;
+    }
+    return 0;
+}
+
+/* An object as the API server returns it (kubectl get -o yaml): what the server wrote, which
+ * a create of the injected object would refuse (resourceVersion, uid) or which would tie it to
+ * the old object (a Job's generated selector and controller-uid labels, kubernetes
+ * pkg/registry/batch/job/strategy.go generateSelector), is removed, so that the object can be
+ * created again. Nothing is removed from an object the user wrote. */
+static void server_fields(struct plan *P, const struct pf_ynode *obj, const char *group,
+                          const char *kind)
+{
+    const struct pf_ynode *md = pf_ynode_get(obj, "metadata");
+    if (!pf_ynode_get(md, "uid") && !pf_ynode_get(md, "resourceVersion")) return;
+    static const char *const meta[] = {"uid",        "resourceVersion", "creationTimestamp",
+                                       "generation", "managedFields",   "selfLink"};
+    int bad = 0;
+    for (size_t i = 0; i < PF_ARRAY_LEN(meta); i++)
+        bad |= map_del(P, md, meta[i]);
+    bad |= map_del(P, obj, "status");
+    if (strcmp(group, "batch") == 0 && strcmp(kind, "Job") == 0) {
+        const struct pf_ynode *spec = pf_ynode_get(obj, "spec");
+        const char *manual = pf_ynode_str(spec, "manualSelector");
+        if (!manual || strcmp(manual, "true") != 0) {
+            bad |= map_del(P, spec, "selector");
+            const struct pf_ynode *labels =
+                pf_ynode_get(pf_ynode_get(pf_ynode_get(spec, "template"), "metadata"), "labels");
+            bad |= map_del(P, labels, "controller-uid");
+            bad |= map_del(P, labels, "batch.kubernetes.io/controller-uid");
+        }
+    }
+    note(P,
+         "read from the API server: its uid, resourceVersion, status%s removed, so that the "
+         "object can be created again (a Job's pod template cannot be updated: kubectl "
+         "delete it first, or kubectl replace --force)%s",
+         strcmp(kind, "Job") == 0 && strcmp(group, "batch") == 0
+             ? " and the Job's generated selector and controller-uid labels"
+             : "",
+         bad ? "; some could not be removed (not in block style), remove them by hand" : "");
+}
+
 /* ---- the kinds */
 
 struct launcher {
@@ -1076,7 +1145,10 @@ static int object(struct plan *P, const struct pf_ynode *obj, const char *doc_la
         }
         if (!l->fn) return refuse(P, "%s", l->why);
         if (!name) return refuse(P, "metadata.name: none (a generateName cannot name peers)");
-        return l->fn(P, obj, name);
+        size_t before = P->n;
+        int r = l->fn(P, obj, name);
+        if (r == 0 && P->n > before) server_fields(P, obj, group, kind);
+        return r;
     }
     for (size_t i = 0; i < PF_ARRAY_LEN(passive); i++)
         if (strcmp(passive[i], kind) == 0) {
@@ -1156,12 +1228,13 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
         pf_buf_init(&b, 2 * (size_t)PF_INJECT_MAX);
         size_t at = 0;
         for (size_t i = 0; i < P.n; i++) {
+            if (P.e[i].at < at) continue; /* inside a deleted range: the check below sees it */
             pf_buf_add(&b, in + at, P.e[i].at - at);
             if (P.e[i].at == len && len && in[len - 1] != '\n' && (i == 0 || P.e[i - 1].at != len))
                 pf_buf_add(&b, crlf ? "\r\n" : "\n", crlf ? 2 : 1); /* the last line had none */
             for (const char *c = P.e[i].text; *c; c++)              /* the input's line breaks */
                 pf_buf_add(&b, *c == '\n' && crlf ? "\r\n" : c, *c == '\n' && crlf ? 2 : 1);
-            at = P.e[i].at;
+            at = P.e[i].del_end > P.e[i].at ? P.e[i].del_end : P.e[i].at;
         }
         pf_buf_add(&b, in + at, len - at);
         if (pf_buf_check(&b, "the output") < 0) {

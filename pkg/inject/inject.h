@@ -5,7 +5,10 @@
  * inserting text at computed places (a key at the end of a mapping, an item at the start or the
  * end of a sequence) with the indentation of its neighbours, block or flow as they are. Every
  * byte of the input is kept: the user's fields, their order, comments, quoting and blank lines.
- * Nothing is re-emitted, so nothing the user wrote can change. What is there already is
+ * Nothing is re-emitted, so nothing the user wrote can change. The one removal: from an object
+ * read back from the API server (metadata.uid or resourceVersion set) that gets the gate, what
+ * the server wrote (uid, resourceVersion, status, a Job's generated selector), so that it can
+ * be created again. What is there already is
  * recognised by name (the initContainer `preflight`, each volume, each variable, a failure
  * policy), so a second run adds nothing. The result is parsed again and planned again before it
  * is returned: it must be YAML and need no further edit, else the input is refused.
@@ -37,6 +40,7 @@ struct pf_inject_result {
     int gated;     /* pod templates that got the gate now */
     int already;   /* pod templates that had it */
     int passed;    /* objects passed through untouched (Service, ConfigMap, ...) */
+    int removed;   /* fields the API server wrote, removed from an object read from it */
     struct pf_strlist notes;
 };
 

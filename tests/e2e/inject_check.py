@@ -238,11 +238,45 @@ def cmd_added(before, after, label):
         print(f"ok - {label}: every field of the input kept with its value (PyYAML reads both)")
 
 
+SERVER_META = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+               "selfLink")
+
+
+def cmd_server(before, after, label):
+    """An object read from the API server: what the server wrote is gone, every other field
+    kept with its value."""
+    a, b = docs(before), docs(after)
+    problems, gone = [], []
+    for i, (da, db) in enumerate(zip(a, b)):
+        for k in SERVER_META:
+            if k in da["metadata"]:
+                del da["metadata"][k]
+                gone.append(k) if k not in db["metadata"] else problems.append(f"metadata.{k} kept")
+        if "status" in da:
+            del da["status"]
+            gone.append("status") if "status" not in db else problems.append("status kept")
+        if da["kind"] == "Job" and not da["spec"].get("manualSelector"):
+            da["spec"].pop("selector", None)
+            labels = da["spec"]["template"]["metadata"].get("labels", {})
+            for k in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+                labels.pop(k, None)
+            if "selector" in db["spec"] or "controller-uid" in db["spec"]["template"]["metadata"].get("labels", {}):
+                problems.append("the generated selector or controller-uid label kept")
+        contained(da, db, f"document {i + 1}", problems)
+    if problems:
+        print(f"not ok - {label}: {problems[:3]}")
+    else:
+        print(f"ok - {label}: what the API server wrote removed ({', '.join(gone)}, the Job's "
+              f"generated selector), every other field kept with its value")
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "strip":
         cmd_strip(sys.argv[2], sys.argv[3])
     elif cmd == "same":
         cmd_same(sys.argv[2], sys.argv[3])
+    elif cmd == "server":
+        cmd_server(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "added":
         cmd_added(sys.argv[2], sys.argv[3], sys.argv[4])

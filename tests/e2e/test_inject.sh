@@ -105,7 +105,9 @@ fi
 G=$FIX/inject/kubectl-get-job.yaml
 "$PREFLIGHT" inject <"$G" >"$T/get.yaml" 2>"$T/get.err"
 expect_eq "kubectl get -o yaml through stdin: exit 0" "$?" "0"
-$CHECK added "$G" "$T/get.yaml" "kubectl get -o yaml"
+$CHECK server "$G" "$T/get.yaml" "kubectl get -o yaml"
+inject "$T/get.yaml" >"$T/get-again.yaml"
+check "kubectl get -o yaml: a second inject changes no byte" cmp -s "$T/get.yaml" "$T/get-again.yaml"
 expect_eq "kubectl get -o yaml: the gate, the Job's failure policy; the subdomain and restartPolicy kept" \
     "$(yq "$T/get.yaml" '[d["spec"]["template"]["spec"]["initContainers"][0]["name"], len(d["spec"]["podFailurePolicy"]["rules"]), d["spec"]["template"]["spec"]["subdomain"], d["spec"]["template"]["spec"]["restartPolicy"], [e.get("value") for e in d["spec"]["template"]["spec"]["initContainers"][0]["env"] if e["name"] == "PREFLIGHT_WORLD_SIZE"], d["spec"]["template"]["spec"]["initContainers"][0]["resources"]]')" \
     '["preflight", 4, "trainer", "Never", ["2"], {"limits": {"nvidia.com/gpu": "8"}}]'
