@@ -61,7 +61,8 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "back with the preflight initContainer, its volumes and variables, the failure policy and,\n"
      "with --watch, the preflight-watch sidecar added to every pod template of a Job (Indexed),\n"
      "JobSet, StatefulSet, PyTorchJob, MPIJob, TrainingRuntime, LeaderWorkerSet or Volcano Job.\n"
-     "Only text is inserted: every field and comment stays as written; a second run changes\n"
+     "Text is inserted: every field and comment stays as written (from an object read back\n"
+     "from the API server, what the server wrote is removed); a second run changes\n"
      "nothing. What it cannot gate (a Deployment, an unknown kind, no pod template) is refused\n"
      "with the reason and nothing is written (exit 1). Hints (the headless Service a launcher\n"
      "does not create, the service account's RBAC) go to stderr.\n",

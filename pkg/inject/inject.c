@@ -972,28 +972,49 @@ static int do_volcano(struct plan *P, const struct pf_ynode *obj, const char *na
     return P->rc;
 }
 
-/* Deletes key and its value from a mapping: the whole lines in block style (when the key
- * begins its line), the entry and a comma in flow style. 0, or -1 when it cannot. */
-static int map_del(struct plan *P, const struct pf_ynode *map, const char *key)
+/* Deletes the entries of a mapping whose key is one of keys[0..n): whole lines in block style
+ * (when the key begins its line); in flow style each run of deleted entries with one comma,
+ * so that what is left is JSON when the input was. 0, or -1 when one cannot be deleted. */
+static int map_del(struct plan *P, const struct pf_ynode *map, const char *const *keys, size_t n)
 {
-    for (size_t i = 0; map && map->kind == PF_Y_MAP && i + 1 < map->n; i += 2) {
-        const struct pf_ynode *k = map->kids[i], *v = map->kids[i + 1];
-        if (k->kind != PF_Y_SCALAR || strcmp(k->val, key) != 0) continue;
+    if (!map || map->kind != PF_Y_MAP) return 0;
+    size_t entries = map->n / 2;
+    bool *del = pf_xcalloc(entries ? entries : 1, sizeof(*del));
+    for (size_t e = 0; e < entries; e++)
+        for (size_t k = 0; k < n; k++)
+            if (map->kids[2 * e]->kind == PF_Y_SCALAR &&
+                strcmp(map->kids[2 * e]->val, keys[k]) == 0)
+                del[e] = true;
+    int r = 0;
+    for (size_t a = 0; a < entries; a++) {
+        if (!del[a]) continue;
+        size_t b = a;
+        while (b + 1 < entries && del[b + 1])
+            b++;
+        const struct pf_ynode *ka = map->kids[2 * a], *vb = map->kids[2 * b + 1];
         if (map->flow) {
-            if (i + 2 < map->n)
-                edit_del(P, k->start, map->kids[i + 2]->start);
+            if (b + 1 < entries)
+                edit_del(P, ka->start, map->kids[2 * (b + 1)]->start);
+            else if (a > 0)
+                edit_del(P, map->kids[2 * a - 1]->end, vb->end);
             else
-                edit_del(P, i ? map->kids[i - 1]->end : k->start, v->end);
-            P->res->removed++;
-            return 0;
+                edit_del(P, ka->start, vb->end);
+        } else {
+            for (size_t e = a; e <= b; e++) {
+                const struct pf_ynode *k = map->kids[2 * e], *v = map->kids[2 * e + 1];
+                size_t ls = pf_ytree_line_start(P->t, k->start);
+                if (!only_spaces(P, ls, k->start)) {
+                    r = -1;
+                    continue;
+                }
+                edit_del(P, ls, line_after(P, v->end > k->end ? v->end : k->end));
+            }
         }
-        size_t ls = pf_ytree_line_start(P->t, k->start);
-        if (!only_spaces(P, ls, k->start)) return -1;
-        edit_del(P, ls, line_after(P, v->end > k->end ? v->end : k->end));
-        P->res->removed++;
-        return 0;
+        P->res->removed += (int)(b - a + 1);
+        a = b;
     }
-    return 0;
+    free(del);
+    return r;
 }
 
 /* An object as the API server returns it (kubectl get -o yaml): what the server wrote, which
@@ -1008,19 +1029,18 @@ static void server_fields(struct plan *P, const struct pf_ynode *obj, const char
     if (!pf_ynode_get(md, "uid") && !pf_ynode_get(md, "resourceVersion")) return;
     static const char *const meta[] = {"uid",        "resourceVersion", "creationTimestamp",
                                        "generation", "managedFields",   "selfLink"};
-    int bad = 0;
-    for (size_t i = 0; i < PF_ARRAY_LEN(meta); i++)
-        bad |= map_del(P, md, meta[i]);
-    bad |= map_del(P, obj, "status");
+    static const char *const status[] = {"status"}, *const selector[] = {"selector"};
+    static const char *const uids[] = {"controller-uid", "batch.kubernetes.io/controller-uid"};
+    int bad = map_del(P, md, meta, PF_ARRAY_LEN(meta));
+    bad |= map_del(P, obj, status, 1);
     if (strcmp(group, "batch") == 0 && strcmp(kind, "Job") == 0) {
         const struct pf_ynode *spec = pf_ynode_get(obj, "spec");
         const char *manual = pf_ynode_str(spec, "manualSelector");
         if (!manual || strcmp(manual, "true") != 0) {
-            bad |= map_del(P, spec, "selector");
+            bad |= map_del(P, spec, selector, 1);
             const struct pf_ynode *labels =
                 pf_ynode_get(pf_ynode_get(pf_ynode_get(spec, "template"), "metadata"), "labels");
-            bad |= map_del(P, labels, "controller-uid");
-            bad |= map_del(P, labels, "batch.kubernetes.io/controller-uid");
+            bad |= map_del(P, labels, uids, PF_ARRAY_LEN(uids));
         }
     }
     note(P,
@@ -1228,7 +1248,10 @@ int pf_inject(const struct pf_inject_opts *o, const char *in, size_t len, char *
         pf_buf_init(&b, 2 * (size_t)PF_INJECT_MAX);
         size_t at = 0;
         for (size_t i = 0; i < P.n; i++) {
-            if (P.e[i].at < at) continue; /* inside a deleted range: the check below sees it */
+            if (P.e[i].at < at) { /* inside a deleted range: deletions overlapping it merge */
+                if (P.e[i].del_end > at) at = P.e[i].del_end;
+                continue; /* an insertion there is lost: the check below refuses the input */
+            }
             pf_buf_add(&b, in + at, P.e[i].at - at);
             if (P.e[i].at == len && len && in[len - 1] != '\n' && (i == 0 || P.e[i - 1].at != len))
                 pf_buf_add(&b, crlf ? "\r\n" : "\n", crlf ? 2 : 1); /* the last line had none */
