@@ -66,7 +66,7 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "nothing. What it cannot gate (a Deployment, an unknown kind, no pod template) is refused\n"
      "with the reason and nothing is written (exit 1). Hints (the headless Service a launcher\n"
      "does not create, the service account's RBAC) go to stderr.\n",
-     "  kubectl get job trainer -o yaml | preflight inject | kubectl replace --force -f -\n"
+     "  kubectl get job t -o yaml | preflight inject | kubectl replace --force -f -\n"
      "  preflight inject -f jobset.yaml --watch > gated.yaml\n"
      "  preflight inject job.yaml --image registry.example.com/preflight:0.1.0\n"},
     {"version", pf_cmd_version, NONE, NULL, 0, "preflight version",

@@ -32,7 +32,7 @@ static char *run(const char *in, bool watch, struct pf_inject_result *res)
 }
 
 #define JOB_HEAD                                                                                   \
-    "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: t\nspec:\n  completionMode: Indexed\n"   \
+    "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: t\nspec:\n  completionMode: Indexed\n"    \
     "  completions: 3\n  template:\n    spec:\n"
 
 static void test_utf8_columns(void **state)
@@ -62,7 +62,8 @@ static void test_flow_empty_lists(void **state)
     struct pf_inject_result res;
     char *out = run(in, false, &res);
     assert_non_null(out);
-    assert_non_null(strstr(out, "      initContainers: [{\"name\": \"preflight\", \"image\": \"img:1\""));
+    assert_non_null(
+        strstr(out, "      initContainers: [{\"name\": \"preflight\", \"image\": \"img:1\""));
     assert_non_null(strstr(out, "      volumes: [{\"name\": \"preflight-sa\""));
     assert_non_null(strstr(out, "}, {\"name\": \"podinfo\""));
     free(out);
@@ -80,7 +81,8 @@ static void test_indentless_and_order(void **state)
     struct pf_inject_result res;
     char *out = run(in, true, &res);
     assert_non_null(out);
-    assert_non_null(strstr(out, "      - name: data\n        emptyDir: {}\n      - name: preflight-sa\n"));
+    assert_non_null(
+        strstr(out, "      - name: data\n        emptyDir: {}\n      - name: preflight-sa\n"));
     /* --watch: the trainer's env and mount, added in its mapping after "- " */
     assert_non_null(strstr(out, "        image: x\n        env:\n          - name: NCCL_DEBUG\n"));
     assert_non_null(strstr(out, "          - name: preflight-watch\n") ||
@@ -98,7 +100,8 @@ static void test_crlf(void **state)
     struct pf_inject_result res;
     char *out = run(in, false, &res);
     assert_non_null(out);
-    for (const char *p = strchr(out, '\n'); p; p = strchr(p + 1, '\n')) assert_int_equal(p[-1], '\r');
+    for (const char *p = strchr(out, '\n'); p; p = strchr(p + 1, '\n'))
+        assert_int_equal(p[-1], '\r');
     assert_non_null(strstr(out, "value: \"2\"\r\n"));
     free(out);
     pf_inject_result_free(&res);
@@ -110,7 +113,8 @@ static void test_refusals(void **state)
     static const struct {
         const char *in, *msg;
     } cases[] = {
-        {"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n", "DaemonSet's pods have no rank"},
+        {"apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: d}\n",
+         "DaemonSet's pods have no rank"},
         {"apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  completionMode: Indexed\n"
          "  template: &t\n    spec: {containers: [{name: c, image: i}]}\n",
          "has an anchor"},
@@ -118,7 +122,8 @@ static void test_refusals(void **state)
          "  template:\n    spec: {}\n",
          "has no containers"},
         {"- a\n- b\n", "not a Kubernetes object"},
-        {"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: a\n  name: b\n", "the key name appears twice"},
+        {"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: a\n  name: b\n",
+         "the key name appears twice"},
         {"apiVersion: v1\nkind: List\nitems:\n- apiVersion: batch/v1\n  kind: CronJob\n"
          "  metadata: {name: c}\n",
          "document 1, item 1 (CronJob c): cannot gate: every run of a CronJob"},
@@ -136,10 +141,11 @@ static void test_refusals(void **state)
 static void test_server_fields_flow(void **state)
 {
     (void)state;
-    const char *in = "{\"apiVersion\": \"apps/v1\", \"kind\": \"StatefulSet\", \"metadata\": {\"name\": "
-                     "\"s\", \"uid\": \"u-1\", \"resourceVersion\": \"7\"}, \"spec\": {\"replicas\": 2, "
-                     "\"serviceName\": \"s\", \"template\": {\"spec\": {\"containers\": [{\"name\": "
-                     "\"c\", \"image\": \"x\"}]}}}, \"status\": {\"replicas\": 2}}\n";
+    const char *in =
+        "{\"apiVersion\": \"apps/v1\", \"kind\": \"StatefulSet\", \"metadata\": {\"name\": "
+        "\"s\", \"uid\": \"u-1\", \"resourceVersion\": \"7\"}, \"spec\": {\"replicas\": 2, "
+        "\"serviceName\": \"s\", \"template\": {\"spec\": {\"containers\": [{\"name\": "
+        "\"c\", \"image\": \"x\"}]}}}, \"status\": {\"replicas\": 2}}\n";
     struct pf_inject_result res;
     char *out = run(in, false, &res);
     assert_non_null(out);
@@ -155,9 +161,12 @@ static void test_server_fields_flow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_utf8_columns),       cmocka_unit_test(test_flow_empty_lists),
-        cmocka_unit_test(test_indentless_and_order), cmocka_unit_test(test_crlf),
-        cmocka_unit_test(test_refusals),           cmocka_unit_test(test_server_fields_flow),
+        cmocka_unit_test(test_utf8_columns),
+        cmocka_unit_test(test_flow_empty_lists),
+        cmocka_unit_test(test_indentless_and_order),
+        cmocka_unit_test(test_crlf),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_server_fields_flow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
