@@ -200,6 +200,7 @@ struct plan {
     struct pf_inject_result *res;
     char where[PF_BUF_LINE];    /* "FILE: document N (Kind name)" */
     struct pf_strlist runtimes; /* the TrainingRuntimes of the input, by name */
+    bool from_server;           /* the object was read from the API server (server_fields) */
     int rc;
 };
 
@@ -660,6 +661,8 @@ static int gate_pod(struct plan *P, const struct pf_ynode *tpl, const struct pod
     return P->rc;
 }
 
+static int map_del(struct plan *P, const struct pf_ynode *map, const char *const *keys, size_t n);
+
 /* A batch/v1 JobSpec's failure policy: preflight's exit codes (docs/scheduling.md). */
 static void job_policy(struct plan *P, const struct pf_ynode *jobspec, const char *label,
                        bool in_jobset)
@@ -674,6 +677,20 @@ static void job_policy(struct plan *P, const struct pf_ynode *jobspec, const cha
         return;
     }
     const struct pf_ynode *pfp = pf_ynode_get(jobspec, "podFailurePolicy");
+    const char *prp = pf_ynode_str(jobspec, "podReplacementPolicy");
+    if (!pfp && prp && strcmp(prp, "Failed") != 0) {
+        /* the API server refuses a podFailurePolicy beside any other podReplacementPolicy
+         * (kubernetes pkg/apis/batch/validation); it writes TerminatingOrFailed itself as the
+         * default of a Job without one, so from an object read back that default goes */
+        static const char *const key[] = {"podReplacementPolicy"};
+        if (!P->from_server || map_del(P, jobspec, key, 1) < 0) {
+            note(P,
+                 "%s: podReplacementPolicy %s cannot go with a podFailurePolicy (the API "
+                 "server allows only Failed there): no podFailurePolicy was added",
+                 label, prp);
+            return;
+        }
+    }
     if (pfp) {
         const struct pf_ynode *rules = pf_ynode_get(pfp, "rules");
         bool ours = false;
@@ -1166,6 +1183,8 @@ static int object(struct plan *P, const struct pf_ynode *obj, const char *doc_la
         if (!l->fn) return refuse(P, "%s", l->why);
         if (!name) return refuse(P, "metadata.name: none (a generateName cannot name peers)");
         size_t before = P->n;
+        const struct pf_ynode *md = pf_ynode_get(obj, "metadata");
+        P->from_server = pf_ynode_get(md, "uid") || pf_ynode_get(md, "resourceVersion");
         int r = l->fn(P, obj, name);
         if (r == 0 && P->n > before) server_fields(P, obj, group, kind);
         return r;

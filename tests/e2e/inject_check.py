@@ -255,6 +255,11 @@ def cmd_server(before, after, label):
         if "status" in da:
             del da["status"]
             gone.append("status") if "status" not in db else problems.append("status kept")
+        if da["kind"] == "Job" and da["spec"].get("podReplacementPolicy", "Failed") != "Failed":
+            # the server's default, refused beside the podFailurePolicy inject adds
+            del da["spec"]["podReplacementPolicy"]
+            gone.append("podReplacementPolicy") if "podReplacementPolicy" not in db["spec"] \
+                else problems.append("podReplacementPolicy kept")
         if da["kind"] == "Job" and not da["spec"].get("manualSelector"):
             da["spec"].pop("selector", None)
             labels = da["spec"]["template"]["metadata"].get("labels", {})
