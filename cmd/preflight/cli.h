@@ -40,6 +40,9 @@ struct pf_options {
     const char *results;         /* --results FILE: over report.resultsFile */
     const char *termination_log; /* --termination-log; NULL: PREFLIGHT_TERMINATION_LOG, default */
     bool dry_run;                /* run --dry-run: print the identity, join nothing */
+    const char *inject_file;     /* inject -f FILE ("-": stdin) */
+    const char *image;           /* inject --image */
+    bool watch;                  /* inject --watch */
 };
 
 void pf_options_init(struct pf_options *o);
@@ -80,6 +83,7 @@ enum {
     G_EXPLAIN = 1 << 4,
     G_VERSION = 1 << 5,
     G_WATCH = 1 << 6,
+    G_INJECT = 1 << 7,
     G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that print a verdict */
 };
 
@@ -132,6 +136,8 @@ int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli);
 /* `preflight explain ID|CODE` and `preflight explain --list`: the docs rendered for a terminal
  * (ANSI) or as plain text. */
 int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli);
+/* `preflight inject [-f FILE]`: the gate added to a job's YAML, stdin (or FILE) to stdout. */
+int pf_cmd_inject(const struct pf_options *o, const struct pf_cli *cli);
 
 /* ---- session.c: what the subcommands share */
 /* pf_run_open with the command line's options and the verdict's path (NULL: none); flags:

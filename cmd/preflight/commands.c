@@ -69,6 +69,21 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "Copies this binary to DIR/preflight (mode 0755, atomically), for an initContainer that\n"
      "hands it to the training container through an emptyDir.\n",
      "  preflight install /opt/preflight\n"},
+    {"inject", pf_cmd_inject, ONE, NULL, G_INJECT,
+     "preflight inject [-f FILE] [--watch] [--image IMAGE]",
+     "add the preflight gate to a job's YAML (stdin to stdout)",
+     "Reads Kubernetes YAML (FILE, -f FILE or stdin; a List or several documents) and writes it\n"
+     "back with the preflight initContainer, its volumes and variables, the failure policy and,\n"
+     "with --watch, the preflight-watch sidecar added to every pod template of a Job (Indexed),\n"
+     "JobSet, StatefulSet, PyTorchJob, MPIJob, TrainingRuntime, LeaderWorkerSet or Volcano Job.\n"
+     "Text is inserted: every field and comment stays as written (from an object read back\n"
+     "from the API server, what the server wrote is removed); a second run changes\n"
+     "nothing. What it cannot gate (a Deployment, an unknown kind, no pod template) is refused\n"
+     "with the reason and nothing is written (exit 1). Hints (the headless Service a launcher\n"
+     "does not create, the service account's RBAC) go to stderr.\n",
+     "  kubectl get job t -o yaml | preflight inject | kubectl replace --force -f -\n"
+     "  preflight inject -f jobset.yaml --watch > gated.yaml\n"
+     "  preflight inject job.yaml --image registry.example.com/preflight:0.1.0\n"},
     {"version", pf_cmd_version, NONE, NULL, G_VERSION, "preflight version [--format yaml|json]",
      "version, build info, which optional libraries load here",
      "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"

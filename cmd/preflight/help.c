@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../../pkg/inject/inject.h"
 #include "cli.h"
 
 struct opt_help {
@@ -51,6 +52,16 @@ static const struct opt_help opts[] = {
     {"--env-file FILE", "PREFLIGHT_ENV_FILE", G_ENV,
      "lint the KEY=VALUE lines of FILE instead of this process's environment"},
     {"--list", NULL, G_EXPLAIN, "list every check id and finding code"},
+    {"-f, --filename FILE", NULL, G_INJECT,
+     "the YAML (or JSON) to gate; also as the one argument; default stdin"},
+    {"--image IMAGE", NULL, G_INJECT, "the preflight image inject writes (default registry.example.com/preflight:" PF_VERSION ")"},
+    {"--watch", NULL, G_INJECT,
+     "also add the preflight-watch sidecar and the trainer's NCCL_DEBUG_FILE variables"},
+    {"-f, --filename FILE", NULL, G_INJECT,
+     "the YAML to gate (default: the argument, else stdin; - is stdin)"},
+    {"--image IMAGE", NULL, G_INJECT, "the preflight image (default " PF_INJECT_IMAGE ")"},
+    {"--watch", NULL, G_INJECT,
+     "also add the preflight-watch native sidecar and the trainer's NCCL_DEBUG_* (opt-in)"},
     {"-h, --help", NULL, ~0u, "this help"},
 };
 

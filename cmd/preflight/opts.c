@@ -31,6 +31,8 @@ enum {
     O_TERMINATION_LOG,
     O_PUSHGATEWAY,
     O_RESULTS,
+    O_IMAGE,
+    O_WATCH,
 };
 
 static const struct option long_opts[] = {
@@ -53,6 +55,9 @@ static const struct option long_opts[] = {
     {"termination-log", required_argument, NULL, O_TERMINATION_LOG},
     {"pushgateway", required_argument, NULL, O_PUSHGATEWAY},
     {"results", required_argument, NULL, O_RESULTS},
+    {"filename", required_argument, NULL, 'f'},
+    {"image", required_argument, NULL, O_IMAGE},
+    {"watch", no_argument, NULL, O_WATCH},
     {NULL, 0, NULL, 0},
 };
 
@@ -229,6 +234,15 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
         return -1;
     case O_RESULTS:
         o->results = val, set->results = true;
+        return -1;
+    case 'f':
+        o->inject_file = val;
+        return -1;
+    case O_IMAGE:
+        o->image = val;
+        return -1;
+    case O_WATCH:
+        o->watch = true;
         return -1;
     case O_CONFIG:
         o->config_path = val, set->config = true;
@@ -430,9 +444,9 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
     opterr = 0;
     optind = 1;
     int c, li = -1;
-    while ((c = getopt_long(argc, argv, ":hv", long_opts, &li)) != -1) {
+    while ((c = getopt_long(argc, argv, ":hvf:", long_opts, &li)) != -1) {
         if (c == '?' || c == ':') return bad_option(cmd0, c, argv[optind - 1]);
-        const char *name = c == 'v' ? "verbose" : li >= 0 ? long_opts[li].name : NULL;
+        const char *name = c == 'v' ? "verbose" : c == 'f' ? "filename" : li >= 0 ? long_opts[li].name : NULL;
         if (name && c != 'h' && c != O_VERSION && set.ngiven < PF_CLI_MAX_ARGS)
             set.given[set.ngiven++] = name;
         li = -1;

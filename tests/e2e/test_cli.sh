@@ -78,7 +78,7 @@ suite() {
 
     # ---- each command's own help, --version, did-you-mean
     local c
-    for c in run check env explain log install version; do
+    for c in run check env explain log install inject version; do
         p "help-$c" -- "$c" --help
         rc_is "help-$c" 0
         out_has "help-$c" "usage: preflight $c"
