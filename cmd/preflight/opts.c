@@ -446,7 +446,10 @@ int pf_cli_parse(struct pf_cli *cli, struct pf_options *o, int argc, char **argv
     int c, li = -1;
     while ((c = getopt_long(argc, argv, ":hvf:", long_opts, &li)) != -1) {
         if (c == '?' || c == ':') return bad_option(cmd0, c, argv[optind - 1]);
-        const char *name = c == 'v' ? "verbose" : c == 'f' ? "filename" : li >= 0 ? long_opts[li].name : NULL;
+        const char *name = c == 'v'   ? "verbose"
+                           : c == 'f' ? "filename"
+                           : li >= 0  ? long_opts[li].name
+                                      : NULL;
         if (name && c != 'h' && c != O_VERSION && set.ngiven < PF_CLI_MAX_ARGS)
             set.given[set.ngiven++] = name;
         li = -1;
