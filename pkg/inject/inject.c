@@ -200,8 +200,10 @@ struct plan {
     struct pf_inject_result *res;
     char where[PF_BUF_LINE];    /* "FILE: document N (Kind name)" */
     struct pf_strlist runtimes; /* the TrainingRuntimes of the input, by name */
-    bool from_server;           /* the object was read from the API server (server_fields) */
-    const char *name;           /* the object being gated: its Secret is <name>-preflight-token */
+    struct pf_strlist
+        trainjobs;    /* "RUNTIME\tTRAINJOB": which TrainJob of the input runs on which */
+    bool from_server; /* the object was read from the API server (server_fields) */
+    const char *name; /* the object being gated: its Secret is <name>-preflight-token */
     int rc;
 };
 
@@ -838,7 +840,25 @@ static int do_jobset(struct plan *P, const struct pf_ynode *obj, const char *nam
 
 static int do_runtime(struct plan *P, const struct pf_ynode *obj, const char *name)
 {
-    (void)name;
+    /* the token is the job's: the one TrainJob of the input on this runtime names it, else the
+     * runtime does, and every TrainJob on it shares that Secret (docs/kubernetes.md, "One token
+     * per job") */
+    const char *job = NULL;
+    size_t njobs = 0, nl = strlen(name);
+    for (size_t i = 0; i < P->trainjobs.n; i++) {
+        const char *pair = P->trainjobs.v[i];
+        if (strncmp(pair, name, nl) == 0 && pair[nl] == '\t') {
+            job = pair + nl + 1;
+            njobs++;
+        }
+    }
+    if (njobs == 1)
+        P->name = job;
+    else
+        note(P,
+             "the TrainJobs on runtime %s share its Secret %s-preflight-token: give each TrainJob "
+             "a runtime of its own for a token of its own",
+             name, name);
     const struct pf_ynode *spec = pf_ynode_get(obj, "spec");
     if (want(P, spec, PF_Y_MAP, "spec") < 0) return -1;
     const struct pf_ynode *js = pf_ynode_get(pf_ynode_get(spec, "template"), "spec");
@@ -1219,6 +1239,7 @@ static int edit_cmp(const void *a, const void *b)
 static void plan_free(struct plan *P)
 {
     pf_strlist_free(&P->runtimes);
+    pf_strlist_free(&P->trainjobs);
     for (size_t i = 0; i < P->n; i++)
         free(P->e[i].text);
     free(P->e);
@@ -1239,6 +1260,13 @@ static int plan_run(struct plan *P, struct pf_ytree *t, const char *in, size_t l
             const char *kind = pf_ynode_str(x, "kind");
             const char *name = pf_ynode_str(pf_ynode_get(x, "metadata"), "name");
             if (kind && name && strstr(kind, "TrainingRuntime")) pf_strlist_add(&P->runtimes, name);
+            const char *rt =
+                pf_ynode_str(pf_ynode_get(pf_ynode_get(x, "spec"), "runtimeRef"), "name");
+            if (kind && name && rt && strcmp(kind, "TrainJob") == 0) {
+                char pair[PF_BUF_LINE];
+                snprintf(pair, sizeof(pair), "%s\t%s", rt, name);
+                pf_strlist_add(&P->trainjobs, pair);
+            }
         }
     }
     for (int d = 0; d < t->ndocs && P->rc == 0; d++) {

@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 S=$PREFLIGHT_SRC
 
-for c in "" run check env log explain install version; do
+for c in "" run check env log explain install version watch inject; do
     env -i PATH="$PATH" "$PREFLIGHT" $c --help >"$T/help-${c:-all}.txt" 2>&1
 done
 
@@ -69,7 +69,7 @@ PY
 pyok python3 - "$S" "$T" <<'PY'
 import re, sys
 src, t = sys.argv[1], sys.argv[2]
-cmds = ["run", "check", "env", "log", "explain", "install", "version"]
+cmds = ["run", "check", "env", "log", "explain", "install", "version", "watch", "inject"]
 def options(text):
     """{--flag: variable or None} of a help's options section"""
     out, cur = {}, None
@@ -77,7 +77,7 @@ def options(text):
     sect = text.split("options [environment variable]", 1)[1]
     sect = re.split(r"\n(?:output|exit codes|examples):", sect)[0]
     for line in sect.splitlines():
-        m = re.match(r"  (?:-v, )?(--[a-z-]+)", line)
+        m = re.match(r"  (?:-[a-z], )?(--[a-z-]+)", line)
         if m:
             cur = m.group(1); out[cur] = None
         v = re.search(r"\[(PREFLIGHT_[A-Z_]+)", line)
@@ -91,7 +91,7 @@ for c in cmds:
 for o in ("--help", "--version"):  # every command's, and the binary's
     allopts.pop(o, None); takes.pop(o, None)
 conf = open(src + "/docs/configuration.md").read()
-rows = re.findall(r"^\| `(-v`, `)?(--[a-z-]+)[^`]*`(?: \(([a-z, ]+)\))? \| (`(PREFLIGHT_[A-Z_]+)`|—) \|", conf, re.M)
+rows = re.findall(r"^\| `(-[a-z]`, `)?(--[a-z-]+)[^`]*`(?: \(([a-z, ]+)\))? \| (`(PREFLIGHT_[A-Z_]+)`|—) \|", conf, re.M)
 table = {}
 for _, flag, named, _, var in rows:
     table[flag] = (set(x.strip() for x in named.split(",")) if named else {"run", "check", "env", "log"}, var or None)
