@@ -142,11 +142,17 @@ void pf_check_sys_ports(struct pf_check *out, struct pf_ctx *ctx)
         for (size_t i = 0; r >= 0 && buf[i] && k + 4 < sizeof(shown); i++)
             shown[k++] = isprint((unsigned char)buf[i]) ? buf[i] : '?';
         shown[k] = '\0';
-        pf_check_add_finding(out, "port-range-unreadable", PF_WARN, NULL,
-                             "%s %s%s%s: expected two port numbers separated by a tab (like "
-                             "\"32768\t60999\")",
-                             file, r < 0 ? "cannot be read: " : "holds \"",
-                             r < 0 ? pf_err_msg() : shown, r < 0 ? "" : "\"");
+        /* the kernel writes "%d\t%d\n" (ipv4_local_port_range, net/ipv4/sysctl_net_ipv4.c):
+         * anything else says nothing about the range, so neither finding can be judged */
+        char what[400];
+        snprintf(what, sizeof(what),
+                 "%s %s%s%s: expected two port numbers separated by a tab (like "
+                 "\"32768\t60999\")",
+                 file, r < 0 ? "cannot be read: " : "holds \"", r < 0 ? pf_err_msg() : shown,
+                 r < 0 ? "" : "\"");
+        pf_check_unknown(out, "port-range-narrow", "%s", what);
+        pf_check_unknown(out, "port-in-ephemeral-range", "%s", what);
+        pf_check_set_message(out, "the ephemeral port range is unknown");
         return;
     }
     long count = hi - lo + 1;
