@@ -37,6 +37,13 @@ void pf_check_sys_shm(struct pf_check *out, struct pf_ctx *ctx)
     enum pf_status st = gpus ? PF_FAIL : PF_WARN;
     struct statvfs vfs;
     if (statvfs(path, &vfs) != 0) {
+        if (errno == ENOENT && ctx->host.root[0]) {
+            /* a tree under --root that holds no dev/shm is a copy without it, not a pod the
+             * container runtime gave none (it mounts /dev/shm in every container) */
+            pf_check_unknown(out, "shm-small", "/dev/shm is not in the tree under the root prefix");
+            pf_check_skip(out, "/dev/shm is not under the root prefix: unknown");
+            return;
+        }
         pf_check_add_finding(out, "shm-small", st, NULL,
                              "/dev/shm is missing (%s: %s): NCCL cannot create its shared-memory "
                              "segments",

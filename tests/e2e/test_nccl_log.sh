@@ -195,8 +195,9 @@ expect_eq "log: glued prose, a cut prefix, a numbered version line: every NCCL l
     '[5, ["node-a", "node-b", "pasted.log"], ["2.20.5", "2.21.5"]]'
 
 # Real logs (tests/fixtures/nccl-logs/real/, sources in SOURCES.md): every line of NAME.expect
-# (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, and per host
-# transport, class, GPUDirect RDMA and HCAs) must be what `preflight log` reads in NAME.log.
+# (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, the codes left
+# unknown where the file says so, and per host transport, class, GPUDirect RDMA and HCAs) must be
+# what `preflight log` reads in NAME.log.
 for f in "$L"/real/*.log; do
     n=$(basename "$f" .log)
     plog "real-$n" "$f"
@@ -213,7 +214,8 @@ got = ['status: %s' % c['status'],
        'ranks: %s' % (j.get('ranks') or '-'),
        'versions: %s' % ','.join(j.get('ncclVersions') or []),
        'nvls: %s' % str(j.get('nvls')).lower(),
-       'warnings: %s' % ','.join('%s=%s' % kv for kv in sorted((j.get('warningsByKind') or {}).items()))]
+       'warnings: %s' % ','.join('%s=%s' % kv for kv in sorted((j.get('warningsByKind') or {}).items())),
+       'unknown: %s' % ','.join(sorted(set(u['code'] for u in e.get('unknown') or [])))]
 for h in e.get('hosts') or []:
     g = h.get('gpuDirectRdma')
     got.append('host %s: transport=%s class=%s gdr=%s hcas=%s' % (
