@@ -102,6 +102,21 @@ expect_eq "log: version mismatch: environment lists both, no single ncclVersion"
     "$(q mismatch "[sorted(d['environment']['ncclVersions']), 'ncclVersion' in d['environment']]")" \
     '[["2.18.3", "2.21.5"], false]'
 
+# IB between two hosts, and no channel line and no "GPU Direct RDMA" line (a subsystem filter
+# without INIT): GPUDirect RDMA is unknown, not no-gdr
+cat >"$T/ib-nochan.log" <<'L'
+node-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node-a:11:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.1.11<0>
+node-a:11:11 [0] NCCL INFO Using network IB
+node-b:12:12 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node-b:12:12 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.1.12<0>
+node-b:12:12 [0] NCCL INFO Using network IB
+L
+plog ibnochan "$T/ib-nochan.log"
+expect_eq "log: IB without channel lines: no finding, no-gdr unknown on each host" \
+    "$(q ibnochan "[codes('nccl.log'), sorted(u['code'] for u in c['evidence'].get('unknown') or []), all('logged no channel line' in u['missing'] for u in c['evidence'].get('unknown') or [])]")" \
+    '[[], ["no-gdr", "no-gdr"], true]'
+
 plog bare "$L/version-bare.log"
 expect_log bare pass "" 0
 expect_eq "log: a bare VERSION-level line gives the version" "$(q bare "d['environment']['ncclVersion']")" "2.21.5"
