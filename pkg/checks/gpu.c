@@ -197,13 +197,15 @@ void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
         goto done;
     }
 
-    /* GPUs the driver knows whose information cannot be used */
+    /* GPUs the driver knows whose information cannot be used: which /dev/nvidiaN they are is
+     * unknown, and so is whether the pod's nodes match the driver's list (the driver writes
+     * "Device Minor: \t N" in each information file, nv-procfs.c) */
     size_t unknown = 0;
     for (size_t i = 0; i < ngpus; i++)
         if (gpus[i].problem[0] && ++unknown)
-            pf_check_add_finding(out, "gpu-count", PF_FAIL, NULL,
-                                 "GPU %s: %s: cannot tell which /dev/nvidiaN is this GPU",
-                                 gpus[i].bus_id, gpus[i].problem);
+            pf_check_unknown(out, "gpu-count",
+                             "GPU %s: %s: cannot tell which /dev/nvidiaN is this GPU",
+                             gpus[i].bus_id, gpus[i].problem);
 
     /* nodes with no GPU behind them in /proc (only meaningful when /proc lists any and every
      * listed GPU says its minor) */
@@ -218,10 +220,12 @@ void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
                     nodes.v[i], minor);
         }
     } else if (ngpus == 0) {
-        pf_check_add_finding(out, "gpu-count", PF_WARN, NULL,
-                             "%zu /dev/nvidiaN node%s in the pod but /proc/driver/nvidia/gpus "
-                             "lists no GPU: cannot confirm the driver manages them",
-                             nodes.n, nodes.n == 1 ? "" : "s");
+        /* a runtime may hide /proc/driver/nvidia (CDI specs, gVisor): nothing says they are
+         * not the driver's */
+        pf_check_unknown(out, "gpu-count",
+                         "%zu /dev/nvidiaN node%s in the pod but /proc/driver/nvidia/gpus lists "
+                         "no GPU: which GPUs they are is not known",
+                         nodes.n, nodes.n == 1 ? "" : "s");
     }
 
     /* GPUs the driver lists whose node the pod lacks */
@@ -236,12 +240,23 @@ void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
     }
 
     if (nodes.n == 0) {
-        /* the driver lists GPUs (an unmasked /proc) but none is usable here */
-        pf_check_add_finding(out, "no-gpus", expect > 0 ? PF_FAIL : PF_WARN, NULL,
+        /* the driver lists GPUs (an unmasked /proc) but none is usable here: a fault only when
+         * the pod was meant to have GPUs (expect.gpusPerPod); without it a CPU pod on a GPU
+         * node looks the same, and a gang run compares the pods' counts (gang-gpu-count) */
+        if (expect > 0)
+            pf_check_add_finding(out, "no-gpus", PF_FAIL, NULL,
+                                 "the driver lists %zu GPU%s but no /dev/nvidiaN node is in the "
+                                 "pod (missing: %s)",
+                                 ngpus, ngpus == 1 ? "" : "s", missing);
+        else {
+            pf_check_unknown(out, "no-gpus",
                              "the driver lists %zu GPU%s but no /dev/nvidiaN node is in the pod "
-                             "(missing: %s)%s",
-                             ngpus, ngpus == 1 ? "" : "s", missing,
-                             expect > 0 ? "" : "; did the pod request nvidia.com/gpu?");
+                             "(missing: %s); whether the pod should have GPUs: no "
+                             "expect.gpusPerPod",
+                             ngpus, ngpus == 1 ? "" : "s", missing);
+            pf_check_skip(out, "no /dev/nvidiaN node in the pod (the driver lists %zu GPU%s)",
+                          ngpus, ngpus == 1 ? "" : "s");
+        }
         goto done;
     }
 
@@ -257,12 +272,12 @@ void pf_check_gpu_devices(struct pf_check *out, struct pf_ctx *ctx)
                                  nodes.n == 1 ? "" : "s", expect);
     } else if (expect < 0 && nmissing) {
         /* Without an expectation this is either a node the device plugin failed to mount or
-         * a runtime that does not mask /proc (CDI): say so, without failing. */
-        pf_check_add_finding(out, "gpu-count", PF_WARN, NULL,
-                             "/proc/driver/nvidia/gpus lists %zu GPUs, the pod has %zu of their "
-                             "nodes (not in the pod: %s); set expect.gpusPerPod to make the count "
-                             "strict",
-                             ngpus, nodes.n, missing);
+         * a runtime that does not mask /proc (CDI): unknown; a gang run compares the pods'
+         * counts (gang-gpu-count). */
+        pf_check_unknown(out, "gpu-count",
+                         "/proc/driver/nvidia/gpus lists %zu GPUs, the pod has %zu of their nodes "
+                         "(not in the pod: %s); whether it should have them: no expect.gpusPerPod",
+                         ngpus, nodes.n, missing);
     }
 
     {

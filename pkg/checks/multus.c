@@ -130,10 +130,12 @@ static bool check_network(struct pf_check *out, const struct pf_ctx *ctx,
 {
     char have[512], addrs[512];
     if (!*n->interface) {
-        pf_check_add_finding(out, "iface-missing", PF_WARN, NULL,
-                             "network %s is listed without an interface name in the "
-                             "network-status annotation",
-                             n->name);
+        /* Multus copies "interface" from the delegate's CNI result (pkg/types NetworkStatus);
+         * a result without it says nothing about which interface to look for */
+        pf_check_unknown(out, "iface-missing",
+                         "network %s is listed without an interface name in the network-status "
+                         "annotation",
+                         n->name);
         return false;
     }
     const struct pf_netif *nif = pf_netif_find(ifs, n->interface);
@@ -377,8 +379,8 @@ void pf_check_net_multus(struct pf_check *out, struct pf_ctx *ctx)
     for (size_t i = 0; i < atterr.n; i++)
         pf_check_add_finding(out, "annotation-invalid", PF_FAIL, NULL, "%s", atterr.v[i]);
     if (pf_netif_list(&ifs) < 0) {
-        pf_check_add_finding(out, "iface-missing", PF_FAIL, NULL,
-                             "cannot list this pod's network interfaces: %s", pf_err_msg());
+        pf_check_unknown(out, "iface-missing", "cannot list this pod's network interfaces: %s",
+                         pf_err_msg());
         goto out;
     }
     nother = pf_attach_check_other(out, ctx, &att, &ifs, &okdesc);

@@ -39,6 +39,7 @@ struct hca {
     char uverbs[32]; /* "uverbs3", "" when none */
     enum node_state node;
     char why[256];           /* for NODE_NO_UVERBS / NODE_UNOPENABLE */
+    bool ibdev_unread;       /* NODE_NO_UVERBS while some uverbsN/ibdev could not be read */
     struct pf_rdma_ident id; /* its provider, from sysfs */
 };
 
@@ -150,6 +151,7 @@ static void hca_scan(struct hca_set *s, struct pf_ctx *ctx, bool open_nodes)
         struct hca *hc = &s->v[i];
         if (!hc->uverbs[0]) {
             hc->node = NODE_NO_UVERBS;
+            hc->ibdev_unread = unreadable[0] != '\0';
             snprintf(hc->why, sizeof(hc->why), "no " SYS_VERBS "/uverbsN/ibdev names %s%s%s",
                      hc->name, unreadable[0] ? "; " : " (is ib_uverbs loaded on the node?)",
                      unreadable);
@@ -356,7 +358,11 @@ void pf_check_rdma_devices(struct pf_check *out, struct pf_ctx *ctx)
         size_t nmissing = 0, len = 0;
         for (size_t i = 0; i < s.n; i++) {
             const struct hca *hc = &s.v[i];
-            if (hc->node == NODE_NO_UVERBS)
+            if (hc->node == NODE_NO_UVERBS && hc->ibdev_unread)
+                /* the unread ibdev file may be the one naming this HCA (core/uverbs_main.c
+                 * writes the device's name there) */
+                pf_check_unknown(out, "uverbs-missing", "%s: %s", hc->name, hc->why);
+            else if (hc->node == NODE_NO_UVERBS)
                 pf_check_add_finding(out, "uverbs-missing", partial, NULL, "%s: %s", hc->name,
                                      hc->why);
             else if (hc->node == NODE_MISSING) {
@@ -492,6 +498,8 @@ struct roce_result {
     char netdev[64];
     bool ipv4;
     int v2_total, v2_zero, v2_no_netdev, entries;
+    int no_type;       /* entries without a gid_attrs/types or ndevs file (ENOENT, not the kernel's
+                          EINVAL) */
     char garbage[200]; /* the first attribute that did not parse */
 };
 
@@ -506,10 +514,16 @@ static void roce_scan(struct roce_result *r, const struct pf_host *h, const char
         const char *ix = idx.v[i];
         r->entries++;
         char type[64], gid[128], ndev[64];
-        /* unused entries fail to read (EINVAL) on a real kernel: not a problem */
-        if (pf_host_read(type, sizeof(type), h, SYS_IB "/%s/ports/%s/gid_attrs/types/%s", hca, port,
-                         ix) < 0)
-            continue;
+        /* unused entries fail to read (EINVAL) on a real kernel, and their GID reads as zeros:
+         * not a problem; a used entry (a non-zero GID) without the file (a kernel before
+         * gid_attrs, a partial copy) says nothing about its type */
+        int tr = pf_host_read(type, sizeof(type), h, SYS_IB "/%s/ports/%s/gid_attrs/types/%s", hca,
+                              port, ix);
+        if (tr == PF_ENOENT &&
+            pf_host_read(gid, sizeof(gid), h, SYS_IB "/%s/ports/%s/gids/%s", hca, port, ix) >= 0 &&
+            gid_kind(pf_trim(gid)) > 0)
+            r->no_type++;
+        if (tr < 0) continue;
         pf_trim(type);
         if (strcmp(type, "RoCE v2") != 0) {
             if (strcmp(type, "IB/RoCE v1") != 0 && !r->garbage[0])
@@ -532,10 +546,12 @@ static void roce_scan(struct roce_result *r, const struct pf_host *h, const char
             r->v2_zero++;
             continue;
         }
-        /* reading ndevs fails with EINVAL when the entry has no netdev */
-        if (pf_host_read(ndev, sizeof(ndev), h, SYS_IB "/%s/ports/%s/gid_attrs/ndevs/%s", hca, port,
-                         ix) < 0 ||
-            !pf_trim(ndev)[0]) {
+        /* reading ndevs fails with EINVAL when the entry has no netdev; without the file
+         * (ENOENT) nothing was said */
+        int nr = pf_host_read(ndev, sizeof(ndev), h, SYS_IB "/%s/ports/%s/gid_attrs/ndevs/%s", hca,
+                              port, ix);
+        if (nr == PF_ENOENT) r->no_type++;
+        if (nr < 0 || !pf_trim(ndev)[0]) {
             r->v2_no_netdev++;
             continue;
         }
@@ -711,17 +727,29 @@ static void port_layer_details(struct pf_check *out, struct pf_node *m, const st
             pf_node_set_str(rm, "gid", r.gid);
             pf_node_set_str(rm, "netdev", r.netdev);
             pf_node_set_bool(rm, "ipv4", r.ipv4);
+        } else if (r.entries == 0 || r.no_type > 0 || r.garbage[0]) {
+            /* the kernel (drivers/infiniband/core/sysfs.c) lists every GID entry under gids/
+             * with its type under gid_attrs/types/: without the table, without an entry's
+             * type file, or with an entry not in the kernel's form, the RoCE v2 GID may be the
+             * one that could not be read */
+            if (r.entries == 0)
+                pf_check_unknown(out, "no-roce-gid",
+                                 "%s port %s: no GID table under " SYS_IB "/%s/ports/%s/gids",
+                                 pt->hca, pt->port, pt->hca, pt->port);
+            else if (r.garbage[0])
+                pf_check_unknown(out, "no-roce-gid", "%s port %s: %s", pt->hca, pt->port,
+                                 r.garbage);
+            else
+                pf_check_unknown(out, "no-roce-gid",
+                                 "%s port %s: %d of %d GID entries lack a gid_attrs/types or "
+                                 "gid_attrs/ndevs file",
+                                 pt->hca, pt->port, r.no_type, r.entries);
         } else {
             char detail[512];
-            if (r.entries == 0)
-                snprintf(detail, sizeof(detail), "no GID table under " SYS_IB "/%s/ports/%s/gids",
-                         pt->hca, pt->port);
-            else
-                snprintf(detail, sizeof(detail),
-                         "%d RoCE v2 entr%s among %d GID entries (%d all-zero, %d without a "
-                         "netdev)%s%s",
-                         r.v2_total, r.v2_total == 1 ? "y" : "ies", r.entries, r.v2_zero,
-                         r.v2_no_netdev, r.garbage[0] ? "; " : "", r.garbage);
+            snprintf(detail, sizeof(detail),
+                     "%d RoCE v2 entr%s among %d GID entries (%d all-zero, %d without a netdev)",
+                     r.v2_total, r.v2_total == 1 ? "y" : "ies", r.entries, r.v2_zero,
+                     r.v2_no_netdev);
             pf_check_add_finding(out, "no-roce-gid", PF_FAIL, NULL,
                                  "%s port %s (Ethernet) has no usable RoCE v2 GID: %s", pt->hca,
                                  pt->port, detail);
@@ -853,8 +881,11 @@ void pf_check_rdma_gpudirect(struct pf_check *out, struct pf_ctx *ctx)
     bool kernel_known = sscanf(rel, "%d.%d", &major, &minor) == 2;
     bool kernel_ok = kernel_known && (major > 5 || (major == 5 && minor >= 12));
     char ver[1024];
-    bool open_module = pf_host_read(ver, sizeof(ver), h, "/proc/driver/nvidia/version") > 0 &&
-                       strstr(ver, "Open Kernel Module") != NULL;
+    /* the driver writes "NVRM version: NVIDIA UNIX [Open ]Kernel Module ..." (nv.c); a line
+     * without "Kernel Module" says neither */
+    bool have_ver = pf_host_read(ver, sizeof(ver), h, "/proc/driver/nvidia/version") > 0 &&
+                    strstr(ver, "Kernel Module") != NULL;
+    bool open_module = have_ver && strstr(ver, "Open Kernel Module") != NULL;
     bool dmabuf = kernel_ok && open_module;
     pf_node_set_str(ev, "kernel", rel);
     pf_node_set_bool(ev, "openKernelModule", open_module);
@@ -867,11 +898,23 @@ void pf_check_rdma_gpudirect(struct pf_check *out, struct pf_ctx *ctx)
         pf_check_set_message(out, "peer memory: %s", peermem);
     else if (dmabuf)
         pf_check_set_message(out, "dma-buf: kernel %s with the open GPU kernel module", rel);
-    else {
-        char why[320];
+    else if (!kernel_known || (kernel_ok && !have_ver)) {
+        /* dma-buf needs both: without the kernel's release or the driver's version line
+         * (NVRM version: "... Open Kernel Module ...") it may be there */
         if (!kernel_known)
-            snprintf(why, sizeof(why), "kernel release \"%.64s\" does not parse", rel);
-        else if (!kernel_ok)
+            pf_check_unknown(out, "no-gpudirect",
+                             "nvidia_peermem is not loaded, and whether dma-buf is possible: "
+                             "kernel release \"%.64s\" does not parse",
+                             rel);
+        else
+            pf_check_unknown(out, "no-gpudirect",
+                             "nvidia_peermem is not loaded, and whether dma-buf is possible: "
+                             "/proc/driver/nvidia/version is missing or names no kernel module "
+                             "(open or proprietary)");
+        pf_check_set_message(out, "no GPUDirect RDMA path found, none ruled out");
+    } else {
+        char why[320];
+        if (!kernel_ok)
             snprintf(why, sizeof(why), "kernel %.64s is older than 5.12%s", rel,
                      open_module ? "" : " and the NVIDIA kernel module is not the open one");
         else

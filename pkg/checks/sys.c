@@ -37,6 +37,13 @@ void pf_check_sys_shm(struct pf_check *out, struct pf_ctx *ctx)
     enum pf_status st = gpus ? PF_FAIL : PF_WARN;
     struct statvfs vfs;
     if (statvfs(path, &vfs) != 0) {
+        if (errno == ENOENT && ctx->host.root[0]) {
+            /* a tree under --root that holds no dev/shm is a copy without it, not a pod the
+             * container runtime gave none (it mounts /dev/shm in every container) */
+            pf_check_unknown(out, "shm-small", "/dev/shm is not in the tree under the root prefix");
+            pf_check_skip(out, "/dev/shm is not under the root prefix: unknown");
+            return;
+        }
         pf_check_add_finding(out, "shm-small", st, NULL,
                              "/dev/shm is missing (%s: %s): NCCL cannot create its shared-memory "
                              "segments",
@@ -142,11 +149,17 @@ void pf_check_sys_ports(struct pf_check *out, struct pf_ctx *ctx)
         for (size_t i = 0; r >= 0 && buf[i] && k + 4 < sizeof(shown); i++)
             shown[k++] = isprint((unsigned char)buf[i]) ? buf[i] : '?';
         shown[k] = '\0';
-        pf_check_add_finding(out, "port-range-unreadable", PF_WARN, NULL,
-                             "%s %s%s%s: expected two port numbers separated by a tab (like "
-                             "\"32768\t60999\")",
-                             file, r < 0 ? "cannot be read: " : "holds \"",
-                             r < 0 ? pf_err_msg() : shown, r < 0 ? "" : "\"");
+        /* the kernel writes "%d\t%d\n" (ipv4_local_port_range, net/ipv4/sysctl_net_ipv4.c):
+         * anything else says nothing about the range, so neither finding can be judged */
+        char what[400];
+        snprintf(what, sizeof(what),
+                 "%s %s%s%s: expected two port numbers separated by a tab (like "
+                 "\"32768\t60999\")",
+                 file, r < 0 ? "cannot be read: " : "holds \"", r < 0 ? pf_err_msg() : shown,
+                 r < 0 ? "" : "\"");
+        pf_check_unknown(out, "port-range-narrow", "%s", what);
+        pf_check_unknown(out, "port-in-ephemeral-range", "%s", what);
+        pf_check_set_message(out, "the ephemeral port range is unknown");
         return;
     }
     long count = hi - lo + 1;

@@ -92,6 +92,14 @@ static void record_results(struct stage *st, const struct pf_nccllog_proc *me)
         pf_check_add_finding(c, "socket-fallback", PF_FAIL, NULL,
                              "NCCL chose network %s, expect.transport is %s", me->network, want);
     }
+    if (me && (strcmp(me->network, "IB") == 0 || strstr(me->network, "Libfabric")) && gdr < 0 &&
+        st->ngpus > 0)
+        /* no channel line and no GPU Direct RDMA line (NCCL_DEBUG below INFO, or a subsystem
+         * filter): nothing says either way */
+        pf_check_unknown(c, "no-gdr",
+                         "NCCL used %s and logged no channel line and no \"GPU "
+                         "Direct RDMA\" line",
+                         me->network);
     if (me && (strcmp(me->network, "IB") == 0 || strstr(me->network, "Libfabric")) && gdr == 0 &&
         st->ngpus > 0)
         pf_check_add_finding(c, "no-gdr", PF_WARN, NULL,

@@ -239,6 +239,16 @@ static void socket_finding(struct pf_check *out, const struct pf_nccllog *log,
         snprintf(why, sizeof(why), "the libfabric provider %s is not RDMA", prov);
     else
         snprintf(why, sizeof(why), "no RDMA network in this log");
+    if (st == PF_WARN) {
+        /* the host used sockets, but nothing in the log says RDMA was meant for it (NET/IB's
+         * "No device found" is what net_ib.cc prints on every host without HCAs): whether this
+         * is a fallback is unknown */
+        pf_check_unknown(out, "socket-fallback",
+                         "%s used %s (%s) for inter-node traffic: %s; whether RDMA was meant: no "
+                         "rank of the log used it and expect.transport is not set",
+                         who, what, ifs[0] ? ifs : "interfaces not logged", why);
+        return;
+    }
     pf_check_add_finding(out, "socket-fallback", st, NULL,
                          "%s used %s (%s) for inter-node traffic: %s", who, what,
                          ifs[0] ? ifs : "interfaces not logged", why);
@@ -305,6 +315,15 @@ void pf_nccllog_findings(struct pf_check *out, struct pf_nccllog *log, const cha
         if (h->cls == PF_NCCLLOG_SOCKET && !expect_socket) {
             nsocket++;
             socket_finding(out, log, h, expect_rdma, any_rdma);
+        }
+        if (h->cls == PF_NCCLLOG_RDMA && h->gdr < 0) {
+            /* neither channel lines (src/transport.cc, "via NET/IB/0[/GDRDMA]") nor NET/IB's
+             * "GPU Direct RDMA Enabled/Disabled for HCA" line: nothing says either way */
+            host_who(who, sizeof(who), log, h);
+            pf_check_unknown(out, "no-gdr",
+                             "%s used %s, and logged no channel line and no \"GPU Direct RDMA\" "
+                             "line",
+                             who, h->transport);
         }
         if (h->cls == PF_NCCLLOG_RDMA && h->gdr == 0) {
             nnogdr++;

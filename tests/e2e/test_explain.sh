@@ -215,3 +215,39 @@ expect_eq "explain rendezvous/missing-ranks: class peer" \
 expect_eq "explain timeout: rendezvous peer, preflight node" \
     "$("$PREFLIGHT" explain timeout | grep -E '^(Class:|[a-z.]+ / timeout$)' | tr '\n' ' ')" \
     "rendezvous / timeout Class: peer collective.tcp / timeout Class: peer collective.nccl / timeout Class: peer preflight / timeout Class: node "
+
+# every documented code says what evidence it needs (an "**Evidence:**" paragraph in its section
+# of docs/checks/*.md), and `preflight explain` prints it: a code without one fails here
+python3 - "$PREFLIGHT_SRC/docs/checks" >"$T/evidence" <<'PY'
+import glob, os, sys
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.md"))):
+    check = code = None
+    has = False
+    for l in open(path).read().split("\n") + ["### `END`"]:
+        if l.startswith("## `") or l.startswith("### `"):
+            if code:
+                print("%s/%s\t%s" % (check, code, "ok" if has else "MISSING(%s)" % os.path.basename(path)))
+            if l.startswith("## `"): check, code = l.split("`")[1], None
+            else: code = l.split("`")[1]
+            has = False
+        elif l.startswith("**Evidence:**") and code:
+            has = True
+PY
+n_ev=$(wc -l <"$T/evidence")
+if ! grep -q MISSING "$T/evidence" && [ "$n_ev" -ge 150 ]; then
+    ok "docs/checks: all $n_ev codes have an Evidence paragraph"
+else notok "docs/checks: every code has an Evidence paragraph" \
+    "$n_ev sections; $(grep MISSING "$T/evidence" | tr '\n' ' ')"; fi
+# and every code emitted in pkg/ is among them, under the check that emits it where it says
+bad=""
+while IFS=$'\t' read -r kind name; do
+    case $kind in
+    code) grep -q "/$name	ok$" "$T/evidence" || bad="$bad $name" ;;
+    pair) grep -q "^$name	ok$" "$T/evidence" || bad="$bad $name" ;;
+    esac
+done <"$T/names"
+if [ -z "$bad" ]; then ok "evidence: every finding code emitted in pkg/ has an Evidence paragraph"
+else notok "evidence: every finding code emitted in pkg/ has an Evidence paragraph" "missing:$bad"; fi
+out=$("$PREFLIGHT" explain no-roce-gid 2>&1)
+if grep -q '^Evidence: ' <<<"$out"; then ok "explain no-roce-gid: prints its Evidence paragraph"
+else notok "explain no-roce-gid: prints its Evidence paragraph" "$(head -c 300 <<<"$out")"; fi

@@ -70,7 +70,7 @@ golden() { # NAME: compares $T/NAME.txt with the golden file, or rewrites it
 # per fixture: the NCCL variables a pod on it would carry
 declare -A VARS=(
     [node-8gpu-ndr]="NCCL_IB_HCA==mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"
-    [node-ports-bad]="NCCL_P2P_DISABLE=1"
+    [node-ports-bad]="NCCL_P2P_DISABLE=1 NCCL_SOCKET_IFNAME=lo"
     [node-roce]="NCCL_IB_GID_INDEX=3"
     [node-garbage]="NCCL_DEBUG=TRACE"
     [node-no-devinfiniband]="NCCL_IB_HCA=mlx5"
@@ -89,9 +89,9 @@ for fx in cpu-node node-8gpu-ndr node-garbage node-no-devinfiniband node-ports-b
     human "$fx" "$r" ${VARS[$fx]} --
     golden "$fx"
 done
-human node-ports-bad-v "$T/node-ports-bad" NCCL_P2P_DISABLE=1 -- -v
+human node-ports-bad-v "$T/node-ports-bad" NCCL_P2P_DISABLE=1 NCCL_SOCKET_IFNAME=lo -- -v
 golden node-ports-bad-v
-human node-ports-bad-60 "$T/node-ports-bad" NCCL_P2P_DISABLE=1 COLUMNS=60 --
+human node-ports-bad-60 "$T/node-ports-bad" NCCL_P2P_DISABLE=1 NCCL_SOCKET_IFNAME=lo COLUMNS=60 --
 golden node-ports-bad-60
 
 # ---- what holds whatever the goldens say
@@ -113,7 +113,13 @@ expect_eq "ports-bad: the check's message is not repeated by its first finding" 
     "$(grep -c 'NCCL_P2P_DISABLE=1 (from the environment) turns off' "$B")" 1
 expect_eq "ports-bad: port-down's remedy printed once for both ports" \
     "$(grep -c 'fix for port-down (mlx5_1 port 1, mlx5_2 port 1):' "$B")" 1
-expect_eq "ports-bad: one line for every skipped check" "$(grep -c '^skip ' "$B")" 1
+# skipped checks share one line; one that left something unknown (sys.shm: the tree holds no
+# dev/shm) has its own, with what is unknown under it
+expect_eq "ports-bad: one line for every skipped check, one for a skip with unknowns" \
+    "$(grep -c '^skip ' "$B")" 2
+expect_eq "ports-bad: sys.shm's skip names what is unknown" \
+    "$(grep -A1 '^skip  sys.shm' "$B" | tail -1 | sed 's/^ *//')" \
+    "- unknown shm-small: /dev/shm is not in the tree under the root prefix"
 check "ports-bad: -v: skipped checks each with the reason" \
     bash -c "[ \$(grep -c '^skip ' '$T/node-ports-bad-v.txt') -gt 1 ] && ! grep -q 'says why' '$T/node-ports-bad-v.txt'"
 check "ports-bad: no escape sequence with NO_COLOR and a pipe" bash -c "! grep -q $'\033' '$B'"

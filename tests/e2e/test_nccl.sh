@@ -207,9 +207,18 @@ gpu nogdr "$T/base.yaml" DOUBLE_NCCL_NET=IB-nogdr
 expect_eq "nccl: IB without GDRDMA channels: no-gdr (warn)" "$(nccl nogdr)" "warn [no-gdr]"
 expect_eq "nccl: IB without GDRDMA: exit 0 (warn)" "$(rc_of nogdr)" 0
 expect_eq "nccl: IB without GDRDMA: gpuDirectRdma false" "$(coll nogdr "[x['gpuDirectRdma'] for x in c]")" '[false]'
+# IB, and no channel line at all: whether GPUDirect RDMA was used is unknown, not no-gdr
+gpu nochan "$T/base.yaml" DOUBLE_NCCL_NET=IB-nochannels
+expect_eq "nccl: IB without channel lines: pass, not no-gdr" "$(nccl nochan)" "pass []"
+expect_eq "nccl: IB without channel lines: no-gdr is unknown, naming what is missing" \
+    "$(yq "$T/nochan/v.yaml" "[u['code'] + ': ' + u['missing'] for u in check('collective.nccl')['evidence']['unknown']]")" \
+    '["no-gdr: NCCL used IB and logged no channel line and no \"GPU Direct RDMA\" line"]'
+clean nochan
 gpu nogdrstrict "$T/base.yaml" DOUBLE_NCCL_NET=IB-nogdr -- --rank 0 --world-size 1 \
     --coordinator 127.0.0.1 --port 29851 --strict
-expect_eq "nccl: IB without GDRDMA under --strict: exit 3 (a spec warning wins)" "$(rc_of nogdrstrict)" 3
+# the root holds no dev/shm (unknown, no finding): no-gdr is the only warning, and --strict fails
+# the run with its class
+expect_eq "nccl: IB without GDRDMA under --strict: exit 4 (no-gdr's class, node)" "$(rc_of nogdrstrict)" 4
 
 # ---- expectations: a floor, and the curve applies only between nodes
 printf 'messageBytes: 1048576\ntcp: {messageBytes: 1048576, iterations: 2}\nnccl: {iterations: 2, timeoutSeconds: 3}\nexpect: {busbwGBps: 5}\n' >"$T/floor.yaml"

@@ -62,9 +62,11 @@ node-b:12:12 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.
 node-b:12:12 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.6<0>
 L
 plog ibdisable "$T/ibdisable.log"
-expect_eq "formats: 2.5 NCCL_IB_DISABLE + NET/Socket on two hosts is a socket job, never a pass" \
-    "$(q ibdisable "[c['status'], sorted(set(h['transport'] for h in c['evidence']['hosts']))]")" \
-    '["warn", ["Socket"]]'
+# a socket job, and nothing in the log says RDMA was meant: socket-fallback is unknown, not a
+# warning, and the message says so
+expect_eq "formats: 2.5 NCCL_IB_DISABLE + NET/Socket on two hosts is a socket job, socket-fallback unknown on each host" \
+    "$(q ibdisable "[c['status'], sorted(set(h['transport'] for h in c['evidence']['hosts'])), [u['code'] for u in c['evidence']['unknown']], 'unknown socket-fallback: ' in c['message']]")" \
+    '["pass", ["Socket"], ["socket-fallback", "socket-fallback"], true]'
 
 # nNodes 1 outranks host names: pods with their own host names on one node, NET/Socket channels
 # (P2P and SHM off) are no fallback
@@ -95,8 +97,8 @@ expect_eq "formats: one NCCL_HOSTID for every process is one node: no socket-fal
     "$(q hostid "[c['status'], j['multiNode'], c['evidence']['processes'][0].get('ncclHostId')]")" '["pass", false, "node-7"]'
 sed '0,/node-7/! s/node-7/node-8/' "$T/hostid.log" >"$T/hostid2.log"
 plog hostid2 "$T/hostid2.log"
-expect_eq "formats: two NCCL_HOSTIDs are two nodes: sockets between them are no pass" \
-    "$(q hostid2 "[c['status'], j['multiNode']]")" '["warn", true]'
+expect_eq "formats: two NCCL_HOSTIDs are two nodes: sockets between them, socket-fallback unknown" \
+    "$(q hostid2 "[c['status'], j['multiNode'], [u['code'] for u in c['evidence']['unknown']]]")" '["pass", true, ["socket-fallback", "socket-fallback"]]'
 
 # newer lines that name no transport: MNNVL, RAS, GIN, RMA, Bootstrap timings, P2P/MNNVL
 cat >"$T/newer.log" <<'L'

@@ -51,10 +51,13 @@ expect_eq "log: fallback: the Socket rank is named, with its interface and why i
     "trainer-1:81 used NET/Socket (eth0:10.244.2.7) for inter-node traffic: other ranks of this job use RDMA"
 expect_eq "log: fallback: networks per process" "$(q fallback "[x['network'] for x in p]")" '["IB", "Socket"]'
 
+# sockets everywhere and nothing that says RDMA was meant (NET/IB's "No device found" is what
+# net_ib.cc prints on every host without HCAs): unknown, not socket-fallback
 plog sockonly "$L/socket-only.log"
-expect_log sockonly warn socket-fallback 0
-expect_eq "log: socket only: the reason is NET/IB's 'No device found'" \
-    "$(q sockonly "c['findings'][0]['message'].endswith('NET/IB found no device')")" True
+expect_log sockonly pass "" 0
+expect_eq "log: socket only: unknown socket-fallback, citing NET/IB's 'No device found'" \
+    "$(q sockonly "[u['code'] for u in c['evidence']['unknown']] + [any('NET/IB found no device; whether RDMA was meant' in u['missing'] for u in c['evidence']['unknown'])]")" \
+    '["socket-fallback", true]'
 printf 'expect: {transport: IB}\n' >"$T/ib.yaml"
 plog sockexpect --config "$T/ib.yaml" "$L/socket-only.log"
 expect_log sockexpect fail socket-fallback 4
@@ -98,6 +101,21 @@ expect_eq "log: version mismatch: both versions and who runs them" \
 expect_eq "log: version mismatch: environment lists both, no single ncclVersion" \
     "$(q mismatch "[sorted(d['environment']['ncclVersions']), 'ncclVersion' in d['environment']]")" \
     '[["2.18.3", "2.21.5"], false]'
+
+# IB between two hosts, and no channel line and no "GPU Direct RDMA" line (a subsystem filter
+# without INIT): GPUDirect RDMA is unknown, not no-gdr
+cat >"$T/ib-nochan.log" <<'L'
+node-a:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node-a:11:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.1.11<0>
+node-a:11:11 [0] NCCL INFO Using network IB
+node-b:12:12 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node-b:12:12 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.1.12<0>
+node-b:12:12 [0] NCCL INFO Using network IB
+L
+plog ibnochan "$T/ib-nochan.log"
+expect_eq "log: IB without channel lines: no finding, no-gdr unknown on each host" \
+    "$(q ibnochan "[codes('nccl.log'), sorted(u['code'] for u in c['evidence'].get('unknown') or []), all('logged no channel line' in u['missing'] for u in c['evidence'].get('unknown') or [])]")" \
+    '[[], ["no-gdr", "no-gdr"], true]'
 
 plog bare "$L/version-bare.log"
 expect_log bare pass "" 0
@@ -192,8 +210,9 @@ expect_eq "log: glued prose, a cut prefix, a numbered version line: every NCCL l
     '[5, ["node-a", "node-b", "pasted.log"], ["2.20.5", "2.21.5"]]'
 
 # Real logs (tests/fixtures/nccl-logs/real/, sources in SOURCES.md): every line of NAME.expect
-# (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, and per host
-# transport, class, GPUDirect RDMA and HCAs) must be what `preflight log` reads in NAME.log.
+# (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, the codes left
+# unknown where the file says so, and per host transport, class, GPUDirect RDMA and HCAs) must be
+# what `preflight log` reads in NAME.log.
 for f in "$L"/real/*.log; do
     n=$(basename "$f" .log)
     plog "real-$n" "$f"
@@ -210,7 +229,8 @@ got = ['status: %s' % c['status'],
        'ranks: %s' % (j.get('ranks') or '-'),
        'versions: %s' % ','.join(j.get('ncclVersions') or []),
        'nvls: %s' % str(j.get('nvls')).lower(),
-       'warnings: %s' % ','.join('%s=%s' % kv for kv in sorted((j.get('warningsByKind') or {}).items()))]
+       'warnings: %s' % ','.join('%s=%s' % kv for kv in sorted((j.get('warningsByKind') or {}).items())),
+       'unknown: %s' % ','.join(sorted(set(u['code'] for u in e.get('unknown') or [])))]
 for h in e.get('hosts') or []:
     g = h.get('gpuDirectRdma')
     got.append('host %s: transport=%s class=%s gdr=%s hcas=%s' % (

@@ -125,9 +125,22 @@ expect_check nodev rdma.devices fail "uverbs-missing"
 r=$(mat node-garbage) || exit 1
 pf garbage "$r"
 expect_rc garbage 3
-# empty or unparsable port files are unknown (evidence.unknown), never port-down
-expect_check garbage rdma.ports fail "no-roce-gid"
-expect_check garbage gpu.devices fail "gpu-count"
+# empty or unparsable files are unknown (evidence.unknown), never a finding: port files, a GID
+# type not in the kernel's form, a Device Minor that is no number, an empty uverbsN/ibdev, a
+# kernel release and a driver version line that do not parse
+expect_check garbage rdma.ports pass ""
+expect_check garbage gpu.devices pass ""
+expect_check garbage rdma.devices pass ""
+expect_check garbage rdma.gpudirect pass ""
+while IFS='|' read -r chk code needle; do
+    expect_eq "garbage: $chk: unknown $code names '$needle'" \
+        "$(yq "$T/garbage.yaml" "any(u['code'] == '$code' and '$needle' in u['missing'] for u in check('$chk')['evidence']['unknown'])")" True
+done <<'EOF'
+rdma.ports|no-roce-gid|gid_attrs/types/0 holds "RoCE v9"
+gpu.devices|gpu-count|Device Minor is "zero", not a number
+rdma.devices|uverbs-missing|uverbs0/ibdev is empty or unreadable
+rdma.gpudirect|no-gpudirect|kernel release "not-a-version" does not parse
+EOF
 expect_eq "garbage: the empty state file is named as unknown" \
     "$(yq "$T/garbage.yaml" "any(u['code'] == 'port-down' and '/sys/class/infiniband/mlx5_0/ports/1/state is empty' in u['missing'] for u in check('rdma.ports')['evidence']['unknown'])")" True
 

@@ -9,7 +9,9 @@
  *                              ncclRemoteError
  *                      hang    init stays in progress until ncclCommAbort
  *                      wrong   collectives succeed with one wrong element on the last rank
- *   DOUBLE_NCCL_NET    IB (default, with GPUDirect RDMA) | IB-nogdr | Socket: what the log says
+ *   DOUBLE_NCCL_NET    IB (default, with GPUDirect RDMA) | IB-nogdr | IB-nochannels (no
+ *                      channel line, as NCCL_DEBUG_SUBSYS without INIT leaves) | Socket: what
+ *                      the log says
  *   DOUBLE_OP_US       virtual microseconds one collective takes (default 1000)
  *   DOUBLE_NCCL_VERSION  what ncclGetVersion says (default 22809) */
 #define _GNU_SOURCE
@@ -270,10 +272,13 @@ EXPORT ncclResult_t ncclCommInitRankConfig(struct ncclComm **out, int nranks, st
     info(dev, "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0", (void *)c,
          rank, nranks, nranks, 1, 0);
     const char *via = socket_net() ? "NET/Socket/0" : gdr() ? "NET/IB/0/GDRDMA" : "NET/IB/0";
-    info(dev, "Channel 00/0 : %d[%d] -> %d[%d] [send] via %s", rank, dev, (rank + 1) % nranks, dev,
-         via);
-    info(dev, "Channel 00/0 : %d[%d] -> %d[%d] [receive] via %s", (rank + nranks - 1) % nranks, dev,
-         rank, dev, via);
+    if (strcmp(env("DOUBLE_NCCL_NET", "IB"), "IB-nochannels") == 0) via = NULL;
+    if (via)
+        info(dev, "Channel 00/0 : %d[%d] -> %d[%d] [send] via %s", rank, dev, (rank + 1) % nranks,
+             dev, via);
+    if (via)
+        info(dev, "Channel 00/0 : %d[%d] -> %d[%d] [receive] via %s", (rank + nranks - 1) % nranks,
+             dev, rank, dev, via);
     if (!c->blocking) q_nonblocking = 1;
     return c->blocking ? SUCCESS : IN_PROGRESS;
 }

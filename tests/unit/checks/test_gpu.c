@@ -45,28 +45,35 @@ static const struct row rows[] = {
      "2 x NVIDIA L40S, driver 570.124.06", 2},
     {"cpu node", "cpu-node", NULL, -1, PF_SKIP, "", "no NVIDIA GPUs visible", -1},
     {"cpu node, 8 expected", "cpu-node", NULL, 8, PF_FAIL, "no-gpus", "expect.gpusPerPod is 8", 0},
-    {"garbage information", "node-garbage", NULL, -1, PF_FAIL, "gpu-count",
-     "Device Minor is \"zero\", not a number", 1},
-    /* a node missing: without expectation a warning, with one a failure; an expectation that
-     * matches the nodes is the unmasked-/proc (CDI) case and passes */
-    {"node 5 missing", "node-8gpu-ndr", "rm dev/nvidia5", -1, PF_WARN, "gpu-count",
-     "/dev/nvidia5 (0000:ab:00.0)", 7},
+    /* missing or unreadable evidence is unknown (evidence.unknown), never a failure */
+    {"garbage information", "node-garbage", NULL, -1, PF_PASS, "",
+     "unknown gpu-count: GPU 0000:18:00.0: /proc/driver/nvidia/gpus/0000:18:00.0/information: "
+     "Device Minor is \"zero\", not a number",
+     1},
+    /* a node missing: without expectation unknown (a masked /proc under the NVIDIA runtime, or
+     * an unmasked one under CDI: the gang compares counts), with one a failure; an expectation
+     * that matches the nodes is the unmasked-/proc (CDI) case and passes */
+    {"node 5 missing", "node-8gpu-ndr", "rm dev/nvidia5", -1, PF_PASS, "",
+     "unknown gpu-count: /proc/driver/nvidia/gpus lists 8 GPUs, the pod has 7 of their nodes (not "
+     "in the pod: /dev/nvidia5 (0000:ab:00.0))",
+     7},
     {"node 5 missing, 8 expected", "node-8gpu-ndr", "rm dev/nvidia5", 8, PF_FAIL, "gpu-count",
      "7 GPUs usable in the pod, expect.gpusPerPod is 8 (listed by the driver but not in the pod: "
      "/dev/nvidia5 (0000:ab:00.0))",
      7},
     {"node 5 missing, 7 expected", "node-8gpu-ndr", "rm dev/nvidia5", 7, PF_PASS, "", NULL, 7},
-    {"no nodes", "node-8gpu-ndr", "rm dev/nvidia[0-7]", -1, PF_WARN, "no-gpus",
-     "did the pod request nvidia.com/gpu?", 0},
+    {"no nodes", "node-8gpu-ndr", "rm dev/nvidia[0-7]", -1, PF_SKIP, "",
+     "no /dev/nvidiaN node in the pod (the driver lists 8 GPUs)", 0},
     {"no nodes, 8 expected", "node-8gpu-ndr", "rm dev/nvidia[0-7]", 8, PF_FAIL, "no-gpus",
      "the driver lists 8 GPUs but no /dev/nvidiaN node is in the pod", 0},
     {"extra node", "node-8gpu-ndr", "mknod dev/nvidia9 c 195 9 2>/dev/null || : > dev/nvidia9", -1,
      PF_FAIL, "gpu-count", "/dev/nvidia9 is in the pod but no GPU in /proc/driver/nvidia/gpus", 9},
-    {"proc empty", "node-8gpu-ndr", "rm -rf proc/driver/nvidia/gpus", -1, PF_WARN, "gpu-count",
-     "8 /dev/nvidiaN nodes in the pod but /proc/driver/nvidia/gpus lists no GPU", 8},
+    {"proc empty", "node-8gpu-ndr", "rm -rf proc/driver/nvidia/gpus", -1, PF_PASS, "",
+     "unknown gpu-count: 8 /dev/nvidiaN nodes in the pod but /proc/driver/nvidia/gpus lists no GPU",
+     8},
     {"information unreadable", "node-8gpu-ndr",
-     "rm proc/driver/nvidia/gpus/0000:3a:00.0/information", -1, PF_FAIL, "gpu-count",
-     "GPU 0000:3a:00.0: /", 8},
+     "rm proc/driver/nvidia/gpus/0000:3a:00.0/information", -1, PF_PASS, "",
+     "unknown gpu-count: GPU 0000:3a:00.0: /", 8},
     {"no version file", "node-8gpu-ndr", "rm proc/driver/nvidia/version", -1, PF_PASS, "",
      "driver version unknown", 8},
     {"nvidiactl and nvidia-uvm are not GPUs", "cpu-node",
@@ -132,8 +139,9 @@ static void test_evidence(void **state)
     c = env_run(&e);
     char codes[128];
     th_codes(codes, sizeof(codes), c);
-    assert_string_equal(codes, "gpu-count");
-    assert_non_null(strstr(c->findings[0].message, "/dev/nvidia9 (0000:18:00.0)"));
+    assert_string_equal(codes, "");
+    assert_non_null(strstr(c->message, "unknown gpu-count: "));
+    assert_non_null(strstr(c->message, "/dev/nvidia9 (0000:18:00.0)"));
     assert_string_equal(pf_node_get_str(pf_node_get(c->evidence, "gpus")->first, "devNode"),
                         "/dev/nvidia9");
     assert_false(pf_node_get(pf_node_get(c->evidence, "gpus")->first, "inPod")->b);

@@ -228,8 +228,8 @@ static void test_broken(void **state)
 
         if (strcmp(ll, "Ethernet") == 0 && p->roce_gids && p->node_type &&
             strcmp(p->node_type, "4: RNIC") != 0) {
-            tree_open(&t, p, "rm -rf ports/1/gids ports/1/gid_attrs");
-            expect(p, "no GID", run_check(&t, pf_check_rdma_ports, "rdma.ports"), PF_FAIL,
+            tree_open(&t, p, "for f in ports/1/gid_attrs/types/*; do echo 'IB/RoCE v1' >$f; done");
+            expect(p, "no RoCE v2 GID", run_check(&t, pf_check_rdma_ports, "rdma.ports"), PF_FAIL,
                    "no-roce-gid", p->example);
             th_env_close(&t.e);
         }
@@ -386,8 +386,8 @@ static void test_iwarp_mode(void **state)
     assert_non_null(strstr(pf_node_get_str(h0, "nccl"), "iWARP"));
     th_env_close(&t.e);
     /* the same device in RoCE mode needs its GID */
-    tree_open(&t, irdma, "rm -rf ports/1/gids ports/1/gid_attrs");
-    expect(irdma, "RoCE, no GID", run_check(&t, pf_check_rdma_ports, "rdma.ports"), PF_FAIL,
+    tree_open(&t, irdma, "for f in ports/1/gid_attrs/types/*; do echo 'IB/RoCE v1' >$f; done");
+    expect(irdma, "RoCE, no RoCE v2 GID", run_check(&t, pf_check_rdma_ports, "rdma.ports"), PF_FAIL,
            "no-roce-gid", "irdma0");
     th_env_close(&t.e);
 }

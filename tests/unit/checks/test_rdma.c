@@ -32,6 +32,17 @@ static struct pf_check *env_run(struct th_env *e, pf_check_fn fn, const char *id
     return pf_verdict_find_check(&e->v, id);
 }
 
+/* Whether the check's evidence.unknown has an entry for code whose text holds needle. */
+static bool has_unknown(const struct pf_check *c, const char *code, const char *needle)
+{
+    const struct pf_node *u = pf_node_get(c->evidence, "unknown");
+    for (const struct pf_node *e = u ? u->first : NULL; e; e = e->next)
+        if (strcmp(pf_node_get_str(e, "code"), code) == 0 &&
+            strstr(pf_node_get_str(e, "missing"), needle))
+            return true;
+    return false;
+}
+
 static void assert_finding(const struct pf_check *c, const char *code, enum pf_status st,
                            const char *needle)
 {
@@ -130,15 +141,22 @@ static const struct row rows[] = {
      "echo 5.4.0-150-generic > proc/sys/kernel/osrelease", NOEXP, PF_WARN, "no-gpudirect", NULL},
     {"roce hcas 8", "node-roce", "rdma.devices", NULL, -1, 8, -1, PF_FAIL, "hca-count", NULL},
     {"roce min 400", "node-roce", "rdma.ports", NULL, -1, -1, 400, PF_FAIL, "port-rate", NULL},
-    {"roce no ndevs", "node-roce", "rdma.ports",
-     "rm -rf sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs", NOEXP, PF_FAIL, "no-roce-gid",
-     NULL},
+    /* a GID table without its attribute files, or without gids/, is a partial copy (the kernel
+     * writes both for every entry, core/sysfs.c): unknown; an entry the kernel says has no
+     * netdev (an empty ndevs file) is evidence */
+    {"roce no ndevs: unknown", "node-roce", "rdma.ports",
+     "rm -rf sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs", NOEXP, PF_PASS, "",
+     "unknown no-roce-gid: mlx5_1 port 1: "},
+    {"roce empty ndevs", "node-roce", "rdma.ports",
+     "for f in sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/*; do : > $f; done", NOEXP,
+     PF_FAIL, "no-roce-gid", NULL},
     {"roce v1 only", "node-roce", "rdma.ports",
      "for i in 0 1 2 3; do echo 'IB/RoCE v1' > sys/class/infiniband/mlx5_0/ports/1/gid_attrs/"
      "types/$i; done",
      NOEXP, PF_FAIL, "no-roce-gid", NULL},
-    {"roce no gid table", "node-roce", "rdma.ports",
-     "rm -rf sys/class/infiniband/mlx5_0/ports/1/gids", NOEXP, PF_FAIL, "no-roce-gid", NULL},
+    {"roce no gid table: unknown", "node-roce", "rdma.ports",
+     "rm -rf sys/class/infiniband/mlx5_0/ports/1/gids", NOEXP, PF_PASS, "",
+     "unknown no-roce-gid: mlx5_0 port 1: no GID table under "},
     {"roce v2 zero gids", "node-roce", "rdma.ports",
      "for i in 1 3; do echo 0000:0000:0000:0000:0000:0000:0000:0000 > "
      "sys/class/infiniband/mlx5_0/ports/1/gids/$i; done",
@@ -158,12 +176,17 @@ static const struct row rows[] = {
     {"no-devinfiniband ports (all checked)", "node-no-devinfiniband", "rdma.ports", NULL, NOEXP,
      PF_PASS, "", "2 of 2 ports ACTIVE"},
     /* garbage */
-    {"garbage devices", "node-garbage", "rdma.devices", NULL, NOEXP, PF_WARN, "uverbs-missing",
-     NULL},
+    {"garbage devices (an empty uverbsN/ibdev: unknown)", "node-garbage", "rdma.devices", NULL,
+     NOEXP, PF_PASS, "", "unknown uverbs-missing: mlx5_0: "},
     {"garbage ports (unreadable port files are unknown)", "node-garbage", "rdma.ports", NULL, NOEXP,
-     PF_FAIL, "no-roce-gid", NULL},
-    {"garbage gpudirect", "node-garbage", "rdma.gpudirect", NULL, NOEXP, PF_WARN, "no-gpudirect",
-     NULL},
+     PF_PASS, "", NULL},
+    {"garbage gpudirect: unknown", "node-garbage", "rdma.gpudirect", NULL, NOEXP, PF_PASS, "",
+     "unknown no-gpudirect: nvidia_peermem is not loaded, and whether dma-buf is possible: kernel "
+     "release \"not-a-version\" does not parse"},
+    {"roce gpudirect, no driver version: unknown", "node-roce", "rdma.gpudirect",
+     "rm proc/driver/nvidia/version", NOEXP, PF_PASS, "",
+     "unknown no-gpudirect: nvidia_peermem is not loaded, and whether dma-buf is possible: "
+     "/proc/driver/nvidia/version is missing"},
     /* CPU node */
     {"cpu devices", "cpu-node", "rdma.devices", NULL, NOEXP, PF_SKIP, "",
      "no RDMA devices (TCP-only pod)"},
@@ -273,9 +296,24 @@ static void test_devices_messages(void **state)
     assert_finding(c, "rdma-cm-missing", PF_WARN, "which was given mlx5_0 (mlx5");
     th_env_close(&e);
 
+    /* uverbs0/ibdev is empty: mlx5_0, which no readable ibdev names, may be uverbs0's, so
+     * whether its uverbs node is missing is unknown */
     th_env_open(&e, "node-garbage", TH_MATERIALIZE);
     c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
-    assert_finding(c, "uverbs-missing", PF_WARN, "uverbs0/ibdev is empty or unreadable");
+    assert_false(pf_check_has_finding(c, "uverbs-missing"));
+    assert_true(has_unknown(c, "uverbs-missing",
+                            "mlx5_0: no /sys/class/infiniband_verbs/uverbsN/"
+                            "ibdev names mlx5_0; "));
+    assert_true(has_unknown(c, "uverbs-missing", "uverbs0/ibdev is empty or unreadable"));
+    th_env_close(&e);
+
+    /* the same with every ibdev readable: no uverbsN names mlx5_0 is evidence */
+    th_env_open(&e, "node-garbage", TH_MATERIALIZE);
+    th_sh("cd '%s' && echo mlx5_9 > sys/class/infiniband_verbs/uverbs0/ibdev", e.root);
+    c = env_run(&e, pf_check_rdma_devices, "rdma.devices");
+    assert_finding(c, "uverbs-missing", PF_WARN,
+                   "no /sys/class/infiniband_verbs/uverbsN/ibdev "
+                   "names mlx5_0 (is ib_uverbs loaded");
     th_env_close(&e);
 }
 
@@ -427,9 +465,11 @@ static void test_roce_evidence(void **state)
     assert_false(pf_node_get(r, "ipv4")->b);
     th_env_close(&e);
 
-    /* ndevs missing: the message says why */
+    /* no entry with a netdev: the message says why */
     th_env_open(&e, "node-roce", TH_MATERIALIZE);
-    th_sh("cd '%s' && rm -rf sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs", e.root);
+    th_sh("cd '%s' && for f in sys/class/infiniband/mlx5_1/ports/1/gid_attrs/ndevs/*; do : > $f; "
+          "done",
+          e.root);
     c = env_run(&e, pf_check_rdma_ports, "rdma.ports");
     assert_finding(c, "no-roce-gid", PF_FAIL,
                    "mlx5_1 port 1 (Ethernet) has no usable RoCE v2 GID: 2 RoCE v2 entries among 6 "
@@ -438,20 +478,9 @@ static void test_roce_evidence(void **state)
     th_env_close(&e);
 }
 
-/* Whether the check's evidence.unknown has an entry for code whose text holds needle. */
-static bool has_unknown(const struct pf_check *c, const char *code, const char *needle)
-{
-    const struct pf_node *u = pf_node_get(c->evidence, "unknown");
-    for (const struct pf_node *e = u ? u->first : NULL; e; e = e->next)
-        if (strcmp(pf_node_get_str(e, "code"), code) == 0 &&
-            strstr(pf_node_get_str(e, "missing"), needle))
-            return true;
-    return false;
-}
-
 /* Port files that are empty, unreadable or not in core/sysfs.c's form are no evidence: each is
- * named under evidence.unknown, none fails the port; a GID table that was read and holds no
- * RoCE v2 entry still does. */
+ * named under evidence.unknown, none fails the port, and neither does a GID type that is not in
+ * the kernel's form (the unreadable entry may be the RoCE v2 one). */
 static void test_garbage_names_files(void **state)
 {
     (void)state;
@@ -467,7 +496,8 @@ static void test_garbage_names_files(void **state)
     assert_false(pf_check_has_finding(c, "port-down"));
     assert_false(pf_check_has_finding(c, "port-not-linkup"));
     assert_false(pf_check_has_finding(c, "port-rate"));
-    assert_finding(c, "no-roce-gid", PF_FAIL, "gid_attrs/types/0 holds \"RoCE v9\"");
+    assert_true(has_unknown(c, "no-roce-gid", "gid_attrs/types/0 holds \"RoCE v9\""));
+    assert_false(pf_check_has_finding(c, "no-roce-gid"));
     th_env_close(&e);
 
     /* an unreadable state file (a directory in its place) */
