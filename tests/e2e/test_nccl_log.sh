@@ -209,6 +209,27 @@ expect_eq "log: glued prose, a cut prefix, a numbered version line: every NCCL l
     "$(q pasted "[c['evidence']['ncclLines'], [x['name'] for x in c['evidence']['hosts']], sorted(d['environment']['ncclVersions'])]")" \
     '[5, ["node-a", "node-b", "pasted.log"], ["2.20.5", "2.21.5"]]'
 
+# Real samples of what a finding must not infer from absent evidence (sources in
+# real/SOURCES.md). A job on InfiniBand whose only net line is the IB transport's completion
+# WARN (transport/net_ib.cc, wrapped by the page it was pasted on), read beside another IB host:
+# IB, never a socket fallback.
+plog realibwarn "$L/real/ml-engineering-ib-completion-warn-wrapped.log" "$L/real/nccl-1412-ib-no-gdr-2.22.log"
+expect_eq "log: real IB completion WARN (net_ib.cc:1296) beside an IB host: IB, no socket-fallback" \
+    "$(q realibwarn "['socket-fallback' in codes('nccl.log'), [(x['name'], x['transport']) for x in c['evidence']['hosts']], [x.get('ibCompletionWarn') for x in p if x.get('host') == 'node-2']]")" \
+    '[false, [["node-2", "IB"], ["swat1-04", "IB"]], [true]]'
+# aws-ofi-nccl over HPE Slingshot's cxi provider (nccl_net_ofi_init's "Selected Provider is"),
+# with a bare version line and one line of a rank glued behind another rank's cut line (two
+# processes writing one pipe): Libfabric over cxi is RDMA on both hosts. The glued line is read
+# as its first writer's; the second rank's part of it is lost (where its host name starts is
+# not in the bytes: "...P2P/CUMEM/rex3006c0s1b1n0:2538025:..."), its own later lines name it.
+plog realcxi "$L/real/alcf-polaris-cxi-ofi-glued-lines-2.20.5.log"
+expect_eq "log: real aws-ofi-nccl over cxi: RDMA on both hosts, provider cxi, no socket finding" \
+    "$(q realcxi "[sorted(set(codes('nccl.log'))), sorted(set(h['transportClass'] for h in c['evidence']['hosts'])), sorted(set(x.get('ofiProvider') for x in p if x.get('network')))]")" \
+    '[[], ["rdma"], ["cxi"]]'
+expect_eq "log: real glued lines: every process read, no host invented from the glued line" \
+    "$(q realcxi "sorted((x['host'], x['pid']) for x in p)")" \
+    '[["x3006c0s13b1n0", 508126], ["x3006c0s13b1n0", 508127], ["x3006c0s1b1n0", 2538025]]'
+
 # Real logs (tests/fixtures/nccl-logs/real/, sources in SOURCES.md): every line of NAME.expect
 # (status, finding codes, multi-node, hosts, ranks, versions, NVLS, WARN kinds, the codes left
 # unknown where the file says so, and per host transport, class, GPUDirect RDMA and HCAs) must be
