@@ -217,6 +217,20 @@ plog realibwarn "$L/real/ml-engineering-ib-completion-warn-wrapped.log" "$L/real
 expect_eq "log: real IB completion WARN (net_ib.cc:1296) beside an IB host: IB, no socket-fallback" \
     "$(q realibwarn "['socket-fallback' in codes('nccl.log'), [(x['name'], x['transport']) for x in c['evidence']['hosts']], [x.get('ibCompletionWarn') for x in p if x.get('host') == 'node-2']]")" \
     '[false, [["node-2", "IB"], ["swat1-04", "IB"]], [true]]'
+# Two hosts of a real IB job where only one logged the completion WARN (an RDMA/SHARP plugin's
+# ib_plugin.c, format "NET/IB : Got completion"): that host is IB, the other is unknown, and
+# nobody fell back to Socket
+plog real252 "$L/real/nccl-tests-252-ib-plugin-completion-two-hosts.log"
+expect_eq "log: real two-host IB completion WARN: kolyoz2 IB, kolyoz1 none, no socket-fallback" \
+    "$(q real252 "[sorted(set(codes('nccl.log'))), [(x['name'], x['transport']) for x in c['evidence']['hosts']], 'socket-fallback' in [u['code'] for u in c['evidence'].get('unknown') or []]]")" \
+    '[["nccl-warn"], [["kolyoz1", "none"], ["kolyoz2", "IB"]], false]'
+# A RoCE job's socket-layer WARN (misc/socket.cc "Net : Connection closed by remote peer", the
+# proxy's connection) makes no Socket process, and the poster's mangled prefixes
+# ("host :22337:...", "host22337:22400") are not read as other processes
+plog real914 "$L/real/nccl-914-roce-socket-warn-2.13.4.log"
+expect_eq "log: real socket-layer WARN on a RoCE job: kinds counted, no Socket host, one process" \
+    "$(q real914 "[c['evidence']['job']['warningsByKind'], [(x['name'], x['transport']) for x in c['evidence']['hosts']], [(x['host'], x['pid']) for x in p]]")" \
+    '[{"connection-closed": 1, "system-error": 2}, [["host", "none"]], [["host", 22337]]]'
 # aws-ofi-nccl over HPE Slingshot's cxi provider (nccl_net_ofi_init's "Selected Provider is"),
 # with a bare version line and one line of a rank glued behind another rank's cut line (two
 # processes writing one pipe): Libfabric over cxi is RDMA on both hosts. The glued line is read
