@@ -124,7 +124,9 @@ expect_check nodev rdma.devices fail "uverbs-missing"
 
 r=$(mat node-garbage) || exit 1
 pf garbage "$r"
-expect_rc garbage 3
+# every file of this tree is empty or not in its writer's form: nothing read proves a fault,
+# so nothing fails (each check says what it could not read, below)
+expect_rc garbage 0
 # empty or unparsable files are unknown (evidence.unknown), never a finding: port files, a GID
 # type not in the kernel's form, a Device Minor that is no number, an empty uverbsN/ibdev, a
 # kernel release and a driver version line that do not parse
