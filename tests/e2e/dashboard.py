@@ -9,9 +9,16 @@ its dashboard model (schemaVersion 39):
                                      one JSON object a line: panel id, title, type, refId,
                                      expr, instant, table; a VALUE "a|b" is a multi-value
                                      selection, "$__all" the All option
+  dashboard.py eval DASH URL [VAR=VALUE]...
+                                     every target evaluated by the Prometheus at URL as
+                                     Grafana asks it: an instant query (now) for an instant
+                                     target, a range query over the last 5 minutes at a
+                                     15-second step for a range one; prints a JSON object,
+                                     "<panel id><refId>": {"title", "result"} or {"error"}
 
-Substitution (grafana/grafana, public/app/plugins/datasource/prometheus/datasource.ts and
-packages/grafana-prometheus/src/datasource.ts, interpolateQueryExpr; templateSrv's formats):
+Substitution (grafana/grafana v11, packages/grafana-prometheus/src/datasource.ts:
+interpolateQueryExpr, prometheusRegularEscape and prometheusSpecialRegexEscape, their classic
+behaviour; templateSrv's ${var:text} format):
 a variable with multi or includeAll set gets its value regex-escaped
 (prometheusSpecialRegexEscape), several values joined as (a|b), the All option its allValue
 verbatim; any other variable its value with backslashes and single quotes escaped;
@@ -36,7 +43,7 @@ TRANSFORMS = {"organize", "groupingToMatrix", "merge", "joinByField", "seriesToR
 def special_regex_escape(v):
     # prometheusSpecialRegexEscape: \ first, then the regex metacharacters
     v = v.replace("\\", "\\\\\\\\")
-    return re.sub(r"([$^*+?.()|{}\[\]])", r"\\\\\1", v)
+    return re.sub(r"([$^*{}\[\]'+?.()|])", r"\\\\\1", v)
 
 
 def regular_escape(v):
@@ -194,12 +201,45 @@ def check(d):
     return out
 
 
+def evaluate(url, q, now):
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+    if q["instant"]:
+        u = "%s/api/v1/query?%s" % (url, urllib.parse.urlencode({"query": q["expr"], "time": now}))
+    else:
+        u = "%s/api/v1/query_range?%s" % (url, urllib.parse.urlencode(
+            {"query": q["expr"], "start": now - 300, "end": now, "step": 15}))
+    try:
+        with urllib.request.urlopen(u, timeout=10) as r:
+            d = json.load(r)
+    except urllib.error.HTTPError as e:
+        d = json.load(e)  # Prometheus' JSON error: a bad expression
+    if d.get("status") != "success":
+        return {"error": d.get("error", "?")}
+    return {"result": d["data"]["result"]}
+
+
 def main():
     d = json.load(open(sys.argv[2]))
     if sys.argv[1] == "check":
         print("\n".join(check(d)))
         return
+    url = None
+    if sys.argv[1] == "eval":
+        url = sys.argv[3]
+        del sys.argv[3]
     chosen = dict(a.split("=", 1) for a in sys.argv[3:])
+    if url:
+        import time
+        now, out, vs = time.time(), {}, variables(d)
+        for p, t in targets(d):
+            q = {"expr": substitute(t["expr"], vs, chosen), "instant": bool(t.get("instant"))}
+            r = evaluate(url, q, now)
+            r.update(title=substitute(p["title"], vs, chosen), expr=q["expr"])
+            out["%d%s" % (p["id"], t["refId"])] = r
+        print(json.dumps(out, sort_keys=True))
+        return
     vs = variables(d)
     for p, t in targets(d):
         print(json.dumps({"id": p["id"], "title": substitute(p["title"], vs, chosen),
