@@ -5,8 +5,8 @@
 # pods (one with a throttled link) push there; PromQL through Prometheus' HTTP API then finds
 # the series with their values and labels, the recording rules of
 # helm/preflight/files/prometheus-rules.yaml evaluate, and every panel of the Grafana
-# dashboard returns series. The rules' promtool unit tests run first. Failure paths against
-# stand-ins (a Python server on 127.0.0.1: 401, 500, one that never answers; a TLS one whose
+# dashboard returns series (its variables' defaults substituted). The rules' promtool unit
+# tests run first. Failure paths against stand-ins (a Python server on 127.0.0.1: 401, 500, one that never answers; a TLS one whose
 # certificate another CA signed; nothing listening): the run keeps its deadline and its
 # verdict, and report.metrics names the URL and the cause.
 source "$(dirname "$0")/lib.sh"
@@ -423,26 +423,31 @@ expect_eq "promql: the recording rule sees node-4's class-node failure" "$(label
 r=$(qwait 'preflight:node_class_failure:workloads_24h{node="node-4"}' 30)
 expect_eq "promql: one job so far saw node-4 fail (no lemon yet)" "$(vals "$r")" 1
 
-# ---- every dashboard panel's expressions evaluate and return series
+# ---- every dashboard panel's expressions, with the variables' defaults substituted as Grafana
+# does (tests/e2e/dashboard.py), evaluate and return series; tests/e2e/test_dashboard.sh
+# compares their rows with the verdicts, the filters and a stale group
 python3 -c '
 import json, sys
-d = json.load(open(sys.argv[1]))
-for p in d["panels"]:
-    for t in p.get("targets", []):
-        print("%s\t%s" % (p["title"], t["expr"]))' "$DASH" >"$T/panels.tsv"
+for l in sys.stdin:
+    t = json.loads(l)
+    print("%s\t%s" % (t["title"], t["expr"]))' <<<"$(python3 "$PREFLIGHT_SRC/tests/e2e/dashboard.py" exprs "$DASH")" >"$T/panels.tsv"
 n=0
 while IFS=$'\t' read -r title expr; do
     n=$((n + 1))
-    case "$expr" in *nccl_bus_bandwidth_gbs*) w=2 ;; *) w=20 ;; esac
+    # no NCCL and no rail here: those panels must still evaluate
+    case "$expr" in *nccl_bus_bandwidth_gbs* | *preflight_rail_*) w=2 ;; *) w=20 ;; esac
     r=$(qwait "$expr" "$w")
     case "$r" in
     ERROR*) notok "dashboard: '$title' evaluates" "$r" ;;
     "[]") case "$expr" in
-        *nccl_bus_bandwidth_gbs*) ok "dashboard: '$title' evaluates (no NCCL run here: no series)" ;;
+        *nccl_bus_bandwidth_gbs* | *preflight_rail_*) ok "dashboard: '$title' evaluates (no NCCL or rail here: no series)" ;;
         *) notok "dashboard: '$title' returns series" "no series for: $expr" ;;
         esac ;;
     *) ok "dashboard: '$title' returns series" ;;
     esac
 done <"$T/panels.tsv"
-# the NCCL panel has no NCCL here (no GPU): its expression must still evaluate
-[ "$n" -ge 10 ] && ok "dashboard: $n expressions checked" || notok "dashboard: expressions" "only $n"
+[ "$n" -ge 15 ] && ok "dashboard: $n expressions checked" || notok "dashboard: expressions" "only $n"
+# probe-1 pushed without a namespace: the All of $namespace (.*) keeps it
+r=$(q "$(python3 "$PREFLIGHT_SRC/tests/e2e/dashboard.py" exprs "$DASH" | python3 -c 'import json,sys; print(next(t["expr"] for t in map(json.loads, sys.stdin) if t["id"] == 12))')")
+expect_eq "dashboard: the nodes table holds probe-1's node, pushed without a namespace" \
+    "$(python3 -c 'import json,sys; print([s["metric"].get("namespace", "-") for s in json.loads(sys.argv[1]) if s["metric"].get("pod") == "probe-1"])' "$r")" "['-']"
