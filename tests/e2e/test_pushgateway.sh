@@ -6,9 +6,9 @@
 # the series with their values and labels, the recording rules of
 # helm/preflight/files/prometheus-rules.yaml evaluate, and every panel of the Grafana
 # dashboard returns series (its variables' defaults substituted). The rules' promtool unit
-# tests run first. Failure paths against stand-ins (a Python server on 127.0.0.1: 401, 500, one that never answers; a TLS one whose
-# certificate another CA signed; nothing listening): the run keeps its deadline and its
-# verdict, and report.metrics names the URL and the cause.
+# tests run first. Failure paths against stand-ins (a Python server on 127.0.0.1: 401, 500,
+# one that never answers; a TLS one whose certificate another CA signed; nothing listening):
+# the run keeps its deadline and its verdict, and report.metrics names the URL and the cause.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
