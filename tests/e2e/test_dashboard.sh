@@ -191,6 +191,7 @@ printf 'tcp: {messageBytes: 1048576, iterations: 2, minBusbwGBps: 0.0001}\npolic
 ip netns exec "$(pods_ns 4)" tc qdisc add dev eth0 root tbf rate 40mbit burst 16kb latency 500ms &&
     ip netns exec "$SW" tc qdisc add dev "${PODS_PREFIX}v4" root tbf rate 40mbit burst 16kb latency 500ms ||
     notok "tc tbf on trainer-4's link"
+mkdir -p "$T/$SC"
 for ((i = 0; i < N; i++)); do
     pods_run_pod "$i" env PREFLIGHT_PODINFO="$T/podinfo$i" PREFLIGHT_PUSHGATEWAY="http://10.213.0.1:$GP"
 done
