@@ -186,6 +186,11 @@ kill "$CAP_PID" 2>/dev/null
 pgput "$T/body.2" job/preflight-watch/namespace/other/pod/solo-0/node/gpu-node-9 &&
     ok "solo: its exposition pushed under job preflight-watch" || notok "solo: pushed under job preflight-watch"
 
+for n in stale solo solowatch; do
+    if grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:' "$T/$n.out"; then
+        notok "$n: no sanitizer report" "$(grep -m1 -E 'Sanitizer|runtime error' "$T/$n.out")"; fi
+done
+
 # ---- trainer: five pods, trainer-4's link throttled, a rail each
 printf 'tcp: {messageBytes: 1048576, iterations: 2, minBusbwGBps: 0.0001}\npolicy: {findings: {vf-missing: ignore}}\n' >"$T/small.yaml"
 ip netns exec "$(pods_ns 4)" tc qdisc add dev eth0 root tbf rate 40mbit burst 16kb latency 500ms &&
