@@ -14,7 +14,8 @@ test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute
   iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
   curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils
   podman debootstrap debian-archive-keyring binutils file prometheus prometheus-pushgateway"
-# prometheus (with promtool) and prometheus-pushgateway: test_pushgateway pushes to a real
+# prometheus (with promtool) and prometheus-pushgateway: test_pushgateway (and test_dashboard,
+# every query of the Grafana dashboard) pushes to a real
 # Pushgateway, queries a real Prometheus scraping it, and runs promtool over the rules
 # the demo's pods: network namespaces (iproute2), hostnames (util-linux unshare), and a DNS
 # server for the headless Service's names (dnsmasq)
