@@ -8,7 +8,8 @@
 #   trainer   a `run` of five pods in namespace ml, each with one rail (net1 on a second
 #             bridge, its Multus network-status in a downward-API folder), trainer-4's
 #             cluster link throttled to 40 Mbit/s (tc tbf both ways): the slow node
-#   solo      a `check` of pod solo-0 in namespace other on node gpu-node-9, pushed by
+#   solo      a `check` of pod solo-0 in namespace other on node gpu-node-9 (the fixture
+#             node-ports-bad: an RDMA port down, a failure of class node), pushed by
 #             preflight; what a second such check pushes (caught by a capture server) PUT
 #             under job preflight-watch, the group the watch sidecar pushes its verdict's
 #             metrics to
@@ -19,8 +20,9 @@
 # substituted as Grafana's Prometheus data source does, instant or range) with the
 # defaults (All, All, the gate, 24 h) and with chosen namespaces, jobs, the watch and 7 d,
 # and the rows compared with the verdicts the runs wrote: the heatmap's cells are rank 0's
-# links with node-4's the slow ones, the node table one row per node, the stale group in no
-# panel unless the window reaches back to it. The test waits for the scrape of all eight
+# links with node-4's the slow ones, the node table one row per node, the failures, lemon
+# nodes and culprits those the verdicts name, the stale group in no panel unless the window
+# reaches back to it. The test waits for the scrape of all eight
 # groups and for the rules' first records (bounded polls), never for a time.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
@@ -47,8 +49,9 @@ need_root "the dashboard against prometheus and a pushgateway among pods" || exi
 for c in ip dnsmasq unshare tc curl prometheus prometheus-pushgateway; do
     command -v "$c" >/dev/null || { skip "the dashboard against prometheus and a pushgateway" "$c not installed"; exit 0; }
 done
-"$FIX/materialize.sh" "$FIX/node-8gpu-ndr" "$T/ndr" >/dev/null 2>&1 ||
-    { notok "materialize node-8gpu-ndr"; exit 0; }
+for fx in node-8gpu-ndr node-ports-bad; do
+    "$FIX/materialize.sh" "$FIX/$fx" "$T/$fx" >/dev/null 2>&1 || { notok "materialize $fx"; exit 0; }
+done
 
 cleanup() {
     for p in ${PGW_PID:-} ${PROM_PID:-} ${CAP_PID:-}; do kill "$p" 2>/dev/null; done
@@ -155,13 +158,14 @@ python3 "$T/capture.py" "$T/body" "$T/capport" &
 CAP_PID=$!
 for _ in $(seq 100); do [ -s "$T/capport" ] && break; sleep 0.1; done
 CAP="http://127.0.0.1:$(cat "$T/capport")"
-# pfcheck NAME NS POD NODE URL [WRAP...]: `preflight check` on the fixture pushing to URL
+# pfcheck NAME FIXTURE NS POD NODE URL [WRAP...]: `preflight check` on the fixture tree,
+# pushing to URL
 pfcheck() {
-    local name=$1 ns=$2 pod=$3 node=$4 url=$5
-    shift 5
+    local name=$1 fx=$2 ns=$3 pod=$4 node=$5 url=$6
+    shift 6
     "$@" env -i PATH="$PATH" HOME=/nonexistent NO_COLOR=1 ASAN_OPTIONS="${ASAN_OPTIONS:-}" \
         UBSAN_OPTIONS="${UBSAN_OPTIONS:-}" POD_NAME="$pod" POD_NAMESPACE="$ns" NODE_NAME="$node" \
-        "$PREFLIGHT" check --root "$T/ndr" --format yaml --verdict "$T/$name.yaml" --timeout 20 \
+        "$PREFLIGHT" check --root "$T/$fx" --format yaml --verdict "$T/$name.yaml" --timeout 20 \
         --pushgateway "$url" >"$T/$name.out" 2>&1
 }
 # pgput FILE GROUP: FILE PUT to the Pushgateway's group /metrics/GROUP
@@ -170,7 +174,7 @@ pgput() {
 }
 
 # ---- the stale group first: what a check pushes, its run two days back
-pfcheck stale ml trainer-9 node-stale "$CAP"
+pfcheck stale node-8gpu-ndr ml trainer-9 node-stale "$CAP"
 old=$(($(date +%s) - 172800))
 sed "s/^\(preflight_last_run_timestamp_seconds{[^}]*}\) .*/\1 $old/" "$T/body.1" >"$T/stale.prom"
 expect_eq "stale: the exposition's run ended two days ago" \
@@ -178,10 +182,12 @@ expect_eq "stale: the exposition's run ended two days ago" \
 pgput "$T/stale.prom" job/preflight/namespace/ml/pod/trainer-9/node/node-stale &&
     ok "stale: pushed to its group" || notok "stale: pushed to its group"
 
-# ---- solo: a check pushed by preflight, and what it pushes under the watch's job
-pfcheck solo other solo-0 gpu-node-9 "http://127.0.0.1:$GP" ip netns exec "$SW"
-expect_eq "solo: pushed (report.metrics pass)" "$(yq "$T/solo.yaml" 'check("report.metrics")["status"]')" pass
-pfcheck solowatch other solo-0 gpu-node-9 "$CAP"
+# ---- solo: a check of a node with an RDMA port down (fails, class node), pushed by
+# preflight, and what it pushes under the watch's job
+pfcheck solo node-ports-bad other solo-0 gpu-node-9 "http://127.0.0.1:$GP" ip netns exec "$SW"
+expect_eq "solo: fails with class node, pushed (report.metrics pass)" \
+    "$(yq "$T/solo.yaml" '(d["verdict"], d["failureClass"], check("report.metrics")["status"])')" "('fail', 'node', 'pass')"
+pfcheck solowatch node-ports-bad other solo-0 gpu-node-9 "$CAP"
 kill "$CAP_PID" 2>/dev/null
 pgput "$T/body.2" job/preflight-watch/namespace/other/pod/solo-0/node/gpu-node-9 &&
     ok "solo: its exposition pushed under job preflight-watch" || notok "solo: pushed under job preflight-watch"
@@ -208,7 +214,9 @@ for ((i = 0; i < N; i++)); do
         "$(yq "$T/$SC/v$i.yaml" '(check("report.metrics")["status"], len([r for r in check("net.rails")["evidence"]["rails"] if "gbps" in r["probe"]]))')" \
         "('pass', 1)"
 done
-expect_eq "trainer: rank 0 names trainer-4 the culprit" "$(yq "$T/$SC/v0.yaml" '[c.get("pod") for c in d["culprits"]]')" '["trainer-4"]'
+# whom rank 0 blames is its judgement under the machine's load (test_pushgateway.sh holds it):
+# here the culprits panel is compared with whatever the verdict names
+echo "# rank 0's culprits: $(yq "$T/$SC/v0.yaml" '[(c.get("pod"), c.get("reason")) for c in d["culprits"]]')"
 
 if qwait 'count(preflight_info) == 8' 60 >/dev/null; then ok "prometheus holds all 8 groups"; else
     notok "prometheus holds all 8 groups" "$(q 'count by (job, pod) (preflight_info)')"; fi
@@ -232,6 +240,12 @@ for l in next(c for c in d["checks"] if c["id"] == "collective.tcp")["evidence"]
     k = (l["from"], l["to"])
     links[k] = min(links.get(k, 1e30), l["gbps"])
 out["links"] = [[a, b, g] for (a, b), g in sorted(links.items())]
+# what metrics.c's culprit_kind makes of a reason
+def kind(reason):
+    if not reason or reason.startswith("slow node"):
+        return "node"
+    return "rail" if "rail" in reason else "link" if "link" in reason else "node"
+out["culprits"] = sorted([c["pod"], c["node"], kind(c.get("reason")), "ml", "trainer"] for c in d["culprits"])
 print(json.dumps(out))
 PY
 
@@ -269,41 +283,45 @@ PY
 ev default
 # every target evaluates; every one but the NCCL Inspector's (no NCCL here) returns series;
 # no series of any panel comes from the stale group
-python3 - "$T/ev.default.json" <<'PY'
+python3 - "$T/ev.default.json" "$T/expect.json" <<'PY'
 import json, sys
 ev = json.load(open(sys.argv[1]))
+E = json.load(open(sys.argv[2]))
 for k, x in sorted(ev.items(), key=lambda kv: (int(kv[0][:-1]), kv[0][-1])):
     name = "dashboard: %s '%s'" % (k, x["title"])
     if "error" in x:
         print("not ok - %s evaluates: %s: %s" % (name, x["error"], x["expr"]))
-    elif not x["result"] and "nccl_bus_bandwidth_gbs" not in x["expr"]:
+    elif not x["result"] and "nccl_bus_bandwidth_gbs" not in x["expr"] and not (k == "6A" and not E["culprits"]):
         print("not ok - %s returns series: none for %s" % (name, x["expr"]))
     elif "node-stale" in json.dumps(x["result"]) or "trainer-9" in json.dumps(x["result"]):
         print("not ok - %s leaves the stale group out: %s" % (name, json.dumps(x["result"])[:300]))
     else:
         print("ok - %s evaluates, %d series%s, none of the stale group" % (name, len(x["result"]),
-              " (no NCCL run here)" if not x["result"] else ""))
+              " (no NCCL run here, or no culprit named)" if not x["result"] else ""))
 PY
 
 # fleet: pass rate, verdicts and classes as the six fresh gate runs' verdicts give them
 expect_eq "pass rate: the share of the six fresh gate runs that passed" \
     "$(pq default 'round(v(1)[0], 6)')" \
-    "$(pq default 'round(sum(1 for k, e in E.items() if k != "links" and e["verdict"] == "pass") / 6, 6)')"
+    "$(pq default 'round(sum(1 for k, e in E.items() if k not in ("links", "culprits") and e["verdict"] == "pass") / 6, 6)')"
 expect_eq "runs by verdict: one count a verdict, as the verdicts say" \
     "$(pq default 'sorted([s["metric"]["verdict"], int(float(s["value"][1]))] for s in r(2))')" \
-    "$(pq default 'sorted([k, sum(1 for n, e in E.items() if n != "links" and e["verdict"] == k)] for k in ("pass", "warn", "fail"))')"
-expect_eq "failures by class: trainer-4's class node among them" "$(pq default '[s["metric"]["class"] for s in r(3) if s["metric"]["class"] == "node" and float(s["value"][1]) >= 1]')" '["node"]'
+    "$(pq default 'sorted([k, sum(1 for n, e in E.items() if n not in ("links", "culprits") and e["verdict"] == k)] for k in ("pass", "warn", "fail"))')"
+FAILS='[[e["node"], e["class"]] for k, e in E.items() if k not in ("links", "culprits") and e["verdict"] == "fail"]'
+expect_eq "failures by class: the failed runs' classes, as the verdicts say (solo-0's node among them)" \
+    "$(pq default 'sorted([s["metric"]["class"], int(float(s["value"][1]))] for s in r(3) if float(s["value"][1]) > 0)')" \
+    "$(pq default "sorted([c, n] for c, n in __import__('collections').Counter(c for _, c in $FAILS).items())")"
 
 # the node table: one row per node, each row the verdict of the run on it
 expect_eq "nodes table: one row per node, the stale node not among them" "$(pq default 'rows(12, "node")')" \
     '["gpu-node-9", "node-0", "node-1", "node-2", "node-3", "node-4"]'
 expect_eq "nodes table: each row's verdict, job and pod as the run on the node" \
     "$(pq default 'sorted([s["node"], s["verdict"], s["namespace"], s["workload"], s["pod"]] for s in m(12))')" \
-    "$(pq default 'sorted([e["node"], e["verdict"], e["namespace"], "solo" if k == "solo-0" else "trainer", k] for k, e in E.items() if k != "links")')"
+    "$(pq default 'sorted([e["node"], e["verdict"], e["namespace"], "solo" if k == "solo-0" else "trainer", k] for k, e in E.items() if k not in ("links", "culprits"))')"
 expect_eq "nodes table: each row's value the seconds since its run ended (0 to the window)" \
     "$(pq default 'all(0 <= x < 86400 for x in v(12))')" True
-expect_eq "failures by node and class: node-4 failed with class node" \
-    "$(pq default 'sorted(s["class"] for s in m(5) if s["node"] == "node-4")')" '["node"]'
+expect_eq "failures by node and class: one row a failed node (gpu-node-9 with class node among them)" \
+    "$(pq default 'sorted([s["node"], s["class"]] for s in m(5))')" "$(pq default "sorted($FAILS)")"
 
 # the heatmap: rank 0's links, one cell each, node-4's the slow ones
 expect_eq "heatmap: one cell a link rank 0 listed (rows and columns as the matrix shows them)" \
@@ -315,10 +333,12 @@ expect_eq "heatmap: every link of node-4 slower than every other link (40 Mbit/s
     "$(pq default 'max(float(s["value"][1]) for s in r(11) if "node-4" in (s["metric"]["from_node"], s["metric"]["to_node"])) < min(float(s["value"][1]) for s in r(11) if "node-4" not in (s["metric"]["from_node"], s["metric"]["to_node"]))')" True
 expect_eq "slowest links table: the slowest is one of node-4's" \
     "$(pq default 'sorted(r(8), key=lambda s: float(s["value"][1]))[0]["metric"]["to_node"] == "node-4" or sorted(r(8), key=lambda s: float(s["value"][1]))[0]["metric"]["from_node"] == "node-4"')" True
-expect_eq "culprits table: trainer-4 on node-4, kind node, job ml/trainer" \
+expect_eq "culprits table: rank 0's culprits, pod, node, kind and job" \
     "$(pq default 'sorted([s["culprit_pod"], s["culprit_node"], s["kind"], s["namespace"], s["workload"]] for s in m(6))')" \
-    '[["trainer-4", "node-4", "node", "ml", "trainer"]]'
-expect_eq "lemon nodes: node-4, failed in one job" "$(pq default '[[s["metric"]["node"], s["value"][1]] for s in r(4)]')" '[["node-4", "1"]]'
+    "$(pq default 'E["culprits"]')"
+expect_eq "lemon nodes: each node a run failed on with class node (gpu-node-9 among them), one job each" \
+    "$(pq default 'sorted([s["metric"]["node"], s["value"][1]] for s in r(4))')" \
+    "$(pq default "sorted([n, '1'] for n, c in $FAILS if c == 'node')")"
 # (whether a fast link also falls under a third of the median depends on the machine's load:
 # only node-4's pairs are compared)
 expect_eq "slow links: every pair of node-4's links rank 0 probed, one job each" \
@@ -355,7 +375,9 @@ expect_eq "busbw over time (range): the five trainers' tcp all-reduce and their 
 # ---- the filters
 ev ns_other 'namespace=other'
 expect_eq "namespace other: the node table is gpu-node-9's row" "$(pq ns_other 'rows(12, "node")')" '["gpu-node-9"]'
-expect_eq "namespace other: no link, rail or culprit of ml" "$(pq ns_other '[len(r(i)) for i in (11, 8, 6, 13, 14, 4, 9)]')" '[0, 0, 0, 0, 0, 0, 0]'
+expect_eq "namespace other: no link, rail or culprit of ml" "$(pq ns_other '[len(r(i)) for i in (11, 8, 6, 13, 14, 9)]')" '[0, 0, 0, 0, 0, 0]'
+expect_eq "namespace other: the lemon nodes are solo-0's" "$(pq ns_other '[[s["metric"]["node"], s["value"][1]] for s in r(4)]')" '[["gpu-node-9", "1"]]'
+expect_eq "namespace other: its one failure, gpu-node-9 with class node" "$(pq ns_other 'sorted([s["node"], s["class"]] for s in m(5))')" '[["gpu-node-9", "node"]]'
 expect_eq "namespace other: one run by verdict" "$(pq ns_other 'sum(v(2))')" 1.0
 ev ns_ml 'namespace=ml'
 expect_eq "namespace ml: the five trainers' nodes" "$(pq ns_ml 'rows(12, "node")')" '["node-0", "node-1", "node-2", "node-3", "node-4"]'
