@@ -45,6 +45,24 @@ if python3 "$DPY" exprs "$DASH" freshness=42 >/dev/null 2>&1; then
     notok "substitution: a value no option has is refused for \${freshness:text}"
 else ok "substitution: a value no option has is refused for \${freshness:text}"; fi
 
+# the structure check finds faults: a copy with a duplicate panel id, a query without the
+# freshness filter, an unknown variable and a table of a range query
+python3 - "$DASH" "$T/bad-dash.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+p = d["panels"]
+p[1]["id"] = p[0]["id"]
+p[2]["targets"][0]["expr"] = p[2]["targets"][0]["expr"].split(" and on ")[0] + ")"
+p[3]["title"] += " $nosuchvar"
+t = next(x for x in p if x["type"] == "table")["targets"][0]
+t["instant"], t["range"] = False, True
+json.dump(d, open(sys.argv[2], "w"))
+PY
+bad=$(python3 "$DPY" check "$T/bad-dash.json" | grep '^not ok')
+expect_eq "structure check: a broken copy fails on the ids, the table's query, the variable, the filters" \
+    "$(for k in 'ids unique' 'tables of instant queries' 'variable referenced' 'keeps runs of the last'; do
+        grep -c "$k" <<<"$bad"; done | tr '\n' ' ')$(wc -l <<<"$bad")" "1 1 1 1 4"
+
 need_root "the dashboard against prometheus and a pushgateway among pods" || exit 0
 for c in ip dnsmasq unshare tc curl prometheus prometheus-pushgateway; do
     command -v "$c" >/dev/null || { skip "the dashboard against prometheus and a pushgateway" "$c not installed"; exit 0; }
