@@ -196,13 +196,13 @@ static void h(struct pf_buf *b, const char *s, size_t n)
     size_t run = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        const char *rep = c == '&'   ? "&amp;"
-                          : c == '<' ? "&lt;"
-                          : c == '>' ? "&gt;"
-                          : c == '"' ? "&quot;"
-                          : c == '\'' ? "&#39;"
+        const char *rep = c == '&'                                            ? "&amp;"
+                          : c == '<'                                          ? "&lt;"
+                          : c == '>'                                          ? "&gt;"
+                          : c == '"'                                          ? "&quot;"
+                          : c == '\''                                         ? "&#39;"
                           : (c < 0x20 && c != '\t' && c != '\n') || c == 0x7f ? "\xef\xbf\xbd"
-                                                                               : NULL;
+                                                                              : NULL;
         if (!rep) continue;
         pf_buf_add(b, s + run, i - run);
         pf_buf_add(b, rep, strlen(rep));
@@ -725,8 +725,9 @@ static void ranks(struct page *P)
         pf_buf_addf(b, "<p>This verdict has no ranks list (rank 0's verdict of a run has "
                        "one).</p>\n");
     else
-        pf_buf_addf(b, "<p>%zu ranks; a click on a header sorts by it.</p>\n<table "
-                       "class=\"sortable\" id=\"rt\"><thead></thead><tbody></tbody></table>\n",
+        pf_buf_addf(b,
+                    "<p>%zu ranks; a click on a header sorts by it.</p>\n<table "
+                    "class=\"sortable\" id=\"rt\"><thead></thead><tbody></tbody></table>\n",
                     n);
     pf_buf_addf(b, "</section>\n");
 }
@@ -763,16 +764,17 @@ int pf_report_html(struct pf_buf *out, const char *name, const char *text, size_
     yaml_node_t *root = yaml_document_get_root_node(&r.d);
     int rc = 0;
     if (!root || root->type != YAML_MAPPING_NODE) {
-        rc = pf_err_set(PF_EUSAGE, "%s: line %zu: not a preflight verdict (%s, expected a mapping "
-                                   "with apiVersion preflight/v1, kind Verdict)",
+        rc = pf_err_set(PF_EUSAGE,
+                        "%s: line %zu: not a preflight verdict (%s, expected a mapping "
+                        "with apiVersion preflight/v1, kind Verdict)",
                         name, root ? (size_t)root->start_mark.line + 1 : (size_t)1,
                         root ? type_name(root->type) : "no document");
         goto out;
     }
     struct str api = sget(&r, root, "apiVersion"), kind = sget(&r, root, "kind");
     if (!seq_is(api, "preflight/v1") || !seq_is(kind, "Verdict")) {
-        yaml_node_t *at = get(&r, root, seq_is(api, "preflight/v1") ? "kind" : "apiVersion",
-                              YAML_SCALAR_NODE);
+        yaml_node_t *at =
+            get(&r, root, seq_is(api, "preflight/v1") ? "kind" : "apiVersion", YAML_SCALAR_NODE);
         rc = pf_err_set(PF_EUSAGE,
                         "%s: line %zu: not a preflight verdict (apiVersion \"%.*s\", kind "
                         "\"%.*s\"; expected apiVersion preflight/v1, kind Verdict: "
@@ -803,9 +805,8 @@ int pf_report_html(struct pf_buf *out, const char *name, const char *text, size_
     } else {
         pf_buf_addf(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
         csp(out);
-        struct str v = sget(&r, root, "verdict"), pod = sget(&r, get(&r, root, "pod",
-                                                                     YAML_MAPPING_NODE),
-                                                             "name");
+        struct str v = sget(&r, root, "verdict"),
+                   pod = sget(&r, get(&r, root, "pod", YAML_MAPPING_NODE), "name");
         pf_buf_addf(out, "<title>preflight ");
         hs(out, v);
         if (pod.p) pf_buf_addf(out, ": "), hs(out, pod);

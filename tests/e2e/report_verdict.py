@@ -55,6 +55,8 @@ def main():
                 if k < n:
                     pairs.append((f, (f + k) % n))
                     pairs.append(((f + k) % n, f))
+        if slow_link:
+            pairs.append(slow_link)
         pairs = sorted(set(pairs))
 
     def rate(f, t):
