@@ -726,8 +726,8 @@ static void ranks(struct page *P)
                        "one).</p>\n");
     else
         pf_buf_addf(b,
-                    "<p>%zu ranks; a click on a header sorts by it.</p>\n<table "
-                    "class=\"sortable\" id=\"rt\"><thead></thead><tbody></tbody></table>\n",
+                    "<p>%zu ranks; a click on a header sorts them all by it.</p>\n<div "
+                    "id=\"rnav\"></div><table id=\"rt\"><thead></thead><tbody></tbody></table>\n",
                     n);
     pf_buf_addf(b, "</section>\n");
 }

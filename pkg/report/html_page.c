@@ -1,9 +1,9 @@
 /* The style and the script of `preflight report --html` (html.c writes the page around them).
  * The script reads the page's data block (JSON, numbers and escaped strings), draws the link
  * heatmap on a canvas (one pixel block a rank pair; a block of several ranks shows its slowest
- * link), builds the ranks table with textContent (never markup from the verdict) and sorts any
- * table whose header is clicked. No network: the page's Content-Security-Policy allows this
- * script (by its hash) and inline style, nothing else. */
+ * link), builds the ranks table with textContent (never markup from the verdict), a page of
+ * rows at a time, and sorts any table whose header is clicked. No network: the page's
+ * Content-Security-Policy allows this script (by its hash) and inline style, nothing else. */
 #include "html.h"
 
 const char pf_report_html_css[] =
@@ -28,8 +28,7 @@ const char pf_report_html_css[] =
     "vertical-align:middle;margin-right:4px}\n"
     ".note{color:#555}.mono{font-family:monospace}\n"
     "#rt td{white-space:nowrap}\n"
-    /* the ranks table is laid out only when scrolled to: 4,096 rows of 30 cells take seconds */
-    "#ranks{content-visibility:auto;contain-intrinsic-size:auto 20000px}\n";
+    "#rnav{margin:6px 0}#rnav button{margin:0 4px}\n";
 
 /* Status letters of the ranks' checks (html.c writes them): p w f s, ? unknown, - none. */
 const char pf_report_html_js[] =
@@ -95,24 +94,37 @@ const char pf_report_html_js[] =
     "' Gb/s (the median) and above'));lg.appendChild(p);}\n"
     " sw(NONE,'no probe listed in the verdict');sw(SELF,'a rank with itself');\n"
     "}\n"
-    /* the ranks table */
+    /* the ranks table: one page of rows in the DOM at a time (a whole 4,096-rank table is
+     * 130,000 cells, seconds of style and layout); a click on a header sorts every rank */
     "var ST={p:'pass',w:'warn',f:'fail',s:'skip','?':'?','-':''},"
-    "SK={f:0,w:1,'?':2,p:3,s:4,'-':5};\n"
+    "SK={f:0,w:1,'?':2,p:3,s:4,'-':5},VK={fail:0,warn:1,pass:2,skip:3},PAGE=250;\n"
     "var rt=document.getElementById('rt');\n"
-    "if(rt){var hr=el('tr');['rank','pod','node','address','state','verdict','passed','TCP s']"
-    ".concat(D.ids).forEach(function(h,i){var th=el('th',null,h);"
-    "if(i==0||i==6||i==7)th.dataset.num=1;hr.appendChild(th);});"
+    "if(rt){var rows=D.ranks.slice(),page=0,sc=-1,up=true,nav=document.getElementById('rnav');\n"
+    " var hr=el('tr');['rank','pod','node','address','state','verdict','passed','TCP s']"
+    ".concat(D.ids).forEach(function(h){hr.appendChild(el('th',null,h));});"
     "rt.tHead.appendChild(hr);\n"
-    " var fr=document.createDocumentFragment(),VK={fail:0,warn:1,pass:2,skip:3};\n"
-    " D.ranks.forEach(function(r){var tr=el('tr');"
-    "function td(x,c,k){var d=el('td',c,x);if(k!==undefined)d.dataset.k=k;tr.appendChild(d);}\n"
-    "  td(r[0],'n');td(r[1]);td(r[2]);td(r[3]);td(r[4]);"
-    "td(r[5],'st-'+r[5],r[5] in VK?VK[r[5]]:4);"
-    "td(r[6]<0?'':r[6],'n',r[6]);td(r[7]<0?'':r[7],'n',r[7]);\n"
+    " function rkey(r,c){return c==0||c==6||c==7?r[c]:c<5?r[c]:c==5?(r[5] in VK?VK[r[5]]:4):"
+    "SK[r[8].charAt(c-8)||'-'];}\n"
+    " function draw(){var tb=el('tbody');rows.slice(page*PAGE,page*PAGE+PAGE).forEach(function(r)"
+    "{var tr=el('tr');function td(x,c){tr.appendChild(el('td',c,x));}\n"
+    "  td(r[0],'n');td(r[1]);td(r[2]);td(r[3]);td(r[4]);td(r[5],'st-'+r[5]);"
+    "td(r[6]<0?'':r[6],'n');td(r[7]<0?'':r[7],'n');\n"
     "  for(var j=0;j<D.ids.length;j++){var s=r[8].charAt(j)||'-',c=r[9][j];"
-    "td(ST[s]+(c?' ['+c+']':''),'st-'+ST[s],SK[s]);}\n"
-    "  fr.appendChild(tr);});\n"
-    " rt.tBodies[0].appendChild(fr);}\n"
+    "td(ST[s]+(c?' ['+c+']':''),'st-'+ST[s]);}tb.appendChild(tr);});\n"
+    "  rt.replaceChild(tb,rt.tBodies[0]);nav.textContent='';var n=rows.length,"
+    "a=Math.min(n,page*PAGE+1),z=Math.min(n,page*PAGE+PAGE);\n"
+    "  function btn(t,p){var x=el('button',null,t);x.disabled=p<0||p*PAGE>=n;"
+    "x.addEventListener('click',function(){page=p;draw();});nav.appendChild(x);}\n"
+    "  btn('previous',page-1);nav.appendChild(document.createTextNode(' rows '+a+'-'+z+' of '+n+' "
+    "'));"
+    "btn('next',page+1);}\n"
+    " rt.tHead.addEventListener('click',function(ev){var th=ev.target.closest('th');if(!th)return;"
+    "var c=th.cellIndex;up=c==sc?!up:true;sc=c;"
+    "rt.tHead.querySelectorAll('th').forEach(function(h){h.classList.remove('up','down');});"
+    "th.classList.add(up?'up':'down');"
+    "rows.sort(function(a,b){var x=rkey(a,c),y=rkey(b,c),d=x<y?-1:x>y?1:0;"
+    "return d?(up?d:-d):a[0]-b[0];});page=0;draw();});\n"
+    " draw();}\n"
     /* sorting: a click on a header sorts its table's rows by that column (data-k, else the
      * text; numbers where the header says so), again the other way */
     "function key(td,num){var k=td.dataset.k!==undefined?td.dataset.k:td.textContent;"

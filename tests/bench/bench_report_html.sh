@@ -11,7 +11,7 @@ RANKS=${REPORT_BENCH_RANKS:-4096}
 dir=$(mktemp -d /tmp/preflight-bench-report.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 python3 tests/e2e/report_verdict.py "$RANKS" "$dir/v.yaml" --slow-link 100,2000 --slow-node 3000
-out=$( { /usr/bin/time -f '%e %M' "$BIN" report "$dir/v.yaml" --html "$dir/v.html" 2>/dev/null; } 2>&1 | tail -1)
+out=$( { /usr/bin/time -f '%e %M' "$BIN" report "$dir/v.yaml" --html "$dir/v.html"; } 2>&1 | tail -1)
 printf '%-30s %10s %10s %10s %12s %10s %10s\n' "verdict" "YAML MB" "write s" "page MB" "peak RSS MB" "load s" "script s"
 if ! command -v chromium >/dev/null; then
     load=- script=-
