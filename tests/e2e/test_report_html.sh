@@ -7,6 +7,8 @@
 #            no CSP refusal; the slow link's cell, and only it, is the slow colour; the node's
 #            row and column (a cross) are; a fast link is not; no markup of the verdict runs
 #            or becomes an element; a click on a header sorts the ranks table.
+#   large    2,048 ranks: a pixel block of two ranks shows its slowest link; the ranks table
+#            holds a page of rows and sorts over every rank.
 #   run      a real 4-pod `preflight run` (network namespaces, tests/e2e/pods.sh) with one
 #            direction of one link shaped by tc (trainer-1 -> trainer-3 at 40 Mbit/s): rank
 #            0's verdict's page shows that cell, at its place, in the slow colour, and every
@@ -127,6 +129,30 @@ check "crafted: no <script> of the verdict in the file" \
 check "crafted: the page's policy allows nothing from elsewhere" \
     grep -q "default-src 'none'" "$T/v6.html"
 
+# ---- large: 2,048 ranks, two ranks a pixel block (a block shows its slowest link), the ranks
+# table a page of 250 rows, sorted over all of them
+python3 "$E2E/report_verdict.py" 2048 "$T/v2k.yaml" --slow-link 100,2000 --slow-node 1500 --checks 4
+p large -- report "$T/v2k.yaml" --html "$T/v2k.html"
+rc_is large 0
+timeout 240 python3 "$E2E/cdp_page.py" "$T/v2k.html" "$T/v2k.json" --cell 100,2000 --cell 2000,100 \
+    --cell 1500,1501 --cell 1499,1500 --cell 10,11 --cell 10,1000 \
+    --eval "rows=document.querySelectorAll('#rt tbody tr').length" \
+    --eval "first=(function(){document.querySelector('#rt thead th:nth-child(6)').click();return document.querySelector('#rt tbody tr').cells[0].textContent+' '+document.getElementById('rnav').textContent})()" \
+    >"$T/cdp2k.log" 2>&1 || notok "large: the browser ran" "$(tail -3 "$T/cdp2k.log")"
+if [ -s "$T/v2k.json" ]; then
+    page_ok large "$T/v2k.json"
+    jq_eq "large: two ranks a block" "$T/v2k.json" '[r["canvas"]["block"], r["canvas"]["cell"]]' '[2, 1]'
+    jq_eq "large: the slow link's block is the slow colour, its mirror is not listed" "$T/v2k.json" \
+        '[r["cells"]["100,2000"], r["cells"]["2000,100"]]' "[$SLOW, $NONE]"
+    jq_eq "large: the slow node's links are slow, a fast pair not" "$T/v2k.json" \
+        '[r["cells"]["1500,1501"] == '"$SLOW"', r["cells"]["1499,1500"] == '"$SLOW"', r["cells"]["10,11"] == '"$SLOW"']' \
+        '[true, true, false]'
+    jq_eq "large: an unprobed pair is neutral" "$T/v2k.json" 'r["cells"]["10,1000"]' "$NONE"
+    jq_eq "large: the ranks table holds one page" "$T/v2k.json" 'r["eval"]["rows"]' 250
+    jq_eq "large: sorted by verdict over every rank, the failing one first" "$T/v2k.json" \
+        'r["eval"]["first"]' '"1500 previous rows 1-250 of 2048 next"'
+fi
+
 # ---- run: a real 4-pod run with one slow link, rank 0's verdict
 run_case() {
     need_root "run: a 4-pod run's page" || return
@@ -154,10 +180,11 @@ run_case() {
     ip netns exec "$ns1" tc qdisc del dev eth0 root
     local v="$T/run/v0.yaml"
     [ -s "$v" ] || { notok "run: rank 0's verdict" "none (exit ${RC[0]})"; return; }
-    expect_eq "run: rank 0 names the slow link" \
-        "$(yq "$v" '"rank 1 (trainer-1) to rank 3 (trainer-3)" in str(check("collective.tcp")["findings"])')" True
-    expect_eq "run: rank 0's verdict lists the link 1 -> 3" \
-        "$(yq "$v" 'any(l["from"] == 1 and l["to"] == 3 for l in check("collective.tcp")["evidence"].get("links", []))')" True
+    # the shaped link measures slow whatever the host's load (40 Mbit/s against veth pairs that
+    # carry Gbit/s); whether rank 0 blames it depends on the load (a starved CPU is not blamed
+    # on a link), so the page is compared with the figures, not with the finding
+    expect_eq "run: rank 0's verdict lists the link 1 -> 3, every sample under a third of the median" \
+        "$(yq "$v" '(lambda e: max(l["gbps"] for l in e["links"] if (l["from"], l["to"]) == (1, 3)) < e["medianLinkGbps"] / 3)(check("collective.tcp")["evidence"])')" True
     p runreport -- report "$v" --html "$T/run.html"
     rc_is runreport 0
     timeout 180 python3 "$E2E/cdp_page.py" "$T/run.html" "$T/run.json" --png "$T/run.png" \
