@@ -725,10 +725,12 @@ static void ranks(struct page *P)
         pf_buf_addf(b, "<p>This verdict has no ranks list (rank 0's verdict of a run has "
                        "one).</p>\n");
     else
-        pf_buf_addf(b,
-                    "<p>%zu ranks; a click on a header sorts them all by it.</p>\n<div "
-                    "id=\"rnav\"></div><table id=\"rt\"><thead></thead><tbody></tbody></table>\n",
-                    n);
+        pf_buf_addf(
+            b,
+            "<p>%zu ranks; a click on a header sorts them all by it.</p>\n<div "
+            "id=\"rnav\"></div><div class=\"wide\"><table id=\"rt\"><thead></thead><tbody></tbody>"
+            "</table></div>\n",
+            n);
     pf_buf_addf(b, "</section>\n");
 }
 

@@ -28,7 +28,7 @@ const char pf_report_html_css[] =
     "vertical-align:middle;margin-right:4px}\n"
     ".note{color:#555}.mono{font-family:monospace}\n"
     "#rt td{white-space:nowrap}\n"
-    "#rnav{margin:6px 0}#rnav button{margin:0 4px}\n";
+    "#rnav{margin:6px 0}#rnav button{margin:0 4px}.wide{overflow-x:auto}\n";
 
 /* Status letters of the ranks' checks (html.c writes them): p w f s, ? unknown, - none. */
 const char pf_report_html_js[] =
