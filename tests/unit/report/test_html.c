@@ -75,6 +75,27 @@ static void test_page(void **state)
     pf_buf_free(&b);
 }
 
+/* a large job's verdict lists its 48 slowest links (pkg/run/summary.c): the page says so, and
+ * a link probed twice keeps both samples for the script (which shows the best) */
+static void test_slowest_links(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    assert_int_equal(render(&b, "apiVersion: preflight/v1\nkind: Verdict\nverdict: pass\n"
+                                "checks:\n  - id: collective.tcp\n    status: pass\n"
+                                "    evidence:\n      linksMeasured: 6000\n"
+                                "      medianLinkGbps: .nan\n"
+                                "      slowestLinks:\n        - {from: 7, to: 9, gbps: 0.5}\n"
+                                "        - {from: 7, to: 9, gbps: 0.7}\n"),
+                     0);
+    assert_non_null(strstr(b.data, "6000 links were measured; the verdict lists the 2 slowest"));
+    assert_non_null(strstr(b.data, "\"links\":[7,9,0.5,7,9,0.7]"));
+    assert_non_null(strstr(b.data, "\"median\":0,")); /* .nan: no median, no slow colour */
+    assert_non_null(strstr(b.data, "\"world\":10"));
+    assert_non_null(strstr(b.data, "This verdict has no ranks list"));
+    pf_buf_free(&b);
+}
+
 static void refused(const char *text, const char *want)
 {
     struct pf_buf b;
@@ -109,6 +130,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page),
+        cmocka_unit_test(test_slowest_links),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
