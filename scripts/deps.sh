@@ -13,7 +13,10 @@ test_pkgs="$build_pkgs clang libclang-rt-14-dev libcmocka-dev musl-tools iproute
   libibverbs1 ibverbs-providers libcurl4-openssl-dev
   iperf3 openmpi-bin libopenmpi-dev util-linux procps psmisc
   curl openssl python3 python3-yaml unzip time clang-format dpkg-dev xz-utils
-  podman debootstrap debian-archive-keyring binutils file prometheus prometheus-pushgateway"
+  podman debootstrap debian-archive-keyring binutils file prometheus prometheus-pushgateway
+  chromium"
+# chromium: test_report_html loads `preflight report --html`'s page in a real headless browser
+# (console errors, the heatmap's pixels) and bench_report_html times a 4,096-rank page
 # prometheus (with promtool) and prometheus-pushgateway: test_pushgateway (and test_dashboard,
 # every query of the Grafana dashboard) pushes to a real
 # Pushgateway, queries a real Prometheus scraping it, and runs promtool over the rules

@@ -1,9 +1,9 @@
 /* The command line: options (opts.c), the command table (commands.c), help texts and
  * did-you-mean (help.c), one file a
  * subcommand (cmd_check.c, cmd_run.c, cmd_env.c, cmd_log.c, cmd_watch.c, cmd_install.c,
- * cmd_version.c, cmd_explain.c) calling pkg/run and the library, and what they share (session.c:
- * the session, progress lines, printing the verdict). Exit codes are decided here; the library
- * never prints and never exits. */
+ * cmd_version.c, cmd_explain.c, cmd_inject.c, cmd_report.c) calling pkg/run and the library, and
+ * what they share (session.c: the session, progress lines, printing the verdict). Exit codes are
+ * decided here; the library never prints and never exits. */
 #ifndef PF_CLI_H
 #define PF_CLI_H
 
@@ -43,6 +43,7 @@ struct pf_options {
     const char *inject_file;     /* inject -f FILE ("-": stdin) */
     const char *image;           /* inject --image */
     bool watch;                  /* inject --watch */
+    const char *html;            /* report --html FILE ("-": stdout) */
 };
 
 void pf_options_init(struct pf_options *o);
@@ -84,6 +85,7 @@ enum {
     G_VERSION = 1 << 5,
     G_WATCH = 1 << 6,
     G_INJECT = 1 << 7,
+    G_REPORT = 1 << 8,
     G_OUT = G_RUN | G_CHECK | G_ENV | G_LOG, /* commands that print a verdict */
 };
 
@@ -138,6 +140,8 @@ int pf_cmd_version(const struct pf_options *o, const struct pf_cli *cli);
 int pf_cmd_explain(const struct pf_options *o, const struct pf_cli *cli);
 /* `preflight inject [-f FILE]`: the gate added to a job's YAML, stdin (or FILE) to stdout. */
 int pf_cmd_inject(const struct pf_options *o, const struct pf_cli *cli);
+/* `preflight report VERDICT --html FILE`: one self-contained HTML page of a verdict. */
+int pf_cmd_report(const struct pf_options *o, const struct pf_cli *cli);
 
 /* ---- session.c: what the subcommands share */
 /* pf_run_open with the command line's options and the verdict's path (NULL: none); flags:

@@ -84,6 +84,18 @@ const struct pf_cli_cmd pf_cli_cmds[] = {
      "  kubectl get job t -o yaml | preflight inject | kubectl replace --force -f -\n"
      "  preflight inject -f jobset.yaml --watch > gated.yaml\n"
      "  preflight inject job.yaml --image registry.example.com/preflight:0.1.0\n"},
+    {"report", pf_cmd_report, ONE,
+     "report needs a verdict file (preflight report VERDICT.yaml --html FILE)", G_REPORT,
+     "preflight report VERDICT --html FILE", "one self-contained HTML page of a run (link heatmap)",
+     "Reads a YAML verdict (docs/verdict.md; rank 0's verdict of a run has every rank) and\n"
+     "writes one HTML file that needs nothing else (no network, no script from elsewhere): the\n"
+     "verdict and its culprits, a rank x rank heatmap of the probed link rates (a slow node\n"
+     "shows as a cross, a slow link as one cell), the rails, this pod's checks and every\n"
+     "rank's, in tables sorted by a click on a header. A file that is not a verdict is refused\n"
+     "with the line (exit 2).\n",
+     "  preflight report /run/preflight/verdict.yaml --html run.html\n"
+     "  kubectl cp trainer-0:/run/preflight/verdict.yaml v.yaml -c trainer\n"
+     "  preflight report v.yaml --html - > run.html\n"},
     {"version", pf_cmd_version, NONE, NULL, G_VERSION, "preflight version [--format yaml|json]",
      "version, build info, which optional libraries load here",
      "Prints the version, the build, the verdict schema, and whether libcuda, libnccl,\n"

@@ -63,6 +63,8 @@ static const struct opt_help opts[] = {
     {"--image IMAGE", NULL, G_INJECT, "the preflight image (default " PF_INJECT_IMAGE ")"},
     {"--watch", NULL, G_INJECT,
      "also add the preflight-watch native sidecar and the trainer's NCCL_DEBUG_* (opt-in)"},
+    {"--html FILE|-", NULL, G_REPORT,
+     "write the page to FILE (atomically; mode 0644); - writes it to stdout"},
     {"-h, --help", NULL, ~0u, "this help"},
 };
 
@@ -127,7 +129,8 @@ const char *pf_cli_suggest_option(const char *word)
                                         "--dry-run",
                                         "--termination-log",
                                         "--pushgateway",
-                                        "--results"};
+                                        "--results",
+                                        "--html"};
     return nearest(word, names, PF_ARRAY_LEN(names));
 }
 

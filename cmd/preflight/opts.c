@@ -33,6 +33,7 @@ enum {
     O_RESULTS,
     O_IMAGE,
     O_WATCH,
+    O_HTML,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +59,7 @@ static const struct option long_opts[] = {
     {"filename", required_argument, NULL, 'f'},
     {"image", required_argument, NULL, O_IMAGE},
     {"watch", no_argument, NULL, O_WATCH},
+    {"html", required_argument, NULL, O_HTML},
     {NULL, 0, NULL, 0},
 };
 
@@ -243,6 +245,9 @@ static int take(struct pf_options *o, struct pf_cli *cli, struct seen *set, int 
         return -1;
     case O_WATCH:
         o->watch = true;
+        return -1;
+    case O_HTML:
+        o->html = val;
         return -1;
     case O_CONFIG:
         o->config_path = val, set->config = true;

@@ -69,6 +69,15 @@ int pf_report_node_label_patch(struct pf_buf *out, const char *code);
  * returned it. Returns -1 when node_json has no metadata.resourceVersion. */
 int pf_report_node_taint_patch(struct pf_buf *out, const char *node_json, const char *code);
 
+/* `preflight report VERDICT --html FILE` (html.c): the verdict's text (docs/verdict.md; name:
+ * how errors call it, the file's path) rendered as one self-contained HTML page into out: the
+ * headline and culprits, the rank x rank heatmap of the probed links, the rails, this pod's
+ * checks and every rank's, sortable. No network: the page loads nothing and runs only its own
+ * script. 0, or PF_EUSAGE "NAME: line N: why" (not YAML, not a verdict, a key of the wrong
+ * type), PF_ETOOBIG when out's maximum is too small. */
+#define PF_REPORT_VERDICT_MAX (128u << 20) /* a 16,384-rank verdict is about 17 MB */
+int pf_report_html(struct pf_buf *out, const char *name, const char *text, size_t len);
+
 /* ---- pieces, public for tests */
 
 /* Appends s to out as a JSON string literal (with the quotes), as the bodies above write

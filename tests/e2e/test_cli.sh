@@ -78,7 +78,7 @@ suite() {
 
     # ---- each command's own help, --version, did-you-mean
     local c
-    for c in run check env explain log install inject watch version; do
+    for c in run check env explain log install inject watch version report; do
         p "help-$c" -- "$c" --help
         rc_is "help-$c" 0
         out_has "help-$c" "usage: preflight $c"
@@ -125,7 +125,7 @@ suite() {
     # every option of the overview: refused by each command whose own help does not list it
     # (the help and the refusal read one table, cmd/preflight/help.c)
     local cmd opt val refused=0 wrong=""
-    for cmd in run check env log explain install version watch inject; do
+    for cmd in run check env log explain install version watch inject report; do
         while read -r opt; do
             [ "$opt" = --help ] || [ "$opt" = --version ] && continue
             grep -qE -- "^  (-v, )?$opt( |\$)" "$T/help-$cmd.out" && continue
@@ -134,7 +134,7 @@ suite() {
             --pushgateway) val=http://h:1 ;; --strict | --verbose | --dry-run | --list | --watch) val="" ;;
             *) val=x ;;
             esac
-            p refuse -- "$cmd" "$opt" ${val:+"$val"} $(case "$cmd" in install | watch | inject) echo /tmp ;; esac)
+            p refuse -- "$cmd" "$opt" ${val:+"$val"} $(case "$cmd" in install | watch | inject | report) echo /tmp ;; esac)
             if [ "$(cat "$T/refuse.rc")" = 2 ] && grep -qF -- "$opt is an option of" "$T/refuse.err"; then
                 refused=$((refused + 1))
             else wrong+=" $cmd$opt"; fi

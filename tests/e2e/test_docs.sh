@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 trap 'rm -rf "$T"' EXIT
 S=$PREFLIGHT_SRC
 
-for c in "" run check env log explain install version watch inject; do
+for c in "" run check env log explain install version watch inject report; do
     env -i PATH="$PATH" "$PREFLIGHT" $c --help >"$T/help-${c:-all}.txt" 2>&1
 done
 
@@ -69,7 +69,7 @@ PY
 pyok python3 - "$S" "$T" <<'PY'
 import re, sys
 src, t = sys.argv[1], sys.argv[2]
-cmds = ["run", "check", "env", "log", "explain", "install", "version", "watch", "inject"]
+cmds = ["run", "check", "env", "log", "explain", "install", "version", "watch", "inject", "report"]
 def options(text):
     """{--flag: variable or None} of a help's options section"""
     out, cur = {}, None
