@@ -132,12 +132,31 @@ static void test_pod_claims(void **state)
     assert_string_equal(c.v[0], "worker-0-rdma-x7k2p"); /* from the template, by its status */
     assert_string_equal(c.v[1], "shared-gpus");
     pf_strlist_free(&c);
+    /* a container's extended resource that a DeviceClass backs: kube-scheduler's claim, named
+     * only in status.extendedResourceClaimStatus (as kube-apiserver v1.37.2 stores it,
+     * tests/e2e/test_k8s_dra.sh) */
+    static const char ext[] =
+        "{\"kind\":\"Pod\",\"spec\":{\"resourceClaims\":[{\"name\":\"rdma\","
+        "\"resourceClaimName\":\"worker-0-rdma\"}]},\"status\":{\"extendedResourceClaimStatus\":"
+        "{\"requestMappings\":[{\"containerName\":\"preflight\",\"resourceName\":"
+        "\"example.com/rdma-nic\",\"requestName\":\"container-0-request-0\"}],"
+        "\"resourceClaimName\":\"worker-0-extended-resources-rxrv8\"}}}";
+    assert_int_equal(pf_k8s_pod_claims_parse(&c, ext, strlen(ext)), 0);
+    assert_int_equal(c.n, 2);
+    assert_string_equal(c.v[0], "worker-0-rdma");
+    assert_string_equal(c.v[1], "worker-0-extended-resources-rxrv8");
+    pf_strlist_free(&c);
     static const char none[] = "{\"kind\":\"Pod\",\"spec\":{\"containers\":[]}}";
     assert_int_equal(pf_k8s_pod_claims_parse(&c, none, strlen(none)), 0);
     assert_int_equal(c.n, 0);
-    static const char *const bad[] = {"[]", "{\"kind\":\"Node\"}", "{\"spec\":[]}",
+    static const char *const bad[] = {"[]",
+                                      "{\"kind\":\"Node\"}",
+                                      "{\"spec\":[]}",
                                       "{\"spec\":{\"resourceClaims\":{}}}",
-                                      "{\"status\":{\"resourceClaimStatuses\":[1]}}"};
+                                      "{\"status\":{\"resourceClaimStatuses\":[1]}}",
+                                      "{\"status\":{\"extendedResourceClaimStatus\":[]}}",
+                                      "{\"status\":{\"extendedResourceClaimStatus\":"
+                                      "{\"resourceClaimName\":1}}}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(pf_k8s_pod_claims_parse(&c, bad[i], strlen(bad[i])), PF_EINVAL);
         assert_int_equal(c.n, 0);
