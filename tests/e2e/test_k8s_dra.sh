@@ -37,6 +37,8 @@ export KUBECTL T KDIR PREFLIGHT PREFLIGHT_SRC
 APORT=$(sed -n 's|^https://127.0.0.1:\([0-9]*\)$|\1|p' "$KDIR/ready")
 export APORT
 
+expect_eq "the API server serves resource.k8s.io/v1 (DynamicResourceAllocation is GA and locked on in v1.37)" \
+    "$(k api-versions | grep -c '^resource.k8s.io/v1$')" 1
 k create namespace $NS >/dev/null
 k label namespace $NS pod-security.kubernetes.io/enforce=baseline >/dev/null
 if ! "$HELM" install pf "$PREFLIGHT_SRC/helm/preflight" -n $NS --set rbac.readClaims=true --set test.enabled=false \
