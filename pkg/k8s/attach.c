@@ -399,7 +399,9 @@ static int claim_names(struct pf_strlist *out, json_t *list, const char *what)
 /* The claim kube-scheduler makes for a container's extended resource that a DeviceClass backs
  * (DeviceClass spec.extendedResourceName; DRAExtendedResource, GA in Kubernetes 1.37): named
  * nowhere in the spec, only in status.extendedResourceClaimStatus.resourceClaimName
- * (k8s.io/api core/v1 types.go, PodExtendedResourceClaimStatus, at v0.37.2). */
+ * (kubernetes/kubernetes staging/src/k8s.io/api/core/v1/types.go at v1.37.2,
+ * PodExtendedResourceClaimStatus; the claim is a resource.k8s.io/v1 ResourceClaim like the
+ * others, staging/src/k8s.io/api/resource/v1/types.go). */
 static int extended_claim(struct pf_strlist *out, json_t *ext)
 {
     if (!ext || json_is_null(ext)) return 0;
