@@ -14,7 +14,8 @@
 # PREFLIGHT_READ_CLAIMS=true as the chart sets it. What net.multus reports is compared with the
 # allocation the API server stored (read back with kubectl). A second pod whose driver did not
 # deliver one NIC fails with attachment-missing, class node (exit 4), in its
-# initContainerStatuses.
+# initContainerStatuses. A third pod, of a chart installed without rbac.readClaims: the real
+# RBAC refuses the read (HTTP 403), the evidence says so, and nothing fails for it.
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/k8s/cluster.sh
 . "$PREFLIGHT_SRC/tests/k8s/cluster.sh"
@@ -266,3 +267,34 @@ expect_eq "dra: worker-1: net.multus fails [attachment-missing], exit 4 (node) i
 expect_eq "dra: worker-1: the finding names the claim, request and interface the API server holds ($lost)" \
     "$(yq "$V1" "[f['message'].split(' promises')[0] + ' ' + f['message'].split('promises interface ')[1].split(',')[0] for f in check('net.multus')['findings']]")" \
     "[\"dra ${lost% *} (ResourceClaim status) ${lost##* }\"]"
+
+# ---- the chart without rbac.readClaims: the same read is refused by the real RBAC, said in the
+# evidence, and nothing fails for it
+k create namespace dra-off >/dev/null
+"$HELM" install pf "$PREFLIGHT_SRC/helm/preflight" -n dra-off --set test.enabled=false >"$T/install-off.out" 2>&1 ||
+    notok "helm install (defaults)" "$(tail -2 "$T/install-off.out" | tr '\n' ' ')"
+k create -n dra-off -f - >"$T/create-off.out" 2>&1 <<'YAML' || notok "dra: pod worker-2 created" "$(cat "$T/create-off.out")"
+apiVersion: v1
+kind: Pod
+metadata: {name: worker-2}
+spec:
+  nodeSelector: {pool: dra}
+  restartPolicy: Never
+  serviceAccountName: pf-preflight
+  automountServiceAccountToken: false
+  initContainers:
+  - name: preflight
+    image: registry.example.com/preflight:0.1.0
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+    - {name: PREFLIGHT_READ_CLAIMS, value: "true"}
+  containers:
+  - {name: trainer, image: registry.example.com/trainer:1}
+YAML
+done2() { [ -n "$(k get pod worker-2 -n dra-off -o jsonpath='{.status.initContainerStatuses[0].state.terminated.exitCode}' 2>/dev/null)" ]; }
+k8s_wait 90 done2 || notok "dra: worker-2 scheduled and its preflight run" "$(k get pod worker-2 -n dra-off -o jsonpath='{.status.conditions}')"
+V2=$T/verdict-worker-2.yaml
+expect_eq "dra: without rbac.readClaims the API server refuses the pod's read (HTTP 403), the evidence says so, net.multus does not fail" \
+    "$(yq "$V2" "[check('net.multus')['status'] != 'fail', 'HTTP 403' in check('net.multus')['evidence']['dra']['error'], 'rbac.readClaims' in check('net.multus')['evidence']['dra']['error']]")" \
+    "[true, true, true]"
