@@ -79,11 +79,12 @@ static void write_verdict(struct pf_run *R, const struct pf_options *o, const ch
     if (pf_verdict_write_file(&R->verdict, path) < 0) say(o, "%s", pf_err_msg());
 }
 
-/* The Event (report.events; never the annotation: that is the gate's) and the push. */
-static void tell(struct pf_run *R, const struct pf_options *o, const struct pf_watch *w)
+/* The Event (report.events, when event; never the annotation: that is the gate's) and the
+ * push. */
+static void tell(struct pf_run *R, const struct pf_options *o, const struct pf_watch *w, bool event)
 {
     R->config.report_annotate = false;
-    if (R->config.report_events && getenv("KUBERNETES_SERVICE_HOST")) {
+    if (event && R->config.report_events && getenv("KUBERNETES_SERVICE_HOST")) {
         struct pf_verdict keep;
         pf_verdict_clone(&keep, &R->verdict);
         struct pf_check *k = pf_verdict_add_check(&R->verdict, "report.kubernetes");
@@ -155,6 +156,9 @@ int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli)
     bool stopped_trainer = false, gate_said = w.gate.found;
     const char *why = "the window ended";
     size_t written_findings = (size_t)-1, written_lines = (size_t)-1;
+    /* the findings the last Event told of: the end posts one only when they changed (else
+     * kube-apiserver stores a second Event, identical, for the same findings) */
+    size_t told_findings = (size_t)-1;
     for (;;) {
         if (stop_signal) {
             why = stop_signal == SIGTERM ? "SIGTERM (the trainer ended)" : "interrupted";
@@ -208,7 +212,8 @@ int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli)
                 build(&R, &w, &stopped, stop_note);
                 write_verdict(&R, o, own);
             }
-            tell(&R, o, &w);
+            tell(&R, o, &w, true);
+            told_findings = w.nfindings;
         }
         if (stop_policy && pf_now() - last_alive >= 1.0) {
             last_alive = pf_now();
@@ -223,7 +228,7 @@ int pf_cmd_watch(const struct pf_options *o, const struct pf_cli *cli)
         ;
     build(&R, &w, &stopped, stop_note);
     write_verdict(&R, o, own);
-    tell(&R, o, &w);
+    tell(&R, o, &w, w.nfindings != told_findings);
     char reason[512];
     pf_verdict_reason_line(reason, sizeof(reason), &R.verdict);
     say(o, "done (%s): %s: %s; %llu lines of %zu files; verdict %s", why,

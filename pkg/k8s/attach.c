@@ -396,6 +396,23 @@ static int claim_names(struct pf_strlist *out, json_t *list, const char *what)
     return 0;
 }
 
+/* The claim kube-scheduler makes for a container's extended resource that a DeviceClass backs
+ * (DeviceClass spec.extendedResourceName; DRAExtendedResource, GA in Kubernetes 1.37): named
+ * nowhere in the spec, only in status.extendedResourceClaimStatus.resourceClaimName
+ * (kubernetes/kubernetes staging/src/k8s.io/api/core/v1/types.go at v1.37.2,
+ * PodExtendedResourceClaimStatus; the claim is a resource.k8s.io/v1 ResourceClaim like the
+ * others, staging/src/k8s.io/api/resource/v1/types.go). */
+static int extended_claim(struct pf_strlist *out, json_t *ext)
+{
+    if (!ext || json_is_null(ext)) return 0;
+    const char *n = json_is_object(ext) ? opt_str(ext, "resourceClaimName") : NULL;
+    if (!n)
+        return pf_err_set(PF_EINVAL, "Pod: status.extendedResourceClaimStatus is not an object "
+                                     "with a string resourceClaimName");
+    if (*n && !pf_strlist_has(out, n)) pf_strlist_add(out, n);
+    return 0;
+}
+
 int pf_k8s_pod_claims_parse(struct pf_strlist *out, const char *json, size_t len)
 {
     json_t *root = load("Pod", json, len, JSON_OBJECT);
@@ -411,8 +428,10 @@ int pf_k8s_pod_claims_parse(struct pf_strlist *out, const char *json, size_t len
                (status && !json_is_null(status) && !json_is_object(status))) {
         r = pf_err_set(PF_EINVAL, "Pod: spec or status is not an object");
     } else if ((r = claim_names(&got, json_object_get(status, "resourceClaimStatuses"),
-                                "status.resourceClaimStatuses")) == 0) {
-        r = claim_names(&got, json_object_get(spec, "resourceClaims"), "spec.resourceClaims");
+                                "status.resourceClaimStatuses")) == 0 &&
+               (r = claim_names(&got, json_object_get(spec, "resourceClaims"),
+                                "spec.resourceClaims")) == 0) {
+        r = extended_claim(&got, json_object_get(status, "extendedResourceClaimStatus"));
     }
     for (size_t i = 0; r == 0 && i < got.n; i++)
         if (!pf_strlist_has(out, got.v[i])) pf_strlist_add(out, got.v[i]);

@@ -100,9 +100,11 @@ int pf_k8s_gke_parse(struct pf_k8s_attachments *out, const char *interfaces, siz
 int pf_k8s_claim_parse(struct pf_k8s_attachments *out, const char *json, size_t len);
 
 /* The ResourceClaims of a pod (JSON of a Pod, as the API server returns it): the names of
- * status.resourceClaimStatuses[].resourceClaimName (claims made from a template) and of
- * spec.resourceClaims[].resourceClaimName (claims named directly), each once, appended to
- * out. PF_EINVAL when it is not a Pod of that shape. */
+ * status.resourceClaimStatuses[].resourceClaimName (claims made from a template), of
+ * spec.resourceClaims[].resourceClaimName (claims named directly) and of
+ * status.extendedResourceClaimStatus.resourceClaimName (the claim kube-scheduler makes for
+ * extended resources a DeviceClass backs), each once, appended to out. PF_EINVAL when it is
+ * not a Pod of that shape. */
 int pf_k8s_pod_claims_parse(struct pf_strlist *out, const char *json, size_t len);
 
 /* Parses "name=count,name=count" (PF_K8S_DEVICE_RESOURCES_ENV; blanks and empty items

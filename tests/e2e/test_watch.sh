@@ -242,6 +242,8 @@ for l in open(sys.argv[1]):
 PY
 )
     expect_eq "watch: the Event lands on the pod (stand-in API server)" "$ev" "trainer-0 PreflightFailed True"
+    check "watch: no Event posted twice with the same message (its end tells nothing new)" \
+        python3 -c "import collections,json,sys; c=collections.Counter(json.loads(json.loads(l)['body'])['message'] for l in open(sys.argv[1]) if json.loads(l)['method']=='POST'); sys.exit(not c or max(c.values()) != 1)" "$T/requests.jsonl"
     check "watch: never patches the pod (the annotation is the gate's)" \
         python3 -c "import json,sys; sys.exit(any(json.loads(l)['method']!='POST' for l in open(sys.argv[1])))" "$T/requests.jsonl"
 else

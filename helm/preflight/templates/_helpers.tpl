@@ -351,6 +351,9 @@ on the pod (the watch signals the trainer's processes).
       valueFrom: {fieldRef: {fieldPath: metadata.name}}
     - name: POD_NAMESPACE
       valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
+    # the Event's involvedObject.uid: `kubectl describe pod` finds a pod's Events by its uid
+    - name: POD_UID
+      valueFrom: {fieldRef: {fieldPath: metadata.uid}}
     - name: NODE_NAME
       valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
     - name: PREFLIGHT_CONFIG

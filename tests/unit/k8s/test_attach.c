@@ -135,14 +135,62 @@ static void test_pod_claims(void **state)
     static const char none[] = "{\"kind\":\"Pod\",\"spec\":{\"containers\":[]}}";
     assert_int_equal(pf_k8s_pod_claims_parse(&c, none, strlen(none)), 0);
     assert_int_equal(c.n, 0);
-    static const char *const bad[] = {"[]", "{\"kind\":\"Node\"}", "{\"spec\":[]}",
+    static const char *const bad[] = {"[]",
+                                      "{\"kind\":\"Node\"}",
+                                      "{\"spec\":[]}",
                                       "{\"spec\":{\"resourceClaims\":{}}}",
-                                      "{\"status\":{\"resourceClaimStatuses\":[1]}}"};
+                                      "{\"status\":{\"resourceClaimStatuses\":[1]}}",
+                                      "{\"status\":{\"extendedResourceClaimStatus\":[]}}",
+                                      "{\"status\":{\"extendedResourceClaimStatus\":"
+                                      "{\"resourceClaimName\":1}}}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(pf_k8s_pod_claims_parse(&c, bad[i], strlen(bad[i])), PF_EINVAL);
         assert_int_equal(c.n, 0);
     }
     free(j);
+}
+
+/* The objects as kube-apiserver v1.37.2 stored them (tests/e2e/test_k8s_dra.sh): the pod with a
+ * named claim, a template's claim and the claim kube-scheduler made for an extended resource a
+ * DeviceClass backs (status.extendedResourceClaimStatus); two of the claims, allocated by
+ * kube-scheduler, with status.devices written through the status subresource. */
+static void test_real_apiserver(void **state)
+{
+    (void)state;
+    size_t len;
+    char *j = sample("k8s-1.37-pod.json", &len);
+    struct pf_strlist c = {0};
+    assert_int_equal(pf_k8s_pod_claims_parse(&c, j, len), 0);
+    assert_int_equal(c.n, 3);
+    assert_string_equal(c.v[0], "worker-0-gpus-kzlzt");
+    assert_string_equal(c.v[1], "worker-0-rdma");
+    assert_string_equal(c.v[2], "worker-0-extended-resources-cj7cv");
+    pf_strlist_free(&c);
+    free(j);
+    struct pf_k8s_attachments a = {0};
+    j = sample("k8s-1.37-claim-rdma.json", &len);
+    assert_int_equal(pf_k8s_claim_parse(&a, j, len), 0);
+    free(j);
+    j = sample("k8s-1.37-claim-extended.json", &len);
+    assert_int_equal(pf_k8s_claim_parse(&a, j, len), 0);
+    free(j);
+    assert_int_equal(a.n, 3);
+    static const char *const want[][4] = {
+        {"worker-0-rdma/nic0", "dra.net/dra-node/pci-0000-0c-00-0", "rdma0", "10.210.0.11"},
+        {"worker-0-rdma/nic1", "dra.net/dra-node/pci-0000-0d-00-0", "rdma1", "10.210.1.11"},
+        {"worker-0-extended-resources-cj7cv/container-0-request-0",
+         "dra.net/dra-node/pci-0000-8c-00-0", "rdma2", "10.210.2.11"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(a.v[i].name, want[i][0]);
+        assert_string_equal(a.v[i].device, want[i][1]);
+        assert_string_equal(a.v[i].interface, want[i][2]);
+        assert_int_equal(a.v[i].ips.n, 1);
+        assert_string_equal(a.v[i].ips.v[0], want[i][3]);
+        assert_true(a.v[i].reported);
+        assert_string_equal(a.v[i].not_ready, "");
+    }
+    pf_k8s_attachments_free(&a);
 }
 
 static void test_gke(void **state)
@@ -278,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_claim_two_devices_and_unallocated),
         cmocka_unit_test(test_claim_errors),
         cmocka_unit_test(test_pod_claims),
+        cmocka_unit_test(test_real_apiserver),
         cmocka_unit_test(test_claim_not_ready),
         cmocka_unit_test(test_gke),
         cmocka_unit_test(test_resources),
