@@ -1,11 +1,8 @@
-module preflight.dev/tests/k8s/controllers
+module preflight.dev/tests/k8s/controllers/kueue
 
 go 1.26.0
 
-tool (
-	sigs.k8s.io/jobset
-	sigs.k8s.io/kueue/cmd/kueue
-)
+tool sigs.k8s.io/kueue/cmd/kueue
 
 require (
 	cel.dev/expr v0.25.1 // indirect
