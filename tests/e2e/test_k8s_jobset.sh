@@ -25,7 +25,7 @@
 trap 'k8s_down; rm -rf "$T"' EXIT
 if ! k8s_up; then k8s_unavailable "k8s JobSet and Kueue"; exit 0; fi
 KTIMEOUT=20
-if ! k8s_controllers jobset; then k8s_unavailable "k8s JobSet controller"; exit 0; fi
+if ! k8s_controllers jobset; then k8s_unavailable "k8s JobSet and Kueue controllers"; exit 0; fi
 kueue_ok=1
 if ! k8s_controllers kueue "waitForPodsReady:
   timeout: ${KTIMEOUT}s
@@ -125,8 +125,11 @@ fi
 for s in $scen; do
     if [ "$s" = kueue ]; then jobset "j-$s" "$s" team-a; else jobset "j-$s" "$s"; fi >"$T/js-$s.json"
     start[$s]=$(date +%s)
-    k create -f "$T/js-$s.json" >"$T/create-$s.log" 2>&1 || notok "jobset $s: created" "$(cat "$T/create-$s.log")"
+    k create -f "$T/js-$s.json" -o jsonpath='{.spec.suspend}' >"$T/create-$s.log" 2>&1 ||
+        notok "jobset $s: created" "$(cat "$T/create-$s.log")"
 done
+[ $kueue_ok = 1 ] && expect_eq "kueue: the queued JobSet as stored at creation: suspended by Kueue's JobSet webhook" \
+    "$(cat "$T/create-kueue.log")" "true"
 
 # jsstate NS: "Completed|Failed <reason> | <message> | <restarts>" or nothing
 jsstate() {
@@ -170,8 +173,10 @@ st=$(jsstate j-spec)
 expect_eq "jobset spec: exit 3 of one pod fails the whole JobSet at once (rule stopOnSpecFault, no restart)" \
     "$(echo "$st" | cut -d' ' -f1-2; echo "$st" | cut -d'|' -f3)" "Failed FailJobSetFailurePolicyAction
  0"
-check "jobset spec: the condition names the rule and the child Job's PodFailurePolicy failure: $(echo "$st" | cut -d'|' -f2)" \
-    grep -q "stopOnSpecFault.*PodFailurePolicy\|PodFailurePolicy.*stopOnSpecFault" <<<"$st"
+check "jobset spec: the condition names the failed Job: $(echo "$st" | cut -d'|' -f2)" \
+    grep -q "FailJobSet failure policy action (first failed job: trainer-workers-0)" <<<"$st"
+expect_eq "jobset spec: that Job failed by its podFailurePolicy (the reason rule stopOnSpecFault matches)" \
+    "$(k get job trainer-workers-0 -n j-spec -o jsonpath='{.status.conditions[?(@.type=="Failed")].reason}')" "PodFailurePolicy"
 check "jobset spec: within 60 s (took ${took[spec]} s)" test "${took[spec]}" != timeout -a "${took[spec]}" -le 60 2>/dev/null
 check "jobset spec: no pod left Pending or Running" k8s_wait 60 gone j-spec
 
@@ -200,14 +205,17 @@ check "jobset pending pod: the scheduler said why it could not place it (Insuffi
     grep -q "Insufficient nvidia.com/gpu" <(k get events -n j-pend -o jsonpath='{range .items[*]}{.reason} {.message}{"\n"}{end}')
 
 if [ $kueue_ok = 1 ]; then
-    ev=$(k get events -n j-kueue -o jsonpath='{range .items[*]}{.involvedObject.kind} {.reason} {.message}{"\n"}{end}')
+    # KIND REASON COUNT MESSAGE (the same event repeated is one Event with a count)
+    ev=$(k get events -n j-kueue -o jsonpath='{range .items[*]}{.involvedObject.kind} {.reason} {.count} {.message}{"\n"}{end}')
+    nev() { awk -v r="$1" '$1 == "Workload" && $2 == r { n += ($3 == "" ? 1 : $3) } END { print n + 0 }' <<<"$ev"; }
     echo "$ev" | grep -i 'workload' | sed 's/^/# /' | head -20
     check "kueue: the JobSet was admitted as one workload (quota of the whole gang reserved)" \
         grep -q "^Workload QuotaReserved\|^Workload Admitted" <<<"$ev"
     check "kueue: the workload was evicted at waitForPodsReady's timeout (PodsReadyTimeout)" \
         grep -q "PodsReadyTimeout\|exceeded the PodsReady timeout" <<<"$ev"
-    expect_eq "kueue: requeued once, then deactivated (backoffLimitCount 1: RequeuingLimitExceeded)" \
-        "$(wlstate | cut -d' ' -f1,2,5,6)" "active false requeues 1"
+    expect_eq "kueue: evicted once at the timeout and requeued, evicted again and deactivated (backoffLimitCount 1)" \
+        "$(nev EvictedDueToPodsReadyTimeout) $(nev QuotaReserved) $(wlstate | cut -d' ' -f1-4)" \
+        "1 2 active false evicted DeactivatedDueToRequeuingLimitExceeded"
     # the bound of docs/scheduling.md: (backoffLimitCount + 1) x (timeout + pod start) plus
     # the requeue backoff: 2 x (20 + 10) + 2 = 62 s, and 30 s of controller slack
     check "kueue: deactivated within (1 + 1) x (${KTIMEOUT} s + 10 s) + 32 s = 92 s (took ${took[kueue]} s)" \
