@@ -12,6 +12,8 @@
 #   node   pod trainer-workers-1-0 exits 4 once and its node gets preflight's taint: the
 #          JobSet restarts the gang once, the scheduler keeps the retry off that node, and
 #          the JobSet completes
+#   flaky  pod trainer-workers-1-1 exits 5 once (a peer fault), then passes: the JobSet
+#          restarts the gang once and completes
 #   pend   4 pods of 8 GPUs on 3 nodes: one never schedules, the others exit 5 after T = 3 s;
 #          the JobSet restarts maxRestarts (3) times and fails within the bound
 #          docs/scheduling.md states, leaving no pod Pending or Running
@@ -79,17 +81,23 @@ case $POD_NAME in trainer-workers-1-0-*)
 esac
 exit 0
 EOF
+cat >"$T/flaky.sh" <<'EOF'
+case $POD_NAME in trainer-workers-1-1-*)
+    if mkdir "$T/state/flaky" 2>/dev/null; then echo "peer: rendezvous/unreachable rank 0" >"$PF_TERMINATION_LOG"; exit 5; fi ;;
+esac
+exit 0
+EOF
 cat >"$T/pend.sh" <<'EOF'
 sleep 3; echo "peer: rendezvous/missing-ranks 3" >"$PF_TERMINATION_LOG"; exit 5
 EOF
 cat >"$T/kueue.sh" <<'EOF'
 sleep 300; exit 5
 EOF
-scen="spec node pend"
+scen="spec node flaky pend"
 [ $kueue_ok = 1 ] && scen+=" kueue"
 declare -A start
 for s in $scen; do setup_ns "j-$s"; done
-for a in "spec 4" "node 5" "pend 3" "kueue 3"; do
+for a in "spec 4" "node 5" "flaky 4" "pend 3" "kueue 3"; do
     read -r s n <<<"$a"
     [[ " $scen " == *" $s "* ]] || continue
     if ! k8s_agent "$s" "$(nodes "$s" "$n")" "sh $T/$s.sh" --labels "pool=$s" --main-exit 0; then
@@ -188,6 +196,11 @@ bad=$(cat "$T/state/badnode" 2>/dev/null)
 again=$(cat "$T/state/retrynode" 2>/dev/null)
 check "jobset node: the restarted pod ran on another node ($again) than the tainted one ($bad): the scheduler kept it off" \
     test -n "$bad" -a -n "$again" -a "$bad" != "$again"
+
+st=$(jsstate j-flaky)
+expect_eq "jobset flaky peer: exit 5 of one pod restarts the gang once (rule restartOnNodeOrPeerFault) and the JobSet completes" \
+    "$(echo "$st" | cut -d' ' -f1; echo "$st" | cut -d'|' -f3)" "Completed
+ 1"
 
 st=$(jsstate j-pend)
 expect_eq "jobset pending pod: the JobSet fails after maxRestarts (3) restarts of the gang (ReachedMaxRestarts)" \
