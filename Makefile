@@ -137,7 +137,9 @@ test: deps-test
 	@# before the tests' own time limits run (a cold build compiles Kubernetes: about 10
 	@# minutes on 2 cores); without Go >= 1.26 its tests skip and say why; PREFLIGHT_K8S=0
 	@# leaves them out
+	@# and the JobSet and Kueue controllers (tests/k8s/controllers), the same way
 	-@if [ "$${PREFLIGHT_K8S:-}" != 0 ]; then tests/k8s/cluster/build.sh >/dev/null; fi
+	-@if [ "$${PREFLIGHT_K8S:-}" != 0 ]; then tests/k8s/controllers/build.sh >/dev/null; fi
 	tests/run.sh
 
 unit-build: $(B)/preflight $(UNIT_BINS) $(UNIT_HELPER_OBJS)

@@ -13,8 +13,7 @@
 #   pend   4 pods of 8 GPUs on 3 nodes: one never schedules, the others exit 5 after T = 3 s;
 #          the Job fails with MaxFailedIndexesExceeded within the bound docs/scheduling.md
 #          states, the Pending pod deleted
-# JobSet and Kueue controllers are not run: they are separate projects' controllers, not in
-# k8s.io/kubernetes, and were not built here (docs/kubernetes.md, section 8).
+# The JobSet and Kueue recipes are run by their own controllers in test_k8s_jobset.sh.
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/k8s/cluster.sh
 . "$PREFLIGHT_SRC/tests/k8s/cluster.sh"
