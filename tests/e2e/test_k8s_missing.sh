@@ -47,7 +47,7 @@ setup_ns() {
 import re, sys
 text = open(sys.argv[1]).read()
 if sys.argv[2] == "explain":
-    text = re.sub(r"(?m)^  # with rendezvous\.explainMissing: true\n((?:  # .*\n)+)",
+    text = re.sub(r"(?m)^  # with rendezvous\.explainMissing: true.*\n((?:  # .*\n)+)",
                   lambda m: re.sub(r"(?m)^  # ", "  ", m.group(1)), text)
 print(text)
 PY
@@ -128,7 +128,7 @@ for ns in miss deny; do
 done
 V=$T/out/miss-0.yaml
 expect_eq "k8s missing: rank 0's verdict fails with class peer" \
-    "$(yq "$V" "(d['verdict'], d.get('failureClass'))")" '["fail", "peer"]'
+    "$(yq "$V" "[d['verdict'], d.get('failureClass')]")" '["fail", "peer"]'
 expect_eq "k8s missing: evidence absent names rank 2's pod, Pending, Unschedulable" \
     "$(yq "$V" "[(a['rank'], a['pod'], a.get('phase'), a['reason']) for a in check('rendezvous')['evidence'].get('absent', [])]")" \
     "[[2, \"$POD2\", \"Pending\", \"Unschedulable\"]]"
@@ -153,5 +153,5 @@ expect_eq "k8s missing, no list rights: reason unknown" \
 check "k8s missing, no list rights: the real authorizer's 403 is named" \
     grep -qF "HTTP 403" <<<"$(yq "$V" "check('rendezvous')['evidence']['absent'][0]['message']")"
 expect_eq "k8s missing, no list rights: the verdict is the same (fail, peer)" \
-    "$(yq "$V" "(d['verdict'], d.get('failureClass'))")" '["fail", "peer"]'
+    "$(yq "$V" "[d['verdict'], d.get('failureClass')]")" '["fail", "peer"]'
 for ns in miss deny; do k delete job trainer -n "$ns" --wait=false >/dev/null 2>&1; done
