@@ -193,9 +193,10 @@ static void missing(struct pf_fleet *f, int *out, double waited_s)
                                "s): %s",
                                waited_s, why);
             else
-                pf_fleet_blame(f, out[i],
-                               "never joined the rendezvous (no connection to rank 0 within %.0f s)",
-                               waited_s);
+                pf_fleet_blame(
+                    f, out[i],
+                    "never joined the rendezvous (no connection to rank 0 within %.0f s)",
+                    waited_s);
         }
         strangers(f, out, k);
     }

@@ -183,8 +183,8 @@ static int resolve_bounded(struct pf_kapi_res *res, const char *url, double dead
     /* a request always has a deadline; none (0) would wait on this thread for resolv.conf */
     int r = pf_resolve_by(&ai, host, port, &hints, deadline > 0 ? deadline : pf_now());
     if (r < 0) {
-        res->curl_code = r == PF_ETIMEOUT ? PF_CURLE_OPERATION_TIMEDOUT
-                                          : 6; /* CURLE_COULDNT_RESOLVE_HOST */
+        res->curl_code =
+            r == PF_ETIMEOUT ? PF_CURLE_OPERATION_TIMEDOUT : 6; /* CURLE_COULDNT_RESOLVE_HOST */
         snprintf(res->error, sizeof(res->error), "%s", pf_err_msg());
         pf_err_clear();
         return -1;

@@ -59,7 +59,8 @@ static const json_t *condition(const json_t *status, const char *t)
     size_t i;
     const json_t *c;
     if (!json_is_array(cs)) return NULL;
-    json_array_foreach(cs, i, c) {
+    json_array_foreach(cs, i, c)
+    {
         const char *ty = jstr(c, "type");
         if (ty && strcmp(ty, t) == 0) return c;
     }
@@ -78,11 +79,11 @@ static const json_t *pod_of(const json_t *items, const char *expect)
     const char *best_t = "";
     size_t i;
     const json_t *p;
-    json_array_foreach(items, i, p) {
+    json_array_foreach(items, i, p)
+    {
         const json_t *md = json_object_get(p, "metadata");
         const char *name = jstr(md, "name"), *host = jstr2(p, "spec", "hostname");
-        if (!((host && strcmp(host, expect) == 0) || (name && strcmp(name, expect) == 0)))
-            continue;
+        if (!((host && strcmp(host, expect) == 0) || (name && strcmp(name, expect) == 0))) continue;
         const char *phase = or_empty(jstr2(p, "status", "phase"));
         bool done = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
         int rank = (jstr(md, "deletionTimestamp") ? 0 : 2) + (done ? 0 : 1);
@@ -108,7 +109,8 @@ static const char *running_container(const json_t *pod)
         const json_t *cs = json_object_get(st, lists[l]), *c;
         size_t i;
         if (!json_is_array(cs)) continue;
-        json_array_foreach(cs, i, c) {
+        json_array_foreach(cs, i, c)
+        {
             const json_t *state = json_object_get(c, "state");
             if (json_is_object(json_object_get(state, "running"))) return jstr(c, "name");
         }
@@ -128,7 +130,8 @@ static bool stuck_container(const json_t *pod, const char **name, const char **r
         const json_t *cs = json_object_get(st, lists[l]), *c;
         size_t i;
         if (!json_is_array(cs)) continue;
-        json_array_foreach(cs, i, c) {
+        json_array_foreach(cs, i, c)
+        {
             const char *r = jstr2(json_object_get(c, "state"), "waiting", "reason");
             if (!r || !*r || strcmp(r, "ContainerCreating") == 0 ||
                 strcmp(r, "PodInitializing") == 0)
@@ -149,7 +152,8 @@ static const char *running_init(const json_t *pod, const char **since)
     const json_t *c;
     size_t i;
     if (!json_is_array(cs)) return NULL;
-    json_array_foreach(cs, i, c) {
+    json_array_foreach(cs, i, c)
+    {
         const json_t *run = json_object_get(json_object_get(c, "state"), "running");
         if (!json_is_object(run)) continue;
         *since = or_empty(jstr(run, "startedAt"));
@@ -168,7 +172,8 @@ static bool failed_container(const json_t *pod, const char **name, long long *co
         const json_t *cs = json_object_get(st, lists[l]), *c;
         size_t i;
         if (!json_is_array(cs)) continue;
-        json_array_foreach(cs, i, c) {
+        json_array_foreach(cs, i, c)
+        {
             const json_t *t = json_object_get(json_object_get(c, "state"), "terminated");
             const json_t *ec = json_object_get(t, "exitCode");
             if (!json_is_integer(ec) || json_integer_value(ec) == 0) continue;
@@ -228,15 +233,15 @@ static void judge_pod(struct pf_absent *a, const json_t *pod, const struct pf_ab
     } else if ((name = running_init(pod, &since)) && pf_name && strcmp(name, pf_name) != 0) {
         set(a->reason, sizeof(a->reason), "InitContainerRunning");
         snprintf(a->message, sizeof(a->message),
-                 "initContainer %s has been running since %s on node %s; %s starts after it",
-                 name, *since ? since : "?", a->node, pf_name);
+                 "initContainer %s has been running since %s on node %s; %s starts after it", name,
+                 *since ? since : "?", a->node, pf_name);
     } else if (name || strcmp(a->phase, "Running") == 0) {
         /* preflight runs there (or the pod is Running) and never reached rank 0 */
         set(a->reason, sizeof(a->reason), "Unreachable");
         snprintf(a->message, sizeof(a->message),
-                 "%s%s%s on node %s at %s, but it never reached rank 0 at %s:%d", name ? "container " : "",
-                 name ? name : "", name ? " is running" : "Running", a->node,
-                 a->ip[0] ? a->ip : "no address yet", or_empty(q->coordinator), q->port);
+                 "%s%s%s on node %s at %s, but it never reached rank 0 at %s:%d",
+                 name ? "container " : "", name ? name : "", name ? " is running" : "Running",
+                 a->node, a->ip[0] ? a->ip : "no address yet", or_empty(q->coordinator), q->port);
     } else {
         set(a->reason, sizeof(a->reason), "ContainerCreating");
         snprintf(a->message, sizeof(a->message),
@@ -258,9 +263,11 @@ int pf_absent_pods(struct pf_absent *a, size_t n, const struct pf_absent_ask *q,
     const char *pf_name = NULL;
     size_t i;
     const json_t *p;
-    json_array_foreach(items, i, p) {
+    json_array_foreach(items, i, p)
+    {
         const char *name = jstr2(p, "metadata", "name");
-        if (q && q->self_pod && name && strcmp(name, q->self_pod) == 0) pf_name = running_container(p);
+        if (q && q->self_pod && name && strcmp(name, q->self_pod) == 0)
+            pf_name = running_container(p);
     }
     struct pf_absent_ask none = {0};
     for (size_t k = 0; k < n; k++) {
@@ -312,7 +319,8 @@ int pf_absent_events(struct pf_absent *a, const char *json, size_t len)
     const char *last_t = "";
     bool node_not_ready = false;
     size_t i;
-    json_array_foreach(items, i, ev) {
+    json_array_foreach(items, i, ev)
+    {
         const char *type = jstr(ev, "type");
         if (!type || strcmp(type, "Warning") != 0) continue;
         const char *uid = jstr2(ev, "involvedObject", "uid");
@@ -339,7 +347,8 @@ int pf_absent_events(struct pf_absent *a, const char *json, size_t len)
         /* the node lifecycle controller's word on the pod's node wins over what the pod's
          * last status (written before its node stopped) says */
         set(a->reason, sizeof(a->reason), "NodeNotReady");
-        snprintf(a->message, sizeof(a->message), "node %s is not ready (its kubelet stopped "
+        snprintf(a->message, sizeof(a->message),
+                 "node %s is not ready (its kubelet stopped "
                  "reporting): the node lifecycle controller marked the pod not ready",
                  a->node[0] ? a->node : "?");
     }
@@ -392,12 +401,13 @@ static void api_why(char *out, size_t n, const struct pf_kapi_res *res, const ch
 }
 
 void pf_absent_read(struct pf_absent *a, size_t n, const struct pf_absent_ask *q,
-                    const struct pf_env *env, const struct pf_host *h, double deadline,
-                    char *from, size_t from_n)
+                    const struct pf_env *env, const struct pf_host *h, double deadline, char *from,
+                    size_t from_n)
 {
     char why[1400] = "", ns_file[256] = "";
     if (from_n) from[0] = '\0';
-    for (size_t k = 0; k < n; k++) a[k].reason[0] = a[k].message[0] = '\0';
+    for (size_t k = 0; k < n; k++)
+        a[k].reason[0] = a[k].message[0] = '\0';
     struct pf_kapi api;
     int r = pf_kapi_open(&api, env, h);
     const char *ns = q->ns;

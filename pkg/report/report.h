@@ -212,8 +212,8 @@ int pf_absent_events(struct pf_absent *a, const char *json, size_t len);
 /* The requests, before deadline: every a[i] ends with a reason ("unknown" with why, when the
  * API cannot be asked or answers no list). from: what was read ("" when nothing). */
 void pf_absent_read(struct pf_absent *a, size_t n, const struct pf_absent_ask *q,
-                    const struct pf_env *env, const struct pf_host *h, double deadline,
-                    char *from, size_t from_n);
+                    const struct pf_env *env, const struct pf_host *h, double deadline, char *from,
+                    size_t from_n);
 /* "pod trainer-2-x7k2p Pending, Unschedulable: 0/64 nodes are available: ..." */
 void pf_absent_text(char *out, size_t n, const struct pf_absent *a);
 

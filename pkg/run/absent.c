@@ -52,8 +52,10 @@ void run_explain_missing(struct pf_run *R, struct pf_fleet *F)
     for (size_t i = 0; i < n; i++) {
         struct pf_node *m = pf_node_add_map(seq);
         pf_node_set_int(m, "rank", a[i].rank);
-        if (a[i].pod[0]) pf_node_set_str(m, "pod", a[i].pod);
-        else if (a[i].expect[0]) pf_node_set_str(m, "pod", a[i].expect);
+        if (a[i].pod[0])
+            pf_node_set_str(m, "pod", a[i].pod);
+        else if (a[i].expect[0])
+            pf_node_set_str(m, "pod", a[i].expect);
         if (a[i].phase[0]) pf_node_set_str(m, "phase", a[i].phase);
         pf_node_set_str(m, "reason", a[i].reason);
         pf_node_set_str(m, "message", a[i].message);
