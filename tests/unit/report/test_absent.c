@@ -20,8 +20,8 @@ static const struct pf_absent_ask ask = {.ns = "ml",
 
 /* rank 0 itself, its preflight initContainer running, then the pod under test */
 #define SELF                                                                                       \
-    "{\"metadata\":{\"name\":\"trainer-0-a\",\"uid\":\"u0\"},\"spec\":{\"hostname\":\"trainer-"  \
-    "0\",\"nodeName\":\"n0\"},\"status\":{\"phase\":\"Pending\",\"initContainerStatuses\":[{"    \
+    "{\"metadata\":{\"name\":\"trainer-0-a\",\"uid\":\"u0\"},\"spec\":{\"hostname\":\"trainer-"    \
+    "0\",\"nodeName\":\"n0\"},\"status\":{\"phase\":\"Pending\",\"initContainerStatuses\":[{"      \
     "\"name\":\"preflight\",\"state\":{\"running\":{\"startedAt\":\"2026-11-28T13:00:05Z\"}}}]}}"
 #define LIST(pods) "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[" SELF pods "]}"
 
@@ -161,7 +161,12 @@ static void test_not_a_list(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "", "{", "[]", "{\"kind\":\"Status\",\"code\":403}", "{\"items\":{}}", "{\"items\":[],\"items\":[]}",
+        "",
+        "{",
+        "[]",
+        "{\"kind\":\"Status\",\"code\":403}",
+        "{\"items\":{}}",
+        "{\"items\":[],\"items\":[]}",
     };
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         struct pf_absent a;
