@@ -67,12 +67,28 @@ static const json_t *condition(const json_t *status, const char *t)
     return NULL;
 }
 
-/* The pod of items that is a's: its spec.hostname or metadata.name is a->expect (an Indexed
- * Job's and a JobSet's pods have generated names and hostname <job>-<index>, kubernetes
+/* Whether pod p is the rank's: its spec.hostname or metadata.name is expect (an Indexed Job's
+ * and a JobSet's pods have generated names and hostname <job>-<index>, kubernetes
  * pkg/controller/job/indexed_job_utils.go; a StatefulSet's, a PyTorchJob's, an MPIJob's, an
- * LWS's and a Volcano Job's are named so). Of several (a failed try and its replacement), one
- * that is not being deleted and not finished, then the newest. */
-static const json_t *pod_of(const json_t *items, const char *expect)
+ * LWS's and a Volcano Job's are named so), or, by_index, its completion-index label is the rank
+ * (a pod spec that sets its own hostname keeps it: the Job controller sets one only where the
+ * template has none). */
+static bool is_ranks(const json_t *p, const char *expect, bool by_index, int rank)
+{
+    const char *name = jstr2(p, "metadata", "name"), *host = jstr2(p, "spec", "hostname");
+    if (expect[0] && ((host && strcmp(host, expect) == 0) || (name && strcmp(name, expect) == 0)))
+        return true;
+    if (!by_index) return false;
+    const char *ix = jstr(json_object_get(json_object_get(p, "metadata"), "labels"),
+                          "batch.kubernetes.io/job-completion-index");
+    char want[16];
+    snprintf(want, sizeof(want), "%d", rank);
+    return ix && strcmp(ix, want) == 0;
+}
+
+/* The pod of items that is the rank's (is_ranks). Of several (a failed try and its
+ * replacement), one that is not being deleted and not finished, then the newest. */
+static const json_t *pod_of(const json_t *items, const char *expect, bool by_index, int rank)
 {
     const json_t *best = NULL;
     int best_rank = -1;
@@ -81,17 +97,16 @@ static const json_t *pod_of(const json_t *items, const char *expect)
     const json_t *p;
     json_array_foreach(items, i, p)
     {
+        if (!is_ranks(p, expect, by_index, rank)) continue;
         const json_t *md = json_object_get(p, "metadata");
-        const char *name = jstr(md, "name"), *host = jstr2(p, "spec", "hostname");
-        if (!((host && strcmp(host, expect) == 0) || (name && strcmp(name, expect) == 0))) continue;
         const char *phase = or_empty(jstr2(p, "status", "phase"));
         bool done = strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
-        int rank = (jstr(md, "deletionTimestamp") ? 0 : 2) + (done ? 0 : 1);
+        int score = (jstr(md, "deletionTimestamp") ? 0 : 2) + (done ? 0 : 1);
         /* RFC 3339 in UTC ("2026-11-28T13:30:41Z", metav1.Time): ordered as text */
         const char *t = or_empty(jstr(md, "creationTimestamp"));
-        if (rank > best_rank || (rank == best_rank && strcmp(t, best_t) > 0)) {
+        if (score > best_rank || (score == best_rank && strcmp(t, best_t) > 0)) {
             best = p;
-            best_rank = rank;
+            best_rank = score;
             best_t = t;
         }
     }
@@ -271,13 +286,19 @@ int pf_absent_pods(struct pf_absent *a, size_t n, const struct pf_absent_ask *q,
     }
     struct pf_absent_ask none = {0};
     for (size_t k = 0; k < n; k++) {
-        if (!a[k].expect[0]) continue; /* the launcher names no pod for this rank */
-        const json_t *pod = pod_of(items, a[k].expect);
+        bool by_index = q && q->by_index;
+        if (!a[k].expect[0] && !by_index) continue; /* the launcher names no pod for this rank */
+        const json_t *pod = pod_of(items, a[k].expect, by_index, a[k].rank);
         if (!pod) {
             set(a[k].reason, sizeof(a[k].reason), "NoPod");
-            snprintf(a[k].message, sizeof(a[k].message),
-                     "no pod named or with hostname %s among the %zu pods of the job", a[k].expect,
-                     json_array_size(items));
+            if (a[k].expect[0])
+                snprintf(a[k].message, sizeof(a[k].message),
+                         "no pod named or with hostname %s among the %zu pods of the job",
+                         a[k].expect, json_array_size(items));
+            else
+                snprintf(a[k].message, sizeof(a[k].message),
+                         "no pod with completion index %d among the %zu pods of the job", a[k].rank,
+                         json_array_size(items));
             continue;
         }
         judge_pod(&a[k], pod, q ? q : &none, pf_name);

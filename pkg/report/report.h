@@ -199,6 +199,9 @@ struct pf_absent_ask {
     const char *self_pod;    /* this pod's name: its running container is preflight's */
     const char *coordinator; /* rank 0's address and port, for "never reached" */
     int port;
+    /* the rank is the pod's label batch.kubernetes.io/job-completion-index (an Indexed Job
+     * that is no JobSet's): a pod whose hostname the naming does not give is still found */
+    bool by_index;
 };
 /* Pure: from a PodList's JSON (core/v1, as the API server writes it) fills reason, message and
  * the pod's name, uid, phase, node and address of each a[i] whose expect names one of its

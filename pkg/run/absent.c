@@ -41,7 +41,8 @@ void run_explain_missing(struct pf_run *R, struct pf_fleet *F)
                               .selector = P->id.selector,
                               .self_pod = P->pod,
                               .coordinator = P->id.coordinator[0] ? P->id.coordinator : "this pod",
-                              .port = P->id.port};
+                              .port = P->id.port,
+                              .by_index = strcmp(P->id.rule, "indexed-job") == 0};
     run_guard(R, "rendezvous", "asking the API server why %d rank%s never joined", missing,
               missing == 1 ? "" : "s");
     char from[1024];

@@ -1,7 +1,9 @@
 /* Fuzz target: why a pod is absent (pkg/report/absent.c), from the API server's JSON. The first
- * byte picks the parser: 'e' an EventList (onto an entry a PodList already filled), anything
- * else a PodList against three missing ranks' expected names. Every entry must stay
+ * byte picks the parser: 'e' an EventList (onto an entry a PodList already filled), 'i' a
+ * PodList whose ranks are also found by their completion-index label, anything else a PodList
+ * against three missing ranks' expected names. Every entry must stay
  * NUL-terminated within its fields, and the text of each must be made. */
+#define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size - 1;
     struct pf_absent a[3];
     memset(a, 0, sizeof(a));
+    a[0].rank = 1, a[1].rank = 2, a[2].rank = 3;
     strcpy(a[0].expect, "trainer-1");
     strcpy(a[1].expect, "trainer-2");
     a[2].expect[0] = '\0'; /* a rank the naming cannot name */
@@ -46,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                   .selector = "job-name=trainer",
                                   .self_pod = "trainer-0-abcde",
                                   .coordinator = "trainer-0.trainer",
-                                  .port = 29400};
+                                  .port = 29400,
+                                  .by_index = data[0] == 'i'};
         (void)pf_absent_pods(a, 3, &q, p, n);
     }
     for (size_t i = 0; i < 3; i++)

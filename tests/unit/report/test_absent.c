@@ -110,6 +110,29 @@ static void test_which_pod(void **state)
     assert_string_equal(a.pod, "b");
 }
 
+/* an Indexed Job whose pod spec sets its own hostname: found by its completion-index label */
+static void test_by_index(void **state)
+{
+    (void)state;
+    const char *json = LIST(",{\"metadata\":{\"name\":\"x-1-abc\",\"uid\":\"u1\",\"labels\":{"
+                            "\"batch.kubernetes.io/job-completion-index\":\"1\"}},\"spec\":{"
+                            "\"hostname\":\"worker\"},\"status\":{\"phase\":\"Pending\"}}");
+    struct pf_absent a;
+    memset(&a, 0, sizeof(a));
+    a.rank = 1;
+    strcpy(a.expect, "trainer-1");
+    assert_int_equal(pf_absent_pods(&a, 1, &ask, json, strlen(json)), 0);
+    assert_string_equal(a.reason, "NoPod"); /* not asked to look at the index */
+    struct pf_absent_ask by = ask;
+    by.by_index = true;
+    memset(&a, 0, sizeof(a));
+    a.rank = 1;
+    strcpy(a.expect, "trainer-1");
+    assert_int_equal(pf_absent_pods(&a, 1, &by, json, strlen(json)), 0);
+    assert_string_equal(a.pod, "x-1-abc");
+    assert_string_equal(a.reason, "NotScheduled");
+}
+
 /* an Event gives the reason only where the pod's status said nothing decisive; NodeNotReady
  * always; another pod's Event and a Normal one count for nothing */
 static void test_events(void **state)
@@ -208,8 +231,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pod_states), cmocka_unit_test(test_which_pod),
-        cmocka_unit_test(test_events),     cmocka_unit_test(test_not_a_list),
-        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_by_index),   cmocka_unit_test(test_events),
+        cmocka_unit_test(test_not_a_list), cmocka_unit_test(test_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
