@@ -4,8 +4,9 @@
  * (`options timeout:N attempts:M`, resolv/res_send.c; up to 5 s x 2 by default, 30 s and more
  * where an operator set it), whatever the caller's budget. So the lookup runs on a thread of its
  * own that nobody joins: the caller waits for it only until the deadline, and whichever of the
- * two leaves last frees the job (the answer with it, when the caller had gone). The same shape
- * as pkg/kapi's resolution of the API server and the Pushgateway. At most RESOLVE_MAX_PENDING
+ * two leaves last frees the job (the answer with it, when the caller had gone). Used by the
+ * joining ranks' dial of rank 0 (pkg/rendezvous/conn.c) and by pkg/kapi for the API server's and
+ * the Pushgateway's names (handed to libcurl as CURLOPT_RESOLVE). At most RESOLVE_MAX_PENDING
  * lookups are left running at once: a resolver that never answers cannot pile up threads. */
 #define _GNU_SOURCE
 #include "base.h"

@@ -574,6 +574,7 @@ static const struct field rendezvous_fields[] = {
     INT("port", rendezvous_port, 1, 65535),
     INT("timeoutSeconds", rendezvous_timeout_s, 1, 86400),
     STR("interface", rendezvous_interface),
+    BOOL("explainMissing", rendezvous_explain_missing),
 };
 static const struct field tcp_fields[] = {
     INT("messageBytes", tcp_message_bytes, 4, 4ll << 30),

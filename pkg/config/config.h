@@ -47,6 +47,9 @@ struct pf_config {
     int rendezvous_port;
     int rendezvous_timeout_s;
     char rendezvous_interface[64]; /* "" = NCCL_SOCKET_IFNAME rules */
+    /* rendezvous.explainMissing: rank 0 asks the API server why each missing rank's pod is
+     * absent (list pods and events in the namespace; pkg/report/absent.c) */
+    bool rendezvous_explain_missing;
     /* TCP all-reduce */
     long long tcp_message_bytes;
     int tcp_iterations;

@@ -161,6 +161,9 @@ static void strangers(struct pf_fleet *f, const int *missing_ranks, int k)
     }
 }
 
+/* At most this many ranks' absence is told in the finding's message (all are in the culprits). */
+#define ABSENT_IN_MESSAGE 4
+
 static void missing(struct pf_fleet *f, int *out, double waited_s)
 {
     struct pf_buf b;
@@ -170,13 +173,31 @@ static void missing(struct pf_fleet *f, int *out, double waited_s)
         if (f->r[r].state == PF_FLEET_MISSING) out[k++] = r;
     if (k) {
         list_ranks(&b, f, out, (size_t)k, true);
+        /* what the API server says of the absent pods (rendezvous.explainMissing) */
+        int told = 0;
+        for (int i = 0; i < k && told < ABSENT_IN_MESSAGE; i++) {
+            const char *why = f->r[out[i]].absent;
+            if (!why || !*why) continue;
+            pf_buf_addf(&b, "%s rank %d: %s", told ? ";" : ". Why, from the API server:", out[i],
+                        why);
+            told++;
+        }
         pf_fleet_finding(&f->out, "rendezvous", "missing-ranks", PF_FAIL, NULL,
                          "%d of %d ranks never joined within %.0f s: %s", k, f->world, waited_s,
                          pf_buf_str(&b));
-        for (int i = 0; i < k; i++)
-            pf_fleet_blame(f, out[i],
-                           "never joined the rendezvous (no connection to rank 0 within %.0f s)",
-                           waited_s);
+        for (int i = 0; i < k; i++) {
+            const char *why = f->r[out[i]].absent;
+            if (why && *why)
+                pf_fleet_blame(f, out[i],
+                               "never joined the rendezvous (no connection to rank 0 within %.0f "
+                               "s): %s",
+                               waited_s, why);
+            else
+                pf_fleet_blame(
+                    f, out[i],
+                    "never joined the rendezvous (no connection to rank 0 within %.0f s)",
+                    waited_s);
+        }
         strangers(f, out, k);
     }
     for (int r = 1; r < f->world; r++)

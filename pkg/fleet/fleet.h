@@ -75,6 +75,9 @@ struct pf_fleet_rank {
     const char *fabric;           /* gpu.fabric's "<clusterUuid>/<cliqueId>"; "": not reported */
     /* "CLAIM: why" of the last JOIN for this rank that failed the token check ("": none) */
     const char *refused_claim;
+    /* missing: what the API server says of its pod ("pod x Pending, Unschedulable: ...";
+     * rendezvous.explainMissing), NULL when not asked */
+    const char *absent;
     /* its TCP all-reduce */
     bool ar_done;
     double ar_seconds;

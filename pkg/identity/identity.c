@@ -214,6 +214,7 @@ int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opt
     const char *host = pi->hostname ? pi->hostname : "";
     domain_of(out, host, pi->fqdn);
     pf_identity_job_of(&out->job, env, pi);
+    pf_identity_selector(out->selector, sizeof(out->selector), pi);
 
     struct pf_identity_guess g;
     memset(&g, 0, sizeof(g));

@@ -68,6 +68,9 @@ struct pf_identity {
     int named_ranks; /* naming covers ranks below this (0: all) */
     bool wants_fqdn; /* the result depends on the FQDN: resolve it and call again */
     struct pf_identity_job job; /* which job: pf_identity_job_of */
+    /* a label selector that lists this job's pods from the API ("k=v[,k=v]", from the pod's
+     * own labels: pf_identity_selector); "" when no label names the job */
+    char selector[600];
 };
 
 /* What a pod knows about itself besides its environment. */
@@ -101,6 +104,12 @@ int pf_identity_derive_pod(struct pf_identity *out, const struct pf_identity_opt
  * the namespace from POD_NAMESPACE. Unknown (kind "") when none is there. Pure. */
 void pf_identity_job_of(struct pf_identity_job *out, const struct pf_env *env,
                         const struct pf_identity_podinfo *pi);
+/* The label selector that lists the pods of this pod's job through the API ("k=v" pairs joined
+ * by ","), from the pod's own labels only (pi->labels; the downward-API labels file): the
+ * launcher's uid label where the pod carries one, else its name label (JobSet, Job, LWS name
+ * and group, Volcano, Kubeflow; docs/launchers.md, "The job"). "" when none is there (a
+ * StatefulSet's pods carry no label of their set's own). Pure. */
+void pf_identity_selector(char *out, size_t n, const struct pf_identity_podinfo *pi);
 /* "JobSet ml/trainer (uid 4f0c...)", "run ml/exp-17", or "unknown". */
 void pf_identity_job_text(char *out, size_t n, const struct pf_identity_job *j);
 /* Whether a and b are shown to be two jobs: the same kind with another namespace, name or uid

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +84,62 @@ void pf_identity_job_of(struct pf_identity_job *out, const struct pf_env *env,
         return; /* unknown: nothing names the job */
     }
     pf_strcpy(out->ns, sizeof(out->ns), ns ? ns : "");
+}
+
+/* The labels that list a job's pods, by launcher: the first of each row's keys the pod's labels
+ * hold is the selector (with the row's second key when both pieces are needed). Each key is
+ * put on every pod of the job by its launcher:
+ *   kubernetes-sigs/jobset pkg/controllers/jobset_controller.go labelAndAnnotateObject;
+ *   kubernetes v1.37.2 pkg/controller/job/job_controller.go (the Job's selector labels
+ *     batch.kubernetes.io/controller-uid and job-name, and their older unprefixed forms);
+ *   kubernetes-sigs/lws pkg/webhooks/pod_webhook.go (name and group-index: one group is one
+ *     collective);
+ *   volcano-sh/volcano staging/src/volcano.sh/apis/pkg/apis/batch/v1alpha1/labels.go;
+ *   kubeflow/training-operator v1.9.0 job_controller.go GenLabels, kubeflow/mpi-operator
+ *     defaultLabels. */
+static const struct {
+    const char *a, *b; /* b: also required, "" none */
+} selector_keys[] = {
+    {"jobset.sigs.k8s.io/jobset-uid", ""},
+    {"jobset.sigs.k8s.io/jobset-name", ""},
+    {"leaderworkerset.sigs.k8s.io/name", "leaderworkerset.sigs.k8s.io/group-index"},
+    {"volcano.sh/job-name", ""},
+    {"training.kubeflow.org/job-name", ""},
+    {"batch.kubernetes.io/controller-uid", ""},
+    {"controller-uid", ""},
+    {"batch.kubernetes.io/job-name", ""},
+    {"job-name", ""},
+};
+
+/* A label value as a selector may carry it: Kubernetes label values are [A-Za-z0-9._-] (at most
+ * 63, apimachinery validation IsValidLabelValue); anything else is no selector. */
+static bool selector_value(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0 || n > 63) return false;
+    for (const char *p = v; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.') return false;
+    return true;
+}
+
+void pf_identity_selector(char *out, size_t n, const struct pf_identity_podinfo *pi)
+{
+    if (n) out[0] = '\0';
+    if (!pi || !pi->labels) return;
+    for (size_t i = 0; i < PF_ARRAY_LEN(selector_keys); i++) {
+        const char *va = pf_k8s_map_get(pi->labels, selector_keys[i].a);
+        if (!va || !selector_value(va)) continue;
+        const char *vb = NULL;
+        if (selector_keys[i].b[0]) {
+            vb = pf_k8s_map_get(pi->labels, selector_keys[i].b);
+            if (!vb || !selector_value(vb)) continue;
+        }
+        if (vb)
+            pf_snprintf(out, n, "%s=%s,%s=%s", selector_keys[i].a, va, selector_keys[i].b, vb);
+        else
+            pf_snprintf(out, n, "%s=%s", selector_keys[i].a, va);
+        return;
+    }
 }
 
 void pf_identity_job_text(char *out, size_t n, const struct pf_identity_job *j)

@@ -5,13 +5,11 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #ifdef PF_STATIC
 int pf_kapi_load(const struct pf_env *env)
@@ -137,60 +135,9 @@ static void redact_reply(struct pf_kapi_res *res, const struct pf_kapi *a)
  * libcurl's threaded resolver gives up at CURLOPT_TIMEOUT_MS, but curl_easy_cleanup then
  * joins the resolver thread, which ends only when getaddrinfo does: a resolver that answers
  * in 20 s made a push with a 5 s budget take 20 s and the run miss its deadline. So the name
- * is resolved here first, by a thread of our own that nobody waits for past the deadline (it
- * frees its job when it ends, whoever left first), and libcurl gets the address through
- * CURLOPT_RESOLVE: it never resolves, so there is nothing to join. */
-struct resolve_job {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int refs; /* the waiter and the thread: the last to leave frees the job */
-    bool done;
-    int rc;
-    char host[256], port[8], addr[INET6_ADDRSTRLEN + 2];
-};
-
-static void job_release(struct resolve_job *j)
-{
-    pthread_mutex_lock(&j->mu);
-    bool last = --j->refs == 0;
-    pthread_mutex_unlock(&j->mu);
-    if (last) {
-        pthread_mutex_destroy(&j->mu);
-        pthread_cond_destroy(&j->cv);
-        free(j);
-    }
-}
-
-static void *resolve_thread(void *arg)
-{
-    struct resolve_job *j = arg;
-    struct addrinfo hints, *ai = NULL;
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(j->host, j->port, &hints, &ai);
-    char addr[INET6_ADDRSTRLEN + 2] = "";
-    if (rc == 0 && ai) {
-        char t[INET6_ADDRSTRLEN] = "";
-        if (ai->ai_family == AF_INET6) {
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, t, sizeof(t));
-            snprintf(addr, sizeof(addr), "[%s]", t);
-        } else {
-            inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, t, sizeof(t));
-            snprintf(addr, sizeof(addr), "%s", t);
-        }
-    }
-    if (ai) freeaddrinfo(ai);
-    pthread_mutex_lock(&j->mu);
-    j->rc = rc;
-    snprintf(j->addr, sizeof(j->addr), "%s", addr);
-    j->done = true;
-    pthread_cond_signal(&j->cv);
-    pthread_mutex_unlock(&j->mu);
-    job_release(j);
-    return NULL;
-}
-
+ * is resolved here first, under the deadline, on a thread nobody waits for past it
+ * (pf_resolve_by, pkg/base/resolve.c), and libcurl gets the address through CURLOPT_RESOLVE:
+ * it never resolves, so there is nothing to join. */
 /* The host and port of an http(s) URL ("[v6]" without brackets); false when there is none. */
 static bool url_host_port(const char *url, char *host, size_t hn, char *port, size_t pn)
 {
@@ -218,7 +165,9 @@ static bool url_host_port(const char *url, char *host, size_t hn, char *port, si
 
 /* Resolves the URL's host before deadline: 0 with *resolve set to the CURLOPT_RESOLVE entry
  * ("host:port:address"), or left NULL when the host is an address already (nothing to
- * resolve); -1 with res->error said when the name does not resolve or not in time. */
+ * resolve); -1 with res->error said when the name does not resolve or not in time
+ * (pf_resolve_by's words: "resolving NAME took longer than the deadline ...", "cannot resolve
+ * NAME: ..."). */
 static int resolve_bounded(struct pf_kapi_res *res, const char *url, double deadline, char *entry,
                            size_t en, bool *have)
 {
@@ -227,54 +176,33 @@ static int resolve_bounded(struct pf_kapi_res *res, const char *url, double dead
     if (!url_host_port(url, host, sizeof(host), port, sizeof(port))) return 0;
     unsigned char bin[16];
     if (inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1) return 0;
-    struct resolve_job *j = calloc(1, sizeof(*j));
-    if (!j) return 0; /* libcurl resolves, as before */
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
-    j->refs = 2;
-    snprintf(j->host, sizeof(j->host), "%s", host);
-    snprintf(j->port, sizeof(j->port), "%s", port);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    if (pthread_create(&t, &at, resolve_thread, j) != 0) {
-        pthread_attr_destroy(&at);
-        j->refs = 1;
-        job_release(j);
-        return 0;
-    }
-    pthread_attr_destroy(&at);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double wait = deadline - pf_now();
-    if (wait < 0) wait = 0;
-    ts.tv_sec += (time_t)wait;
-    ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-    pthread_mutex_lock(&j->mu);
-    while (!j->done)
-        if (pthread_cond_timedwait(&j->cv, &j->mu, &ts) == ETIMEDOUT) break;
-    bool done = j->done;
-    int rc = j->rc;
-    char addr[sizeof(j->addr)];
-    snprintf(addr, sizeof(addr), "%s", j->addr);
-    pthread_mutex_unlock(&j->mu);
-    job_release(j);
-    if (!done) {
-        res->curl_code = PF_CURLE_OPERATION_TIMEDOUT;
-        snprintf(res->error, sizeof(res->error),
-                 "resolving %.200s took longer than the budget (the resolver is slow or silent)",
-                 host);
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    /* a request always has a deadline; none (0) would wait on this thread for resolv.conf */
+    int r = pf_resolve_by(&ai, host, port, &hints, deadline > 0 ? deadline : pf_now());
+    if (r < 0) {
+        res->curl_code =
+            r == PF_ETIMEOUT ? PF_CURLE_OPERATION_TIMEDOUT : 6; /* CURLE_COULDNT_RESOLVE_HOST */
+        snprintf(res->error, sizeof(res->error), "%s", pf_err_msg());
+        pf_err_clear();
         return -1;
     }
-    if (rc != 0 || !addr[0]) {
+    char t[INET6_ADDRSTRLEN] = "";
+    if (ai && ai->ai_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, t, sizeof(t));
+        snprintf(entry, en, "%s:%s:[%s]", host, port, t);
+    } else if (ai && ai->ai_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, t, sizeof(t));
+        snprintf(entry, en, "%s:%s:%s", host, port, t);
+    }
+    if (ai) freeaddrinfo(ai);
+    if (!t[0]) {
         res->curl_code = 6; /* CURLE_COULDNT_RESOLVE_HOST */
-        snprintf(res->error, sizeof(res->error), "cannot resolve %.200s: %.40s", host,
-                 gai_strerror(rc));
+        snprintf(res->error, sizeof(res->error), "cannot resolve %.200s: no address", host);
         return -1;
     }
-    snprintf(entry, en, "%s:%s:%s", host, port, addr);
     *have = true;
     return 0;
 }

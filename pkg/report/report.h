@@ -183,4 +183,50 @@ int pf_report_termination_write(const struct pf_verdict *v, const char *path);
  * atomically (temp file + rename) with mode 0755. out gets the path written. */
 int pf_report_install_self(char *out, size_t n, const char *dir);
 
+/* ---- Why a pod is absent (rendezvous.explainMissing; absent.c). When ranks are missing at
+ * the join deadline, rank 0 lists its job's pods (GET pods with a label selector from its own
+ * labels, pf_identity_selector) and each absent pod's Warning Events (GET events with field
+ * selector involvedObject.uid), and says for each missing rank what Kubernetes says of its
+ * pod. Needs list on pods and events in the namespace (the chart grants it with the option). */
+#define PF_ABSENT_MAX 16       /* missing ranks explained one by one (the rest are counted) */
+#define PF_ABSENT_EVENTS_MAX 8 /* absent pods whose Events are read */
+struct pf_absent {
+    int rank;
+    char expect[256]; /* in: the rank's pod name or hostname by the job's naming; "" unknown */
+    char pod[256], uid[64], phase[24], node[256], ip[64]; /* out: "" when not known */
+    /* Kubernetes' word (Unschedulable, SchedulingGated, ErrImagePull, ImagePullBackOff,
+     * NodeNotReady, NodeLost, Terminating, Failed, ...) or preflight's (NoPod, NotScheduled,
+     * InitContainerRunning, ContainerCreating, Unreachable); "unknown" when the API said
+     * nothing (the message says why) */
+    char reason[64];
+    char message[640];
+    char event[640]; /* the pod's latest Warning Event, "Reason: message"; "" none */
+};
+struct pf_absent_ask {
+    const char *ns;          /* the job's namespace; NULL: the service account's */
+    const char *selector;    /* pf_identity_selector's */
+    const char *self_pod;    /* this pod's name: its running container is preflight's */
+    const char *coordinator; /* rank 0's address and port, for "never reached" */
+    int port;
+    /* the rank is the pod's label batch.kubernetes.io/job-completion-index (an Indexed Job
+     * that is no JobSet's): a pod whose hostname the naming does not give is still found */
+    bool by_index;
+};
+/* Pure: from a PodList's JSON (core/v1, as the API server writes it) fills reason, message and
+ * the pod's name, uid, phase, node and address of each a[i] whose expect names one of its
+ * pods. PF_EINVAL when the text is no PodList. */
+int pf_absent_pods(struct pf_absent *a, size_t n, const struct pf_absent_ask *q, const char *json,
+                   size_t len);
+/* Pure: from an EventList's JSON, a's latest Warning Event into a->event; it gives the reason
+ * where the pod's status said nothing decisive, and NodeNotReady always. PF_EINVAL when the
+ * text is no EventList. */
+int pf_absent_events(struct pf_absent *a, const char *json, size_t len);
+/* The requests, before deadline: every a[i] ends with a reason ("unknown" with why, when the
+ * API cannot be asked or answers no list). from: what was read ("" when nothing). */
+void pf_absent_read(struct pf_absent *a, size_t n, const struct pf_absent_ask *q,
+                    const struct pf_env *env, const struct pf_host *h, double deadline, char *from,
+                    size_t from_n);
+/* "pod trainer-2-x7k2p Pending, Unschedulable: 0/64 nodes are available: ..." */
+void pf_absent_text(char *out, size_t n, const struct pf_absent *a);
+
 #endif

@@ -77,6 +77,9 @@ void run_guard(struct pf_run *R, const char *stage_id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Copies what rank 0 knows of every rank into the fleet (idempotent). */
 void run_sync_fleet(struct pf_run *R, struct pf_fleet *F);
+/* Rank 0, rendezvous.explainMissing: what the API server says of each missing rank's pod, into
+ * F (pf_fleet_rank.absent) and the evidence of check rendezvous (absent.c). */
+void run_explain_missing(struct pf_run *R, struct pf_fleet *F);
 /* Adds the fleet's findings and culprits to this rank's verdict (again is harmless).
  * only_fleet_checks: a SUMMARY from rank 0 may only speak of `rendezvous`,
  * `collective.tcp`, `gpu.fabric`, `net.rails` and `gang`. */

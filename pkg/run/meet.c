@@ -276,6 +276,7 @@ int run_stage_agree(struct pf_run *R)
     struct pf_fleet *F = run_fleet(R);
     if (pf_rdv_rank(P->rdv) == 0 && F) {
         run_sync_fleet(R, F);
+        run_explain_missing(R, F);
         pf_fleet_agree(F, pf_now() - pf_rdv_t0(P->rdv));
         run_apply_fleet(R, &F->out, false);
     }

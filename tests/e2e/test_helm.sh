@@ -137,6 +137,15 @@ expect_eq "helm: no claims read by default (no PREFLIGHT_READ_CLAIMS, no resourc
 expect_eq "helm: rbac.readClaims: get on pods and resourceclaims, PREFLIGHT_READ_CLAIMS=true" \
     "$(q "$T/render-claims.yaml" '[get("Role")["rules"][1:], [e["value"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_READ_CLAIMS"]]')" \
     '[[{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}, {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}], ["true"]]'
+expect_eq "helm: no list rights by default (config.rendezvous.explainMissing unset)" \
+    "$(q "$D" '[r for r in get("Role")["rules"] if "list" in r["verbs"]]')" '[]'
+"$HELM" template pf "$CHART" -n ml --set config.rendezvous.explainMissing=true \
+    --set config.report.events=false >"$T/render-explain.yaml" 2>"$T/err"
+expect_eq "helm: config.rendezvous.explainMissing: list on pods and events, the setting in the config" \
+    "$(q "$T/render-explain.yaml" '[get("Role")["rules"][1:], yaml.safe_load(get("ConfigMap")["data"]["config.yaml"])["rendezvous"]["explainMissing"]]')" \
+    '[[{"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["list"]}], true]'
+expect_eq "helm: config.rendezvous.explainMissing alone mounts the token in the preflight container" \
+    "$(q "$T/render-explain.yaml" '[v["name"] for v in get("Job")["spec"]["template"]["spec"]["volumes"] if v["name"] == "preflight-sa"]')" '["preflight-sa"]'
 expect_eq "helm: existing Secret: none rendered, pods read it" \
     "$(q "$E" '[get("Secret"), [e["valueFrom"]["secretKeyRef"]["name"] for e in get("Job")["spec"]["template"]["spec"]["containers"][0]["env"] if e["name"] == "PREFLIGHT_TOKEN"]]')" '[null, ["my-rendezvous-token"]]'
 expect_eq "helm: no RBAC, own ServiceAccount" \

@@ -243,8 +243,8 @@ mount nothing else of preflight's in the trainer (never preflight-sa).
 
 {{/*
 preflight.volumes: the volumes the containers above mount. Argument: (dict "ctx" $).
-When preflight talks to the API server (config.report.events, .annotate or .markNode, or
-rbac.readClaims), one of
+When preflight talks to the API server (config.report.events, .annotate or .markNode,
+rbac.readClaims, or config.rendezvous.explainMissing), one of
 them is preflight-sa: the ServiceAccount token (bound to the pod, expiring), the cluster CA and
 the namespace, mounted by the preflight container alone at the path every pod's automatic
 token has (/var/run/secrets/kubernetes.io/serviceaccount). Your pod must then set
@@ -256,7 +256,7 @@ do whatever the ServiceAccount may (patch nodes with report.markNode).
 {{- define "preflight.usesApi" -}}
 {{- $v := include "preflight.v" . | fromYaml -}}
 {{- $r := default dict $v.config.report -}}
-{{- if or $r.events $r.annotate (has (default "none" $r.markNode) (list "label" "taint")) (default dict $v.rbac).readClaims -}}
+{{- if or $r.events $r.annotate (has (default "none" $r.markNode) (list "label" "taint")) (default dict $v.rbac).readClaims (default dict $v.config.rendezvous).explainMissing -}}
 true
 {{- end -}}
 {{- end -}}

@@ -166,6 +166,14 @@ static void b_stranger(struct pf_fleet *f)
     f->r[3].refused_claim = "a pod at 10.0.0.66 claiming rank 3 (trainer-3): its HMAC fails";
     f->r[1].refused_claim = "a pod at 10.0.0.67 claiming rank 1 (trainer-1): its HMAC fails";
 }
+/* rank 3 never joined, and the API server said why (rendezvous.explainMissing): the finding
+ * and the culprit carry it */
+#define ABSENT_WHY "pod trainer-3-x7k2p Pending, Unschedulable: 0/64 nodes are available"
+static void b_missing_why(struct pf_fleet *f)
+{
+    b_missing(f);
+    f->r[3].absent = ABSENT_WHY;
+}
 /* gpu.fabric's claims: every rank in cluster U clique 7 but rank 2 (clique 9); ranks that
  * report none (no multi-node NVLink expected) and ranks not joined are left out */
 #define FAB_U "8e3a5b1c-2d4f-4a6b-9c8d-7e6f5a4b3c2d"
@@ -195,6 +203,10 @@ static void test_agree_table(void **state)
         {"healthy", b_none, NULL, NULL, -1},
         {"missing", b_missing, "missing-ranks",
          "1 of 4 ranks never joined within 30 s: rank 3 (trainer-3)", 3},
+        {"missing-why", b_missing_why, "missing-ranks",
+         "1 of 4 ranks never joined within 30 s: rank 3 (trainer-3). Why, from the API server: "
+         "rank 3: " ABSENT_WHY,
+         3},
         {"world", b_world, "world-size-mismatch", "rank 2 (trainer-2) says 5; the others say 4", 2},
         {"version", b_version, "version-mismatch",
          "rank 1 (trainer-1) runs preflight 0.0.9; the others run 0.1.0", 1},
@@ -242,6 +254,8 @@ static void test_agree_table(void **state)
             assert_int_equal(find(&f, "stranger-refused")->status, PF_WARN);
             assert_null(strstr(find(&f, "stranger-refused")->message, "rank 1"));
         }
+        if (c->breaks == b_missing_why) /* the culprit says why too */
+            assert_non_null(strstr(f.out.culprits[0].reason, "within 30 s): " ABSENT_WHY));
         if (c->breaks == b_refused_job) /* not this job's fault: a warning */
             assert_int_equal(find(&f, "job-mismatch")->status, PF_WARN);
         if (!c->code) {

@@ -852,6 +852,54 @@ static void test_job_of(void **state)
     assert_false(pf_identity_job_other(&a, &run)); /* named another way: no proof */
 }
 
+/* The label selector that lists a job's pods (rendezvous.explainMissing), from the pod's own
+ * labels only: the uid label first, a value no label may hold is no selector */
+static void test_selector(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *labels, *annotations, *want;
+    } cases[] = {
+        {"no labels file", NULL, NULL, ""},
+        {"JobSet's uid before its child Job's",
+         "jobset.sigs.k8s.io/jobset-name=\"js\"\njobset.sigs.k8s.io/jobset-uid=\"u-1\"\n"
+         "batch.kubernetes.io/job-name=\"js-w-0\"\nbatch.kubernetes.io/controller-uid=\"u2\"",
+         NULL, "jobset.sigs.k8s.io/jobset-uid=u-1"},
+        {"Indexed Job: controller-uid",
+         "batch.kubernetes.io/job-name=\"train\"\n"
+         "batch.kubernetes.io/controller-uid=\"5c3b\"",
+         NULL, "batch.kubernetes.io/controller-uid=5c3b"},
+        {"Job, the older labels", "job-name=\"train\"", NULL, "job-name=train"},
+        {"LWS: name and group",
+         "leaderworkerset.sigs.k8s.io/name=\"vllm\"\n"
+         "leaderworkerset.sigs.k8s.io/group-index=\"2\"",
+         NULL, "leaderworkerset.sigs.k8s.io/name=vllm,leaderworkerset.sigs.k8s.io/group-index=2"},
+        {"LWS without its group: no selector", "leaderworkerset.sigs.k8s.io/name=\"vllm\"", NULL,
+         ""},
+        {"Volcano", "volcano.sh/job-name=\"vj\"", NULL, "volcano.sh/job-name=vj"},
+        {"Kubeflow", "training.kubeflow.org/job-name=\"pj\"", NULL,
+         "training.kubeflow.org/job-name=pj"},
+        {"StatefulSet: nothing of its own", "statefulset.kubernetes.io/pod-name=\"db-3\"", NULL,
+         ""},
+        {"an annotation is no label", "app=\"x\"", "batch.kubernetes.io/job-name=\"train\"", ""},
+        {"a value a label cannot hold", "job-name=\"a,b=c\"", NULL, ""},
+    };
+    for (size_t k = 0; k < PF_ARRAY_LEN(cases); k++) {
+        struct pf_k8s_map labels, ann;
+        map_of(&labels, cases[k].labels);
+        map_of(&ann, cases[k].annotations);
+        struct pf_identity_podinfo pi = {.hostname = "h",
+                                         .labels = cases[k].labels ? &labels : NULL,
+                                         .annotations = cases[k].annotations ? &ann : NULL};
+        char sel[600] = "junk";
+        pf_identity_selector(sel, sizeof(sel), &pi);
+        if (strcmp(sel, cases[k].want) != 0)
+            fail_msg("%s: \"%s\", expected \"%s\"", cases[k].name, sel, cases[k].want);
+        pf_k8s_map_free(&labels);
+        pf_k8s_map_free(&ann);
+    }
+}
+
 static void test_split_hostport(void **state)
 {
     (void)state;
@@ -888,6 +936,7 @@ int main(void)
         cmocka_unit_test(test_pod_name),
         cmocka_unit_test(test_split_hostport),
         cmocka_unit_test(test_job_of),
+        cmocka_unit_test(test_selector),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
