@@ -486,6 +486,7 @@ void pf_check_rdma_efa(struct pf_check *out, struct pf_ctx *ctx)
                                  : "skips EFA ports in its IB transport (their link layer is "
                                    "Unknown, not InfiniBand or Ethernet) and fails at init");
     if (out->nfindings == 0)
-        pf_check_set_message(out, "%zu EFA device%s; plugin %s (by %s); FI_PROVIDER %s", nefa,
-                             nefa == 1 ? "" : "s", path, from, prov ? prov : "unset (efa)");
+        pf_check_set_message(out, "%zu EFA device%s; plugin %s; FI_PROVIDER %s", nefa,
+                             nefa == 1 ? "" : "s", path[0] ? path : "not found",
+                             prov ? prov : "unset (efa)");
 }
