@@ -87,8 +87,8 @@ int pf_dl_ldcache_find(const unsigned char *b, size_t len, const char *name, cha
     } else if (len >= NEW_HDR && memcmp(b, NEW_MAGIC, sizeof(NEW_MAGIC) - 1) == 0) {
         base = 0;
     } else {
-        snprintf(why, wn, "%zu bytes without the magic of ldconfig's cache (\"%s\" or \"%s\")",
-                 len, NEW_MAGIC, OLD_MAGIC);
+        snprintf(why, wn, "%zu bytes without the magic of ldconfig's cache (\"%s\" or \"%s\")", len,
+                 NEW_MAGIC, OLD_MAGIC);
         return -1;
     }
     if (size == 0) { /* the new table at base */
@@ -221,7 +221,7 @@ int pf_dl_elf_search_paths(struct pf_dl_elf_paths *out, pf_dl_read_at_fn rd, voi
         const unsigned char *d = dyn + i * dent;
         uint64_t tag = get(d, is64), val = get(d + dent / 2, is64);
         if (tag == 0) break; /* DT_NULL */
-        if (tag == 5) { /* DT_STRTAB */
+        if (tag == 5) {      /* DT_STRTAB */
             strtab = val;
             have_strtab = true;
         } else if (tag == 10) /* DT_STRSZ */

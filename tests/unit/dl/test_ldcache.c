@@ -49,15 +49,14 @@ static void test_host_cache(void **state)
     if (!b) skip();
     char path[1024], why[200];
     size_t entries = 0;
-    assert_int_equal(pf_dl_ldcache_find(b, len, "libc.so.6", path, sizeof(path), &entries, why,
-                                        sizeof(why)),
-                     1);
+    assert_int_equal(
+        pf_dl_ldcache_find(b, len, "libc.so.6", path, sizeof(path), &entries, why, sizeof(why)), 1);
     assert_true(entries > 1);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
     fclose(f);
-    assert_int_equal(pf_dl_ldcache_find(b, len, "libnot-a-library-anywhere.so", path,
-                                        sizeof(path), NULL, why, sizeof(why)),
+    assert_int_equal(pf_dl_ldcache_find(b, len, "libnot-a-library-anywhere.so", path, sizeof(path),
+                                        NULL, why, sizeof(why)),
                      0);
     /* every cut of the file: never a crash, never an entry past the cut */
     for (size_t cut = 0; cut < len && cut < 8192; cut += 7)
@@ -82,13 +81,13 @@ static void test_formats(void **state)
         size_t len = 0, entries = 0;
         unsigned char *b = (unsigned char *)th_slurp(file, &len);
         assert_non_null(b);
-        int rc = pf_dl_ldcache_find(b, len, "libnccl-net-ofi.so", path, sizeof(path), &entries,
-                                    why, sizeof(why));
+        int rc = pf_dl_ldcache_find(b, len, "libnccl-net-ofi.so", path, sizeof(path), &entries, why,
+                                    sizeof(why));
         if (rc != 1) fail_msg("format %s: %d (%s)", formats[i], rc, why);
         assert_string_equal(path, "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so");
         assert_int_equal(entries, 2);
-        assert_int_equal(pf_dl_ldcache_find(b, len, "libnccl-net.so", path, sizeof(path), NULL,
-                                            why, sizeof(why)),
+        assert_int_equal(pf_dl_ldcache_find(b, len, "libnccl-net.so", path, sizeof(path), NULL, why,
+                                            sizeof(why)),
                          0);
         for (size_t cut = 0; cut < len; cut++)
             (void)pf_dl_ldcache_find(b, cut, "libnccl-net-ofi.so", path, sizeof(path), NULL, why,
