@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     why[0] = '\0';
     rc = pf_dl_elf_search_paths(&p, buf_read, &r, why, sizeof(why));
     if (rc < 0 && !why[0]) abort();
-    if (rc == 0 && (!memchr(p.rpath, '\0', sizeof(p.rpath)) ||
-                    !memchr(p.runpath, '\0', sizeof(p.runpath))))
+    if (rc == 0 &&
+        (!memchr(p.rpath, '\0', sizeof(p.rpath)) || !memchr(p.runpath, '\0', sizeof(p.runpath))))
         abort();
     return 0;
 }

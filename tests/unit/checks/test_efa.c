@@ -40,9 +40,9 @@ struct efa_case {
     const char *name;
     const char *setup; /* make-tree.sh steps and shell, run in the root ("$M" is make-tree) */
     const char *vars[3];
-    const char *status;  /* "pass", "fail", "unknown" (efa-plugin-missing) */
-    const char *needle;  /* in the plugin path (pass), the finding (fail), the unknown entry */
-    const char *from;    /* pass: evidence pluginFrom */
+    const char *status; /* "pass", "fail", "unknown" (efa-plugin-missing) */
+    const char *needle; /* in the plugin path (pass), the finding (fail), the unknown entry */
+    const char *from;   /* pass: evidence pluginFrom */
 };
 
 /* Each case fails on a search that reads only LD_LIBRARY_PATH, /etc/ld.so.conf.d and the
@@ -160,13 +160,17 @@ static void test_loader_order(void **state)
         if (strcmp(k->status, "pass") == 0) {
             if (c->status != PF_PASS || f || unk)
                 fail_msg("%s: %s, %s", k->name, pf_status_name(c->status),
-                         f ? f->message : unk ? unk : "");
+                         f     ? f->message
+                         : unk ? unk
+                               : "");
             assert_string_equal(pf_node_get_str(c->evidence, "plugin"), k->needle);
             assert_string_equal(pf_node_get_str(c->evidence, "pluginFrom"), k->from);
         } else if (strcmp(k->status, "fail") == 0) {
             if (!f || f->status != PF_FAIL || !strstr(f->message, k->needle))
                 fail_msg("%s: want a failure with \"%s\", have %s", k->name, k->needle,
-                         f ? f->message : unk ? unk : c->message);
+                         f     ? f->message
+                         : unk ? unk
+                               : c->message);
         } else {
             if (f) fail_msg("%s: fails (%s) where it should say unknown", k->name, f->message);
             if (!unk || !strstr(unk, k->needle))
