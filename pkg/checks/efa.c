@@ -394,6 +394,16 @@ void pf_check_rdma_efa(struct pf_check *out, struct pf_ctx *ctx)
         return;
     }
     if (nefa == 0) {
+        struct stat st;
+        if (pf_host_stat(&st, &ctx->host, "/sys/class/infiniband") < 0 || !S_ISDIR(st.st_mode)) {
+            /* no listing to be absent from */
+            pf_check_unknown(out, "efa-plugin-missing",
+                             "expect.transport is OFI, but /sys/class/infiniband cannot be read "
+                             "(%s): whether the pod has EFA devices is not known",
+                             pf_err_msg());
+            pf_err_clear();
+            return;
+        }
         pf_check_add_finding(out, "efa-plugin-missing", PF_FAIL, NULL,
                              "expect.transport is OFI but the pod has no EFA device (none of the "
                              "efa driver in /sys/class/infiniband): did the pod request "

@@ -182,10 +182,34 @@ static void test_loader_order(void **state)
     }
 }
 
+/* expect.transport OFI: no EFA device in a readable /sys/class/infiniband fails; without
+ * that folder it is unknown */
+static void test_expect_ofi_without_listing(void **state)
+{
+    (void)state;
+    struct th_env e;
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    snprintf(e.cfg.expect_transport, sizeof(e.cfg.expect_transport), "OFI");
+    const struct pf_finding *f = th_finding(run_efa(&e), "efa-plugin-missing", NULL);
+    assert_non_null(f);
+    assert_int_equal(f->status, PF_FAIL);
+    th_env_close(&e);
+    th_env_open(&e, "node-8gpu-ndr", TH_MATERIALIZE);
+    th_sh("rm -rf %s/sys/class/infiniband", e.root);
+    snprintf(e.cfg.expect_transport, sizeof(e.cfg.expect_transport), "OFI");
+    struct pf_check *c = run_efa(&e);
+    assert_null(th_finding(c, "efa-plugin-missing", NULL));
+    const char *u = unknown_of(c, "efa-plugin-missing");
+    assert_non_null(u);
+    assert_non_null(strstr(u, "/sys/class/infiniband cannot be read"));
+    th_env_close(&e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loader_order),
+        cmocka_unit_test(test_expect_ofi_without_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
