@@ -553,10 +553,14 @@ static void check_topo_busids(struct envcheck *e, const char *t)
     char *text = NULL;
     size_t len = 0;
     if (pf_host_read_all(&text, &len, TOPO_FILE_MAX, &e->ctx->host, "%s", t) < 0) {
-        pf_check_add_finding(e->out, "topo-file-missing", PF_WARN, NULL,
-                             "NCCL_TOPO_FILE=%s (%s) cannot be read (%s): NCCL loads no topology "
-                             "from it",
-                             t, ne_from(e, "NCCL_TOPO_FILE"), pf_err_msg());
+        /* the file is there (stat said so); what preflight cannot read (over its size bound,
+         * or closed to its uid) NCCL, another process, may still load: the comparison is
+         * unknown, not a fault */
+        pf_check_unknown(e->out, "topo-file-mismatch",
+                         "NCCL_TOPO_FILE=%s (%s) exists but preflight cannot read it (%s): its "
+                         "PCI bus ids are not compared",
+                         t, ne_from(e, "NCCL_TOPO_FILE"), pf_err_msg());
+        pf_err_clear();
         return;
     }
     struct pf_strlist ids = {0};
@@ -601,6 +605,16 @@ static void check_topo_file(struct envcheck *e)
     int r = pf_host_stat(&st, &e->ctx->host, "%s", t);
     if (r == 0 && !S_ISDIR(st.st_mode)) {
         check_topo_busids(e, t);
+        return;
+    }
+    if (r < 0 && r != PF_ENOENT) {
+        /* not "no such file": a permission or a link preflight resolves otherwise than the
+         * trainer (under a root prefix, an absolute link leads out of the tree) */
+        pf_check_unknown(e->out, "topo-file-missing",
+                         "NCCL_TOPO_FILE=%s (%s) cannot be looked up (%s): whether NCCL finds "
+                         "it is not known",
+                         t, ne_from(e, "NCCL_TOPO_FILE"), pf_err_msg());
+        pf_err_clear();
         return;
     }
     pf_check_add_finding(e->out, "topo-file-missing", PF_FAIL,

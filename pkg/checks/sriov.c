@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 
 #include "../k8s/k8s.h"
@@ -189,6 +190,17 @@ static void check_rdma_dev(struct sriov *s, struct pf_check *out, const struct p
     struct pf_node *m = pf_node_add_map(evr);
     pf_node_set_str(m, "name", ib);
     if (!pf_host_exists(&ctx->host, "/sys/class/infiniband/%s", ib)) {
+        struct stat st;
+        if (pf_host_stat(&st, &ctx->host, "/sys/class/infiniband") < 0 || !S_ISDIR(st.st_mode)) {
+            /* no listing to be absent from: sysfs not mounted, or not the node's */
+            pf_check_unknown(out, "vf-no-rdma",
+                             "%s names RDMA device %s for %s, but /sys/class/infiniband cannot "
+                             "be read (%s)",
+                             d->sources.n ? d->sources.v[0] : "the device plugin", ib, d->id,
+                             pf_err_msg());
+            pf_err_clear();
+            return;
+        }
         pf_check_add_finding(out, "vf-no-rdma", PF_FAIL, NULL,
                              "%s names RDMA device %s for %s, but /sys/class/infiniband has no "
                              "%s",
@@ -240,6 +252,15 @@ static void check_dev(struct sriov *s, struct pf_check *out, const struct pf_ctx
     for (size_t i = 0; i < d->sources.n; i++)
         pf_node_add_str(src, d->sources.v[i]);
     if (!pf_host_exists(h, "%s", base)) {
+        struct stat st;
+        if (pf_host_stat(&st, h, "/sys/bus/%s/devices", bus) < 0 || !S_ISDIR(st.st_mode)) {
+            /* no listing to be absent from: sysfs not mounted, or not the node's */
+            pf_check_unknown(out, "vf-missing",
+                             "%s (from %s): /sys/bus/%s/devices cannot be read (%s)", d->id, from,
+                             bus, pf_err_msg());
+            pf_err_clear();
+            return;
+        }
         pf_node_set_bool(m, "present", false);
         pf_check_add_finding(out, "vf-missing", PF_FAIL, NULL,
                              "%s (from %s) is not in /sys/bus/%s/devices: the device plugin "

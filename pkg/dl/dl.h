@@ -340,4 +340,27 @@ void pf_dl_info_gather(struct pf_dl_info out[PF_DL_INFO_COUNT]);
  * to out. */
 void pf_dl_info_format(struct pf_buf *out, const struct pf_dl_info in[PF_DL_INFO_COUNT]);
 
+/* ---- the dynamic loader's own files (pkg/dl/ldcache.c), read as glibc writes them
+ * Looks name up among the entries of an ld.so.cache (b, len bytes: the whole file) as
+ * _dl_load_cache_lookup does: the first entry of this machine's flags whose key is name.
+ * 1 with its value (the library's path) in path, 0 when no entry has it, -1 with why when b
+ * is not a cache ldconfig wrote. entries (when not NULL) gets how many entries the table
+ * has. */
+int pf_dl_ldcache_find(const unsigned char *b, size_t len, const char *name, char *path, size_t n,
+                       size_t *entries, char *why, size_t wn);
+/* Reads len bytes at off into buf; returns how many were read (fewer at the end), -1 on
+ * error. */
+typedef long (*pf_dl_read_at_fn)(void *arg, void *buf, size_t len, uint64_t off);
+/* A shared object's DT_RPATH and DT_RUNPATH, as written (with $ORIGIN unexpanded). */
+struct pf_dl_elf_paths {
+    bool rpath_set, runpath_set;
+    char rpath[PF_DL_PATH_MAX];
+    char runpath[PF_DL_PATH_MAX];
+};
+/* Reads them through rd (the file need not be read whole: a libnccl.so.2 is hundreds of
+ * MiB): 0, or -1 with why when the file is not a shared object of this machine or its
+ * dynamic section cannot be followed. */
+int pf_dl_elf_search_paths(struct pf_dl_elf_paths *out, pf_dl_read_at_fn rd, void *arg, char *why,
+                           size_t wn);
+
 #endif

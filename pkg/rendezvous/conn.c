@@ -189,6 +189,9 @@ int pf_rdv_conn_flush_some(struct pf_rdv_conn *c)
     return 1;
 }
 
+/* An input buffer larger than this is released once everything in it is consumed. */
+#define PF_RDV_IN_KEEP 1024
+
 int pf_rdv_conn_fill(struct pf_rdv_conn *c)
 {
     /* drop consumed bytes first so the buffer never grows past one frame */
@@ -266,6 +269,15 @@ int pf_rdv_conn_next(struct pf_rdv_conn *c, struct pf_rdv_msg *out, bool require
     out->mac_ok = ok;
     out->had_mac = f.mac != NULL;
     c->in_off += (size_t)n;
+    if (c->in_off == c->in.len && c->in.cap > PF_RDV_IN_KEEP) {
+        /* every byte read is consumed and the frame grew the buffer past what the small
+         * frames need: give it back, so that rank 0 does not hold one report-sized buffer a
+         * rank for the rest of the meeting (docs/performance.md, check gang) */
+        size_t max = c->in.max;
+        pf_buf_free(&c->in);
+        c->in.max = max;
+        c->in_off = 0;
+    }
     if (pf_wire_fields_decode(&out->f, out->payload, out->len) < 0) {
         pf_rdv_msg_free(out);
         return PF_EINVAL;

@@ -27,6 +27,8 @@ ADDERS = {
     "run_chk": (1, None),
     "run_guard": (1, None),
     "raise_finding": (None, 3),  # pkg/watch/judge.c: (watch, process, bit, code, ...)
+    # a code a check could not decide (evidence.unknown) is explained like one it raises
+    "pf_check_unknown": (None, 1),
 }
 # code arguments that pass a code through (checked where the literal is written)
 # ("x->code": a finding of rank 0's SUMMARY, whose codes are collected where rank 0 adds them;

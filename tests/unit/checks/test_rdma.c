@@ -743,11 +743,14 @@ static void test_efa_plugin_provider_net(void **state)
 {
     (void)state;
     static const struct efa_case cases[] = {
-        {NULL, {NULL}, "efa-plugin-missing:fail", "(libnccl-net.so) is not where NCCL looks"},
+        /* no libnccl.so.2 in the tree: the search cannot be followed to its end (its
+         * DT_RUNPATH), so the missing plugin is unknown, not a failure (test_efa.c has the
+         * complete searches) */
+        {NULL, {NULL}, "", "2 EFA devices; plugin not found"},
         {"mkdir -p opt/amazon/ofi-nccl/lib && : > opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",
          {"NCCL_NET_PLUGIN=ofi", NULL},
-         "efa-plugin-missing:fail",
-         "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so exists but the loader does not search"},
+         "",
+         "2 EFA devices; plugin not found"},
         {"mkdir -p opt/amazon/ofi-nccl/lib && : > opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so",
          {"NCCL_NET_PLUGIN=ofi", "LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/usr/local/lib",
           "FI_PROVIDER=efa", NULL},
@@ -762,7 +765,8 @@ static void test_efa_plugin_provider_net(void **state)
          "opt/amazon/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so",
          {"NCCL_NET_PLUGIN=aws-ofi", NULL},
          "",
-         "plugin /opt/amazon/aws-ofi-nccl/lib/libnccl-net-aws-ofi.so"},
+         /* the loader reads only what ldconfig cached, and the tree has no cache */
+         "plugin not found"},
         {"mkdir -p usr/lib && : > usr/lib/libnccl-net.so",
          {"NCCL_NET_PLUGIN=none", NULL},
          "efa-plugin-missing:fail",

@@ -211,6 +211,24 @@ static void test_missing_unbound_no_netdev_no_uverbs(void **state)
     th_env_close(&r);
 }
 
+/* A node tree without the sysfs listing the finding would be absent from: unknown, not a
+ * missing function or device. */
+static void test_no_listing_is_unknown(void **state)
+{
+    (void)state;
+    struct th_env r;
+    setup(&r, "fixtures/sriov-healthy", true);
+    sh(&r, "rm -rf sys/bus/pci/devices");
+    th_env_set(&r, VAR, VF1);
+    th_env_check(&r, "net.sriov", pf_check_net_sriov);
+    assert_string_equal(th_codes_status(r.c), "");
+    const struct pf_node *u = pf_node_get(r.c->evidence, "unknown");
+    assert_non_null(u);
+    assert_string_equal(pf_node_get_str(u->first, "code"), "vf-missing");
+    assert_non_null(strstr(pf_node_get_str(u->first, "missing"), "/sys/bus/pci/devices cannot"));
+    th_env_close(&r);
+}
+
 static void test_device_info_from_network_status(void **state)
 {
     (void)state;
@@ -444,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_no_devices_skips),
         cmocka_unit_test(test_vf_without_rdma_child),
         cmocka_unit_test(test_missing_unbound_no_netdev_no_uverbs),
+        cmocka_unit_test(test_no_listing_is_unknown),
         cmocka_unit_test(test_device_info_from_network_status),
         cmocka_unit_test(test_invalid_variables),
         cmocka_unit_test(test_nccl_ib_hca_against_given_devices),

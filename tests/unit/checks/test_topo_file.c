@@ -219,12 +219,59 @@ static void test_check(void **state)
                                 "(0000:4f:00.0, 0000:50:00.0,"));
 }
 
+/* A topology file the check cannot read whole (over its 4 MiB bound: NCCL reads any size)
+ * proves nothing against NCCL: the comparison is unknown, and neither topo-file-missing nor
+ * topo-file-mismatch is raised. A link that loops cannot be looked up: unknown too. */
+static void test_unreadable_is_unknown(void **state)
+{
+    (void)state;
+    char dir[64], root[128];
+    snprintf(dir, sizeof(dir), "/tmp/pf-topo-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(root, sizeof(root), "%s/root", dir);
+    sh("fixtures/materialize.sh fixtures/node-azure-ndv4 %s 2>/dev/null && mkdir -p %s/opt/t && "
+       "cp fixtures/nccl-topo/azure-ndv5-topo.xml %s/opt/t/big.xml && head -c 5000000 /dev/zero "
+       "| tr '\\0' ' ' >>%s/opt/t/big.xml && ln -s loop.xml %s/opt/t/loop.xml",
+       root, root, root, root, root);
+    static const char *const files[] = {"/opt/t/big.xml", "/opt/t/loop.xml"};
+    static const char *const codes[] = {"topo-file-mismatch", "topo-file-missing"};
+    for (size_t k = 0; k < 2; k++) {
+        struct pf_config cfg;
+        struct pf_verdict v;
+        struct pf_ctx ctx;
+        pf_config_defaults(&cfg);
+        pf_verdict_init(&v);
+        pf_ctx_init(&ctx, &cfg, &v);
+        assert_int_equal(pf_host_init(&ctx.host, root), 0);
+        pf_env_set(&ctx.env, "NCCL_TOPO_FILE", files[k], "test");
+        pf_checks_inventory(&ctx);
+        pf_check_nccl_env(pf_verdict_add_check(&v, "nccl.env"), &ctx);
+        pf_verdict_finalize(&v, NULL, NULL);
+        struct pf_check *c = pf_verdict_find_check(&v, "nccl.env");
+        for (size_t i = 0; i < c->nfindings; i++)
+            if (strncmp(c->findings[i].code, "topo-file-", 10) == 0)
+                fail_msg("%s: %s: %s", files[k], c->findings[i].code, c->findings[i].message);
+        bool unknown = false;
+        const struct pf_node *u = pf_node_get(c->evidence, "unknown");
+        for (const struct pf_node *x = u ? u->first : NULL; x; x = x->next)
+            if (strcmp(pf_node_get_str(x, "code"), codes[k]) == 0 &&
+                strstr(pf_node_get_str(x, "missing"), files[k]))
+                unknown = true;
+        if (!unknown) fail_msg("%s: no unknown entry for %s", files[k], codes[k]);
+        pf_ctx_free(&ctx);
+        pf_verdict_free(&v);
+        pf_config_free(&cfg);
+    }
+    sh("rm -rf '%s'", dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_real_files),
         cmocka_unit_test(test_edges),
         cmocka_unit_test(test_check),
+        cmocka_unit_test(test_unreadable_is_unknown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

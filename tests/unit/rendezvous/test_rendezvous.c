@@ -371,10 +371,51 @@ static void test_conn_deadline_on_silent_peer(void **state)
     close(sv[1]);
 }
 
+/* A frame larger than 1 KiB (a report with its inventory) grows the reader's input buffer;
+ * once it is consumed the buffer is given back, so rank 0 does not keep one such buffer a
+ * rank for the rest of the meeting. Small frames keep theirs. */
+static void test_conn_releases_large_buffer(void **state)
+{
+    (void)state;
+    int sv[2];
+    nonblock_pair(sv);
+    struct pf_rdv_conn joiner, root;
+    pf_rdv_conn_init(&joiner, sv[0], "root", true);
+    pf_rdv_conn_init(&root, sv[1], "joiner", false);
+    double dl = pf_now() + 10;
+    struct pf_buf b;
+    pf_buf_init(&b, 1 << 16);
+    char big[1500];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    pf_wire_put_str(&b, "inv", big);
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, NULL, 0, dl), 0);
+    struct pf_rdv_msg m;
+    assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), 0);
+    pf_rdv_msg_free(&m);
+    assert_true(root.in.cap > 0 && root.in.cap <= 1024); /* a small frame keeps its buffer */
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), 0);
+    assert_true(m.len > 1024);
+    assert_int_equal(m.f.n, 1);
+    pf_rdv_msg_free(&m);
+    assert_int_equal(root.in.cap, 0);
+    assert_int_equal(root.in.len, 0);
+    /* and the connection goes on */
+    assert_int_equal(pf_rdv_conn_send(&joiner, PF_WIRE_STEP, b.data, b.len, dl), 0);
+    assert_int_equal(pf_rdv_conn_recv(&root, &m, false, dl), 0);
+    assert_true(m.len > 1024);
+    pf_rdv_msg_free(&m);
+    pf_buf_free(&b);
+    pf_rdv_conn_close(&joiner);
+    pf_rdv_conn_close(&root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conn_round_trip),
+        cmocka_unit_test(test_conn_releases_large_buffer),
         cmocka_unit_test(test_conn_mac_and_sequence),
         cmocka_unit_test(test_conn_shared_payload),
         cmocka_unit_test(test_conn_shared_tampered),
