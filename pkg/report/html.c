@@ -385,6 +385,77 @@ static void findings_list(struct page *P, yaml_node_t *c)
     pf_buf_addf(P->b, "</ul>\n");
 }
 
+struct linkset {
+    size_t n, cap;
+    double *g;
+};
+
+static void link_add(struct page *P, struct linkset *L, long long from, long long to, double gbps)
+{
+    if (from + 1 > P->world) P->world = from + 1;
+    if (to + 1 > P->world) P->world = to + 1;
+    pf_buf_addf(P->data, "%s%lld,%lld,%.10g", L->n ? "," : "", from, to, gbps);
+    if (L->n == L->cap)
+        L->g = pf_xrealloc(L->g, (L->cap = L->cap ? L->cap * 2 : 64) * sizeof(*L->g));
+    L->g[L->n++] = gbps;
+}
+
+/* An integer in 0..max at *p, up to the next blank, '=' or end (no sign, no exponent). */
+static bool rank_at(const char **p, const char *end, long long max, long long *out)
+{
+    const char *s = *p;
+    long long v = 0;
+    if (s == end || *s < '0' || *s > '9') return false;
+    for (; s < end && *s >= '0' && *s <= '9'; s++)
+        if ((v = v * 10 + (*s - '0')) > max) return false;
+    *p = s;
+    *out = v;
+    return true;
+}
+
+/* evidence.linkRates (docs/verdict.md, written by pkg/run/summary.c): a mapping from the
+ * sending rank to "DST=GBPS DST=GBPS ...", every probed link of a large job. */
+static bool link_rates(struct page *P, yaml_node_t *m, struct linkset *L)
+{
+    struct rd *r = P->r;
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node(r, p->key), *v = node(r, p->value);
+        long long from, to;
+        if (!k || k->type != YAML_SCALAR_NODE || !v || v->type != YAML_SCALAR_NODE) {
+            fail_at(r, k, "linkRates has %s: %s, expected a rank: \"DST=GBPS ...\"",
+                    type_name(k ? k->type : 0), type_name(v ? v->type : 0));
+            return false;
+        }
+        const char *ks = (const char *)k->data.scalar.value;
+        if (!rank_at(&ks, ks + k->data.scalar.length, WORLD_MAX - 1, &from) ||
+            ks != (const char *)k->data.scalar.value + k->data.scalar.length) {
+            fail_at(r, k, "linkRates: key \"%.40s\" is not a rank in 0..%d",
+                    (const char *)k->data.scalar.value, WORLD_MAX - 1);
+            return false;
+        }
+        const char *s = (const char *)v->data.scalar.value, *end = s + v->data.scalar.length;
+        while (s < end) {
+            const char *at = s;
+            char num[40], *e;
+            size_t w = 0;
+            bool ok = rank_at(&s, end, WORLD_MAX - 1, &to) && s < end && *s++ == '=';
+            while (ok && s + w < end && s[w] != ' ' && w < sizeof(num) - 1)
+                num[w] = s[w], w++;
+            num[w] = '\0';
+            double gbps = ok && w ? strtod(num, &e) : 0;
+            if (!ok || !w || *e || !isfinite(gbps) || gbps < 0 || (s + w < end && s[w] != ' ')) {
+                fail_at(r, v, "linkRates of rank %lld: \"%.40s\" is not DST=GBPS", from, at);
+                return false;
+            }
+            s += w;
+            while (s < end && *s == ' ')
+                s++;
+            link_add(P, L, from, to, gbps);
+        }
+    }
+    return true;
+}
+
 static void links(struct page *P)
 {
     struct rd *r = P->r;
@@ -392,12 +463,14 @@ static void links(struct page *P)
     yaml_node_t *ev = get(r, P->tcp, "evidence", YAML_MAPPING_NODE);
     yaml_node_t *all = get(r, ev, "links", YAML_SEQUENCE_NODE);
     yaml_node_t *slowest = get(r, ev, "slowestLinks", YAML_SEQUENCE_NODE);
+    yaml_node_t *rates = get(r, ev, "linkRates", YAML_MAPPING_NODE);
     yaml_node_t *ls = all ? all : slowest;
     double median = 0;
     bool have_median = nget(r, ev, "medianLinkGbps", &median) && median > 0;
-    size_t n = 0, cap = 0;
-    double *g = NULL;
+    struct linkset L = {0};
     pf_buf_addf(d, ",\"links\":[");
+    bool every = all || (rates && link_rates(P, rates, &L));
+    if (rates && every) ls = NULL; /* every link is listed: the slowest ones again are not read */
     EACH(it, ls)
     {
         yaml_node_t *l = node(r, *it);
@@ -411,21 +484,18 @@ static void links(struct page *P)
         if (!iget(r, l, "from", WORLD_MAX - 1, &from) || !iget(r, l, "to", WORLD_MAX - 1, &to) ||
             !nget(r, l, "gbps", &gbps))
             continue;
-        if (from + 1 > P->world) P->world = from + 1;
-        if (to + 1 > P->world) P->world = to + 1;
-        pf_buf_addf(d, "%s%lld,%lld,%.10g", n ? "," : "", from, to, gbps);
-        if (n == cap) g = pf_xrealloc(g, (cap = cap ? cap * 2 : 64) * sizeof(*g));
-        g[n++] = gbps;
+        link_add(P, &L, from, to, gbps);
     }
     pf_buf_addf(d, "]");
-    if (!have_median && all && n) {
-        median = pf_median(g, n);
+    size_t n = L.n;
+    if (!have_median && every && n) {
+        median = pf_median(L.g, n);
         have_median = median > 0;
     }
-    free(g);
+    free(L.g);
     pf_buf_addf(d, ",\"median\":%.10g,\"ratio\":%.10g", have_median ? median : 0.0, SLOW_RATIO);
     pf_buf_addf(b, "<section id=\"links\"><h2>Links, rank &#215; rank</h2>\n");
-    if (!ls) {
+    if (!ls && !(rates && every)) {
         pf_buf_addf(b, "<p>This verdict lists no link probe (rank 0's verdict of a run of two "
                        "pods or more does: check collective.tcp).</p>\n");
     } else {
@@ -433,7 +503,7 @@ static void links(struct page *P)
         iget(r, ev, "linksMeasured", 1LL << 40, &measured);
         pf_buf_addf(b, "<p>Rows: the sending rank; columns: the receiving rank. ");
         if (have_median) pf_buf_addf(b, "Median link %.3f Gb/s. ", median);
-        if (slowest && !all)
+        if (slowest && !every)
             pf_buf_addf(b,
                         "%lld links were measured; the verdict lists the %zu slowest, the "
                         "others show as not listed.",

@@ -62,6 +62,39 @@ static int cmp_link_gbps(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_link_src(const void *a, const void *b)
+{
+    const struct pf_coll_link *x = a, *y = b;
+    if (x->src != y->src) return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+/* Every probed link of a large job, compact (docs/verdict.md, linkRates): one entry a sending
+ * rank, "DST=GBPS DST=GBPS ...", about 12 bytes a link where the map of slowestLinks takes 50;
+ * a link sampled again (the confirmation rounds) is listed once a sample. */
+static void link_rates(struct pf_node *ev, const struct pf_coll_link *links, size_t n)
+{
+    struct pf_coll_link *s = pf_xmalloc(n * sizeof(*s));
+    memcpy(s, links, n * sizeof(*s));
+    qsort(s, n, sizeof(*s), cmp_link_src);
+    struct pf_node *m = pf_node_set_map(ev, "linkRates");
+    struct pf_buf b;
+    pf_buf_init(&b, PF_BUF_DOCUMENT);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        pf_buf_reset(&b);
+        for (; j < n && s[j].src == s[i].src; j++)
+            pf_buf_addf(&b, "%s%d=%.10g", j > i ? " " : "", s[j].dst,
+                        round(s[j].gbps * 1000) / 1000);
+        char key[24];
+        snprintf(key, sizeof(key), "%d", s[i].src);
+        pf_node_append_str(m, key, pf_buf_str(&b));
+        i = j;
+    }
+    pf_buf_free(&b);
+    free(s);
+}
+
 static void links_evidence(struct pf_run *R)
 {
     struct run_pods *P = R->pods;
@@ -69,6 +102,7 @@ static void links_evidence(struct pf_run *R)
     struct pf_node *ev = run_chk(R, "collective.tcp")->evidence;
     size_t n = P->nlinks;
     if (n > LINKS_EVIDENCE_MAX) {
+        link_rates(ev, P->links, n);
         /* every sample of a thousand pods would be thousands of lines: the slowest ones */
         qsort(P->links, n, sizeof(*P->links), cmp_link_gbps);
         pf_node_set_int(ev, "linksMeasured", (long long)n);

@@ -91,6 +91,15 @@ struct pf_node *pf_node_set_str(struct pf_node *map, const char *key, const char
     return n;
 }
 
+struct pf_node *pf_node_append_str(struct pf_node *map, const char *key, const char *value)
+{
+    struct pf_node *n = node_new(PF_NODE_STR);
+    n->key = pf_xstrdup(key);
+    n->str = pf_xstrdup(value);
+    link_child(map, n);
+    return n;
+}
+
 struct pf_node *pf_node_set_strf(struct pf_node *map, const char *key, const char *fmt, ...)
 {
     va_list ap;

@@ -49,6 +49,9 @@ struct pf_node *pf_node_new_seq(void);
 void pf_node_free(struct pf_node *n);
 /* Map setters replace an existing key; each returns the child. */
 struct pf_node *pf_node_set_str(struct pf_node *map, const char *key, const char *value);
+/* Adds key: value at the end of map without looking for key first (a map of thousands of
+ * members built in order); the caller knows the key is not there yet. */
+struct pf_node *pf_node_append_str(struct pf_node *map, const char *key, const char *value);
 struct pf_node *pf_node_set_strf(struct pf_node *map, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 struct pf_node *pf_node_set_int(struct pf_node *map, const char *key, long long v);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `preflight report --html` of rank 0's verdict of a 4,096-rank job (tests/e2e/report_verdict.py:
-# every rank with 24 checks, 6 probed links a rank, one slow link and one slow node): the time
+# every rank with 24 checks, 6 probed links a rank, one slow link and one slow node, the links
+# as rank 0 writes them above 48: the 48 slowestLinks and every link in linkRates): the time
 # to write the page (wall and CPU), its size, the peak RSS, and in a real headless Chromium (tests/e2e/cdp_page.py) the time
 # from navigation to the load event and to the end of the page's script (heatmap drawn, ranks
 # table built). The aim is under 3 s to the load event; the number is printed, never judged.
@@ -10,7 +11,7 @@ BIN=${PREFLIGHT_REL:-bin/preflight}
 RANKS=${REPORT_BENCH_RANKS:-4096}
 dir=$(mktemp -d /tmp/preflight-bench-report.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-python3 tests/e2e/report_verdict.py "$RANKS" "$dir/v.yaml" --slow-link 100,2000 --slow-node 3000
+python3 tests/e2e/report_verdict.py "$RANKS" "$dir/v.yaml" --slow-link 100,2000 --slow-node 3000 --rates
 out=$( { /usr/bin/time -f '%e %U %S %M' "$BIN" report "$dir/v.yaml" --html "$dir/v.html"; } 2>&1 | tail -1)
 printf '%-30s %8s %8s %8s %8s %12s %8s %9s\n' "verdict" "YAML MB" "write s" "CPU s" "page MB" "peak RSS MB" "load s" "script s"
 if ! command -v chromium >/dev/null; then

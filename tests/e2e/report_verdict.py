@@ -4,13 +4,14 @@ shapes pkg/verdict/emit.c, pkg/run/summary.c and pkg/fleet/rails.c write): for t
 report's tests and its bench.
 
   report_verdict.py N OUT [--slow-link F,T] [--slow-node K] [--evil] [--all-pairs]
-                        [--checks C]
+                        [--checks C] [--rates]
 
 Links: every rank probes the next three ranks and is probed by them (6 links a rank, as the
 probe plan does for a large job), or every ordered pair with --all-pairs; about 9 Gb/s each,
 0.04 Gb/s for the slow link and for every link of the slow node. A slow node is named a
 culprit. --evil puts markup in the pod names, a message and a finding code. C checks a rank
-(default 24)."""
+(default 24). --rates writes the links as rank 0 does in a job of more than 48 measured links
+(pkg/run/summary.c): linksMeasured, the 48 slowestLinks and every link in linkRates."""
 import json
 import sys
 
@@ -22,7 +23,7 @@ def q(s):
 def main():
     a = sys.argv[1:]
     n, out = int(a[0]), a[1]
-    slow_link, slow_node, evil, all_pairs, nchecks = None, None, False, False, 24
+    slow_link, slow_node, evil, all_pairs, nchecks, rates_form = None, None, False, False, 24, False
     i = 2
     while i < len(a):
         if a[i] == "--slow-link":
@@ -36,6 +37,8 @@ def main():
             i += 2
         elif a[i] == "--evil":
             evil, i = True, i + 1
+        elif a[i] == "--rates":
+            rates_form, i = True, i + 1
         elif a[i] == "--all-pairs":
             all_pairs, i = True, i + 1
         else:
@@ -102,9 +105,21 @@ def main():
     rates = sorted(rate(f, t) for f, t in pairs)
     med = rates[len(rates) // 2] if len(rates) % 2 else (rates[len(rates) // 2 - 1] + rates[len(rates) // 2]) / 2
     w("      medianLinkGbps: %s" % round(med, 3))
-    w("      links:")
-    for f, t in pairs:
-        w("        - {from: %d, to: %d, gbps: %s}" % (f, t, rate(f, t)))
+    if rates_form and len(pairs) > 48:
+        w("      linksMeasured: %d" % len(pairs))
+        w("      slowestLinks:")
+        for f, t in sorted(pairs, key=lambda p: rate(*p))[:48]:
+            w("        - {from: %d, to: %d, gbps: %s}" % (f, t, rate(f, t)))
+        w("      linkRates:")
+        by = {}
+        for f, t in pairs:
+            by.setdefault(f, []).append("%d=%s" % (t, rate(f, t)))
+        for f in sorted(by):
+            w("        %s: %s" % (q(str(f)), " ".join(by[f])))
+    else:
+        w("      links:")
+        for f, t in pairs:
+            w("        - {from: %d, to: %d, gbps: %s}" % (f, t, rate(f, t)))
     w("  - id: net.rails")
     w("    status: pass")
     w("    message: %s" % q("2 of 2 rail probes to the ring neighbour went through: net1 95.2 Gb/s, net2 96 Gb/s"))

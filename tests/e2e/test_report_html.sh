@@ -9,11 +9,17 @@
 #            or becomes an element; a click on a header sorts the ranks table.
 #   large    2,048 ranks: a pixel block of two ranks shows its slowest link; the ranks table
 #            holds a page of rows and sorts over every rank.
+#   rates    rank 0's verdict of 64 ranks as a job of more than 48 measured links writes it
+#            (linksMeasured, the 48 slowestLinks, every link in linkRates): every probed
+#            link's cell as its figure in linkRates says, slow or not (none "not listed"),
+#            every unprobed pair neutral; a malformed linkRates entry is an error naming it.
 #   run      a real 4-pod `preflight run` (network namespaces, tests/e2e/pods.sh) with one
 #            direction of one link shaped by tc (trainer-1 -> trainer-3 at 40 Mbit/s): rank
 #            0's verdict's page shows that cell, at its place, in the slow colour, and every
 #            cell as the verdict's figures say (the reverse direction, which carries the
 #            shaped link's ACKs, may measure slow too: it is shown as measured).
+#   many     a real 17-pod run (more than 48 link samples): rank 0's verdict lists every
+#            sample in linkRates, and every cell of the page is as its figure there says.
 #   bad      a missing file, a file that is not YAML, another apiVersion, a key of the wrong
 #            type, no --html, an option report does not take, an unwritable FILE: a clear
 #            error naming the input (and the line), exit 2 (1 for the write), no crash.
@@ -153,6 +159,53 @@ if [ -s "$T/v2k.json" ]; then
         'r["eval"]["first"]' '"1500 previous rows 1-250 of 2048 next"'
 fi
 
+# ---- rates: more than 48 links, every one in linkRates (docs/verdict.md); every cell of the
+# 64 x 64 heatmap compared with the verdict's figures
+python3 "$E2E/report_verdict.py" 64 "$T/v64.yaml" --slow-link 5,40 --slow-node 20 --checks 4 --rates
+check "rates: the verdict lists 48 slowest links and every link in linkRates" \
+    test "$(yq "$T/v64.yaml" '(lambda e: [len(e["slowestLinks"]), e["linksMeasured"], sum(len(v.split()) for v in e["linkRates"].values())])(check("collective.tcp")["evidence"])')" = "[48, 385, 385]"
+p rates -- report "$T/v64.yaml" --html "$T/v64.html"
+rc_is rates 0
+check "rates: the page counts every link" grep -q "385 links measured" "$T/v64.html"
+timeout 240 python3 "$E2E/cdp_page.py" "$T/v64.html" "$T/v64.json" \
+    $(for f in $(seq 0 63); do for t in $(seq 0 63); do echo --cell $f,$t; done; done) \
+    >"$T/cdp64.log" 2>&1 || notok "rates: the browser ran" "$(tail -3 "$T/cdp64.log")"
+if [ -s "$T/v64.json" ]; then
+    page_ok rates "$T/v64.json"
+    python3 - "$T/v64.yaml" "$T/v64.json" "$SLOW" "$NONE" >"$T/cmp64.txt" <<'PY'
+import json, sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+slow_c, none_c = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+ev = [c for c in d["checks"] if c["id"] == "collective.tcp"][0]["evidence"]
+thr = ev["medianLinkGbps"] / 3
+best = {}
+for f, v in ev["linkRates"].items():
+    for x in v.split():
+        t, g = x.split("=")
+        k = "%d,%d" % (int(f), int(t))
+        best[k] = max(best.get(k, 0), float(g))
+bad, slow = [], 0
+for f in range(64):
+    for t in range(64):
+        k = "%d,%d" % (f, t)
+        got = r["cells"].get(k)
+        if k in best:
+            slow += best[k] < thr
+            if got == none_c or (got == slow_c) != (best[k] < thr):
+                bad.append("%s: %s Gb/s (threshold %.3f) shows %s" % (k, best[k], thr, got))
+        elif f != t and got != none_c:
+            bad.append("%s: not probed, shows %s" % (k, got))
+print("; ".join(bad[:5]) if bad else "same, %d probed, %d slow" % (len(best), slow))
+PY
+    expect_eq "rates: every cell as linkRates says (slow or not, probed or not)" \
+        "$(cat "$T/cmp64.txt")" "same, 385 probed, 13 slow"
+fi
+sed 's/^\(        "7": \).*/\11=9.3 2=fast/' "$T/v64.yaml" >"$T/badrates.yaml"
+p badrates -- report "$T/badrates.yaml" --html "$T/x.html"
+rc_is badrates 2
+err_has badrates 'linkRates of rank 7: "2=fast" is not DST=GBPS'
+
 # ---- run: a real 4-pod run with one slow link, rank 0's verdict
 run_case() {
     need_root "run: a 4-pod run's page" || return
@@ -221,3 +274,58 @@ PY
         "$(cat "$T/cmp.txt")" same
 }
 run_case
+
+# ---- many: a real 17-pod run, more than 48 link samples: rank 0's verdict lists every one in
+# linkRates, and the page's every cell is as its figure there says
+many_case() {
+    need_root "many: a 17-pod run's page" || return
+    command -v dnsmasq >/dev/null || { skip "many: a 17-pod run's page" "dnsmasq not installed"; return; }
+    source "$E2E/pods.sh"
+    pods_cleanup 2>/dev/null
+    N=17 TO=120 SC=many PORT=29880
+    trap 'pods_cleanup; rm -rf "$T"' EXIT
+    pods_setup "$N" "pfm$$" || { notok "many: set up $N pods"; return; }
+    printf 'tcp: {messageBytes: 1048576, iterations: 1}\n' >"$T/small.yaml"
+    mkdir -p "$T/many"
+    declare -gA RC
+    local i v="$T/many/v0.yaml"
+    for ((i = 0; i < N; i++)); do pods_run_pod "$i"; done
+    pods_wait_all
+    [ -s "$v" ] || { notok "many: rank 0's verdict" "none (exit ${RC[0]})"; return; }
+    expect_eq "many: linkRates lists every sample of more than 48" \
+        "$(yq "$v" '(lambda e: sum(len(x.split()) for x in e["linkRates"].values()) == e["linksMeasured"] > 48 and len(e["slowestLinks"]) == 48)(check("collective.tcp")["evidence"])')" True
+    p manyreport -- report "$v" --html "$T/many.html"
+    rc_is manyreport 0
+    timeout 180 python3 "$E2E/cdp_page.py" "$T/many.html" "$T/many.json" \
+        $(for f in $(seq 0 16); do for t in $(seq 0 16); do echo --cell $f,$t; done; done) \
+        >"$T/cdpmany.log" 2>&1 || notok "many: the browser ran" "$(tail -3 "$T/cdpmany.log")"
+    [ -s "$T/many.json" ] || return
+    page_ok many "$T/many.json"
+    python3 - "$v" "$T/many.json" "$SLOW" "$NONE" >"$T/cmpmany.txt" <<'PY'
+import json, sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+slow_c, none_c = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+ev = [c for c in d["checks"] if c["id"] == "collective.tcp"][0]["evidence"]
+thr = ev["medianLinkGbps"] / 3
+best = {}
+for f, v in ev["linkRates"].items():
+    for x in v.split():
+        t, g = x.split("=")
+        k = "%d,%d" % (int(f), int(t))
+        best[k] = max(best.get(k, 0), float(g))
+bad = []
+for f in range(17):
+    for t in range(17):
+        k = "%d,%d" % (f, t)
+        got = r["cells"].get(k)
+        if k in best:
+            if got == none_c or (got == slow_c) != (best[k] < thr):
+                bad.append("%s: %s Gb/s (threshold %.3f) shows %s" % (k, best[k], thr, got))
+        elif f != t and got != none_c:
+            bad.append("%s: not probed, shows %s" % (k, got))
+print("; ".join(bad[:5]) if bad else "same")
+PY
+    expect_eq "many: every cell as linkRates says (slow or not, probed or not)" "$(cat "$T/cmpmany.txt")" same
+}
+many_case

@@ -94,6 +94,9 @@ sc_link() {
             '"rank 2 (trainer-2) to rank 5 (trainer-5)" in finding("collective.tcp", "slow-link")' \
             'culprits() == []'
     done
+    # rank 0 lists every sample, the shaped link's among them: in links up to 48 samples, in
+    # linkRates (all of linksMeasured) above (docs/verdict.md)
+    expect 0 '(lambda e: (sum(len(v.split()) for v in e["linkRates"].values()) == e["linksMeasured"] > 48 and any(x.startswith("5=") for x in e["linkRates"]["2"].split())) if "linkRates" in e else (len(e["links"]) <= 48 and "linksMeasured" not in e and any((l["from"], l["to"]) == (2, 5) for l in e["links"])))(check("collective.tcp")["evidence"])'
 }
 
 # ---- node: every link of trainer-4

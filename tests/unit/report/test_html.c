@@ -96,6 +96,26 @@ static void test_slowest_links(void **state)
     pf_buf_free(&b);
 }
 
+/* evidence.linkRates (docs/verdict.md): every link, read instead of slowestLinks; a value
+ * folded over lines by YAML reads as one */
+static void test_link_rates(void **state)
+{
+    (void)state;
+    struct pf_buf b;
+    assert_int_equal(render(&b, "apiVersion: preflight/v1\nkind: Verdict\nverdict: pass\n"
+                                "checks:\n  - id: collective.tcp\n    status: pass\n"
+                                "    evidence:\n      linksMeasured: 5\n"
+                                "      slowestLinks:\n        - {from: 7, to: 9, gbps: 0.5}\n"
+                                "      linkRates:\n        \"7\": 9=0.5 8=9.25\n"
+                                "        \"12\": 0=9\n          3=9.5   1=9.125\n"),
+                     0);
+    assert_non_null(strstr(b.data, "5 links measured."));
+    assert_non_null(strstr(b.data, "\"links\":[7,9,0.5,7,8,9.25,12,0,9,12,3,9.5,12,1,9.125]"));
+    assert_non_null(strstr(b.data, "\"median\":9.125,")); /* of every link */
+    assert_non_null(strstr(b.data, "\"world\":13"));
+    pf_buf_free(&b);
+}
+
 static void refused(const char *text, const char *want)
 {
     struct pf_buf b;
@@ -120,6 +140,23 @@ static void test_refusals(void **state)
             "line 4: a rank without its rank number");
     refused("apiVersion: preflight/v1\nkind: Verdict\na: &x [1]\nb: *x\n", "line 4: a YAML alias");
     refused("apiVersion: preflight/v1\nkind: Verdict\n---\na: 1\n", "a second YAML document");
+    const char *lr = "apiVersion: preflight/v1\nkind: Verdict\nchecks:\n  - id: collective.tcp\n"
+                     "    evidence:\n      linkRates:\n";
+    const char *bad[][2] = {
+        {"        \"7\": 9=fast\n", "line 7: linkRates of rank 7: \"9=fast\" is not DST=GBPS"},
+        {"        \"7\": 9=1 =2\n", "linkRates of rank 7: \"=2\" is not DST=GBPS"},
+        {"        \"7\": 9=-1\n", "\"9=-1\" is not DST=GBPS"},
+        {"        \"7\": 9=.nan\n", "is not DST=GBPS"},
+        {"        \"7\": 9=1,8=2\n", "is not DST=GBPS"},
+        {"        \"7\": 9999999=1\n", "is not DST=GBPS"},
+        {"        x: 9=1\n", "linkRates: key \"x\" is not a rank"},
+        {"        \"7\": [1]\n", "linkRates has a scalar: a sequence"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char t[400];
+        snprintf(t, sizeof(t), "%s%s", lr, bad[i][0]);
+        refused(t, bad[i][1]);
+    }
     char deep[400] = "apiVersion: preflight/v1\nkind: Verdict\nx: ";
     for (int i = 0; i < 70; i++)
         strcat(deep, "[");
@@ -131,6 +168,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_page),
         cmocka_unit_test(test_slowest_links),
+        cmocka_unit_test(test_link_rates),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
