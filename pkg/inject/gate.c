@@ -29,6 +29,32 @@ static void mount(struct cn *mounts, const char *name, const char *path, bool ro
     if (ro) pf_cn_raw(m, "readOnly", "true");
 }
 
+/* The verdict's emptyDir, which the watch shares with the trainer: its NCCL writes its log
+ * there. */
+#define WATCH_DIR "/run/preflight"
+#define WATCH_FILE WATCH_DIR "/nccl.%h.%p.log"
+
+/* Pod Security "restricted": preflight needs no capability (docs/kubernetes.md) */
+static void restricted(struct cn *c)
+{
+    struct cn *sc = pf_cn_map(c, "securityContext", false);
+    pf_cn_raw(sc, "runAsNonRoot", "true");
+    pf_cn_raw(sc, "runAsUser", "65532");
+    pf_cn_raw(sc, "allowPrivilegeEscalation", "false");
+    pf_cn_str(pf_cn_seq(pf_cn_map(sc, "capabilities", false), "drop", true), NULL, "ALL");
+    pf_cn_str(pf_cn_map(sc, "seccompProfile", false), "type", "RuntimeDefault");
+}
+
+/* What both preflight containers mount: the podinfo, the config, the verdict's folder and the
+ * API token. */
+static void preflight_mounts(struct cn *mounts)
+{
+    mount(mounts, "podinfo", "/etc/podinfo", true);
+    mount(mounts, "preflight-config", "/etc/preflight", true);
+    mount(mounts, "preflight-verdict", WATCH_DIR, false);
+    mount(mounts, "preflight-sa", "/var/run/secrets/kubernetes.io/serviceaccount", true);
+}
+
 /* The name of the trainer's volume mounted at /dev/shm, or NULL. */
 static const char *shm_volume(const struct pf_ynode *trainer)
 {
@@ -96,13 +122,7 @@ static struct cn *gate_container(const struct plan *P, const struct pod *pod,
         const char *value = pf_ynode_str(tenv->kids[i], "value");
         if (name && value && pf_str_starts(name, "NCCL_")) env_value(env, name, value);
     }
-    /* Pod Security "restricted": preflight needs no capability (docs/kubernetes.md) */
-    struct cn *sc = pf_cn_map(c, "securityContext", false);
-    pf_cn_raw(sc, "runAsNonRoot", "true");
-    pf_cn_raw(sc, "runAsUser", "65532");
-    pf_cn_raw(sc, "allowPrivilegeEscalation", "false");
-    pf_cn_str(pf_cn_seq(pf_cn_map(sc, "capabilities", false), "drop", true), NULL, "ALL");
-    pf_cn_str(pf_cn_map(sc, "seccompProfile", false), "type", "RuntimeDefault");
+    restricted(c);
     /* an initContainer must request the devices to see them: the trainer's extended resources
      * (vendor/name) and its DRA claims */
     const struct pf_ynode *res = pf_ynode_get(trainer, "resources");
@@ -132,10 +152,7 @@ static struct cn *gate_container(const struct plan *P, const struct pod *pod,
         pf_cn_str(pf_cn_map(cl, NULL, true), "name", name);
     }
     struct cn *mounts = pf_cn_seq(c, "volumeMounts", false);
-    mount(mounts, "podinfo", "/etc/podinfo", true);
-    mount(mounts, "preflight-config", "/etc/preflight", true);
-    mount(mounts, "preflight-verdict", "/run/preflight", false);
-    mount(mounts, "preflight-sa", "/var/run/secrets/kubernetes.io/serviceaccount", true);
+    preflight_mounts(mounts);
     const char *shm = shm_volume(trainer);
     if (shm) mount(mounts, shm, "/dev/shm", false);
     return c;
@@ -143,8 +160,6 @@ static struct cn *gate_container(const struct plan *P, const struct pod *pod,
 
 /* The native sidecar `preflight watch` (a restartPolicy Always initContainer) sharing the
  * verdict's emptyDir with the trainer, whose NCCL writes its log there. */
-#define WATCH_DIR "/run/preflight"
-#define WATCH_FILE WATCH_DIR "/nccl.%h.%p.log"
 static struct cn *watch_container(const struct plan *P)
 {
     struct cn *c = pf_cn_map(NULL, NULL, false);
@@ -157,12 +172,7 @@ static struct cn *watch_container(const struct plan *P)
     env_field(env, "POD_NAMESPACE", "metadata.namespace");
     env_field(env, "NODE_NAME", "spec.nodeName");
     env_value(env, "PREFLIGHT_CONFIG", "/etc/preflight/config.yaml");
-    struct cn *sc = pf_cn_map(c, "securityContext", false);
-    pf_cn_raw(sc, "runAsNonRoot", "true");
-    pf_cn_raw(sc, "runAsUser", "65532");
-    pf_cn_raw(sc, "allowPrivilegeEscalation", "false");
-    pf_cn_str(pf_cn_seq(pf_cn_map(sc, "capabilities", false), "drop", true), NULL, "ALL");
-    pf_cn_str(pf_cn_map(sc, "seccompProfile", false), "type", "RuntimeDefault");
+    restricted(c);
     struct cn *r = pf_cn_map(c, "resources", false);
     struct cn *req = pf_cn_map(r, "requests", true);
     pf_cn_str(req, "cpu", "50m");
@@ -170,10 +180,7 @@ static struct cn *watch_container(const struct plan *P)
     struct cn *lim = pf_cn_map(r, "limits", true);
     pf_cn_str(lim, "memory", "128Mi");
     struct cn *mounts = pf_cn_seq(c, "volumeMounts", false);
-    mount(mounts, "podinfo", "/etc/podinfo", true);
-    mount(mounts, "preflight-config", "/etc/preflight", true);
-    mount(mounts, "preflight-verdict", WATCH_DIR, false);
-    mount(mounts, "preflight-sa", "/var/run/secrets/kubernetes.io/serviceaccount", true);
+    preflight_mounts(mounts);
     return c;
 }
 
