@@ -95,7 +95,8 @@ static const struct pf_ynode *dup_key(const struct pf_ynode *map)
     return NULL;
 }
 
-static size_t line_of(const struct pf_ytree *t, size_t off)
+/* The index in t->lines of the line that holds off. */
+static size_t line_index(const struct pf_ytree *t, size_t off)
 {
     size_t lo = 0, hi = t->nlines;
     while (hi - lo > 1) {
@@ -105,7 +106,12 @@ static size_t line_of(const struct pf_ytree *t, size_t off)
         else
             hi = mid;
     }
-    return lo + 1;
+    return lo;
+}
+
+static size_t line_of(const struct pf_ytree *t, size_t off)
+{
+    return line_index(t, off) + 1;
 }
 
 /* A nesting deeper than this is refused (a pod spec is about 12 deep). */
@@ -256,13 +262,5 @@ const char *pf_ynode_str(const struct pf_ynode *map, const char *key)
 
 size_t pf_ytree_line_start(const struct pf_ytree *t, size_t off)
 {
-    size_t lo = 0, hi = t->nlines;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (t->lines[mid] <= off)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return t->lines[lo];
+    return t->lines[line_index(t, off)];
 }

@@ -175,3 +175,45 @@ else:
 # "${NODE_NCCL[@]}" (empty where no NCCL is at hand, and the cases that need one skip).
 NODE_NCCL=()
 if [ -n "${PREFLIGHT_NCCL_LIB:-}" ]; then NODE_NCCL=(PREFLIGHT_NCCL_LIB="$PREFLIGHT_NCCL_LIB"); fi
+
+# ---- a resolver that never answers: silent_dns NAME LABEL makes the script's own network
+# namespace NAME (own_netns) whose resolv.conf names 127.0.0.1 and tells glibc to wait 30 s for
+# it (options timeout:30 attempts:1), and runs a real UDP server on 127.0.0.1:53 there that
+# takes every query and answers none; $T/dns.state says "ready", then "queries N". Without a
+# namespace it skips LABEL and the script ends (exit 0). Sets the EXIT trap: the server is
+# stopped, the namespace and its /etc/netns folder removed, $T removed.
+silent_dns() {
+    own_netns "$1"
+    if [ -z "$HAVE_NS" ]; then skip "$2" "cannot make a network namespace"; exit 0; fi
+    mkdir -p "/etc/netns/$NS"
+    printf 'nameserver 127.0.0.1\noptions timeout:30 attempts:1\n' >"/etc/netns/$NS/resolv.conf"
+    trap silent_dns_cleanup EXIT
+    cat >"$T/silent_dns.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 53))
+open(sys.argv[1], "w").write("ready\n")
+n = 0
+while True:  # take every query, answer none
+    s.recvfrom(4096)
+    n += 1
+    open(sys.argv[1], "w").write("queries %d\n" % n)
+PY
+    ip netns exec "$NS" python3 "$T/silent_dns.py" "$T/dns.state" &
+    DNS_PID=$!
+    for _ in $(seq 50); do [ -s "$T/dns.state" ] && break; sleep 0.1; done
+}
+silent_dns_cleanup() {
+    [ -n "${DNS_PID:-}" ] && kill "$DNS_PID" 2>/dev/null
+    rm -rf "/etc/netns/$NS"
+    del_netns
+    rm -rf "$T"
+}
+
+# silent_dns_asked LABEL: ok when the name went to silent_dns's server (it took a query)
+silent_dns_asked() {
+    case "$(cat "$T/dns.state")" in
+        queries*) ok "$1 ($(cat "$T/dns.state"))" ;;
+        *) notok "$1" "$(cat "$T/dns.state")" ;;
+    esac
+}

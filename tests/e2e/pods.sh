@@ -19,6 +19,8 @@
 #                             (without SUB: HOST.ml.svc.cluster.local, a per-pod Service)
 #   pod_exec_named I CMD...   pod_exec under the name pod_name gave (trainer-I when none)
 #   pod_start_named I OUT CMD...  pod_start under that name
+#   pods_need LABEL CMD...    skip LABEL and end the script without root or one of CMD
+#   pods_begin N PREFIX [CLEANUP]  the EXIT trap (CLEANUP, default pods_end) and N pods
 # Addresses: 10.213.0.1 is the switch (and DNS), pod I is 10.213.0.(10+I). They exist only
 # inside these namespaces.
 
@@ -118,6 +120,33 @@ pods_cleanup() {
     [ -n "${PODS_DIR:-}" ] && rm -rf "$PODS_DIR"
     wait 2>/dev/null
     true
+}
+
+# pods_need LABEL CMD...: what a script of pods needs: root and each CMD; else LABEL is
+# skipped and the script ends (exit 0)
+pods_need() {
+    local label=$1 c
+    shift
+    need_root "$label" || exit 0
+    for c in "$@"; do
+        command -v "$c" >/dev/null || { skip "$label" "$c not installed"; exit 0; }
+    done
+}
+
+# pods_begin N PREFIX [CLEANUP]: traps EXIT to CLEANUP (default pods_end, which a CLEANUP of the
+# script's own calls last) and INT and TERM to exit 1, and makes N pods (pods_setup N PREFIX):
+# "ok - set up N pods ...", or "not ok" and exit 1
+pods_begin() {
+    trap "${3:-pods_end}" EXIT
+    trap 'exit 1' INT TERM
+    pods_setup "$1" "$2" || { notok "set up $1 pods (network namespaces, bridge, dnsmasq)"; exit 1; }
+    ok "set up $1 pods (network namespaces, bridge, dnsmasq)"
+}
+
+# pods_end: pods_cleanup, and $T removed (kept with KEEP_TMP set)
+pods_end() {
+    pods_cleanup
+    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
 }
 
 declare -a POD_HOST=()

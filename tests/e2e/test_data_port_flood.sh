@@ -18,24 +18,16 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
-need_root "idle strangers on a pod's data port" || exit 0
-for c in ip dnsmasq sysctl; do
-    command -v "$c" >/dev/null ||
-        { skip "idle strangers on a pod's data port" "$c not installed"; exit 0; }
-done
+pods_need "idle strangers on a pod's data port" ip dnsmasq sysctl
 
 N=3
 TO=60 # the mesh's own wait is a fifth of what is left (pkg/run/budget.c): about 10 s here
 STRANGER=
 cleanup() {
     [ -n "$STRANGER" ] && kill "$STRANGER" 2>/dev/null
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
+    pods_end
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-pods_setup "$N" "pfd$$" || { notok "set up $N pods"; exit 1; }
-ok "set up $N pods (network namespaces, bridge, dnsmasq)"
+pods_begin "$N" "pfd$$" cleanup
 printf 'tcp: {messageBytes: 1048576, iterations: 1}\nreport: {events: false}\n' >"$T/small.yaml"
 ip netns exec "$(pods_ns 1)" sysctl -qw net.core.somaxconn=16384 ||
     { notok "net.core.somaxconn in trainer-1's namespace"; exit 1; }

@@ -23,21 +23,11 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
-need_root "gang among pods in network namespaces" || exit 0
-for c in ip dnsmasq python3; do
-    command -v "$c" >/dev/null || { skip "gang among pods in network namespaces" "$c not installed"; exit 0; }
-done
+pods_need "gang among pods in network namespaces" ip dnsmasq python3
 
 N=6
 TO=90
-cleanup() {
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-pods_setup "$N" "pfg$$" || { notok "set up $N pods"; exit 1; }
-ok "set up $N pods (network namespaces, a bridge, dnsmasq)"
+pods_begin "$N" "pfg$$"
 
 # the fixture has no NCCL library to load (this machine's is not the node's)
 printf 'tcp: {messageBytes: 65536, iterations: 1}\npolicy: {findings: {nccl-missing: ignore}}\n' \

@@ -15,20 +15,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
-need_root "two jobs' pods in network namespaces" || exit 0
-for c in ip dnsmasq unshare; do
-    command -v "$c" >/dev/null || { skip "two jobs' pods in network namespaces" "$c not installed"; exit 0; }
-done
-
-cleanup() {
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+pods_need "two jobs' pods in network namespaces" ip dnsmasq unshare
 # pods 0..2 are job A (trainer-0..2); pod 3 is job B's pod other-1
-pods_setup 4 "pfj$$" || { notok "set up 4 pods (network namespaces, bridge, dnsmasq)"; exit 1; }
-ok "set up 4 pods (network namespaces, bridge, dnsmasq)"
+pods_begin 4 "pfj$$"
 pod_name 3 other-1 trainer # in the same headless Service: a name that outlived its job
 
 printf 'tcp: {messageBytes: 1048576, iterations: 2}\n' >"$T/small.yaml"

@@ -146,18 +146,8 @@ expect_eq "termination log in a missing folder: not written, exit 0" \
     "$(cat "$T/one.rc") $([ -e "$T/nowhere" ] && echo made || echo absent)" "0 absent"
 
 # ---- real pods, named as their launchers name them
-need_root "launchers' pods in network namespaces" || exit 0
-for c in ip dnsmasq unshare; do
-    command -v "$c" >/dev/null || { skip "launchers' pods in network namespaces" "$c not installed"; exit 0; }
-done
-cleanup() {
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-pods_setup 8 "pfl$$" || { notok "set up 8 pods"; exit 1; }
-ok "set up 8 pods (network namespaces, bridge, dnsmasq)"
+pods_need "launchers' pods in network namespaces" ip dnsmasq unshare
+pods_begin 8 "pfl$$"
 printf 'tcp: {messageBytes: 65536, iterations: 1}\n' >"$T/small.yaml"
 
 # meet SC PORT N: starts pods 0..N-1 (each with $T/SC/envI: its variables, one a line) and

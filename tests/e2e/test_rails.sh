@@ -24,21 +24,11 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
-need_root "rails among pods in network namespaces" || exit 0
-for c in ip dnsmasq python3; do
-    command -v "$c" >/dev/null ||
-        { skip "rails among pods in network namespaces" "$c not installed"; exit 0; }
-done
+pods_need "rails among pods in network namespaces" ip dnsmasq python3
 
 N=8
 TO=150
-cleanup() {
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-pods_setup "$N" "pfq$$" || { notok "set up $N pods"; exit 1; }
+pods_begin "$N" "pfq$$"
 
 rail_ip() { echo "10.214.$1.$((10 + $2))"; } # NET POD
 

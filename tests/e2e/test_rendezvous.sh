@@ -13,21 +13,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
-need_root "rendezvous among pods in network namespaces" || exit 0
-for c in ip dnsmasq unshare tc; do
-    command -v "$c" >/dev/null ||
-        { skip "rendezvous among pods in network namespaces" "$c not installed"; exit 0; }
-done
-
-cleanup() {
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+pods_need "rendezvous among pods in network namespaces" ip dnsmasq unshare tc
 # pods 0..3 are the job; pod 4 (trainer-4) is the intruder: a duplicate, a garbage client
-pods_setup 5 "pfr$$" || { notok "set up 5 pods (network namespaces, bridge, dnsmasq)"; exit 1; }
-ok "set up 5 pods (network namespaces, bridge, dnsmasq)"
+pods_begin 5 "pfr$$"
 
 printf 'tcp: {messageBytes: 1048576, iterations: 2}\n' >"$T/small.yaml"
 # big enough that the all-reduce lasts seconds: time to kill or freeze a pod in the middle

@@ -15,11 +15,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pods.sh"
 
-need_root "link probes among pods in network namespaces" || exit 0
-for c in ip dnsmasq tc taskset; do
-    command -v "$c" >/dev/null ||
-        { skip "link probes among pods in network namespaces" "$c not installed"; exit 0; }
-done
+pods_need "link probes among pods in network namespaces" ip dnsmasq tc taskset
 
 N=8
 TO=90
@@ -27,13 +23,9 @@ BUSY=()
 cleanup() {
     local p
     for p in "${BUSY[@]}"; do kill "$p" 2>/dev/null; done
-    pods_cleanup
-    [ -n "${KEEP_TMP:-}" ] && echo "# kept $T" || rm -rf "$T"
+    pods_end
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-pods_setup "$N" "pfs$$" || { notok "set up $N pods"; exit 1; }
-ok "set up $N pods (network namespaces, bridge, dnsmasq)"
+pods_begin "$N" "pfs$$" cleanup
 printf 'tcp: {messageBytes: 1048576, iterations: 1}\n' >"$T/small.yaml"
 
 declare -A RC
