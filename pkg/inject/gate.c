@@ -170,6 +170,7 @@ static struct cn *watch_container(const struct plan *P)
     struct cn *env = pf_cn_seq(c, "env", false);
     env_field(env, "POD_NAME", "metadata.name");
     env_field(env, "POD_NAMESPACE", "metadata.namespace");
+    env_field(env, "POD_UID", "metadata.uid"); /* the Event's involvedObject.uid */
     env_field(env, "NODE_NAME", "spec.nodeName");
     env_value(env, "PREFLIGHT_CONFIG", "/etc/preflight/config.yaml");
     restricted(c);

@@ -148,6 +148,9 @@ expect_eq "--watch on a gated JobSet: preflight-watch after preflight, restartPo
 expect_eq "--watch: the trainer's NCCL log goes to the shared folder, one file a process" \
     "$(yq "$T/watch.yaml" '{e["name"]: e["value"] for e in d["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0].get("env", []) if e["name"].startswith("NCCL_DEBUG")}')" \
     '{"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET", "NCCL_DEBUG_FILE": "/run/preflight/nccl.%h.%p.log"}'
+expect_eq "--watch: the sidecar names its pod by uid (the Event's involvedObject.uid, which kubectl describe pod matches)" \
+    "$(yq "$T/watch.yaml" '[e["valueFrom"]["fieldRef"]["fieldPath"] for e in d["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["initContainers"][1]["env"] if e["name"] == "POD_UID"]')" \
+    '["metadata.uid"]'
 inject --watch "$T/watch.yaml" >"$T/watch-again.yaml"
 check "--watch: a second run changes no byte" cmp -s "$T/watch.yaml" "$T/watch-again.yaml"
 expect_eq "without --watch: no sidecar" "$(grep -c 'preflight-watch' "$T/jobset.injected.yaml")" "0"
