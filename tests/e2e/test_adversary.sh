@@ -43,7 +43,7 @@ TOKEN="adversary-run-token-$$"
 CFG="$T/small.yaml"
 printf 'tcp: {messageBytes: 1048576, iterations: 2}\nreport: {events: false}\n' >"$CFG"
 MARGIN=5 # seconds a process may take past its --timeout (sanitizer exit, verdict write)
-BUSY=50  # percent of a window a process may be runnable (on a CPU or waiting for one)
+BUSY=50  # percent of a window a process may be on a CPU, or runnable while not sleeping (spins)
 
 declare -a BG=()           # helper processes this script started
 declare -A PID WRAP RC WALL # per rank of the current case
@@ -141,6 +141,11 @@ stop() { [ -n "$1" ] || return 0; kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/
 # of the window; a process that ends early counts as idle for the rest. Prints "RUN CPU".
 # Runnable time, unlike CPU time, does not shrink when other work crowds the machine, so a
 # busy loop shows as ~100 % on a loaded machine too.
+# busy PID SECONDS: "RUN CPU VOL NONVOL" over the window: RUN the percent of it the process's
+# main thread was runnable (on a CPU or waiting in the run queue, /proc/PID/schedstat), CPU the
+# percent it spent on a CPU (utime + stime), VOL and NONVOL its voluntary and involuntary
+# context switches (/proc/PID/status). A process that sleeps between events switches out
+# voluntarily each time; one that spins is only ever preempted.
 busy() {
     python3 - "$1" "$2" <<'PY'
 import os, sys, time
@@ -156,20 +161,40 @@ def sample():
         run = (int(on) + int(wait)) / 1e9
     except OSError:
         run = cpu
-    return run, cpu
+    vol = nonvol = 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                vol = int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches:"):
+                nonvol = int(line.split()[1])
+    return run, cpu, vol, nonvol
 try:
-    r0, c0 = sample()
+    s0 = sample()
 except OSError:
-    print("0 0"); sys.exit()
-r1, c1, t0 = r0, c0, time.monotonic()
+    print("0 0 0 0"); sys.exit()
+s1, t0 = s0, time.monotonic()
 while time.monotonic() - t0 < win:
     time.sleep(0.1)
     try:
-        r1, c1 = sample()
+        s1 = sample()
     except OSError:
         break
-print(f"{100 * (r1 - r0) / win:.0f} {100 * (c1 - c0) / win:.0f}")
+print(f"{100 * (s1[0] - s0[0]) / win:.0f} {100 * (s1[1] - s0[1]) / win:.0f} "
+      f"{s1[2] - s0[2]} {s1[3] - s0[3]}")
 PY
+}
+
+# spins "RUN CPU VOL NONVOL": true when the numbers show a busy loop: on a CPU for BUSY % of the
+# window, or runnable that long while it was preempted more often than it went to sleep. On a
+# loaded machine a process that only wakes for events waits in the run queue after each wake
+# and is runnable much of the time without spinning; and the kernel adds a wait to schedstat
+# when the wait ends (sched_info_arrive), so one long wait that began before the window can
+# fill it. Such a process still goes to sleep after each wake; a spinning one is preempted.
+spins() {
+    local run cpu vol nonvol
+    read -r run cpu vol nonvol <<<"$1"
+    [ "$cpu" -ge "$BUSY" ] || { [ "$run" -ge "$BUSY" ] && [ "$nonvol" -gt "$vol" ]; }
 }
 
 # vm PID: VmRSS of a process, KiB
@@ -424,12 +449,13 @@ mesh_case() {
     if wait_for_text "$T/$SC/out1" 'ranks in the run after' 30; then
         local b
         b=$(busy "${PID[1]}" 3)
-        local run=${b% *} cpu=${b#* }
-        if [ "$run" -lt "$BUSY" ] && [ "$cpu" -lt "$BUSY" ]; then
-            ok "$name: rank 1 idles in the mesh while $((idle + garbage)) strangers sit on its data port (runnable $run %, CPU $cpu % of 3 s)"
+        local run cpu vol nonvol
+        read -r run cpu vol nonvol <<<"$b"
+        if ! spins "$b"; then
+            ok "$name: rank 1 idles in the mesh while $((idle + garbage)) strangers sit on its data port (runnable $run %, CPU $cpu % of 3 s, $vol sleeps, $nonvol preemptions)"
         else
             notok "$name: rank 1 idles in the mesh while $((idle + garbage)) strangers sit on its data port" \
-                "runnable $run % of 3 s (CPU $cpu %): a busy loop"
+                "runnable $run % of 3 s (CPU $cpu %, $vol sleeps, $nonvol preemptions): a busy loop"
         fi
     else notok "$name: rank 1 received the roster" "$(tail -n 2 "$T/$SC/out1" | tr '\n' '|')"; fi
     finish 0 1 2
@@ -508,11 +534,13 @@ sc_c6() {
     sleep 0.5
     local b
     b=$(busy "${PID[0]}" 3)
-    local run=${b% *} cpu=${b#* }
-    if [ "$run" -lt "$BUSY" ] && [ "$cpu" -lt "$BUSY" ]; then
-        ok "c6: rank 0 at its descriptor limit does not spin (runnable $run %, CPU $cpu % of 3 s)"
+    local run cpu vol nonvol
+    read -r run cpu vol nonvol <<<"$b"
+    if ! spins "$b"; then
+        ok "c6: rank 0 at its descriptor limit does not spin (runnable $run %, CPU $cpu % of 3 s, $vol sleeps, $nonvol preemptions)"
     else
-        notok "c6: rank 0 at its descriptor limit does not spin" "runnable $run % of 3 s (CPU $cpu %): a busy loop"
+        notok "c6: rank 0 at its descriptor limit does not spin" \
+            "runnable $run % of 3 s (CPU $cpu %, $vol sleeps, $nonvol preemptions): a busy loop"
     fi
     launch 1
     finish 0 1
